@@ -1,0 +1,1 @@
+"""Automation: the offline renderer, the sizing plan command and (later) Automation API operations."""

@@ -1,0 +1,41 @@
+"""Stack settings: the typed model (pure) and the loaders that feed it."""
+
+from .model import (
+    PROJECT,
+    SECRET_KEYS,
+    AutoscalingSettings,
+    CapacityType,
+    ComputeMode,
+    EndpointScheme,
+    EndpointSettings,
+    GpuSettings,
+    ModelSettings,
+    Problem,
+    ScalingSignal,
+    Settings,
+    SettingsError,
+    WeightsSettings,
+    WeightsSource,
+    known_keys,
+    parse_settings,
+)
+
+__all__ = [
+    "PROJECT",
+    "SECRET_KEYS",
+    "AutoscalingSettings",
+    "CapacityType",
+    "ComputeMode",
+    "EndpointScheme",
+    "EndpointSettings",
+    "GpuSettings",
+    "ModelSettings",
+    "Problem",
+    "ScalingSignal",
+    "Settings",
+    "SettingsError",
+    "WeightsSettings",
+    "WeightsSource",
+    "known_keys",
+    "parse_settings",
+]

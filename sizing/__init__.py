@@ -1,0 +1,31 @@
+"""Pure sizing engine: which GPUs, how many, which vLLM flags and what it costs. No Pulumi here."""
+
+from .catalog import (
+    GPU_FAMILIES,
+    VARIANTS,
+    InstanceCatalog,
+    InstanceType,
+    ModelSpec,
+    instance_catalog,
+    model_catalog,
+)
+from .memory import Quantization
+from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, evaluate, plan, suggest
+
+__all__ = [
+    "GPU_FAMILIES",
+    "VARIANTS",
+    "Infeasible",
+    "InstanceCatalog",
+    "InstanceType",
+    "ModelSpec",
+    "PlanError",
+    "PlanRequest",
+    "Quantization",
+    "SizingPlan",
+    "evaluate",
+    "instance_catalog",
+    "model_catalog",
+    "plan",
+    "suggest",
+]

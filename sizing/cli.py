@@ -1,0 +1,111 @@
+"""Command line of the sizing engine: ``python -m sizing --variant V --families f1,f2 ...``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .catalog import GPU_FAMILIES, VARIANTS, instance_catalog
+from .memory import Quantization
+from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, plan
+
+
+def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
+    """A short human summary of a plan, shared by ``sizing`` and ``automation plan/render``."""
+    if isinstance(result, Infeasible):
+        lines = [f"No feasible plan for {result.request.variant}:"]
+        lines += [f"  - {r}" for r in result.reasons]
+        if result.suggestions:
+            lines.append("What would work:")
+            lines += [f"  - {s}" for s in result.suggestions]
+        return lines
+    d = result.to_dict()
+    nodes = f" x {d['nodes_per_replica']} nodes" if d["nodes_per_replica"] > 1 else ""
+    lines = [
+        f"variant        {d['variant']} ({d['quantization']}, {d['repository'] or 'repository not set'})",
+        f"instance type  {d['instance_type']}{nodes}: {d['gpus_per_replica']}x {d['gpu_model']}, "
+        f"TP {d['tensor_parallel_size']} PP {d['pipeline_parallel_size']}",
+        f"node pool      {', '.join(d['instance_types'])}",
+        f"memory         weights {d['weights_gib']} GiB, KV cache {d['kv_cache_gib']} GiB = "
+        f"{d['kv_cache_tokens']:,} tokens (max-model-len {d['max_model_len']:,})",
+        f"pod            cpu {d['cpu_request']}, memory {d['memory_request']}, "
+        f"disk {d['ephemeral_storage_gib']} GiB",
+        f"replicas       {d['min_replicas']}..{d['max_replicas']}",
+        f"cost           ${d['replica_hourly_usd']:.2f}/h per replica; "
+        f"${d['hourly_usd_at_min']:.2f}/h at min, ${d['hourly_usd_at_max']:.2f}/h at max",
+    ]
+    lines += [f"warning        {w}" for w in d["warnings"]]
+    return lines
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(p.strip() for p in text.split(",") if p.strip())
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m sizing",
+        description="Size a DeepSeek-R1 variant on EC2 GPU instances (offline, bundled catalog).",
+    )
+    p.add_argument("--variant", required=True, choices=VARIANTS)
+    p.add_argument("--families", required=True, type=_csv, help=f"comma-separated: {', '.join(GPU_FAMILIES)}")
+    p.add_argument("--quantization", default="auto", choices=[q.value for q in Quantization])
+    p.add_argument("--max-model-len", type=int, default=32768)
+    p.add_argument("--min-full-length-sequences", type=int, default=1)
+    p.add_argument("--capacity-type", choices=["on-demand", "spot"], help="default: both, spot preferred")
+    p.add_argument("--region", default="us-east-1")
+    p.add_argument("--weights-source", choices=["huggingface", "s3"], default="huggingface")
+    p.add_argument("--repository", help="override the Hugging Face repo id or s3:// prefix")
+    p.add_argument("--min-replicas", type=int, default=1)
+    p.add_argument("--max-replicas", type=int, default=3)
+    p.add_argument(
+        "--refresh-hardware",
+        action="store_true",
+        help="check GPU facts against EC2 DescribeInstanceTypes first (needs AWS credentials)",
+    )
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    request = PlanRequest(
+        variant=args.variant,
+        families=args.families,
+        quantization=Quantization(args.quantization),
+        max_model_len=args.max_model_len,
+        min_full_length_sequences=args.min_full_length_sequences,
+        capacity_types=(args.capacity_type,) if args.capacity_type else ("spot", "on-demand"),
+        region=args.region,
+        weights_source=args.weights_source,
+        repository=args.repository,
+        min_replicas=args.min_replicas,
+        max_replicas=args.max_replicas,
+    )
+    catalog = instance_catalog()
+    if args.refresh_hardware:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        from .refresh import ec2_client, refresh_hardware
+
+        try:
+            catalog, drifts = refresh_hardware(catalog, ec2_client(args.region))
+        except (BotoCoreError, ClientError) as e:
+            print(f"error: cannot read EC2 instance types in {args.region}: {e}", file=sys.stderr)
+            return 2
+        for drift in drifts:
+            print(f"warning: catalog drift: {drift}", file=sys.stderr)
+    try:
+        result = plan(request, catalog)
+    except PlanError as e:
+        if args.json:
+            print(json.dumps({"feasible": False, "reasons": [str(e)], "suggestions": []}, indent=2))
+        else:
+            print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print("\n".join(summary_lines(result)))
+    return 0 if result.feasible else 1

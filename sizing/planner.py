@@ -1,0 +1,482 @@
+"""Turn a variant and the allowed GPU families into a sizing plan, or say why none exists.
+
+The rules, in order:
+- one vLLM replica per node group; tensor parallelism uses every GPU of a node (no idle GPUs
+  are paid for), so an instance type is a candidate only when its GPU count is a valid TP size;
+- pipeline parallelism across nodes only for MoE models (r1-671b) when one node cannot hold them,
+  and only on EFA-capable types;
+- a type is feasible when its GPUs hold the weights and a KV cache of
+  ``max_model_len x min_full_length_sequences`` tokens within ``gpu_memory_utilization``;
+- the plan takes the cheapest feasible type; the node pool admits every feasible type that runs
+  the same vLLM arguments (same TP, PP and dtype), cheapest first.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .catalog import (
+    GPU_FAMILIES,
+    InstanceCatalog,
+    InstanceType,
+    ModelSpec,
+    instance_catalog,
+    model_catalog,
+)
+from .memory import (
+    DEFAULT_GPU_MEMORY_UTILIZATION,
+    GIB,
+    Quantization,
+    download_bytes,
+    kv_bytes_per_token_per_gpu,
+    usable_bytes_per_gpu,
+    valid_tensor_parallel,
+    weight_bytes,
+    weight_bytes_per_gpu,
+)
+from .nodes import PodRoom, pod_room
+
+VLLM_PORT = 8000
+
+# Unpacked size of the vLLM OpenAI server image: 28.6 GB for v0.12 (vllm-project/vllm#27154),
+# rounded up; it lands on the node's disk next to the downloaded weights.
+VLLM_IMAGE_GIB = 30
+# Scratch on the node disk beyond image and weights: logs, torch.compile and Triton caches.
+SCRATCH_GIB = 10
+
+# A vLLM pod below this much CPU or RAM starves tokenization and weight loading.
+MIN_POD_MILLICORES = 2000
+MIN_POD_MEMORY_MIB = 8 * 1024
+
+# Pipeline stages tried for multi-node models; 4 x 8-GPU nodes already exceeds any R1 need.
+MAX_PIPELINE_STAGES = 4
+
+# A reasoning request keeps about this many tokens in flight (prompt plus chain of thought);
+# max-num-seqs is the KV budget divided by it, so admitted sequences rarely preempt each other.
+TYPICAL_SEQUENCE_TOKENS = 4096
+MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
+
+PRICE_FALLBACK_REGION = "us-east-1"
+
+
+class PlanError(ValueError):
+    """A request the sizing engine cannot turn into any plan (unknown variant or family)."""
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """Everything sizing needs; mirrors the stack settings of the same names."""
+
+    variant: str
+    families: tuple[str, ...]
+    quantization: Quantization = Quantization.AUTO
+    max_model_len: int = 32768
+    min_full_length_sequences: int = 1
+    capacity_types: tuple[str, ...] = ("spot", "on-demand")
+    region: str = "us-east-1"
+    weights_source: str = "huggingface"
+    repository: str | None = None
+    min_replicas: int = 1
+    max_replicas: int = 3
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+
+    @property
+    def required_kv_tokens(self) -> int:
+        return self.max_model_len * self.min_full_length_sequences
+
+
+@dataclass(frozen=True)
+class Fit:
+    """An instance type that can run one replica."""
+
+    instance: InstanceType
+    tensor_parallel: int
+    pipeline_parallel: int
+    dtype: str
+    weights_per_gpu: int
+    kv_bytes_per_gpu: int
+    kv_tokens: int
+    node_usd_per_hour: float
+
+    @property
+    def nodes(self) -> int:
+        return self.pipeline_parallel
+
+    @property
+    def replica_usd_per_hour(self) -> float:
+        return self.node_usd_per_hour * self.nodes
+
+    @property
+    def args_key(self) -> tuple[int, int, str]:
+        """Types with the same key run the same vLLM arguments."""
+        return (self.tensor_parallel, self.pipeline_parallel, self.dtype)
+
+
+@dataclass(frozen=True)
+class Rejection:
+    instance: InstanceType
+    reason: str
+
+
+@dataclass(frozen=True)
+class SizingPlan:
+    """A feasible plan. ``to_dict`` is the ``plan.json`` / ``sizing --json`` contract."""
+
+    request: PlanRequest
+    model: ModelSpec
+    quantization: Quantization
+    fits: tuple[Fit, ...]  # the node pool's types, cheapest first; fits[0] is the choice
+    room: PodRoom
+    price_source: str
+    warnings: tuple[str, ...] = ()
+
+    feasible = True
+
+    @property
+    def chosen(self) -> Fit:
+        return self.fits[0]
+
+    @property
+    def instance_type(self) -> str:
+        return self.chosen.instance.name
+
+    @property
+    def instance_types(self) -> list[str]:
+        return [f.instance.name for f in self.fits]
+
+    @property
+    def tensor_parallel_size(self) -> int:
+        return self.chosen.tensor_parallel
+
+    @property
+    def pipeline_parallel_size(self) -> int:
+        return self.chosen.pipeline_parallel
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tensor_parallel_size * self.pipeline_parallel_size
+
+    @property
+    def nodes_per_replica(self) -> int:
+        return self.chosen.nodes
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        """Guaranteed on every type of the pool, not only the cheapest."""
+        return min(f.kv_tokens for f in self.fits)
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        return min(f.kv_bytes_per_gpu for f in self.fits) * self.gpus_per_replica
+
+    @property
+    def max_num_seqs(self) -> int:
+        by_budget = self.kv_cache_tokens // TYPICAL_SEQUENCE_TOKENS
+        return max(self.request.min_full_length_sequences, min(MAX_NUM_SEQS_CEILING, by_budget), 1)
+
+    @property
+    def repository(self) -> str | None:
+        if self.request.repository:
+            return self.request.repository
+        if self.quantization is Quantization.AWQ_INT4:
+            return None  # needs a pre-quantized checkpoint the user names
+        return self.model.hf_repo
+
+    @property
+    def cpu_request(self) -> str:
+        return f"{self.room.millicores // 100 * 100}m"
+
+    @property
+    def memory_request(self) -> str:
+        return f"{self.room.memory_mib // 1024}Gi"
+
+    @property
+    def weights_download_gib(self) -> float:
+        if self.request.weights_source == "s3":
+            return 0.0  # streamed from S3 straight into GPU memory
+        return download_bytes(self.model, self.quantization) / GIB
+
+    @property
+    def ephemeral_storage_gib(self) -> int:
+        return math.ceil(VLLM_IMAGE_GIB + self.weights_download_gib * 1.1 + SCRATCH_GIB)
+
+    @property
+    def replica_hourly_usd(self) -> float:
+        return round(self.chosen.replica_usd_per_hour, 4)
+
+    @property
+    def vllm_args(self) -> list[str]:
+        fit = self.chosen
+        args = [
+            "--model", self.repository or "<set model.repository to an AWQ checkpoint>",
+            "--served-model-name", self.model.variant,
+            "--tensor-parallel-size", str(fit.tensor_parallel),
+            "--pipeline-parallel-size", str(fit.pipeline_parallel),
+            "--max-model-len", str(self.request.max_model_len),
+            "--gpu-memory-utilization", f"{self.request.gpu_memory_utilization:.2f}",
+            "--max-num-seqs", str(self.max_num_seqs),
+            "--dtype", fit.dtype,
+        ]  # fmt: skip
+        if self.quantization is Quantization.FP8 and self.model.checkpoint_dtype != "fp8":
+            args += ["--quantization", "fp8"]  # online FP8 of the bf16 checkpoint
+        if self.request.weights_source == "s3":
+            args += ["--load-format", "runai_streamer"]
+        if fit.nodes > 1:
+            args += ["--distributed-executor-backend", "ray"]
+        args += ["--reasoning-parser", "deepseek_r1", "--port", str(VLLM_PORT)]
+        return args
+
+    def to_dict(self) -> dict:
+        r = self.request
+        return {
+            "feasible": True,
+            "variant": self.model.variant,
+            "repository": self.repository,
+            "quantization": self.quantization.value,
+            "dtype": self.chosen.dtype,
+            "instance_type": self.instance_type,
+            "instance_types": self.instance_types,
+            "gpu_model": self.chosen.instance.gpu_model,
+            "gpu_memory_gib_per_gpu": round(self.chosen.instance.gpu_memory_gib, 2),
+            "gpus_per_replica": self.gpus_per_replica,
+            "tensor_parallel_size": self.tensor_parallel_size,
+            "pipeline_parallel_size": self.pipeline_parallel_size,
+            "nodes_per_replica": self.nodes_per_replica,
+            "efa_required": self.nodes_per_replica > 1,
+            "gpu_memory_utilization": r.gpu_memory_utilization,
+            "max_model_len": r.max_model_len,
+            "min_full_length_sequences": r.min_full_length_sequences,
+            "max_num_seqs": self.max_num_seqs,
+            "weights_gib": round(weight_bytes(self.model, self.quantization) / GIB, 2),
+            "weights_per_gpu_gib": round(self.chosen.weights_per_gpu / GIB, 2),
+            "weights_download_gib": round(self.weights_download_gib, 2),
+            "kv_cache_gib": round(self.kv_cache_bytes / GIB, 2),
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "vllm_args": self.vllm_args,
+            "cpu_request": self.cpu_request,
+            "memory_request": self.memory_request,
+            "ephemeral_storage_gib": self.ephemeral_storage_gib,
+            "capacity_types": list(r.capacity_types),
+            "region": r.region,
+            "min_replicas": r.min_replicas,
+            "max_replicas": r.max_replicas,
+            "replica_hourly_usd": self.replica_hourly_usd,
+            "hourly_usd_at_min": round(self.chosen.replica_usd_per_hour * r.min_replicas, 4),
+            "hourly_usd_at_max": round(self.chosen.replica_usd_per_hour * r.max_replicas, 4),
+            "price_source": self.price_source,
+            "warnings": list(self.warnings),
+        }
+
+
+@dataclass(frozen=True)
+class Infeasible:
+    """No allowed instance type can serve the request; says why and what would."""
+
+    request: PlanRequest
+    reasons: tuple[str, ...]
+    suggestions: tuple[str, ...] = field(default=())
+
+    feasible = False
+
+    def to_dict(self) -> dict:
+        return {
+            "feasible": False,
+            "variant": self.request.variant,
+            "reasons": list(self.reasons),
+            "suggestions": list(self.suggestions),
+        }
+
+
+def _price(instance: InstanceType, region: str) -> float | None:
+    prices = instance.on_demand_usd_per_hour
+    return prices[region] if region in prices else prices.get(PRICE_FALLBACK_REGION)
+
+
+def _gib(b: float) -> str:
+    return f"{b / GIB:.1f} GiB"
+
+
+def evaluate(
+    model: ModelSpec, quantization: Quantization, instance: InstanceType, request: PlanRequest
+) -> Fit | Rejection:
+    """Can one replica of ``model`` run on ``instance``? A Fit with its numbers, or why not."""
+    q = quantization.resolve(model)
+    arch = instance.arch
+    gpus = f"{instance.gpu_count}x {instance.gpu_model}"
+    if instance.offered_in_region.get(request.region, True) is False:
+        return Rejection(instance, f"{instance.name} is not offered in {request.region}")
+    price = _price(instance, request.region)
+    if price is None:
+        return Rejection(instance, f"{instance.name} has no On-Demand capacity (Capacity Blocks only)")
+    cc = arch.compute_capability
+    if q is Quantization.BF16 and not arch.bf16:
+        return Rejection(instance, f"{arch.name} has no bf16 support (compute capability {cc} < 8.0)")
+    if q is Quantization.FP8 and not arch.fp8:
+        return Rejection(instance, f"{arch.name} has no native FP8 kernels (compute capability {cc} < 8.9)")
+    if q is Quantization.AWQ_INT4 and not arch.awq:
+        return Rejection(instance, f"{arch.name} cannot run AWQ kernels (compute capability {cc} < 7.5)")
+    tp = instance.gpu_count
+    if not valid_tensor_parallel(model, tp):
+        return Rejection(
+            instance,
+            f"{instance.name} has {tp} GPUs, not a valid tensor-parallel size for "
+            f"{model.num_attention_heads} attention / {model.num_key_value_heads} KV heads",
+        )
+    room = pod_room(instance)
+    if room.millicores < MIN_POD_MILLICORES or room.memory_mib < MIN_POD_MEMORY_MIB:
+        return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod")
+    usable = usable_bytes_per_gpu(instance.gpu_memory_mib, request.gpu_memory_utilization)
+    stages = range(1, MAX_PIPELINE_STAGES + 1) if model.moe and instance.efa_supported else (1,)
+    reason = ""
+    for pp in stages:
+        weights = weight_bytes_per_gpu(model, q, tp, pp)
+        free = usable - weights
+        where = f"{instance.name} ({gpus}{f' x {pp} nodes' if pp > 1 else ''})"
+        if free <= 0:
+            reason = (
+                f"{where}: {_gib(weights)} of weights per GPU exceed the {_gib(usable)} vLLM can "
+                f"use of each {instance.gpu_memory_gib:.1f} GiB GPU"
+            )
+            continue
+        tokens = free // kv_bytes_per_token_per_gpu(model, tp, pp)
+        if tokens < request.required_kv_tokens:
+            reason = (
+                f"{where}: weights fit but the KV cache holds {tokens:,} tokens, "
+                f"{request.required_kv_tokens:,} needed"
+            )
+            continue
+        dtype = "bfloat16" if arch.bf16 else "float16"
+        return Fit(instance, tp, pp, dtype, weights, free, tokens, price)
+    return Rejection(instance, reason)
+
+
+def _price_source(catalog: InstanceCatalog, region: str, capacity_types: tuple[str, ...]) -> str:
+    if region in catalog.price_sources:
+        src = catalog.price_sources[region]
+        text = f"On-Demand Linux {region}, {src['source']}, as of {src['as_of']}"
+    else:
+        src = catalog.price_sources[PRICE_FALLBACK_REGION]
+        text = (
+            f"no bundled prices for {region}; On-Demand Linux {PRICE_FALLBACK_REGION} shown "
+            f"({src['source']}, as of {src['as_of']})"
+        )
+    if "spot" in capacity_types:
+        text += "; spot prices vary and are usually lower: On-Demand is the ceiling"
+    return text
+
+
+def _resolve(request: PlanRequest, catalog: InstanceCatalog) -> ModelSpec:
+    models = model_catalog()
+    if request.variant not in models:
+        raise PlanError(f"unknown variant {request.variant!r}; known: {', '.join(models)}")
+    unknown = [f for f in request.families if f not in catalog.families]
+    if unknown or not request.families:
+        raise PlanError(
+            f"unknown GPU families {unknown or '(none given)'}; known: {', '.join(catalog.families)}"
+        )
+    return models[request.variant]
+
+
+def _fits(
+    model: ModelSpec, q: Quantization, request: PlanRequest, catalog: InstanceCatalog
+) -> tuple[list[Fit], list[Rejection]]:
+    fits: list[Fit] = []
+    rejections: list[Rejection] = []
+    for instance in catalog.in_families(request.families):
+        outcome = evaluate(model, q, instance, request)
+        (fits if isinstance(outcome, Fit) else rejections).append(outcome)  # type: ignore[arg-type]
+    fits.sort(key=lambda f: (f.replica_usd_per_hour, f.instance.name))
+    return fits, rejections
+
+
+def _family_reason(family: str, rejections: list[Rejection]) -> str:
+    """The most telling rejection of a family: that of its type with the most GPU memory."""
+    own = [r for r in rejections if r.instance.family == family]
+    if not own:
+        return f"{family}: no instance types in the catalog"
+    best = max(own, key=lambda r: (r.instance.gpu_count * r.instance.gpu_memory_mib, r.instance.name))
+    return f"{family}: {best.reason}"
+
+
+def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> SizingPlan | Infeasible:
+    """Size one replica of ``request.variant`` on the allowed families."""
+    catalog = catalog or instance_catalog()
+    model = _resolve(request, catalog)
+    q = request.quantization.resolve(model)
+    fits, rejections = _fits(model, q, request, catalog)
+    if not fits:
+        reasons = tuple(_family_reason(f, rejections) for f in request.families)
+        return Infeasible(request, reasons, tuple(suggest(request, catalog)))
+    chosen = fits[0]
+    pool = tuple(f for f in fits if f.args_key == chosen.args_key)
+    rooms = [pod_room(f.instance) for f in pool]
+    room = PodRoom(min(r.millicores for r in rooms), min(r.memory_mib for r in rooms))
+    warnings = []
+    if q is Quantization.AWQ_INT4 and not request.repository:
+        warnings.append("awq-int4 needs a pre-quantized AWQ checkpoint: set model.repository")
+    if request.region not in catalog.price_sources:
+        warnings.append(f"no bundled prices for {request.region}: costs use {PRICE_FALLBACK_REGION}")
+    return SizingPlan(
+        request=request,
+        model=model,
+        quantization=q,
+        fits=pool,
+        room=room,
+        price_source=_price_source(catalog, request.region, request.capacity_types),
+        warnings=tuple(warnings),
+    )
+
+
+def _describe(fit: Fit) -> str:
+    i = fit.instance
+    nodes = f" x {fit.nodes} nodes" if fit.nodes > 1 else ""
+    return f"{i.name} ({i.gpu_count}x {i.gpu_model}{nodes}, ${fit.replica_usd_per_hour:.2f}/h per replica)"
+
+
+def _with(request: PlanRequest, **changes) -> PlanRequest:
+    fields = {**request.__dict__, **changes}
+    return PlanRequest(**fields)
+
+
+def suggest(request: PlanRequest, catalog: InstanceCatalog | None = None) -> list[str]:
+    """Changes that would make an infeasible request feasible, cheapest option of each kind."""
+    catalog = catalog or instance_catalog()
+    model = _resolve(request, catalog)
+    current = request.quantization.resolve(model)
+    out: list[str] = []
+
+    for q in (Quantization.FP8, Quantization.AWQ_INT4, Quantization.BF16):
+        if q is current:
+            continue
+        fits, _ = _fits(model, q, _with(request, quantization=q), catalog)
+        if fits:
+            note = " (needs model.repository set to an AWQ checkpoint)" if q is Quantization.AWQ_INT4 else ""
+            out.append(f"set model.quantization={q.value}: fits {_describe(fits[0])}{note}")
+
+    others = [f for f in GPU_FAMILIES if f not in request.families and f in catalog.families]
+    family_fits = []
+    for family in others:
+        fits, _ = _fits(model, current, _with(request, families=(family,)), catalog)
+        if fits:
+            family_fits.append((fits[0].replica_usd_per_hour, family, fits[0]))
+    for _, family, fit in sorted(family_fits)[:3]:
+        out.append(f"add {family} to gpu.instanceFamilies: fits {_describe(fit)}")
+
+    best_len = 0
+    lo, hi = 1, request.max_model_len // 1024 - 1  # multiples of 1024 below the current value
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        fits, _ = _fits(model, current, _with(request, max_model_len=mid * 1024), catalog)
+        if fits:
+            best_len, lo = mid * 1024, mid + 1
+        else:
+            hi = mid - 1
+    if best_len:
+        fits, _ = _fits(model, current, _with(request, max_model_len=best_len), catalog)
+        out.append(f"lower model.maxModelLen to {best_len}: fits {_describe(fits[0])}")
+    if request.min_full_length_sequences > 1:
+        fits, _ = _fits(model, current, _with(request, min_full_length_sequences=1), catalog)
+        if fits:
+            out.append(f"lower model.minFullLengthSequences to 1: fits {_describe(fits[0])}")
+    return out

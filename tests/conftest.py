@@ -1,0 +1,45 @@
+"""Shared fixtures: a hermetic AWS environment and a Pulumi mock-engine runner for build()."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from automation.render import Construction
+from automation.render import construct as run_build
+from automation.stackfile import StackConfig, read_stack
+from settings import PROJECT
+
+
+@pytest.fixture(autouse=True)
+def hermetic_aws(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """No test may reach a real AWS account: credentials are fake and config files absent."""
+    for var in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ROLE_ARN"):
+        monkeypatch.delenv(var, raising=False)
+    empty = tmp_path_factory.mktemp("aws") / "none"
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(empty))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(empty))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.delenv("PULUMI_CONFIG", raising=False)
+
+
+def stack_config(stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any) -> StackConfig:
+    """A stack file's config with ``key=value`` overrides (dots in keys spelled as ``__``)."""
+    config = read_stack(stack).with_overrides(
+        {k.replace("__", "."): v for k, v in overrides.items()}, PROJECT
+    )
+    for key, value in (secrets or {}).items():
+        config.values[f"{PROJECT}:{key}"] = value
+        config.secret_keys.append(f"{PROJECT}:{key}")
+    return config
+
+
+@pytest.fixture
+def construct() -> Callable[[StackConfig], Construction]:
+    """Run build() under fresh strict recording mocks for a stack config."""
+    return run_build

@@ -1,0 +1,165 @@
+"""The rendered-manifest gate: every object of every stack in the repo passes real validators.
+
+Built-in kinds: kubernetes-validate --strict at the stack's Kubernetes minor. Custom resources:
+jsonschema against the upstream CRD schemas, made strict. An object with no schema fails.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir, strictify
+from automation.render import Rendered, render
+from automation.stackfile import read_stack, stack_names
+from settings import parse_settings
+
+STACKS = stack_names()
+CRD_DIR = schema_dir()
+NO_CRD_REASON = (
+    "CRD schemas not found (../shared/reference/schemas, or set DEEPSEEK_EKS_CRD_SCHEMAS): "
+    "custom resources cannot be validated in this checkout"
+)
+
+
+@pytest.fixture(scope="module")
+def renders() -> dict[str, tuple[Rendered, str]]:
+    out = {}
+    for stack in STACKS:
+        config = read_stack(stack)
+        version = parse_settings(config.values, config.secret_keys, stack).kubernetes_version
+        out[stack] = (render(config), version)
+    return out
+
+
+def test_every_stack_file_is_covered() -> None:
+    assert {"dev", "prod"} <= set(STACKS)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_builtin_kinds_pass_strict_validation(renders, stack: str) -> None:
+    rendered, version = renders[stack]
+    problems, custom = [], 0
+    for obj in rendered.objects():
+        try:
+            problems += check(obj, version, CRD_DIR)
+        except CrdSchemasUnavailable:
+            custom += 1
+    assert problems == []
+    assert rendered.objects(), "a stack that renders no objects proves nothing"
+    if custom:
+        pytest.skip(f"{custom} custom resources of stack {stack} unchecked: {NO_CRD_REASON}")
+
+
+def test_gate_rejects_a_broken_builtin_object(renders) -> None:
+    rendered, version = renders["dev"]
+    namespace = copy.deepcopy(next(o for o in rendered.objects() if o["kind"] == "Namespace"))
+    namespace["metadata"]["lables"] = {"typo": "yes"}
+    problems = check(namespace, version, CRD_DIR)
+    assert len(problems) == 1 and "'lables' was unexpected" in problems[0]
+
+
+def test_gate_rejects_a_bad_name() -> None:
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name", "namespace": "x"}}
+    assert check(obj, "1.34", CRD_DIR) == [
+        "ConfigMap/Bad_Name: metadata.name 'Bad_Name' is not a DNS-1123 subdomain"
+    ]
+
+
+def test_gate_rejects_a_wrong_type_in_a_deployment() -> None:
+    deployment = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "deepseek"},
+        "spec": {
+            "replicas": "two",
+            "selector": {"matchLabels": {"app": "vllm"}},
+            "template": {
+                "metadata": {"labels": {"app": "vllm"}},
+                "spec": {"containers": [{"name": "vllm", "image": "vllm/vllm-openai:v0.11.0"}]},
+            },
+        },
+    }
+    problems = check(deployment, "1.34", CRD_DIR)
+    assert len(problems) == 1 and problems[0].startswith(
+        "Deployment/vllm: spec.replicas: 'two' is not of type"
+    )
+
+
+crd_only = pytest.mark.skipif(CRD_DIR is None, reason=NO_CRD_REASON)
+
+
+def nodepool() -> dict:
+    return {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "metadata": {"name": "gpu"},
+        "spec": {
+            "template": {
+                "spec": {
+                    "nodeClassRef": {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "gpu"},
+                    "requirements": [
+                        {
+                            "key": "node.kubernetes.io/instance-type",
+                            "operator": "In",
+                            "values": ["g6e.12xlarge"],
+                        }
+                    ],
+                }
+            },
+            "limits": {"nvidia.com/gpu": "16"},
+        },
+    }
+
+
+@crd_only
+def test_valid_custom_resource_passes() -> None:
+    assert check(nodepool(), "1.34", CRD_DIR) == []
+
+
+@crd_only
+def test_gate_rejects_broken_custom_resources() -> None:
+    typo = nodepool()
+    typo["spec"]["template"]["spec"]["nodeClassRefs"] = typo["spec"]["template"]["spec"].pop("nodeClassRef")
+    problems = check(typo, "1.34", CRD_DIR)
+    assert any("'nodeClassRefs' was unexpected" in p for p in problems)  # strict: unknown field
+    assert any("'nodeClassRef' is a required property" in p for p in problems)
+    bad_limit = nodepool()
+    bad_limit["spec"]["limits"]["nvidia.com/gpu"] = "sixteen"
+    assert any("limits.nvidia.com/gpu" in p for p in check(bad_limit, "1.34", CRD_DIR))
+    namespaced = nodepool()
+    namespaced["metadata"]["namespace"] = "deepseek"
+    assert "NodePool/gpu: NodePool is cluster-scoped but sets metadata.namespace" in check(
+        namespaced, "1.34", CRD_DIR
+    )
+
+
+@crd_only
+def test_object_without_any_schema_fails() -> None:
+    obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    assert check(obj, "1.34", CRD_DIR) == [
+        "Widget/w: no schema for example.com/v1 Widget: an unvalidated object fails the gate"
+    ]
+
+
+def test_custom_resources_without_schemas_are_not_silently_passed() -> None:
+    with pytest.raises(CrdSchemasUnavailable):
+        check(nodepool(), "1.34", None)
+
+
+def test_strictify_only_closes_objects_with_properties() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {"a": {"type": "string"}}},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True, "properties": {}},
+            "map": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+    }
+    strict = strictify(schema)
+    assert strict["additionalProperties"] is False
+    assert strict["properties"]["spec"]["additionalProperties"] is False
+    assert "additionalProperties" not in strict["properties"]["free"]
+    assert strict["properties"]["map"]["additionalProperties"] == {"type": "string"}
+    assert "additionalProperties" not in schema  # the input is left alone

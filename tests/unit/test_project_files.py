@@ -1,0 +1,75 @@
+"""Project files agree with the code: Pulumi.yaml mirrors the Settings defaults, and every stack
+file in the repo is valid and sizes to a feasible plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from automation.stackfile import read_stack, stack_names
+from components import size
+from settings import known_keys, parse_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+PROJECT_FILE = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+
+
+def code_defaults() -> dict[str, object]:
+    s = parse_settings({})
+    out: dict[str, object] = {"computeMode": s.compute_mode.value, "kubernetesVersion": s.kubernetes_version}
+    for group in ("model", "gpu", "autoscaling", "endpoint", "weights"):
+        for key, value in getattr(s, group).model_dump(mode="json", by_alias=True).items():
+            out[f"{group}.{key}"] = value
+    return out
+
+
+def test_project_file_declares_every_setting() -> None:
+    assert set(PROJECT_FILE["config"]) == set(known_keys())
+
+
+@pytest.mark.parametrize("key", sorted(code_defaults()))
+def test_project_file_defaults_mirror_the_code(key: str) -> None:
+    declared = PROJECT_FILE["config"][key]
+    assert declared.get("description")
+    if code_defaults()[key] is None:
+        assert "default" not in declared
+    else:
+        assert declared["default"] == code_defaults()[key]
+
+
+def test_secrets_are_declared_secret() -> None:
+    for key in ("hfToken", "apiKey"):
+        assert PROJECT_FILE["config"][key]["secret"] is True
+        assert "default" not in PROJECT_FILE["config"][key]
+
+
+def test_runtime_is_python_with_pip_and_venv() -> None:
+    assert PROJECT_FILE["name"] == "deepseek-eks"
+    assert PROJECT_FILE["runtime"] == {
+        "name": "python",
+        "options": {"toolchain": "pip", "virtualenv": ".venv"},
+    }
+
+
+@pytest.mark.parametrize("stack", stack_names())
+def test_every_stack_file_is_valid_and_feasible(stack: str) -> None:
+    config = read_stack(stack)
+    settings = parse_settings(config.values, config.secret_keys, stack)
+    assert size(settings).feasible
+
+
+def test_dev_and_prod_are_what_design_describes() -> None:
+    dev = read_stack("dev")
+    prod = read_stack("prod")
+    d = parse_settings(dev.values, dev.secret_keys, "dev")
+    p = parse_settings(prod.values, prod.secret_keys, "prod")
+    assert (d.compute_mode.value, d.autoscaling.signal.value) == ("auto-mode", "gpu-utilization")
+    assert d.gpu.instance_families == ["g6", "g5"]
+    assert (p.compute_mode.value, p.model.variant.value, p.autoscaling.signal.value) == (
+        "karpenter",
+        "r1-distill-llama-70b",
+        "combined",
+    )
+    assert [c.value for c in p.gpu.capacity_types] == ["spot", "on-demand"]

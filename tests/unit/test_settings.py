@@ -1,0 +1,215 @@
+"""Settings: defaults, parsing of Pulumi's string config, and every rule with its exact message."""
+
+from __future__ import annotations
+
+import pytest
+
+from settings import (
+    CapacityType,
+    ComputeMode,
+    EndpointScheme,
+    ScalingSignal,
+    SettingsError,
+    WeightsSource,
+    parse_settings,
+)
+from sizing import Quantization
+
+P = "deepseek-eks:"
+
+
+def problems(config: dict, secret_keys=()) -> dict[str, str]:
+    with pytest.raises(SettingsError) as info:
+        parse_settings(config, secret_keys)
+    return {p.key: p.message for p in info.value.problems}
+
+
+def test_defaults_match_design_table() -> None:
+    s = parse_settings({})
+    assert s.compute_mode is ComputeMode.AUTO_MODE
+    assert s.model.quantization is Quantization.AUTO
+    assert s.model.max_model_len == 32768
+    assert s.model.min_full_length_sequences == 1
+    assert s.model.repository is None
+    assert s.gpu.capacity_types == [CapacityType.SPOT, CapacityType.ON_DEMAND]
+    assert s.autoscaling.signal is ScalingSignal.GPU_UTILIZATION
+    assert (s.autoscaling.min_replicas, s.autoscaling.max_replicas) == (1, 3)
+    assert s.autoscaling.target_gpu_utilization == 50
+    assert s.autoscaling.queue_depth_per_replica == 5
+    assert s.endpoint.scheme is EndpointScheme.INTERNAL
+    assert s.endpoint.allowed_cidrs == []
+    assert s.weights.source is WeightsSource.HUGGINGFACE
+    assert s.region == "us-east-1"
+
+
+def test_values_arrive_as_pulumi_strings() -> None:
+    """Pulumi hands every value to the program as a string; lists as JSON."""
+    s = parse_settings(
+        {
+            f"{P}computeMode": "karpenter",
+            f"{P}model.variant": "r1-671b",
+            f"{P}model.maxModelLen": "16384",
+            f"{P}gpu.instanceFamilies": '["p5", "p5en"]',
+            f"{P}gpu.capacityTypes": '["on-demand"]',
+            f"{P}autoscaling.signal": "queue-depth",
+            f"{P}autoscaling.minReplicas": "0",
+            f"{P}endpoint.scheme": "internet-facing",
+            f"{P}endpoint.allowedCidrs": '["203.0.113.0/24"]',
+            "aws:region": "us-west-2",
+        }
+    )
+    assert s.compute_mode is ComputeMode.KARPENTER
+    assert s.model.variant.value == "r1-671b"
+    assert s.model.max_model_len == 16384
+    assert s.gpu.instance_families == ["p5", "p5en"]
+    assert s.gpu.capacity_types == [CapacityType.ON_DEMAND]
+    assert s.autoscaling.min_replicas == 0
+    assert s.endpoint.allowed_cidrs == ["203.0.113.0/24"]
+    assert s.region == "us-west-2"
+
+
+def test_path_style_object_config_is_flattened() -> None:
+    """`pulumi config set --path model.variant x` stores an object under `model`."""
+    s = parse_settings({f"{P}model": '{"variant": "r1-distill-llama-8b", "maxModelLen": 8192}'})
+    assert s.model.variant.value == "r1-distill-llama-8b"
+    assert s.model.max_model_len == 8192
+
+
+def test_comma_separated_lists_for_command_line_overrides() -> None:
+    s = parse_settings({f"{P}gpu.instanceFamilies": "g6, g6e"})
+    assert s.gpu.instance_families == ["g6", "g6e"]
+
+
+def test_three_invalid_values_are_reported_together() -> None:
+    found = problems(
+        {
+            f"{P}model.variant": "r1-distill-qwen-3b",
+            f"{P}autoscaling.targetGpuUtilization": "150",
+            f"{P}endpoint.scheme": "public",
+        }
+    )
+    assert set(found) == {
+        f"{P}model.variant",
+        f"{P}autoscaling.targetGpuUtilization",
+        f"{P}endpoint.scheme",
+    }
+    assert "r1-distill-qwen-1.5b" in found[f"{P}model.variant"]
+    assert "less than or equal to 100" in found[f"{P}autoscaling.targetGpuUtilization"]
+    assert "'internal' or 'internet-facing'" in found[f"{P}endpoint.scheme"]
+
+
+def test_error_text_has_key_value_and_allowed() -> None:
+    with pytest.raises(SettingsError) as info:
+        parse_settings({f"{P}computeMode": "fargate"}, stack="qa")
+    text = str(info.value)
+    assert text.splitlines()[0] == "1 invalid setting(s) of stack 'qa':"
+    assert 'deepseek-eks:computeMode = "fargate": allowed: auto-mode, karpenter' in text
+
+
+@pytest.mark.parametrize(
+    ("family", "suggestion"),
+    [("g4", "g4dn"), ("p4", "p4d or p4de"), ("p6", "p6-b200"), ("g6x", "g6 or g6e")],
+)
+def test_unreal_gpu_family_is_rejected_with_real_names(family: str, suggestion: str) -> None:
+    found = problems({f"{P}gpu.instanceFamilies": f'["g6", "{family}"]'})
+    message = found[f"{P}gpu.instanceFamilies[1]"]
+    assert f"did you mean {suggestion}?" in message
+
+
+def test_min_above_max_replicas() -> None:
+    found = problems({f"{P}autoscaling.minReplicas": "4", f"{P}autoscaling.maxReplicas": "2"})
+    assert found == {f"{P}autoscaling.minReplicas": "greater than autoscaling.maxReplicas (2)"}
+
+
+def test_scale_to_zero_needs_a_queue_signal() -> None:
+    found = problems({f"{P}autoscaling.minReplicas": "0"})
+    assert "queue-depth or combined" in found[f"{P}autoscaling.minReplicas"]
+    for signal in ("queue-depth", "combined"):
+        s = parse_settings({f"{P}autoscaling.minReplicas": "0", f"{P}autoscaling.signal": signal})
+        assert s.autoscaling.min_replicas == 0
+
+
+def test_internet_facing_needs_allowed_cidrs_and_internal_refuses_them() -> None:
+    found = problems({f"{P}endpoint.scheme": "internet-facing"})
+    assert found[f"{P}endpoint.allowedCidrs"].startswith("required when endpoint.scheme is internet-facing")
+    found = problems({f"{P}endpoint.allowedCidrs": '["10.0.0.0/8"]'})
+    assert "only applies when endpoint.scheme is internet-facing" in found[f"{P}endpoint.allowedCidrs"]
+
+
+def test_bad_cidr() -> None:
+    found = problems(
+        {f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": '["10.0.0.1/8"]'}
+    )
+    assert "'10.0.0.1/8' is not a CIDR block" in found[f"{P}endpoint.allowedCidrs[0]"]
+
+
+def test_max_model_len_above_the_models_context() -> None:
+    found = problems({f"{P}model.variant": "r1-671b", f"{P}model.maxModelLen": "200000"})
+    assert found == {f"{P}model.maxModelLen": "above r1-671b's max_position_embeddings (163840)"}
+    # The distills' limit is 131072 (models.json), so the same value is checked per variant.
+    found = problems({f"{P}model.maxModelLen": "140000"})
+    assert found == {f"{P}model.maxModelLen": "above r1-distill-qwen-7b's max_position_embeddings (131072)"}
+
+
+def test_awq_needs_a_repository_and_s3_repository_needs_s3_source() -> None:
+    found = problems({f"{P}model.quantization": "awq-int4"})
+    assert "pre-quantized AWQ" in found[f"{P}model.repository"]
+    found = problems({f"{P}model.repository": "s3://my-bucket/r1"})
+    assert found == {f"{P}model.repository": "an s3:// repository needs weights.source s3"}
+    s = parse_settings({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": "s3"})
+    assert s.model.repository == "s3://my-bucket/r1"
+
+
+def test_repository_format() -> None:
+    found = problems({f"{P}model.repository": "not a repo"})
+    assert "Hugging Face repo id (owner/name) or an s3://bucket/prefix" in found[f"{P}model.repository"]
+
+
+def test_unknown_key_gets_a_suggestion() -> None:
+    found = problems({f"{P}model.maxModelLength": "8192"})
+    assert found == {f"{P}model.maxModelLength": "unknown setting; did you mean model.maxModelLen?"}
+
+
+def test_secrets_must_be_pulumi_secrets() -> None:
+    found = problems({f"{P}hfToken": "hf_plaintext"})
+    assert "pulumi config set --secret hfToken" in found[f"{P}hfToken"]
+    s = parse_settings({f"{P}hfToken": "x"}, secret_keys=[f"{P}hfToken"], secrets={"hfToken": "OUT"})
+    assert s.hf_token == "OUT"
+
+
+def test_secret_values_never_appear_in_errors_or_dumps() -> None:
+    with pytest.raises(SettingsError) as info:
+        parse_settings({f"{P}apiKey": "sk-very-secret"})
+    assert "sk-very-secret" not in str(info.value)
+    s = parse_settings({f"{P}apiKey": "x"}, [f"{P}apiKey"], secrets={"apiKey": "sk-very-secret"})
+    assert "sk-very-secret" not in repr(s)
+    assert "sk-very-secret" not in s.model_dump_json()
+
+
+def test_other_namespaces_are_left_to_their_providers() -> None:
+    s = parse_settings({"aws:profile": "dev", "kubernetes:context": "x"})
+    assert s.compute_mode is ComputeMode.AUTO_MODE
+
+
+def test_region_and_kubernetes_version() -> None:
+    found = problems({"aws:region": "useast1", f"{P}kubernetesVersion": "1.20"})
+    assert "not an AWS region name" in found["aws:region"]
+    assert found[f"{P}kubernetesVersion"].startswith("allowed: 1.32, 1.33, 1.34, 1.35")
+
+
+def test_plan_request_carries_the_settings() -> None:
+    s = parse_settings(
+        {
+            f"{P}model.variant": "r1-distill-llama-70b",
+            f"{P}gpu.instanceFamilies": "g6e",
+            f"{P}gpu.capacityTypes": "on-demand",
+            f"{P}autoscaling.maxReplicas": "4",
+        }
+    )
+    r = s.plan_request()
+    assert (r.variant, r.families, r.capacity_types, r.max_replicas) == (
+        "r1-distill-llama-70b",
+        ("g6e",),
+        ("on-demand",),
+        4,
+    )

@@ -1,0 +1,229 @@
+"""Sizing engine, exact values. Expected numbers are computed here from the published facts
+(layers, heads, parameters, GPU MiB, prices) with the arithmetic written out, not copied from
+the engine's output."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sizing import Infeasible, PlanRequest, Quantization, SizingPlan, instance_catalog, model_catalog, plan
+from sizing.memory import (
+    GIB,
+    kv_bytes_per_token,
+    kv_bytes_per_token_per_gpu,
+    valid_tensor_parallel,
+    weight_bytes,
+)
+from sizing.nodes import kube_reserved_millicores, pod_room
+
+MIB = 1024**2
+
+# KV-cache bytes per token at 16 bits, from reference/models.json (2 x layers x KV heads x
+# head_dim x 2 bytes; r1-671b: layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 bytes).
+PUBLISHED_KV_BYTES = {
+    "r1-distill-qwen-1.5b": 28672,
+    "r1-distill-qwen-7b": 57344,
+    "r1-distill-llama-8b": 131072,
+    "r1-distill-qwen-14b": 196608,
+    "r1-distill-qwen-32b": 262144,
+    "r1-distill-llama-70b": 327680,
+    "r1-671b": 70272,
+}
+
+
+def feasible(result: SizingPlan | Infeasible) -> SizingPlan:
+    assert isinstance(result, SizingPlan), getattr(result, "reasons", result)
+    return result
+
+
+@pytest.mark.parametrize(("variant", "expected"), PUBLISHED_KV_BYTES.items())
+def test_kv_bytes_per_token_match_published_figures(variant: str, expected: int) -> None:
+    assert kv_bytes_per_token(model_catalog()[variant]) == expected
+
+
+def test_kv_bytes_split_across_tensor_parallel_ranks() -> None:
+    llama70 = model_catalog()["r1-distill-llama-70b"]  # 80 layers, 8 KV heads, head_dim 128
+    assert kv_bytes_per_token_per_gpu(llama70, tp=4, pp=1) == 80 * 2 * 2 * 128 * 2
+    # TP 8 over 8 KV heads: one head per rank; vLLM cannot go below one (replication).
+    assert kv_bytes_per_token_per_gpu(llama70, tp=8, pp=1) == 80 * 2 * 1 * 128 * 2
+    r1 = model_catalog()["r1-671b"]  # MLA latent is replicated on every TP rank
+    assert kv_bytes_per_token_per_gpu(r1, tp=8, pp=1) == 70272
+    assert kv_bytes_per_token_per_gpu(r1, tp=8, pp=2) == 31 * 576 * 2  # ceil(61 / 2) layers
+
+
+def test_bf16_weights_match_the_published_checkpoint_sizes() -> None:
+    # Hub file sizes: 3.55 GB (1.5B) and 15.23 GB (7B) = parameters x 2 bytes.
+    assert weight_bytes(model_catalog()["r1-distill-qwen-1.5b"], Quantization.BF16) == 3_554_176_000
+    assert weight_bytes(model_catalog()["r1-distill-qwen-7b"], Quantization.AUTO) == 15_231_233_024
+
+
+def test_quantized_weights_keep_embeddings_in_16_bits() -> None:
+    m = model_catalog()["r1-distill-llama-70b"]
+    embed = 2 * 128256 * 8192  # input embedding + untied lm_head
+    linear = 70_553_706_496 - embed
+    assert weight_bytes(m, Quantization.FP8) == math.ceil(linear * (1 + 4 / 16384) + embed * 2)
+    assert weight_bytes(m, Quantization.AWQ_INT4) == math.ceil(linear * (0.5 + 2.5 / 128) + embed * 2)
+
+
+def test_tensor_parallel_must_divide_heads() -> None:
+    qwen7 = model_catalog()["r1-distill-qwen-7b"]  # 28 heads, 4 KV heads
+    assert [tp for tp in (1, 2, 4, 8) if valid_tensor_parallel(qwen7, tp)] == [1, 2, 4]
+    qwen15 = model_catalog()["r1-distill-qwen-1.5b"]  # 12 heads, 2 KV heads
+    assert [tp for tp in (1, 2, 4, 8) if valid_tensor_parallel(qwen15, tp)] == [1, 2, 4]
+
+
+def test_kube_reserved_cpu_follows_the_eks_formula() -> None:
+    assert kube_reserved_millicores(4) == 60 + 10 + 5 + 5
+    assert kube_reserved_millicores(48) == 80 + 44 * 2.5
+
+
+def test_pod_room_on_g6_xlarge() -> None:
+    g6 = instance_catalog().instances["g6.xlarge"]  # 4 vCPU, 16384 MiB
+    room = pod_room(g6)
+    assert room.millicores == 4000 - 80 - 1000
+    assert room.memory_mib == math.floor(16384 * 0.925) - (255 + 11 * 110) - 100 - 2048
+
+
+def test_llama70b_on_g6e_uses_tp4_on_g6e_12xlarge_with_enough_kv() -> None:
+    p = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",))))
+    assert p.instance_type == "g6e.12xlarge"  # 4x L40S; 2x L40S (89 GiB) cannot hold 131 GiB
+    assert p.tensor_parallel_size == 4
+    assert p.pipeline_parallel_size == 1
+    usable = 45776 * MIB * 0.9 - 2 * GIB
+    weights_per_gpu = 70_553_706_496 * 2 / 4
+    expected_tokens = math.floor(usable - weights_per_gpu) // (80 * 2 * 2 * 128 * 2)
+    assert abs(p.kv_cache_tokens - expected_tokens) <= 1
+    assert p.kv_cache_tokens >= 32768
+    # g6e.24xlarge has the same 4 GPUs (more CPU/RAM): same vLLM args, so it joins the pool.
+    assert p.instance_types == ["g6e.12xlarge", "g6e.24xlarge"]
+    assert p.replica_hourly_usd == pytest.approx(10.49264, abs=1e-4)
+
+
+def test_llama70b_never_lands_on_four_a10g() -> None:
+    """4x A10G = 89.4 GiB cannot hold 131 GiB of bf16 weights (a setup some guides recommend)."""
+    p = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g5",))))
+    assert "g5.12xlarge" not in p.instance_types
+    assert "g5.24xlarge" not in p.instance_types
+    assert p.instance_type == "g5.48xlarge"
+    assert p.tensor_parallel_size == 8
+
+
+def test_llama70b_on_g4dn_is_infeasible_with_reasons_and_suggestions() -> None:
+    result = plan(PlanRequest("r1-distill-llama-70b", ("g4dn",)))
+    assert isinstance(result, Infeasible)
+    assert result.reasons == ("g4dn: T4 has no bf16 support (compute capability 7.5 < 8.0)",)
+    text = "\n".join(result.suggestions)
+    assert "set model.quantization=awq-int4: fits g4dn.12xlarge" in text
+    assert "add g6e to gpu.instanceFamilies: fits g6e.12xlarge" in text
+
+
+def test_fp8_needs_ada_or_newer() -> None:
+    result = plan(PlanRequest("r1-distill-qwen-7b", ("g5", "p4de"), quantization=Quantization.FP8))
+    assert isinstance(result, Infeasible)
+    assert any(r.startswith("g5: A10G has no native FP8 kernels") for r in result.reasons)
+    assert any(r.startswith("p4de: A100 has no native FP8 kernels") for r in result.reasons)
+    p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), quantization=Quantization.FP8)))
+    assert p.vllm_args[p.vllm_args.index("--quantization") + 1] == "fp8"
+
+
+def test_r1_671b_spans_two_p5_nodes_but_one_p5en() -> None:
+    on_p5 = feasible(plan(PlanRequest("r1-671b", ("p5",))))
+    assert (on_p5.instance_type, on_p5.nodes_per_replica) == ("p5.48xlarge", 2)
+    assert (on_p5.tensor_parallel_size, on_p5.pipeline_parallel_size, on_p5.gpus_per_replica) == (8, 2, 16)
+    assert on_p5.replica_hourly_usd == pytest.approx(2 * 55.04)
+    assert "--distributed-executor-backend" in on_p5.vllm_args
+    on_p5en = feasible(plan(PlanRequest("r1-671b", ("p5en",))))
+    assert (on_p5en.instance_type, on_p5en.nodes_per_replica, on_p5en.tensor_parallel_size) == (
+        "p5en.48xlarge",
+        1,
+        8,
+    )
+    assert on_p5en.quantization is Quantization.FP8  # auto = the checkpoint's FP8
+
+
+def test_distills_never_span_nodes() -> None:
+    # 16 full 128K contexts need 2.1M tokens; one p5.48xlarge holds ~1.4M for the 70B distill.
+    request = PlanRequest("r1-distill-llama-70b", ("p5",), max_model_len=131072, min_full_length_sequences=16)
+    result = plan(request)
+    assert isinstance(result, Infeasible)  # a second node would fit it, but distills stay single-node
+    assert "p5.48xlarge (8x H100): weights fit but the KV cache holds" in result.reasons[0]
+
+
+def test_invalid_tp_gpu_count_is_explained() -> None:
+    result = plan(PlanRequest("r1-distill-qwen-1.5b", ("p5",)))
+    p = feasible(result)
+    assert p.instance_type == "p5.4xlarge"  # 1x H100; the 8-GPU size cannot split 12 heads
+    rejected = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), max_model_len=131072,
+                                      min_full_length_sequences=16))  # fmt: skip
+    assert isinstance(rejected, Infeasible)  # beyond 4x L4; the 8x L4 size cannot split 28 heads
+    assert "not a valid tensor-parallel size for 28 attention / 4 KV heads" in rejected.reasons[0]
+
+
+def test_p5e_is_never_chosen_without_on_demand_capacity() -> None:
+    east = plan(PlanRequest("r1-671b", ("p5e",), region="us-east-1"))
+    west = plan(PlanRequest("r1-671b", ("p5e",), region="us-west-2"))
+    assert isinstance(east, Infeasible) and "not offered in us-east-1" in east.reasons[0]
+    assert isinstance(west, Infeasible) and "Capacity Blocks only" in west.reasons[0]
+
+
+def test_shorter_context_is_suggested_at_the_largest_value_that_fits() -> None:
+    # g5.48xlarge holds floor((22888 MiB x 0.9 - 2 GiB - 131.4 GiB / 8) / 40960 B) tokens for 70B.
+    usable = 22888 * MIB * 0.9 - 2 * GIB
+    tokens = math.floor(usable - 70_553_706_496 * 2 / 8) // (80 * 2 * 1 * 128 * 2)
+    result = plan(PlanRequest("r1-distill-llama-70b", ("g5",), max_model_len=65536))
+    assert isinstance(result, Infeasible)
+    expected = tokens // 1024 * 1024
+    assert f"lower model.maxModelLen to {expected}: fits g5.48xlarge" in "\n".join(result.suggestions)
+
+
+def test_costs_scale_with_replicas_and_name_their_source() -> None:
+    p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), min_replicas=2, max_replicas=5)))
+    d = p.to_dict()
+    assert d["instance_type"] == "g6.xlarge"
+    assert d["replica_hourly_usd"] == 0.8048
+    assert d["hourly_usd_at_min"] == pytest.approx(2 * 0.8048)
+    assert d["hourly_usd_at_max"] == pytest.approx(5 * 0.8048)
+    assert "2026-07-20" in d["price_source"]
+
+
+def test_requests_fit_every_type_in_the_pool() -> None:
+    p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6", "g5"))))
+    millicores = int(p.cpu_request.removesuffix("m"))
+    mib = int(p.memory_request.removesuffix("Gi")) * 1024
+    for name in p.instance_types:
+        room = pod_room(instance_catalog().instances[name])
+        assert millicores <= room.millicores and mib <= room.memory_mib
+
+
+def test_ephemeral_storage_covers_image_and_weights() -> None:
+    hf = feasible(plan(PlanRequest("r1-distill-llama-8b", ("g6e",))))
+    s3 = feasible(plan(PlanRequest("r1-distill-llama-8b", ("g6e",), weights_source="s3")))
+    weights_gib = 16_060_522_496 / GIB
+    assert hf.ephemeral_storage_gib == math.ceil(30 + weights_gib * 1.1 + 10)
+    assert s3.ephemeral_storage_gib == 40  # image and scratch only: weights stream from S3
+    assert s3.vllm_args[s3.vllm_args.index("--load-format") + 1] == "runai_streamer"
+
+
+def test_plan_json_carries_every_design_field() -> None:
+    d = feasible(plan(PlanRequest("r1-distill-qwen-14b", ("g6e",)))).to_dict()
+    design_fields = {
+        "feasible", "variant", "repository", "quantization", "instance_type", "instance_types",
+        "gpus_per_replica", "tensor_parallel_size", "pipeline_parallel_size", "nodes_per_replica",
+        "gpu_memory_utilization", "max_model_len", "weights_gib", "kv_cache_gib", "kv_cache_tokens",
+        "vllm_args", "cpu_request", "memory_request", "ephemeral_storage_gib", "replica_hourly_usd",
+        "hourly_usd_at_min", "hourly_usd_at_max", "price_source",
+    }  # fmt: skip
+    assert design_fields <= set(d)
+    args = d["vllm_args"]
+    assert args[args.index("--tensor-parallel-size") + 1] == str(d["tensor_parallel_size"])
+    assert args[args.index("--max-model-len") + 1] == "32768"
+    assert args[args.index("--model") + 1] == "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"
+
+
+def test_awq_on_t4_serves_in_float16() -> None:
+    p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g4dn",), quantization=Quantization.AWQ_INT4,
+                                  repository="someone/r1-qwen-7b-awq")))  # fmt: skip
+    assert p.vllm_args[p.vllm_args.index("--dtype") + 1] == "float16"
+    assert p.repository == "someone/r1-qwen-7b-awq"

@@ -1,0 +1,60 @@
+"""`python -m sizing` as users run it: exit codes and the JSON contract of DESIGN.md."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def sizing(*args: str) -> tuple[int, dict | str]:
+    proc = subprocess.run([sys.executable, "-m", "sizing", *args], capture_output=True, text=True, timeout=60)
+    try:
+        return proc.returncode, json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_infeasible_70b_on_g4dn_exits_nonzero_with_reasons_and_suggestions() -> None:
+    rc, out = sizing("--variant", "r1-distill-llama-70b", "--families", "g4dn", "--json")
+    assert rc != 0
+    assert isinstance(out, dict)
+    assert out["feasible"] is False
+    assert [r.split(":")[0] for r in out["reasons"]] == ["g4dn"]
+    assert any(s.startswith("set model.quantization=awq-int4") for s in out["suggestions"])
+    assert any(s.startswith("add g6e to gpu.instanceFamilies") for s in out["suggestions"])
+
+
+def test_one_reason_per_requested_family() -> None:
+    rc, out = sizing("--variant", "r1-671b", "--families", "g4dn,g5,p4d", "--json")
+    assert rc == 1 and isinstance(out, dict)
+    assert [r.split(":")[0] for r in out["reasons"]] == ["g4dn", "g5", "p4d"]
+
+
+def test_g5_plan_avoids_four_a10g_types() -> None:
+    rc, out = sizing("--variant", "r1-distill-llama-70b", "--families", "g5", "--json")
+    assert rc == 0 and isinstance(out, dict)
+    assert not {"g5.12xlarge", "g5.24xlarge"} & set(out["instance_types"])
+
+
+def test_g6e_plan_is_tp4_with_32k_tokens() -> None:
+    rc, out = sizing("--variant", "r1-distill-llama-70b", "--families", "g6e", "--json")
+    assert rc == 0 and isinstance(out, dict)
+    assert out["instance_type"].startswith("g6e.")
+    assert out["tensor_parallel_size"] == 4
+    assert out["kv_cache_tokens"] >= 32768
+
+
+def test_human_output_and_bad_family() -> None:
+    rc, text = sizing("--variant", "r1-distill-qwen-1.5b", "--families", "g6")
+    assert rc == 0 and "g6.xlarge" in str(text) and "$/h" not in str(text)
+    rc, text = sizing("--variant", "r1-distill-qwen-1.5b", "--families", "g4")
+    assert rc == 2 and "unknown GPU families ['g4']" in str(text)
+
+
+def test_capacity_type_and_region_flags() -> None:
+    rc, out = sizing("--variant", "r1-distill-qwen-7b", "--families", "g6", "--capacity-type", "on-demand",
+                     "--region", "eu-west-1", "--json")  # fmt: skip
+    assert rc == 0 and isinstance(out, dict)
+    assert out["capacity_types"] == ["on-demand"]
+    assert "no bundled prices for eu-west-1" in out["price_source"]
