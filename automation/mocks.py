@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,13 +37,148 @@ def _short_hash(text: str, length: int = 8) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def _arn(service: str, resource: str, region: str = REGION) -> str:
-    return f"arn:aws:{service}:{region}:{ACCOUNT_ID}:{resource}"
+# Realistic id prefixes of EC2 resources (the rest get "<name>-<hash>").
+ID_PREFIXES = {
+    "aws:ec2/vpc:Vpc": "vpc-",
+    "aws:ec2/subnet:Subnet": "subnet-",
+    "aws:ec2/internetGateway:InternetGateway": "igw-",
+    "aws:ec2/routeTable:RouteTable": "rtb-",
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": "rtbassoc-",
+    "aws:ec2/eip:Eip": "eipalloc-",
+    "aws:ec2/natGateway:NatGateway": "nat-",
+    "aws:ec2/vpcEndpoint:VpcEndpoint": "vpce-",
+    "aws:ec2/launchTemplate:LaunchTemplate": "lt-",
+}
 
 
-# Computed outputs by exact type token, for AWS-side resources the program creates.
-OutputFn = Callable[[MockResourceArgs], dict[str, Any]]
-AWS_OUTPUTS: dict[str, OutputFn] = {}
+def resource_id(token: str, name: str) -> str:
+    prefix = ID_PREFIXES.get(token)
+    return f"{prefix}{_short_hash(token + name, 17)}" if prefix else f"{name}-{_short_hash(token + name)}"
+
+
+@dataclass(frozen=True)
+class MockContext:
+    """What an output function knows: the registration, its id and the stack's region."""
+
+    args: MockResourceArgs
+    id: str
+    region: str
+
+    @property
+    def inputs(self) -> dict[str, Any]:
+        return self.args.inputs
+
+    def physical_name(self) -> str:
+        """The name AWS would auto-name the resource with (the input name if one was given)."""
+        return str(self.inputs.get("name") or f"{self.args.name}-{_short_hash(self.args.name, 7)}")
+
+
+def _cluster(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.inputs.get("name", ctx.args.name)
+    endpoint = f"https://{_short_hash(name, 32).upper()}.gr7.{ctx.region}.eks.amazonaws.com"
+    token_exec = {
+        "apiVersion": "client.authentication.k8s.io/v1beta1",
+        "command": "aws",
+        "args": ["eks", "get-token", "--cluster-name", name],
+    }
+    kubeconfig = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": name, "cluster": {"server": endpoint, "certificate-authority-data": "LS0tLS1CRUdJTg=="}}
+        ],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": name}}],
+        "current-context": name,
+        "users": [{"name": name, "user": {"exec": token_exec}}],
+    }
+    auto_mode = bool((ctx.inputs.get("autoMode") or {}).get("enabled"))
+    return {
+        "kubeconfig": kubeconfig,
+        "kubeconfigJson": json.dumps(kubeconfig),
+        "clusterSecurityGroupId": f"sg-{_short_hash(name + 'cluster', 17)}",
+        "nodeSecurityGroupId": f"sg-{_short_hash(name + 'node', 17)}",
+        "autoModeNodeRoleName": f"{name}-auto-mode-node" if auto_mode else "",
+        "oidcIssuer": f"oidc.eks.{ctx.region}.amazonaws.com/id/{_short_hash(name, 32).upper()}",
+    }
+
+
+def _arn_of(service: str, kind: str, regional: bool = True) -> OutputFn:
+    def outputs(ctx: MockContext) -> dict[str, Any]:
+        name = ctx.physical_name()
+        region = ctx.region if regional else ""
+        return {"arn": f"arn:aws:{service}:{region}:{ACCOUNT_ID}:{kind}{name}", "name": name}
+
+    return outputs
+
+
+def _queue(ctx: MockContext) -> dict[str, Any]:
+    name = ctx.physical_name()
+    return {
+        "arn": f"arn:aws:sqs:{ctx.region}:{ACCOUNT_ID}:{name}",
+        "url": f"https://sqs.{ctx.region}.amazonaws.com/{ACCOUNT_ID}/{name}",
+        "name": name,
+    }
+
+
+def _ec2(kind: str) -> OutputFn:
+    def outputs(ctx: MockContext) -> dict[str, Any]:
+        return {"arn": f"arn:aws:ec2:{ctx.region}:{ACCOUNT_ID}:{kind}/{ctx.id}"}
+
+    return outputs
+
+
+def _none(ctx: MockContext) -> dict[str, Any]:
+    return {}
+
+
+OutputFn = Callable[[MockContext], dict[str, Any]]
+# Computed outputs by exact type token, for the AWS-side resources the program creates.
+AWS_OUTPUTS: dict[str, OutputFn] = {
+    "eks:index:Cluster": _cluster,
+    "aws:ec2/vpc:Vpc": _ec2("vpc"),
+    "aws:ec2/subnet:Subnet": _ec2("subnet"),
+    "aws:ec2/internetGateway:InternetGateway": _ec2("internet-gateway"),
+    "aws:ec2/routeTable:RouteTable": _ec2("route-table"),
+    "aws:ec2/routeTableAssociation:RouteTableAssociation": _none,
+    "aws:ec2/eip:Eip": lambda ctx: {"allocationId": ctx.id, "publicIp": "198.51.100.10"},
+    "aws:ec2/natGateway:NatGateway": _ec2("natgateway"),
+    "aws:ec2/vpcEndpoint:VpcEndpoint": _ec2("vpc-endpoint"),
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda ctx: {**_ec2("launch-template")(ctx), "latestVersion": 1},
+    "aws:iam/role:Role": _arn_of("iam", "role/", regional=False),
+    "aws:iam/rolePolicy:RolePolicy": _none,
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": _none,
+    "aws:eks/accessEntry:AccessEntry": _none,
+    "aws:eks/nodeGroup:NodeGroup": lambda ctx: {"status": "ACTIVE", **_arn_of("eks", "nodegroup/")(ctx)},
+    "aws:eks/addon:Addon": lambda ctx: {"addonVersion": "v1.0.0-eksbuild.1"},
+    "aws:eks/podIdentityAssociation:PodIdentityAssociation": lambda ctx: {"associationId": f"a-{ctx.id}"},
+    "aws:sqs/queue:Queue": _queue,
+    "aws:sqs/queuePolicy:QueuePolicy": _none,
+    "aws:cloudwatch/eventRule:EventRule": _arn_of("events", "rule/"),
+    "aws:cloudwatch/eventTarget:EventTarget": _none,
+}  # fmt: skip
+
+
+def _zones(args: MockCallArgs, region: str) -> dict[str, Any]:
+    names = [f"{region}{z}" for z in "abc"]
+    return {"id": region, "names": names, "zoneIds": [f"use1-az{i}" for i in (1, 2, 4)], "groupNames": names}
+
+
+# Invokes the program may make, with realistic answers; any other invoke fails.
+INVOKES: dict[str, Callable[[MockCallArgs, str], dict[str, Any]]] = {
+    "aws:index/getAvailabilityZones:getAvailabilityZones": _zones,
+    "aws:index/getCallerIdentity:getCallerIdentity": lambda a, r: {
+        "accountId": ACCOUNT_ID,
+        "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/deployer",
+        "userId": "AIDAEXAMPLE",
+        "id": ACCOUNT_ID,
+    },
+    "aws:index/getPartition:getPartition": lambda a, r: {
+        "partition": "aws",
+        "dnsSuffix": "amazonaws.com",
+        "reverseDnsPrefix": "com.amazonaws",
+        "id": "aws",
+    },
+}
 
 
 class UnmockedError(RuntimeError):
@@ -67,19 +203,21 @@ class RecordingMocks(Mocks):
         elif token.startswith("kubernetes:"):
             state = {**inputs, "status": None}
         elif token in AWS_OUTPUTS:
-            state = {**inputs, **AWS_OUTPUTS[token](args)}
+            ctx = MockContext(args, resource_id(token, args.name), self.region)
+            state = {**inputs, **AWS_OUTPUTS[token](ctx)}
         else:
             raise UnmockedError(
                 f"no mock for resource type {token!r} ({args.name}); add it to AWS_OUTPUTS "
                 "in automation/mocks.py with the outputs the real provider computes"
             )
-        resource_id = f"{args.name}-{_short_hash(token + args.name)}"
         self.resources.append(Recorded(token, args.name, inputs, state, bool(args.custom)))
-        return resource_id, state
+        return resource_id(token, args.name), state
 
     def call(self, args: MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         self.invokes.append(args)
-        raise UnmockedError(f"no mock for invoke {args.token!r}; the program should not need one")
+        if args.token in INVOKES:
+            return INVOKES[args.token](args, self.region), []
+        raise UnmockedError(f"no mock for invoke {args.token!r}; add a realistic answer to INVOKES")
 
     def of_type(self, token: str) -> list[Recorded]:
         return [r for r in self.resources if r.type == token]

@@ -92,11 +92,14 @@ def unwrap_secrets(value: Any) -> Any:
 
 
 def _prune(value: Any) -> Any:
-    """Drop unset (None) fields the SDK passes through, keeping the manifest as written."""
+    """Drop unset (None) fields the SDK passes through, and give back integers their type (the
+    engine's wire format carries every number as a double)."""
     if isinstance(value, dict):
         return {k: _prune(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
         return [_prune(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 
@@ -162,7 +165,7 @@ class Construction:
 def construct(config: StackConfig) -> Construction:
     """Run ``build`` for ``config`` under fresh strict recording mocks, reading settings through
     the same Pulumi config loader ``pulumi up`` uses."""
-    mocks = RecordingMocks()
+    mocks = RecordingMocks(region=config.values.get("aws:region", "us-east-1"))
     holder: dict[str, BuildResult] = {}
 
     def program() -> dict[str, Any]:
@@ -240,7 +243,7 @@ def write(rendered: Rendered, out_dir: Path) -> Path:
         (root / "kubernetes" / file_name).write_text(_yaml(manifest))
     for name, release in sorted(rendered.helm.items()):
         (root / "helm" / f"{name}.yaml").write_text(_yaml(release))
-    (root / "aws.json").write_text(_json(rendered.aws))
+    (root / "aws.json").write_text(json.dumps(rendered.aws, indent=2, sort_keys=True) + "\n")
     (root / "plan.json").write_text(_json(rendered.plan))
     (root / "outputs.json").write_text(json.dumps(rendered.outputs, indent=2, sort_keys=True) + "\n")
     return root

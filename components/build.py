@@ -6,14 +6,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pulumi
-import pulumi_kubernetes as k8s
+import pulumi_aws as aws
 
-from settings import Settings
+from settings import ComputeMode, Settings
 from sizing import Infeasible, SizingPlan, plan
 from sizing.cli import summary_lines
 
-from .labels import common_labels
+from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
+from .cluster import Cluster, ClusterArgs
+from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
+from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
+from .network import Network, NetworkArgs
 from .secrets import ApiSecrets, ApiSecretsArgs
 
 INFERENCE_NAMESPACE = "deepseek"
@@ -45,14 +49,82 @@ class BuildResult:
     components: dict[str, pulumi.ComponentResource] = field(default_factory=dict)
 
 
+def cluster_name(settings: Settings) -> str:
+    """EKS cluster name: one cluster per stack."""
+    return f"deepseek-{settings.stack}"
+
+
 def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildResult:
     """Create every resource of the stack described by ``settings`` and export its outputs."""
     sizing_plan = sizing_plan or size(settings)
     labels = common_labels(settings)
+    tags = aws_tags(settings)
+    name = cluster_name(settings)
+    auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
 
-    # Until the cluster layer provides its kubeconfig, the provider uses the ambient context.
-    kubernetes = k8s.Provider("k8s", enable_server_side_apply=True)
-    k8s_opts = pulumi.ResourceOptions(providers={"kubernetes": kubernetes})
+    aws_provider = aws.Provider(
+        "aws", region=settings.region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags)
+    )
+    aws_opts = pulumi.ResourceOptions(providers={"aws": aws_provider})
+    net = settings.network
+    network = Network(
+        "network",
+        NetworkArgs(
+            cluster_name=name,
+            region=settings.region,
+            tags=tags,
+            vpc_cidr=net.vpc_cidr,
+            availability_zones=net.availability_zones,
+            vpc_id=net.vpc_id,
+            private_subnet_ids=net.private_subnet_ids,
+            public_subnet_ids=net.public_subnet_ids,
+        ),
+        opts=aws_opts,
+    )
+    cluster = Cluster(
+        "cluster",
+        ClusterArgs(
+            cluster_name=name,
+            kubernetes_version=settings.kubernetes_version,
+            auto_mode=auto_mode,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids,
+            public_access_cidrs=settings.cluster.public_access_cidrs,
+            admin_role_arns=settings.cluster.admin_role_arns,
+            tags=tags,
+        ),
+        opts=aws_opts,
+    )
+    k8s_opts = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider, "aws": aws_provider})
+    capacity: AutoModeCapacity | KarpenterCapacity
+    common = CapacityArgs(
+        plan=sizing_plan,
+        cluster_name=name,
+        private_subnet_ids=network.private_subnet_ids,
+        capacity_types=[c.value for c in settings.gpu.capacity_types],
+        max_replicas=settings.autoscaling.max_replicas,
+        labels=labels,
+        tags=tags,
+    )
+    if auto_mode:
+        capacity = AutoModeCapacity(
+            "capacity",
+            AutoModeCapacityArgs(**vars(common), node_role_name=cluster.auto_mode_node_role_name),
+            opts=k8s_opts,
+        )
+    else:
+        capacity = KarpenterCapacity(
+            "capacity",
+            KarpenterCapacityArgs(
+                **vars(common),
+                cluster=cluster,
+                region=settings.region,
+                vpc_id=network.vpc_id,
+                k8s_provider=cluster.provider,
+            ),
+            opts=k8s_opts,
+        )
 
     namespaces = Namespaces(
         "namespaces",
@@ -84,6 +156,11 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
     outputs: dict[str, object] = {
         "plan": d,
         "computeMode": settings.compute_mode.value,
+        "clusterName": cluster.cluster_name,
+        "kubeconfig": cluster.kubeconfig,
+        "vpcId": network.vpc_id,
+        "gpuNodePool": capacity.placement.node_pool,
+        "gpuLimit": capacity.gpu_limit,
         "variant": d["variant"],
         "instanceType": d["instance_type"],
         "instanceTypes": d["instance_types"],
@@ -93,10 +170,16 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         "inferenceNamespace": namespaces.names[INFERENCE_NAMESPACE],
         "monitoringNamespace": namespaces.names[MONITORING_NAMESPACE],
     }
-    for name, value in outputs.items():
-        pulumi.export(name, value)
+    for key, value in outputs.items():
+        pulumi.export(key, value)
     return BuildResult(
         plan=sizing_plan,
         outputs=outputs,
-        components={"namespaces": namespaces, "secrets": secrets},
+        components={
+            "network": network,
+            "cluster": cluster,
+            "capacity": capacity,
+            "namespaces": namespaces,
+            "secrets": secrets,
+        },
     )

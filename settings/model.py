@@ -25,7 +25,8 @@ from sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_cata
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey")
 DEFAULT_KUBERNETES_VERSION = "1.34"
-SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34", "1.35")
+# Minor versions the pinned AL2023 AMI release (components/versions.py) has images for.
+SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34")
 DEFAULT_REGION = "us-east-1"
 
 Variant = Enum("Variant", {v.upper().replace("-", "_").replace(".", "_"): v for v in VARIANTS}, type=str)  # type: ignore[misc]
@@ -97,6 +98,8 @@ def _cidr(value: Any) -> Any:
 
 GpuFamily = Annotated[str, BeforeValidator(_gpu_family)]
 Cidr = Annotated[str, BeforeValidator(_cidr)]
+IamRoleArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")]
+SubnetId = Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]
 
 
 class _Group(BaseModel):
@@ -150,6 +153,28 @@ class EndpointSettings(_Group):
     allowed_cidrs: Annotated[list[Cidr], BeforeValidator(_as_list)] = Field(default_factory=list)
 
 
+class ClusterSettings(_Group):
+    """``cluster.*``: the EKS control plane."""
+
+    public_access_cidrs: Annotated[list[Cidr], BeforeValidator(_as_list)] = Field(
+        default_factory=list,
+        description="CIDRs allowed to reach the public API endpoint; empty = private endpoint only.",
+    )
+    admin_role_arns: Annotated[list[IamRoleArn], BeforeValidator(_as_list)] = Field(
+        default_factory=list, description="IAM roles given cluster-admin through EKS access entries."
+    )
+
+
+class NetworkSettings(_Group):
+    """``network.*``: a new VPC (default) or your own VPC and subnets."""
+
+    vpc_cidr: Cidr = Field("10.42.0.0/16", description="CIDR of the VPC the program creates.")
+    availability_zones: int = Field(3, ge=2, le=3, description="AZs of the VPC the program creates.")
+    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="Bring your own VPC.")
+    private_subnet_ids: Annotated[list[SubnetId], BeforeValidator(_as_list)] = Field(default_factory=list)
+    public_subnet_ids: Annotated[list[SubnetId], BeforeValidator(_as_list)] = Field(default_factory=list)
+
+
 class WeightsSettings(_Group):
     """``weights.*``: where vLLM loads the model from."""
 
@@ -167,6 +192,8 @@ class Settings(BaseModel):
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings)
     weights: WeightsSettings = Field(default_factory=WeightsSettings)
+    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    network: NetworkSettings = Field(default_factory=NetworkSettings)
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     region: str = DEFAULT_REGION
     stack: str = "dev"
@@ -225,6 +252,8 @@ _GROUPS: dict[str, type[_Group]] = {
     "autoscaling": AutoscalingSettings,
     "endpoint": EndpointSettings,
     "weights": WeightsSettings,
+    "cluster": ClusterSettings,
+    "network": NetworkSettings,
 }
 _SCALARS = ("computeMode", "kubernetesVersion", *SECRET_KEYS)
 
@@ -417,6 +446,9 @@ def _cross_field_problems(groups: Mapping[str, Any]) -> list[Problem]:
                     "checkpoint (Hugging Face repo id or s3:// prefix)",
                 )
             )
+    network: NetworkSettings | None = groups.get("network")
+    if network:
+        out += _network_problems(network, endpoint)
     weights: WeightsSettings | None = groups.get("weights")
     s3_repository = bool(model and model.repository and model.repository.startswith("s3://"))
     if model and weights and s3_repository and weights.source is not WeightsSource.S3:
@@ -427,4 +459,53 @@ def _cross_field_problems(groups: Mapping[str, Any]) -> list[Problem]:
                 "an s3:// repository needs weights.source s3",
             )
         )
+    return out
+
+
+def _network_problems(network: NetworkSettings, endpoint: EndpointSettings | None) -> list[Problem]:
+    p = f"{PROJECT}:network."
+    out = []
+    if network.vpc_id:
+        if len(network.private_subnet_ids) < 2:
+            out.append(
+                Problem(
+                    f"{p}privateSubnetIds",
+                    network.private_subnet_ids,
+                    "with network.vpcId, list at least 2 private subnets in different AZs",
+                )
+            )
+        internet_facing = endpoint is not None and endpoint.scheme is EndpointScheme.INTERNET_FACING
+        if internet_facing and len(network.public_subnet_ids) < 2:
+            out.append(
+                Problem(
+                    f"{p}publicSubnetIds",
+                    network.public_subnet_ids,
+                    "an internet-facing endpoint in your VPC needs at least 2 public subnets",
+                )
+            )
+        # Pulumi passes Pulumi.yaml's defaults as config too, so only a changed value is a mistake.
+        for key in ("vpc_cidr", "availability_zones"):
+            if getattr(network, key) != NetworkSettings.model_fields[key].default:
+                alias = NetworkSettings.model_fields[key].alias
+                out.append(
+                    Problem(
+                        f"{p}{alias}",
+                        getattr(network, key),
+                        "only applies to the VPC the program creates; remove it when network.vpcId is set",
+                    )
+                )
+    else:
+        for key in ("private_subnet_ids", "public_subnet_ids"):
+            if getattr(network, key):
+                alias = NetworkSettings.model_fields[key].alias
+                out.append(Problem(f"{p}{alias}", getattr(network, key), "needs network.vpcId"))
+        prefix = int(network.vpc_cidr.split("/")[1])
+        if not 16 <= prefix <= 20:
+            out.append(
+                Problem(
+                    f"{p}vpcCidr",
+                    network.vpc_cidr,
+                    "must be a /16 to /20: pods take VPC addresses, so GPU nodes need large subnets",
+                )
+            )
     return out

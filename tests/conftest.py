@@ -43,3 +43,9 @@ def stack_config(stack: str = "dev", secrets: dict[str, str] | None = None, **ov
 def construct() -> Callable[[StackConfig], Construction]:
     """Run build() under fresh strict recording mocks for a stack config."""
     return run_build
+
+
+@pytest.fixture(scope="module")
+def construct_module() -> Callable[[StackConfig], Construction]:
+    """Like ``construct``, for module-scoped fixtures that share one run among tests."""
+    return run_build

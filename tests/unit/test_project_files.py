@@ -19,7 +19,7 @@ PROJECT_FILE = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
 def code_defaults() -> dict[str, object]:
     s = parse_settings({})
     out: dict[str, object] = {"computeMode": s.compute_mode.value, "kubernetesVersion": s.kubernetes_version}
-    for group in ("model", "gpu", "autoscaling", "endpoint", "weights"):
+    for group in ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network"):
         for key, value in getattr(s, group).model_dump(mode="json", by_alias=True).items():
             out[f"{group}.{key}"] = value
     return out
@@ -27,7 +27,7 @@ def code_defaults() -> dict[str, object]:
 
 # A declared key without a default is one Pulumi requires in every stack, so optional keys with
 # no default stay undeclared (and are listed in Pulumi.yaml's comment and the README).
-OPTIONAL_WITHOUT_DEFAULT = {"model.repository", "hfToken", "apiKey"}
+OPTIONAL_WITHOUT_DEFAULT = {"model.repository", "network.vpcId", "hfToken", "apiKey"}
 
 
 def test_project_file_declares_every_setting_that_has_a_default() -> None:
@@ -45,6 +45,7 @@ def test_project_file_defaults_mirror_the_code(key: str) -> None:
 
 def test_optional_keys_have_no_code_default() -> None:
     assert code_defaults()["model.repository"] is None
+    assert code_defaults()["network.vpcId"] is None
     s = parse_settings({})
     assert s.hf_token is None and s.api_key is None
 

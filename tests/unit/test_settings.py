@@ -194,7 +194,7 @@ def test_other_namespaces_are_left_to_their_providers() -> None:
 def test_region_and_kubernetes_version() -> None:
     found = problems({"aws:region": "useast1", f"{P}kubernetesVersion": "1.20"})
     assert "not an AWS region name" in found["aws:region"]
-    assert found[f"{P}kubernetesVersion"].startswith("allowed: 1.32, 1.33, 1.34, 1.35")
+    assert found[f"{P}kubernetesVersion"].startswith("allowed: 1.32, 1.33, 1.34 ")
 
 
 def test_plan_request_carries_the_settings() -> None:
@@ -213,3 +213,40 @@ def test_plan_request_carries_the_settings() -> None:
         ("on-demand",),
         4,
     )
+
+
+def test_bring_your_own_vpc_rules() -> None:
+    found = problems({f"{P}network.vpcId": "vpc-0123456789abcdef0", f"{P}network.vpcCidr": "10.1.0.0/16"})
+    assert found[f"{P}network.privateSubnetIds"].startswith(
+        "with network.vpcId, list at least 2 private subnets"
+    )
+    assert "only applies to the VPC the program creates" in found[f"{P}network.vpcCidr"]
+    found = problems({f"{P}network.privateSubnetIds": '["subnet-0123456789abcdef0"]'})
+    assert found == {f"{P}network.privateSubnetIds": "needs network.vpcId"}
+    s = parse_settings(
+        {
+            f"{P}network.vpcId": "vpc-0123456789abcdef0",
+            f"{P}network.privateSubnetIds": '["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]',
+        }
+    )
+    assert s.network.vpc_id == "vpc-0123456789abcdef0"
+
+
+def test_internet_facing_in_your_own_vpc_needs_public_subnets() -> None:
+    found = problems(
+        {
+            f"{P}network.vpcId": "vpc-0123456789abcdef0",
+            f"{P}network.privateSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1",
+            f"{P}endpoint.scheme": "internet-facing",
+            f"{P}endpoint.allowedCidrs": "198.51.100.0/24",
+        }
+    )
+    assert set(found) == {f"{P}network.publicSubnetIds"}
+
+
+def test_vpc_cidr_size_and_admin_role_format() -> None:
+    found = problems(
+        {f"{P}network.vpcCidr": "10.0.0.0/24", f"{P}cluster.adminRoleArns": "arn:aws:iam::1:user/x"}
+    )
+    assert "must be a /16 to /20" in found[f"{P}network.vpcCidr"]
+    assert f"{P}cluster.adminRoleArns[0]" in found

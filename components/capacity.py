@@ -1,0 +1,147 @@
+"""GPU capacity under EKS Auto Mode, and the interface both capacity modes give downstream
+components (observability, inference, autoscaling) so those never look at the mode."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from settings import ComputeMode
+from sizing import SizingPlan
+
+from .nodepools import (
+    GPU_TOLERATION,
+    NodeClassRef,
+    auto_mode_node_class,
+    gpu_limit,
+    gpu_node_pool,
+    needs_auto_mode_node_class,
+)
+
+GPU_NODE_POOL = "gpu-inference"
+INGRESS_CLASS = "alb"
+
+
+@dataclass(frozen=True)
+class GpuPlacement:
+    """How a pod lands on the GPU nodes and gets traffic, the same in both modes."""
+
+    node_selector: dict[str, str]
+    """Node selector of GPU pods."""
+    tolerations: list[dict[str, str]]
+    """Tolerations of GPU pods (the GPU nodes' taint)."""
+    node_pool: str
+    """Name of the GPU NodePool."""
+    ingress_class: str
+    """IngressClass that provisions an ALB."""
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    """Resources GPU workloads must wait for (node pool, device plugin)."""
+
+
+def gpu_placement(depends_on: list[pulumi.Resource]) -> GpuPlacement:
+    return GpuPlacement(
+        node_selector={"karpenter.sh/nodepool": GPU_NODE_POOL},
+        tolerations=[dict(GPU_TOLERATION)],
+        node_pool=GPU_NODE_POOL,
+        ingress_class=INGRESS_CLASS,
+        depends_on=depends_on,
+    )
+
+
+def custom_resource(
+    name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """A custom resource from a manifest dict built by the pure builders."""
+    extra = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
+    return k8s.apiextensions.CustomResource(
+        name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=extra.pop("spec", None),
+        opts=opts,
+        **extra,
+    )
+
+
+@dataclass
+class CapacityArgs:
+    """Inputs both capacity modes take."""
+
+    plan: SizingPlan
+    """The sizing plan: instance types, GPUs per replica, disk."""
+    cluster_name: str
+    """EKS cluster name (security-group discovery)."""
+    private_subnet_ids: pulumi.Input[list[str]]
+    """Subnets for nodes."""
+    capacity_types: list[str]
+    """spot and/or on-demand for the GPU pool."""
+    max_replicas: int
+    """Most vLLM replicas: bounds the GPU pool's limit."""
+    labels: dict[str, str]
+    """Labels on the created Kubernetes objects."""
+    tags: dict[str, str]
+    """AWS tags for the nodes."""
+
+
+@dataclass
+class AutoModeCapacityArgs(CapacityArgs):
+    """Inputs of ``AutoModeCapacity``."""
+
+    node_role_name: pulumi.Input[str] = ""
+    """Auto Mode's node role (only used when a custom NodeClass is needed)."""
+
+
+class AutoModeCapacity(pulumi.ComponentResource):
+    """A GPU NodePool on EKS Auto Mode's managed Karpenter, and the ALB IngressClass.
+
+    Auto Mode ships the NVIDIA driver, device plugin, load balancer controller and EBS driver:
+    none of them is installed here.
+    """
+
+    placement: GpuPlacement
+    """Where GPU pods go and which IngressClass serves them."""
+    gpu_limit: int
+    """The pool's nvidia.com/gpu limit."""
+
+    def __init__(self, name: str, args: AutoModeCapacityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("deepseek-eks:index:AutoModeCapacity", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", "default")
+        depends: list[pulumi.Resource] = []
+        if needs_auto_mode_node_class(args.plan):
+            manifest = auto_mode_node_class(
+                name="gpu-inference",
+                role=args.node_role_name,
+                cluster_name=args.cluster_name,
+                subnet_ids=args.private_subnet_ids,
+                disk_gib=args.plan.ephemeral_storage_gib,
+                tags=args.tags,
+            )
+            depends.append(custom_resource(f"{name}-nodeclass", manifest, child))
+            node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", "gpu-inference")
+        pool = custom_resource(
+            f"{name}-gpu-nodepool",
+            gpu_node_pool(
+                name=GPU_NODE_POOL,
+                plan=args.plan,
+                mode=ComputeMode.AUTO_MODE,
+                capacity_types=args.capacity_types,
+                max_replicas=args.max_replicas,
+                node_class=node_class,
+                labels=args.labels,
+            ),
+            pulumi.ResourceOptions(parent=self, depends_on=depends),
+        )
+        k8s.networking.v1.IngressClass(
+            f"{name}-alb",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=INGRESS_CLASS, labels=args.labels),
+            spec=k8s.networking.v1.IngressClassSpecArgs(controller="eks.amazonaws.com/alb"),
+            opts=child,
+        )
+        self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
+        self.placement = gpu_placement([pool])
+        self.register_outputs({"nodePool": GPU_NODE_POOL, "gpuLimit": self.gpu_limit})

@@ -1,0 +1,109 @@
+"""The EKS control plane (pulumi-eks), its access entries and the Kubernetes provider."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+# Control-plane logs worth their CloudWatch cost for a security review; controllerManager and
+# scheduler logs are verbose and rarely read.
+CONTROL_PLANE_LOGS = ["api", "audit", "authenticator"]
+
+
+@dataclass
+class ClusterArgs:
+    """Inputs of ``Cluster``."""
+
+    cluster_name: str
+    """EKS cluster name (also used in discovery tags)."""
+    kubernetes_version: str
+    """Kubernetes minor version, e.g. "1.34"."""
+    auto_mode: bool
+    """EKS Auto Mode (built-in system and general-purpose pools) instead of self-managed nodes."""
+    vpc_id: pulumi.Input[str]
+    """VPC of the cluster."""
+    private_subnet_ids: pulumi.Input[list[str]]
+    """Subnets for the control-plane ENIs and nodes."""
+    public_subnet_ids: pulumi.Input[list[str]]
+    """Subnets for internet-facing load balancers."""
+    public_access_cidrs: list[str] = field(default_factory=list)
+    """CIDRs allowed to reach the public API endpoint; empty disables the public endpoint."""
+    admin_role_arns: list[str] = field(default_factory=list)
+    """Extra IAM roles given cluster-admin through access entries."""
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags of the cluster."""
+
+
+class Cluster(pulumi.ComponentResource):
+    """An EKS cluster with API authentication (access entries only), a private endpoint and a
+    public one only for the listed CIDRs, control-plane audit logging, and a Kubernetes provider
+    for everything installed into it."""
+
+    cluster_name: pulumi.Output[str]
+    """The EKS cluster's name, once it exists."""
+    kubeconfig: pulumi.Output[str]
+    """Kubeconfig (secret)."""
+    auto_mode_node_role_name: pulumi.Output[str]
+    """Auto Mode's node IAM role name (empty string in Karpenter mode)."""
+    provider: k8s.Provider
+    """Kubernetes provider for this cluster; pass it to every in-cluster component."""
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("deepseek-eks:index:Cluster", name, None, opts)
+        access_entries = {
+            f"admin-{i}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                access_policies={
+                    "admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for i, arn in enumerate(args.admin_role_arns)
+        }
+        cluster = eks.Cluster(
+            f"{name}-eks",
+            name=args.cluster_name,
+            version=args.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids,
+            node_associate_public_ip_address=False,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries or None,
+            endpoint_private_access=True,
+            endpoint_public_access=bool(args.public_access_cidrs),
+            public_access_cidrs=args.public_access_cidrs or None,
+            enabled_cluster_log_types=CONTROL_PLANE_LOGS,
+            skip_default_node_group=True,
+            skip_default_security_groups=True,  # nodes use the EKS-managed cluster security group
+            create_oidc_provider=False,  # workloads get AWS access through EKS Pod Identity
+            auto_mode=eks.AutoModeOptionsArgs(enabled=True) if args.auto_mode else None,
+            # Karpenter mode installs CoreDNS itself, once the system node group can run it.
+            coredns_addon_options=None if args.auto_mode else eks.CoreDnsAddonOptionsArgs(enabled=False),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.eks = cluster
+        self.cluster_name = cluster.kubeconfig_json.apply(lambda _: args.cluster_name)
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        self.auto_mode_node_role_name = cluster.auto_mode_node_role_name
+        self.provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=self.kubeconfig,
+            enable_server_side_apply=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.register_outputs(
+            {
+                "clusterName": self.cluster_name,
+                "kubeconfig": self.kubeconfig,
+                "autoModeNodeRoleName": self.auto_mode_node_role_name,
+            }
+        )

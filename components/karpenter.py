@@ -1,0 +1,390 @@
+"""GPU capacity with self-managed Karpenter: the AWS side (IAM, interruption queue and its
+EventBridge rules, access entry) and the in-cluster side (system node group, CoreDNS, Karpenter,
+node classes and pools, NVIDIA device plugin, AWS Load Balancer Controller, EBS CSI driver)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from settings import ComputeMode
+
+from .capacity import GPU_NODE_POOL, INGRESS_CLASS, CapacityArgs, GpuPlacement, custom_resource, gpu_placement
+from .iam_policies import (
+    interruption_queue_policy,
+    karpenter_controller_policy,
+    load_balancer_controller_policy,
+    pod_identity_trust_policy,
+    service_trust_policy,
+)
+from .nodepools import (
+    GPU_TOLERATION,
+    NodeClassRef,
+    ec2_node_class,
+    general_node_pool,
+    gpu_limit,
+    gpu_node_pool,
+    node_disk_gib,
+)
+from .versions import (
+    AWS_LOAD_BALANCER_CONTROLLER,
+    KARPENTER,
+    NVIDIA_DEVICE_PLUGIN,
+    SYSTEM_NODE_INSTANCE_TYPES,
+    ChartPin,
+)
+
+SYSTEM_NAMESPACE = "kube-system"
+GENERAL_NODE_DISK_GIB = 50  # CPU nodes hold only small images
+CRITICAL_ADDONS_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists"}
+MANAGED_POLICY = "arn:{partition}:iam::aws:policy/{name}"
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
+
+# EventBridge events Karpenter acts on before AWS takes a node away (Karpenter interruption docs).
+INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
+    "spot-interruption": {"source": ["aws.ec2"], "detail-type": ["EC2 Spot Instance Interruption Warning"]},
+    "rebalance": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance Rebalance Recommendation"]},
+    "state-change": {"source": ["aws.ec2"], "detail-type": ["EC2 Instance State-change Notification"]},
+    "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+    "capacity-reservation": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    },
+}
+
+
+def managed_policy_arn(partition: pulumi.Output[str], policy: str) -> pulumi.Output[str]:
+    """ARN of an AWS-managed IAM policy in the account's partition."""
+    return partition.apply(lambda p: MANAGED_POLICY.format(partition=p, name=policy))
+
+
+@dataclass
+class KarpenterCapacityArgs(CapacityArgs):
+    """Inputs of ``KarpenterCapacity``: the common capacity inputs and what Karpenter needs."""
+
+    cluster: pulumi.Resource
+    """The cluster component: everything here waits for it."""
+    region: str
+    """AWS region."""
+    vpc_id: pulumi.Input[str]
+    """VPC of the cluster (for the load balancer controller)."""
+    k8s_provider: k8s.Provider
+    """Provider of the cluster."""
+
+
+class KarpenterCapacity(pulumi.ComponentResource):
+    """Self-managed Karpenter with spot interruption handling and a GPU NodePool from the plan."""
+
+    placement: GpuPlacement
+    """Where GPU pods go and which IngressClass serves them."""
+    gpu_limit: int
+    """The GPU pool's nvidia.com/gpu limit."""
+    interruption_queue_name: pulumi.Output[str]
+    """SQS queue Karpenter reads interruption events from."""
+    node_role_arn: pulumi.Output[str]
+    """IAM role of every node (system and Karpenter-launched)."""
+
+    def __init__(self, name: str, args: KarpenterCapacityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("deepseek-eks:index:KarpenterCapacity", name, None, opts)
+        self._name = name
+        self._args = args
+        aws_opts = pulumi.ResourceOptions(parent=self, depends_on=[args.cluster])
+        identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        self._partition = partition
+
+        # Nodes: one role for the system node group and every Karpenter node.
+        node_role = aws.iam.Role(
+            f"{name}-node",
+            assume_role_policy=json.dumps(service_trust_policy("ec2.amazonaws.com")),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for policy in NODE_POLICIES:
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{policy}",
+                role=node_role.name,
+                policy_arn=managed_policy_arn(partition, policy),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        aws.eks.AccessEntry(
+            f"{name}-node",
+            cluster_name=args.cluster_name,
+            principal_arn=node_role.arn,
+            type="EC2_LINUX",
+            opts=aws_opts,
+        )
+        self.node_role_arn = node_role.arn
+
+        # Interruption handling: EventBridge -> SQS -> Karpenter drains before AWS reclaims.
+        queue = aws.sqs.Queue(
+            f"{name}-interruptions",
+            name=f"{args.cluster_name}-karpenter",
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruptions",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(interruption_queue_policy(queue_arn=arn))),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for event, pattern in INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{event}",
+                description=f"Karpenter interruption handling for {args.cluster_name}: {event}",
+                event_pattern=json.dumps(pattern),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{event}",
+                rule=rule.name,
+                arn=queue.arn,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.interruption_queue_name = queue.name
+
+        controller_role = self._pod_identity_role(
+            "karpenter",
+            "karpenter",
+            pulumi.Output.all(partition, identity.account_id, node_role.arn, queue.arn).apply(
+                lambda v: karpenter_controller_policy(
+                    partition=v[0],
+                    region=args.region,
+                    account_id=v[1],
+                    cluster_name=args.cluster_name,
+                    node_role_arn=v[2],
+                    queue_arn=v[3],
+                )
+            ),
+        )
+        lbc_role = self._pod_identity_role(
+            "aws-load-balancer-controller",
+            "aws-load-balancer-controller",
+            partition.apply(
+                lambda p: load_balancer_controller_policy(partition=p, cluster_name=args.cluster_name)
+            ),
+        )
+
+        # System nodes for controllers, tainted so only critical add-ons run there.
+        launch_template = aws.ec2.LaunchTemplate(
+            f"{name}-system",
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=1
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=40, volume_type="gp3", encrypted="true", delete_on_termination="true"
+                    ),
+                )
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        system_nodes = aws.eks.NodeGroup(
+            f"{name}-system",
+            cluster_name=args.cluster_name,
+            node_role_arn=node_role.arn,
+            subnet_ids=args.private_subnet_ids,
+            instance_types=list(SYSTEM_NODE_INSTANCE_TYPES),
+            ami_type="AL2023_x86_64_STANDARD",
+            capacity_type="ON_DEMAND",
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=2, max_size=3, desired_size=2),
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=launch_template.id, version="$Latest"),
+            taints=[aws.eks.NodeGroupTaintArgs(key="CriticalAddonsOnly", value="true", effect="NO_SCHEDULE")],
+            labels={"deepseek-eks/node-role": "system"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+        )
+        addon_opts = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
+        coredns = aws.eks.Addon(
+            f"{name}-coredns", cluster_name=args.cluster_name, addon_name="coredns", opts=addon_opts
+        )
+        pod_identity_agent = aws.eks.Addon(
+            f"{name}-pod-identity-agent",
+            cluster_name=args.cluster_name,
+            addon_name="eks-pod-identity-agent",
+            opts=addon_opts,
+        )
+        # The EBS add-on makes its own Pod Identity association from the role given to it.
+        ebs_role = self._pod_identity_role(
+            "ebs-csi", "ebs-csi-controller-sa", None, managed="AmazonEBSCSIDriverPolicy", associate=False
+        )
+        aws.eks.Addon(
+            f"{name}-ebs-csi",
+            cluster_name=args.cluster_name,
+            addon_name="aws-ebs-csi-driver",
+            pod_identity_associations=[
+                aws.eks.AddonPodIdentityAssociationArgs(
+                    role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa"
+                )
+            ],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[system_nodes, pod_identity_agent]),
+        )
+
+        k8s_child = pulumi.ResourceOptions(
+            parent=self,
+            provider=args.k8s_provider,
+            depends_on=[system_nodes, coredns, pod_identity_agent, controller_role, lbc_role],
+        )
+        karpenter = self._helm(
+            "karpenter",
+            KARPENTER,
+            {
+                "settings": {"clusterName": args.cluster_name, "interruptionQueue": queue.name},
+                "serviceAccount": {"name": "karpenter"},
+                "replicas": 2,
+                "controller": {
+                    "resources": {
+                        "requests": {"cpu": "500m", "memory": "1Gi"},
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                    }
+                },
+            },
+            k8s_child,
+        )
+        lbc = self._helm(
+            "aws-load-balancer-controller",
+            AWS_LOAD_BALANCER_CONTROLLER,
+            {
+                "clusterName": args.cluster_name,
+                "region": args.region,
+                "vpcId": args.vpc_id,
+                "serviceAccount": {"name": "aws-load-balancer-controller"},
+                "replicaCount": 2,
+                "ingressClass": INGRESS_CLASS,
+                "createIngressClassResource": True,
+                # WAF and Shield are not used; disabling them keeps their IAM actions out of the role.
+                "enableWaf": False,
+                "enableWafv2": False,
+                "enableShield": False,
+                "tolerations": [CRITICAL_ADDONS_TOLERATION],
+            },
+            k8s_child,
+        )
+
+        crd_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[karpenter])
+        node_classes = {}
+        for class_name, disk_gib in (
+            ("gpu-inference", node_disk_gib(args.plan)),
+            ("general", GENERAL_NODE_DISK_GIB),
+        ):
+            manifest = ec2_node_class(
+                name=class_name,
+                role=node_role.name,
+                cluster_name=args.cluster_name,
+                subnet_ids=args.private_subnet_ids,
+                disk_gib=disk_gib,
+                tags=args.tags,
+            )
+            node_classes[class_name] = custom_resource(f"{name}-{class_name}-nodeclass", manifest, crd_opts)
+        gpu_pool = custom_resource(
+            f"{name}-gpu-nodepool",
+            gpu_node_pool(
+                name=GPU_NODE_POOL,
+                plan=args.plan,
+                mode=ComputeMode.KARPENTER,
+                capacity_types=args.capacity_types,
+                max_replicas=args.max_replicas,
+                node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "gpu-inference"),
+                labels=args.labels,
+            ),
+            pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[node_classes["gpu-inference"]]
+            ),
+        )
+        custom_resource(
+            f"{name}-general-nodepool",
+            general_node_pool(
+                name="general",
+                node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "general"),
+                labels=args.labels,
+            ),
+            pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[node_classes["general"]]
+            ),
+        )
+        device_plugin = self._helm(
+            "nvidia-device-plugin",
+            NVIDIA_DEVICE_PLUGIN,
+            {
+                # Without Node Feature Discovery the chart's default affinity matches no node:
+                # select GPU nodes by the label Karpenter sets instead.
+                "affinity": {},
+                "nodeSelector": {"karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"},
+                "tolerations": [GPU_TOLERATION, CRITICAL_ADDONS_TOLERATION],
+                "priorityClassName": "system-node-critical",
+            },
+            k8s_child,
+        )
+
+        self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
+        self.placement = gpu_placement([gpu_pool, device_plugin, lbc])
+        self.register_outputs(
+            {
+                "nodePool": GPU_NODE_POOL,
+                "gpuLimit": self.gpu_limit,
+                "interruptionQueueName": self.interruption_queue_name,
+                "nodeRoleArn": self.node_role_arn,
+            }
+        )
+
+    def _pod_identity_role(
+        self,
+        role: str,
+        service_account: str,
+        policy: pulumi.Output[dict] | None,
+        managed: str | None = None,
+        associate: bool = True,
+    ) -> aws.iam.Role:
+        """An IAM role only ``kube-system/<service_account>`` can assume, through Pod Identity."""
+        name, args = self._name, self._args
+        iam_role = aws.iam.Role(
+            f"{name}-{role}",
+            assume_role_policy=json.dumps(pod_identity_trust_policy()),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        if policy is not None:
+            aws.iam.RolePolicy(
+                f"{name}-{role}",
+                role=iam_role.id,
+                policy=policy.apply(json.dumps),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        if managed is not None:
+            aws.iam.RolePolicyAttachment(
+                f"{name}-{role}",
+                role=iam_role.name,
+                policy_arn=managed_policy_arn(self._partition, managed),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        if associate:
+            aws.eks.PodIdentityAssociation(
+                f"{name}-{role}",
+                cluster_name=args.cluster_name,
+                namespace=SYSTEM_NAMESPACE,
+                service_account=service_account,
+                role_arn=iam_role.arn,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+            )
+        return iam_role
+
+    def _helm(
+        self, release: str, pin: ChartPin, values: dict, opts: pulumi.ResourceOptions
+    ) -> k8s.helm.v3.Release:
+        return k8s.helm.v3.Release(
+            f"{self._name}-{release}",
+            name=release,
+            chart=pin.chart,
+            version=pin.version,
+            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository) if pin.repository else None,
+            namespace=SYSTEM_NAMESPACE,
+            values=values,
+            atomic=True,
+            cleanup_on_fail=True,
+            opts=opts,
+        )

@@ -1,0 +1,170 @@
+"""The VPC: a new one across 2-3 AZs (private subnets for nodes, public ones for internet-facing
+load balancers, one NAT gateway, an S3 gateway endpoint), or the ids of your own."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    """CIDRs of the subnets of one new VPC."""
+
+    private: list[str]
+    public: list[str]
+
+
+def plan_subnets(vpc_cidr: str, zones: int) -> SubnetPlan:
+    """Split the VPC into quarters: one large private subnet per AZ (pods take VPC addresses, so
+    nodes need room), and the last quarter cut into small public subnets for load balancers."""
+    vpc = ipaddress.IPv4Network(vpc_cidr)
+    quarters = list(vpc.subnets(prefixlen_diff=2))
+    if not 2 <= zones <= 3:
+        raise ValueError(f"zones must be 2 or 3, got {zones}")
+    public = list(quarters[3].subnets(prefixlen_diff=2))
+    return SubnetPlan(private=[str(q) for q in quarters[:zones]], public=[str(p) for p in public[:zones]])
+
+
+@dataclass
+class NetworkArgs:
+    """Inputs of ``Network``."""
+
+    cluster_name: str
+    """EKS cluster name, for the subnet discovery tags."""
+    region: str
+    """AWS region (for the S3 endpoint's service name)."""
+    tags: dict[str, str]
+    """Tags on every resource."""
+    vpc_cidr: str = "10.42.0.0/16"
+    """CIDR of the new VPC (ignored when ``vpc_id`` is given)."""
+    availability_zones: int = 3
+    """How many AZs the new VPC spans (ignored when ``vpc_id`` is given)."""
+    vpc_id: str | None = None
+    """Bring your own VPC: its id."""
+    private_subnet_ids: list[str] | None = None
+    """Bring your own VPC: private subnets for nodes."""
+    public_subnet_ids: list[str] | None = None
+    """Bring your own VPC: public subnets for internet-facing load balancers."""
+
+
+class Network(pulumi.ComponentResource):
+    """A VPC for the cluster, or a thin wrapper around the ids of an existing one."""
+
+    vpc_id: pulumi.Output[str]
+    """The VPC's id."""
+    private_subnet_ids: pulumi.Output[list[str]]
+    """Subnets for nodes and internal load balancers."""
+    public_subnet_ids: pulumi.Output[list[str]]
+    """Subnets for internet-facing load balancers (may be empty for your own VPC)."""
+
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("deepseek-eks:index:Network", name, None, opts)
+        if args.vpc_id:
+            self.vpc_id = pulumi.Output.from_input(args.vpc_id)
+            self.private_subnet_ids = pulumi.Output.from_input(list(args.private_subnet_ids or []))
+            self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
+        else:
+            self._create(name, args)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _create(self, name: str, args: NetworkArgs) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        plan = plan_subnets(args.vpc_cidr, args.availability_zones)
+        zones = aws.get_availability_zones_output(
+            state="available",
+            filters=[
+                aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])
+            ],
+            opts=pulumi.InvokeOutputOptions(parent=self),
+        ).names
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=args.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**args.tags, "Name": name},
+            opts=child,
+        )
+        igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, tags={**args.tags, "Name": name}, opts=child
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=igw.id)],
+            tags={**args.tags, "Name": f"{name}-public"},
+            opts=child,
+        )
+        public, private = [], []
+        for i, cidr in enumerate(plan.public):
+            subnet = aws.ec2.Subnet(
+                f"{name}-public-{i}",
+                vpc_id=vpc.id,
+                cidr_block=cidr,
+                availability_zone=zones[i],
+                map_public_ip_on_launch=False,  # only load balancers live here, with their own EIPs
+                tags={**args.tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{i}", subnet_id=subnet.id, route_table_id=public_rt.id, opts=child
+            )
+            public.append(subnet)
+        # One NAT gateway, not one per AZ: nodes only pull images and weights through it, and a
+        # second or third would add ~$65 a month each to an otherwise idle stack.
+        eip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags={**args.tags, "Name": f"{name}-nat"}, opts=child)
+        nat = aws.ec2.NatGateway(
+            f"{name}-nat",
+            allocation_id=eip.id,
+            subnet_id=public[0].id,
+            tags={**args.tags, "Name": f"{name}-nat"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+        )
+        private_rt = aws.ec2.RouteTable(
+            f"{name}-private",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+            tags={**args.tags, "Name": f"{name}-private"},
+            opts=child,
+        )
+        for i, cidr in enumerate(plan.private):
+            subnet = aws.ec2.Subnet(
+                f"{name}-private-{i}",
+                vpc_id=vpc.id,
+                cidr_block=cidr,
+                availability_zone=zones[i],
+                tags={
+                    **args.tags,
+                    "Name": f"{name}-private-{i}",
+                    "kubernetes.io/role/internal-elb": "1",
+                    "karpenter.sh/discovery": args.cluster_name,
+                },
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{i}", subnet_id=subnet.id, route_table_id=private_rt.id, opts=child
+            )
+            private.append(subnet)
+        # S3 traffic (weights, image layers from ECR's S3) skips the NAT gateway: free and faster.
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{args.region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[private_rt.id],
+            tags={**args.tags, "Name": f"{name}-s3"},
+            opts=child,
+        )
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private]).apply(list)
+        self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)

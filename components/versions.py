@@ -1,0 +1,46 @@
+"""Every chart, image and AMI the program installs, pinned in one place.
+
+Keep these in step with the CRD schemas the manifest gate validates against (the project's
+reference ``schemas/index.json``: Karpenter 1.14.x, KEDA 2.20.x, prometheus-operator 0.93.x,
+LeaderWorkerSet 0.10.x). Bumping a pin is a reviewed change: nothing here says ``latest``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ChartPin:
+    """A Helm chart at an exact version."""
+
+    chart: str
+    """Chart name, or the full ``oci://`` reference for OCI charts."""
+    repository: str | None
+    """Classic Helm repository URL; None for OCI charts."""
+    version: str
+    """Exact chart version."""
+
+
+# Karpenter's own OCI chart; it installs its CRDs (NodePool, NodeClaim, EC2NodeClass) on first
+# install. 1.14.1 matches the NodePool/EC2NodeClass schemas the gate uses.
+KARPENTER = ChartPin("oci://public.ecr.aws/karpenter/karpenter", None, "1.14.1")
+
+# NVIDIA device plugin: AL2023 accelerated AMIs ship the driver and container toolkit but not
+# the plugin that advertises nvidia.com/gpu to the kubelet.
+NVIDIA_DEVICE_PLUGIN = ChartPin(
+    "nvidia-device-plugin", "https://nvidia.github.io/k8s-device-plugin", "0.18.0"
+)
+
+# AWS Load Balancer Controller (Karpenter mode only; Auto Mode has its own ALB controller).
+AWS_LOAD_BALANCER_CONTROLLER = ChartPin(
+    "aws-load-balancer-controller", "https://aws.github.io/eks-charts", "1.14.1"
+)
+
+# EKS-optimized AL2023 AMI release for Karpenter's EC2NodeClass (never @latest: a new AMI would
+# roll every GPU node). Karpenter picks the accelerated (NVIDIA) variant of this release for GPU
+# instance types and the image matching the cluster's Kubernetes minor.
+AL2023_AMI_ALIAS = "al2023@v20251110"
+
+# Instance types of the small system node group that runs controllers in Karpenter mode.
+SYSTEM_NODE_INSTANCE_TYPES = ("m7i.large", "m6i.large")
