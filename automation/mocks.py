@@ -155,6 +155,15 @@ AWS_OUTPUTS: dict[str, OutputFn] = {
     "aws:sqs/queuePolicy:QueuePolicy": _none,
     "aws:cloudwatch/eventRule:EventRule": _arn_of("events", "rule/"),
     "aws:cloudwatch/eventTarget:EventTarget": _none,
+    "aws:s3/bucket:Bucket": lambda ctx: {
+        "bucket": (bucket := f"{ctx.args.name}-{_short_hash(ctx.args.name, 7)}"),
+        "arn": f"arn:aws:s3:::{bucket}",
+        "bucketRegionalDomainName": f"{bucket}.s3.{ctx.region}.amazonaws.com",
+    },
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration": _none,
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _none,
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls": _none,
+    "aws:s3/bucketPolicy:BucketPolicy": _none,
 }  # fmt: skip
 
 
@@ -171,6 +180,12 @@ INVOKES: dict[str, Callable[[MockCallArgs, str], dict[str, Any]]] = {
         "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/deployer",
         "userId": "AIDAEXAMPLE",
         "id": ACCOUNT_ID,
+    },
+    "aws:ec2/getVpc:getVpc": lambda a, r: {
+        "id": a.args["id"],
+        "cidrBlock": "10.20.0.0/16",
+        "arn": f"arn:aws:ec2:{r}:{ACCOUNT_ID}:vpc/{a.args['id']}",
+        "state": "available",
     },
     "aws:index/getPartition:getPartition": lambda a, r: {
         "partition": "aws",

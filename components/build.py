@@ -3,22 +3,25 @@ API all call it; there is no second copy of what the stack creates."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_aws as aws
 
-from settings import ComputeMode, Settings
+from settings import ComputeMode, EndpointScheme, Settings, WeightsSource
 from sizing import Infeasible, SizingPlan, plan
 from sizing.cli import summary_lines
 
 from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
+from .inference import Inference, InferenceArgs
 from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
 from .secrets import ApiSecrets, ApiSecretsArgs
+from .vllm import APP, Endpoint
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
@@ -47,6 +50,13 @@ class BuildResult:
     plan: SizingPlan
     outputs: dict[str, object] = field(default_factory=dict)
     components: dict[str, pulumi.ComponentResource] = field(default_factory=dict)
+
+
+def curl_line(url: str, model: str, api_key: bool) -> str:
+    """A request that proves the endpoint works (the key read from the stack, never printed)."""
+    auth = ' -H "Authorization: Bearer $(pulumi config get apiKey)"' if api_key else ""
+    body = json.dumps({"model": model, "messages": [{"role": "user", "content": "What is 17 * 23?"}]})
+    return f"curl -s {url}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d '{body}'"
 
 
 def cluster_name(settings: Settings) -> str:
@@ -152,6 +162,38 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         opts=k8s_opts,
     )
 
+    drain = settings.endpoint.drain_seconds or sizing_plan.drain_seconds
+    internet_facing = settings.endpoint.scheme is EndpointScheme.INTERNET_FACING
+    inference = Inference(
+        "inference",
+        InferenceArgs(
+            plan=sizing_plan,
+            namespace=namespaces.names[INFERENCE_NAMESPACE],
+            monitoring_namespace=MONITORING_NAMESPACE,
+            placement=capacity.placement,
+            endpoint=Endpoint(
+                ingress_class=capacity.placement.ingress_class,
+                internet_facing=internet_facing,
+                allowed_cidrs=settings.endpoint.allowed_cidrs,
+                certificate_arn=settings.endpoint.certificate_arn,
+                drain_seconds=drain,
+            ),
+            vpc_cidr=network.vpc_cidr,
+            cluster_name=name,
+            region=settings.region,
+            labels=labels,
+            weights_from_s3=settings.weights.source is WeightsSource.S3,
+            max_replicas=settings.autoscaling.max_replicas,
+            api_key=settings.api_key is not None,
+            hf_token=settings.hf_token is not None,
+            depends_on=[namespaces, secrets],
+        ),
+        opts=k8s_opts,
+    )
+    scheme = "https" if settings.endpoint.certificate_arn else "http"
+    endpoint_url = inference.endpoint_host.apply(lambda h: f"{scheme}://{h}" if h else "")
+    in_cluster_url = f"http://{APP}.{INFERENCE_NAMESPACE}.svc.cluster.local"
+
     d = sizing_plan.to_dict()
     outputs: dict[str, object] = {
         "plan": d,
@@ -167,6 +209,15 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         "gpusPerReplica": d["gpus_per_replica"],
         "hourlyUsdAtMin": d["hourly_usd_at_min"],
         "hourlyUsdAtMax": d["hourly_usd_at_max"],
+        "endpointUrl": endpoint_url,
+        "inClusterUrl": in_cluster_url,
+        "servedModelName": inference.served_model_name,
+        "curl": endpoint_url.apply(
+            lambda url: curl_line(
+                url or in_cluster_url, inference.served_model_name, settings.api_key is not None
+            )
+        ),
+        "weightsBucket": inference.weights_bucket,
         "inferenceNamespace": namespaces.names[INFERENCE_NAMESPACE],
         "monitoringNamespace": namespaces.names[MONITORING_NAMESPACE],
     }
@@ -181,5 +232,6 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             "capacity": capacity,
             "namespaces": namespaces,
             "secrets": secrets,
+            "inference": inference,
         },
     )

@@ -142,6 +142,15 @@ class AutoModeCapacity(pulumi.ComponentResource):
             spec=k8s.networking.v1.IngressClassSpecArgs(controller="eks.amazonaws.com/alb"),
             opts=child,
         )
+        # Auto Mode enforces NetworkPolicies only once this switch is on.
+        k8s.core.v1.ConfigMap(
+            f"{name}-network-policy",
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name="amazon-vpc-cni", namespace="kube-system", labels=args.labels
+            ),
+            data={"enable-network-policy-controller": "true"},
+            opts=child,
+        )
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
         self.placement = gpu_placement([pool])
         self.register_outputs({"nodePool": GPU_NODE_POOL, "gpuLimit": self.gpu_limit})

@@ -87,6 +87,8 @@ class Cluster(pulumi.ComponentResource):
             auto_mode=eks.AutoModeOptionsArgs(enabled=True) if args.auto_mode else None,
             # Karpenter mode installs CoreDNS itself, once the system node group can run it.
             coredns_addon_options=None if args.auto_mode else eks.CoreDnsAddonOptionsArgs(enabled=False),
+            # The VPC CNI enforces NetworkPolicies only when asked to (Auto Mode: see capacity).
+            vpc_cni_options=None if args.auto_mode else eks.VpcCniOptionsArgs(enable_network_policy=True),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )

@@ -32,6 +32,7 @@ from .nodepools import (
 )
 from .versions import (
     AWS_LOAD_BALANCER_CONTROLLER,
+    EFA_DEVICE_PLUGIN,
     KARPENTER,
     NVIDIA_DEVICE_PLUGIN,
     SYSTEM_NODE_INSTANCE_TYPES,
@@ -322,8 +323,22 @@ class KarpenterCapacity(pulumi.ComponentResource):
             k8s_child,
         )
 
+        gpu_ready: list[pulumi.Resource] = [gpu_pool, device_plugin, lbc]
+        if args.plan.nodes_per_replica > 1:
+            # Multi-node replicas request vpc.amazonaws.com/efa; this plugin advertises it.
+            gpu_ready.append(
+                self._helm(
+                    "aws-efa-k8s-device-plugin",
+                    EFA_DEVICE_PLUGIN,
+                    {
+                        "nodeSelector": {"karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"},
+                        "tolerations": [GPU_TOLERATION],
+                    },
+                    k8s_child,
+                )
+            )
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement([gpu_pool, device_plugin, lbc])
+        self.placement = gpu_placement(gpu_ready)
         self.register_outputs(
             {
                 "nodePool": GPU_NODE_POOL,

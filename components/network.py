@@ -56,6 +56,8 @@ class Network(pulumi.ComponentResource):
 
     vpc_id: pulumi.Output[str]
     """The VPC's id."""
+    vpc_cidr: pulumi.Output[str]
+    """The VPC's primary CIDR."""
     private_subnet_ids: pulumi.Output[list[str]]
     """Subnets for nodes and internal load balancers."""
     public_subnet_ids: pulumi.Output[list[str]]
@@ -65,6 +67,9 @@ class Network(pulumi.ComponentResource):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
         if args.vpc_id:
             self.vpc_id = pulumi.Output.from_input(args.vpc_id)
+            self.vpc_cidr = aws.ec2.get_vpc_output(
+                id=args.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)
+            ).cidr_block
             self.private_subnet_ids = pulumi.Output.from_input(list(args.private_subnet_ids or []))
             self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
         else:
@@ -72,6 +77,7 @@ class Network(pulumi.ComponentResource):
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
+                "vpcCidr": self.vpc_cidr,
                 "privateSubnetIds": self.private_subnet_ids,
                 "publicSubnetIds": self.public_subnet_ids,
             }
@@ -166,5 +172,6 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
         self.vpc_id = vpc.id
+        self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private]).apply(list)
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)

@@ -44,3 +44,15 @@ AL2023_AMI_ALIAS = "al2023@v20251110"
 
 # Instance types of the small system node group that runs controllers in Karpenter mode.
 SYSTEM_NODE_INSTANCE_TYPES = ("m7i.large", "m6i.large")
+
+# vLLM OpenAI-compatible server. 0.33.0 is the newest release whose metric names the project's
+# PromQL is written against (vllm:kv_cache_usage_perc, vllm:inter_token_latency_seconds); the
+# image bundles Ray (multi-node) and the Run:ai model streamer (S3 loading).
+VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
+
+# LeaderWorkerSet controller for multi-node replicas; 0.10.0 matches the LWS CRD schema the
+# manifest gate validates against.
+LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10.0")
+
+# EFA device plugin (Karpenter mode, multi-node plans only): advertises vpc.amazonaws.com/efa.
+EFA_DEVICE_PLUGIN = ChartPin("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "0.5.10")

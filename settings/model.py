@@ -151,6 +151,17 @@ class EndpointSettings(_Group):
 
     scheme: EndpointScheme = EndpointScheme.INTERNAL
     allowed_cidrs: Annotated[list[Cidr], BeforeValidator(_as_list)] = Field(default_factory=list)
+    certificate_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$",
+        description="ACM certificate: the load balancer then listens on HTTPS 443 only.",
+    )
+    drain_seconds: int | None = Field(
+        None,
+        ge=30,
+        le=3600,
+        description="Grace for in-flight streams when a replica stops; default from the plan.",
+    )
 
 
 class ClusterSettings(_Group):

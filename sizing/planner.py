@@ -59,6 +59,26 @@ MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
 
 PRICE_FALLBACK_REGION = "us-east-1"
 
+# Slowest published single-stream decode rate among the variants: ~20 tok/s for the 70B distill
+# on 4x L40S (huggingface.co/deepseek-ai/DeepSeek-R1/discussions/32; 8B on A10G ~29 tok/s,
+# 671B on 8x H100 ~33 tok/s). A replica being removed gets this long to finish a full-length
+# reasoning stream, capped by the ALB's longest deregistration delay (3600 s).
+MIN_DECODE_TOKENS_PER_S = 20
+DRAIN_MARGIN_S = 30
+MAX_DRAIN_S = 3600
+
+# Weight-load budget for the startup probe. Hugging Face downloads: a 10.4 GB model took 3-5 min
+# to stage through a pod (EKS user guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the
+# Run:ai streamer loaded the same 10.4 GB in ~5 s on g6e.4xlarge; we assume a quarter of that.
+# Loading from the node's gp3 disk: its baseline 125 MiB/s, doubled for the page cache.
+HF_DOWNLOAD_GIB_PER_S = 0.046
+S3_STREAM_GIB_PER_S = 0.5
+DISK_LOAD_GIB_PER_S = 0.25
+# torch.compile (53-80 s uncached) plus CUDA graph capture and warm-up.
+COMPILE_AND_WARMUP_S = 150
+STARTUP_MARGIN = 1.5
+MIN_STARTUP_S = 300
+
 
 class PlanError(ValueError):
     """A request the sizing engine cannot turn into any plan (unknown variant or family)."""
@@ -206,6 +226,22 @@ class SizingPlan:
         return round(self.chosen.replica_usd_per_hour, 4)
 
     @property
+    def startup_seconds(self) -> int:
+        """How long a replica may take from container start to healthy (the startup probe)."""
+        weights_gib = weight_bytes(self.model, self.quantization) / GIB
+        if self.request.weights_source == "s3":
+            load = weights_gib / S3_STREAM_GIB_PER_S
+        else:
+            load = self.weights_download_gib / HF_DOWNLOAD_GIB_PER_S + weights_gib / DISK_LOAD_GIB_PER_S
+        return max(MIN_STARTUP_S, math.ceil((load + COMPILE_AND_WARMUP_S) * STARTUP_MARGIN))
+
+    @property
+    def drain_seconds(self) -> int:
+        """Grace a terminating replica gets to finish a full-length stream."""
+        full_stream = math.ceil(self.request.max_model_len / MIN_DECODE_TOKENS_PER_S) + DRAIN_MARGIN_S
+        return min(MAX_DRAIN_S, full_stream)
+
+    @property
     def vllm_args(self) -> list[str]:
         fit = self.chosen
         args = [
@@ -257,6 +293,8 @@ class SizingPlan:
             "cpu_request": self.cpu_request,
             "memory_request": self.memory_request,
             "ephemeral_storage_gib": self.ephemeral_storage_gib,
+            "startup_seconds": self.startup_seconds,
+            "drain_seconds": self.drain_seconds,
             "capacity_types": list(r.capacity_types),
             "region": r.region,
             "min_replicas": r.min_replicas,
@@ -413,6 +451,10 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
     rooms = [pod_room(f.instance) for f in pool]
     room = PodRoom(min(r.millicores for r in rooms), min(r.memory_mib for r in rooms))
     warnings = []
+    if request.weights_source == "huggingface" and download_bytes(model, q) > 200 * GIB:
+        warnings.append(
+            "weights over 200 GiB download slowly from Hugging Face: weights.source s3 starts faster"
+        )
     if q is Quantization.AWQ_INT4 and not request.repository:
         warnings.append("awq-int4 needs a pre-quantized AWQ checkpoint: set model.repository")
     if request.region not in catalog.price_sources:

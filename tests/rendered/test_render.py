@@ -110,4 +110,4 @@ def test_infeasible_stack_exits_nonzero_with_reasons(tmp_path: Path) -> None:
 def test_unknown_stack_names_the_known_ones() -> None:
     proc = automation("render", "--stack", "staging")
     assert proc.returncode == 2
-    assert "no stack file Pulumi.staging.yaml (stacks here: dev, prod)" in proc.stderr
+    assert "no stack file Pulumi.staging.yaml (stacks here: dev, prod, r1)" in proc.stderr

@@ -27,7 +27,14 @@ def code_defaults() -> dict[str, object]:
 
 # A declared key without a default is one Pulumi requires in every stack, so optional keys with
 # no default stay undeclared (and are listed in Pulumi.yaml's comment and the README).
-OPTIONAL_WITHOUT_DEFAULT = {"model.repository", "network.vpcId", "hfToken", "apiKey"}
+OPTIONAL_WITHOUT_DEFAULT = {
+    "model.repository",
+    "network.vpcId",
+    "endpoint.certificateArn",
+    "endpoint.drainSeconds",
+    "hfToken",
+    "apiKey",
+}
 
 
 def test_project_file_declares_every_setting_that_has_a_default() -> None:
@@ -45,7 +52,8 @@ def test_project_file_defaults_mirror_the_code(key: str) -> None:
 
 def test_optional_keys_have_no_code_default() -> None:
     assert code_defaults()["model.repository"] is None
-    assert code_defaults()["network.vpcId"] is None
+    for key in OPTIONAL_WITHOUT_DEFAULT - {"hfToken", "apiKey"}:
+        assert code_defaults()[key] is None, key
     s = parse_settings({})
     assert s.hf_token is None and s.api_key is None
 

@@ -227,3 +227,27 @@ def test_awq_on_t4_serves_in_float16() -> None:
                                   repository="someone/r1-qwen-7b-awq")))  # fmt: skip
     assert p.vllm_args[p.vllm_args.index("--dtype") + 1] == "float16"
     assert p.repository == "someone/r1-qwen-7b-awq"
+
+
+def test_startup_budget_follows_the_weight_source() -> None:
+    hf = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",))))
+    s3 = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",), weights_source="s3")))
+    weights_gib = 70_553_706_496 * 2 / GIB
+    # HF: download at 0.046 GiB/s, then load from disk at 0.25 GiB/s, +150 s compile, x1.5.
+    assert hf.startup_seconds == math.ceil((weights_gib * 1 / 0.046 + weights_gib / 0.25 + 150) * 1.5)
+    # S3 streamer at 0.5 GiB/s straight to the GPUs.
+    assert s3.startup_seconds == math.ceil((weights_gib / 0.5 + 150) * 1.5)
+    small = feasible(plan(PlanRequest("r1-distill-qwen-1.5b", ("g6",), weights_source="s3")))
+    assert small.startup_seconds == 300  # the floor
+
+
+def test_drain_lets_a_full_length_stream_finish() -> None:
+    p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), max_model_len=16384)))
+    assert p.drain_seconds == math.ceil(16384 / 20) + 30
+    long = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), max_model_len=131072)))
+    assert long.drain_seconds == 3600  # capped by the ALB's deregistration delay maximum
+
+
+def test_huge_hugging_face_downloads_warn() -> None:
+    assert any("weights.source s3" in w for w in feasible(plan(PlanRequest("r1-671b", ("p5en",)))).warnings)
+    assert not feasible(plan(PlanRequest("r1-671b", ("p5en",), weights_source="s3"))).warnings

@@ -1,0 +1,425 @@
+"""The vLLM inference service: workload (Deployment, or LeaderWorkerSet across nodes), weights
+(Hugging Face download or an encrypted S3 bucket staged by a Job), and a private endpoint."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from sizing import SizingPlan
+
+from .capacity import GpuPlacement
+from .iam_policies import pod_identity_trust_policy
+from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
+from .versions import LEADER_WORKER_SET, VLLM_IMAGE
+from .vllm import (
+    APP,
+    LWS_API_VERSION,
+    RUN_AS_USER,
+    Endpoint,
+    Workload,
+    container_security_context,
+    deployment,
+    disruption_budget,
+    ingress,
+    leader_worker_set,
+    network_policy,
+    service,
+)
+
+STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
+STAGER = "weights-stager"
+
+
+@dataclass
+class InferenceArgs:
+    """Inputs of ``Inference``."""
+
+    plan: SizingPlan
+    """The sizing plan: every vLLM flag, resources, probes and drain time come from it."""
+    namespace: pulumi.Input[str]
+    """Namespace of the workload (Pod Security restricted)."""
+    monitoring_namespace: str
+    """Namespace Prometheus scrapes from (admitted by the NetworkPolicy)."""
+    placement: GpuPlacement
+    """GPU node selector, tolerations and IngressClass from the capacity layer."""
+    endpoint: Endpoint
+    """Load balancer scheme, allowed CIDRs, TLS certificate and drain time."""
+    vpc_cidr: pulumi.Input[str]
+    """The VPC's CIDR: the load balancer's addresses, admitted by the NetworkPolicy."""
+    cluster_name: str
+    """EKS cluster name (Pod Identity associations)."""
+    region: str
+    """AWS region (S3 client of vLLM and the stager)."""
+    labels: dict[str, str]
+    """Labels on every object."""
+    weights_from_s3: bool = False
+    """Stage the weights into an encrypted S3 bucket and stream them from there."""
+    max_replicas: int = 1
+    """Most replicas; a PodDisruptionBudget is created when above one."""
+    api_key: bool = False
+    """An API key Secret exists: vLLM requires it on every request."""
+    hf_token: bool = False
+    """A Hugging Face token Secret exists: downloads use it."""
+    depends_on: list[pulumi.Resource] = field(default_factory=list)
+    """Resources the workload waits for (namespaces, secrets, node pool)."""
+
+
+class Inference(pulumi.ComponentResource):
+    """OpenAI-compatible vLLM endpoint for one DeepSeek-R1 variant."""
+
+    service_name: pulumi.Output[str]
+    """In-cluster Service of the endpoint."""
+    endpoint_host: pulumi.Output[str]
+    """DNS name of the (internal by default) load balancer, once provisioned."""
+    served_model_name: str
+    """The ``model`` clients pass in requests."""
+    weights_bucket: pulumi.Output[str] | None
+    """Bucket holding the staged weights (weights.source s3)."""
+
+    def __init__(self, name: str, args: InferenceArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("deepseek-eks:index:Inference", name, None, opts)
+        self._name, self._args = name, args
+        plan = args.plan
+        after = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata={"name": APP, "namespace": args.namespace, "labels": args.labels},
+            automount_service_account_token=False,
+            opts=after,
+        )
+        workload_deps: list[pulumi.Resource] = list(args.depends_on) + list(args.placement.depends_on)
+        model_uri: pulumi.Input[str] | None = None
+        self.weights_bucket = None
+        if args.weights_from_s3:
+            bucket, prefix, stage_job = self._s3_weights()
+            self.weights_bucket = bucket.bucket
+            model_uri = pulumi.Output.concat("s3://", bucket.bucket, "/", prefix)
+            workload_deps.append(stage_job)
+
+        workload = Workload(
+            namespace="",  # filled below: the namespace is an Output
+            labels=args.labels,
+            node_selector=args.placement.node_selector,
+            tolerations=args.placement.tolerations,
+            api_key=args.api_key,
+            hf_token=args.hf_token,
+            aws_region=args.region if args.weights_from_s3 else None,
+            drain_seconds=args.endpoint.drain_seconds,
+        )
+        workload_opts = pulumi.ResourceOptions(parent=self, depends_on=workload_deps)
+        multi_node = plan.nodes_per_replica > 1
+        if multi_node:
+            lws = k8s.helm.v3.Release(
+                f"{name}-lws",
+                name="lws",
+                chart=LEADER_WORKER_SET.chart,
+                version=LEADER_WORKER_SET.version,
+                namespace="lws-system",
+                create_namespace=True,
+                atomic=True,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            workload_opts = pulumi.ResourceOptions(parent=self, depends_on=[*workload_deps, lws])
+        manifest = pulumi.Output.all(args.namespace, model_uri).apply(
+            lambda v: (leader_worker_set if multi_node else deployment)(
+                plan, replace(workload, namespace=v[0], model_uri=v[1])
+            )
+        )
+        if multi_node:
+            self._custom(f"{name}-lws-workload", manifest, workload_opts)
+        else:
+            k8s.apps.v1.Deployment(
+                f"{name}-deployment",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=workload_opts,
+            )
+
+        ns_workload = pulumi.Output.from_input(args.namespace).apply(
+            lambda ns: replace(workload, namespace=ns)
+        )
+        svc_manifest = ns_workload.apply(lambda w: service(w, leader_only=multi_node))
+        svc = k8s.core.v1.Service(
+            f"{name}-service",
+            metadata=svc_manifest["metadata"],
+            spec=svc_manifest["spec"],
+            opts=after,
+        )
+        ing_manifest = ns_workload.apply(lambda w: ingress(w, args.endpoint))
+        ing = k8s.networking.v1.Ingress(
+            f"{name}-ingress",
+            metadata=ing_manifest["metadata"],
+            spec=ing_manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on]),
+        )
+        policy = pulumi.Output.all(ns_workload, args.vpc_cidr).apply(
+            lambda v: network_policy(v[0], vpc_cidr=v[1], monitoring_namespace=args.monitoring_namespace)
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
+        )
+        if args.max_replicas > 1:
+            pdb = ns_workload.apply(disruption_budget)
+            k8s.policy.v1.PodDisruptionBudget(
+                f"{name}-pdb", metadata=pdb["metadata"], spec=pdb["spec"], opts=after
+            )
+
+        self.service_name = svc.metadata.apply(lambda m: str(m.name))
+        self.endpoint_host = ing.status.apply(_ingress_host)
+        self.served_model_name = plan.model.variant
+        self.register_outputs(
+            {
+                "serviceName": self.service_name,
+                "endpointHost": self.endpoint_host,
+                "servedModelName": self.served_model_name,
+                "weightsBucket": self.weights_bucket,
+            }
+        )
+
+    def _custom(
+        self, name: str, manifest: pulumi.Output[dict[str, Any]], opts: pulumi.ResourceOptions
+    ) -> None:
+        # apiVersion and kind make the resource's type token, so they must be plain strings.
+        k8s.apiextensions.CustomResource(
+            name,
+            api_version=LWS_API_VERSION,
+            kind="LeaderWorkerSet",
+            metadata=manifest["metadata"],
+            spec=manifest["spec"],
+            opts=opts,
+        )
+
+    def _s3_weights(self) -> tuple[aws.s3.Bucket, str, pulumi.Resource]:
+        """An encrypted, private, TLS-only bucket; a read-only role for vLLM and a write role for
+        the stager Job, each limited to this variant's prefix; the Job that fills it."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self)
+        prefix = f"{args.plan.model.variant}/"
+        bucket = aws.s3.Bucket(f"{name}-weights", force_destroy=True, opts=child)
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-weights",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
+                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
+                        sse_algorithm="AES256"
+                    ),
+                    bucket_key_enabled=True,
+                )
+            ],
+            opts=child,
+        )
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-weights",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-weights",
+            bucket=bucket.id,
+            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
+            opts=child,
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-weights",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
+            opts=child,
+        )
+        self._bucket_role("reader", APP, bucket, prefix, write=False)
+        self._bucket_role("stager", STAGER, bucket, prefix, write=True)
+        job = self._stage_job(bucket, prefix)
+        return bucket, prefix, job
+
+    def _bucket_role(
+        self, role: str, service_account: str, bucket: aws.s3.Bucket, prefix: str, write: bool
+    ) -> None:
+        name, args = self._name, self._args
+        iam_role = aws.iam.Role(
+            f"{name}-{role}",
+            assume_role_policy=json.dumps(pod_identity_trust_policy()),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.iam.RolePolicy(
+            f"{name}-{role}",
+            role=iam_role.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write))),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.eks.PodIdentityAssociation(
+            f"{name}-{role}",
+            cluster_name=args.cluster_name,
+            namespace=args.namespace,
+            service_account=service_account,
+            role_arn=iam_role.arn,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
+
+    def _stage_job(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
+        """A Job (in the vLLM image, which has huggingface_hub and boto3) that copies the model
+        from Hugging Face into the bucket once; Pulumi waits for it before starting vLLM."""
+        name, args = self._name, self._args
+        after = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        k8s.core.v1.ServiceAccount(
+            f"{name}-stager-sa",
+            metadata={"name": STAGER, "namespace": args.namespace, "labels": args.labels},
+            automount_service_account_token=False,
+            opts=after,
+        )
+        script = k8s.core.v1.ConfigMap(
+            f"{name}-stager-script",
+            metadata={"name": STAGER, "namespace": args.namespace, "labels": args.labels},
+            data={"stage_weights.py": STAGE_SCRIPT.read_text()},
+            opts=after,
+        )
+        repo = args.plan.request.repository or args.plan.model.hf_repo
+        disk_gib = int(args.plan.weights_download_gib * 1.1) + 10
+        # Typed Any: the SDK's TypedDict for JobSpec does not accept a plain dict Output.
+        spec: pulumi.Output[Any] = bucket.bucket.apply(
+            lambda b: stage_job_spec(
+                bucket=b,
+                prefix=prefix,
+                repo=repo,
+                region=args.region,
+                hf_token=args.hf_token,
+                labels=args.labels,
+                disk_gib=disk_gib,
+            )
+        )
+        return k8s.batch.v1.Job(
+            f"{name}-stage-weights",
+            metadata=k8s.meta.v1.ObjectMetaArgs(name=STAGER, namespace=args.namespace, labels=args.labels),
+            spec=spec,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, script]),
+        )
+
+
+def stage_job_spec(
+    *, bucket: str, prefix: str, repo: str, region: str, hf_token: bool, labels: dict[str, str], disk_gib: int
+) -> dict[str, Any]:
+    """The stager Job's spec: the vLLM image (it has huggingface_hub and boto3) runs
+    ``stage_weights.py`` from a ConfigMap, hardened like the server, with a disk for one copy."""
+    env: list[dict[str, Any]] = [
+        {"name": "AWS_REGION", "value": region},
+        {"name": "HOME", "value": "/stage"},
+        {"name": "HF_HOME", "value": "/stage/.hf"},
+    ]
+    if hf_token:
+        env.append(
+            {
+                "name": "HF_TOKEN",
+                "valueFrom": {"secretKeyRef": {"name": HF_TOKEN_SECRET, "key": HF_TOKEN_KEY}},
+            }
+        )
+    return {
+        "backoffLimit": 3,
+        "ttlSecondsAfterFinished": 86400,
+        "template": {
+            "metadata": {"labels": {**labels, "app.kubernetes.io/name": STAGER}},
+            "spec": {
+                "serviceAccountName": STAGER,
+                "automountServiceAccountToken": False,
+                "restartPolicy": "OnFailure",
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "runAsUser": RUN_AS_USER,
+                    "runAsGroup": RUN_AS_USER,
+                    "fsGroup": RUN_AS_USER,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [
+                    {
+                        "name": "stage",
+                        "image": VLLM_IMAGE,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["python3", "/scripts/stage_weights.py"],
+                        "args": [
+                            "--repo",
+                            repo,
+                            "--bucket",
+                            bucket,
+                            "--prefix",
+                            prefix,
+                            "--workdir",
+                            "/stage",
+                        ],
+                        "env": env,
+                        "resources": {
+                            "requests": {"cpu": "2", "memory": "4Gi", "ephemeral-storage": f"{disk_gib}Gi"},
+                            "limits": {"memory": "8Gi", "ephemeral-storage": f"{disk_gib}Gi"},
+                        },
+                        "securityContext": container_security_context(),
+                        "volumeMounts": [
+                            {"name": "stage", "mountPath": "/stage"},
+                            {"name": "scripts", "mountPath": "/scripts", "readOnly": True},
+                        ],
+                    }
+                ],
+                "volumes": [
+                    {"name": "stage", "emptyDir": {"sizeLimit": f"{disk_gib}Gi"}},
+                    {"name": "scripts", "configMap": {"name": STAGER}},
+                ],
+            },
+        },
+    }
+
+
+def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
+    """Deny any request to the weights bucket that does not use TLS."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "DenyInsecureTransport",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": ["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject"],
+                "Resource": [bucket_arn, f"{bucket_arn}/*"],
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
+        ],
+    }
+
+
+def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[str, Any]:
+    """Read (vLLM) or read-write (stager) on one variant's prefix of the weights bucket only."""
+    object_actions = ["s3:GetObject"] + (["s3:PutObject", "s3:AbortMultipartUpload"] if write else [])
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "ListThePrefix",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": bucket_arn,
+                # IfExists: HeadBucket (the stager's first check) is authorised as ListBucket with
+                # no prefix; listings that do name one stay inside the variant's prefix.
+                "Condition": {"StringLikeIfExists": {"s3:prefix": [prefix, f"{prefix}*"]}},
+            },
+            {
+                "Sid": "ObjectsUnderThePrefix",
+                "Effect": "Allow",
+                "Action": sorted(object_actions),
+                "Resource": f"{bucket_arn}/{prefix}*",
+            },
+        ],
+    }
+
+
+def _ingress_host(status: Any) -> str:
+    """The load balancer's DNS name from the Ingress status ("" until AWS has provisioned it)."""
+    try:
+        return str(status.load_balancer.ingress[0].hostname or "")
+    except (AttributeError, IndexError, TypeError):
+        return ""

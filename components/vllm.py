@@ -1,0 +1,421 @@
+"""Manifests of the vLLM service, built from the sizing plan (pure: no resources created).
+
+Every vLLM flag comes from ``plan.vllm_args``; this module only adds what Kubernetes needs
+around it: probes, resources, volumes, security context, graceful shutdown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sizing import SizingPlan
+from sizing.planner import VLLM_PORT
+
+from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET
+from .versions import VLLM_IMAGE
+
+APP = "vllm"
+LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
+PORT_NAME = "http"
+SERVICE_PORT = 80
+# The vLLM image's Python needs no root: every path it writes is pointed at a volume below.
+RUN_AS_USER = 1000
+# Ray's GCS port on the leader of a multi-node replica.
+RAY_PORT = 6379
+# Time for the ALB and kube-proxy to stop sending new requests before vLLM stops accepting.
+DEREGISTRATION_PAUSE_S = 15
+STARTUP_PROBE_PERIOD_S = 10
+
+CACHE_MOUNTS = {
+    # volume name -> mount path; HOME, Hugging Face, vLLM, Triton and FlashInfer caches
+    "home": "/home/vllm",
+    "tmp": "/tmp",
+}
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything the manifests need besides the plan."""
+
+    namespace: str
+    labels: dict[str, str]
+    node_selector: dict[str, str]
+    tolerations: list[dict[str, str]]
+    service_account: str = APP
+    api_key: bool = False
+    hf_token: bool = False
+    model_uri: str | None = None  # overrides the plan's repository (s3:// of the staged weights)
+    aws_region: str | None = None
+    drain_seconds: int | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def selector_labels() -> dict[str, str]:
+    return {"app.kubernetes.io/name": APP}
+
+
+def shm_gib(plan: SizingPlan) -> int:
+    """/dev/shm for NCCL between tensor-parallel ranks: 2 GiB, plus 4 GiB per extra GPU."""
+    return 2 + 4 * (plan.tensor_parallel_size - 1)
+
+
+def drain_seconds(plan: SizingPlan, workload: Workload) -> int:
+    return workload.drain_seconds or plan.drain_seconds
+
+
+def vllm_args(plan: SizingPlan, workload: Workload) -> list[str]:
+    """The plan's arguments, with the model replaced by the staged S3 copy when there is one."""
+    args = list(plan.vllm_args)
+    if workload.model_uri:
+        args[args.index("--model") + 1] = workload.model_uri
+    return args
+
+
+def _env(plan: SizingPlan, workload: Workload) -> list[dict[str, Any]]:
+    env: list[dict[str, Any]] = [
+        {"name": "HOME", "value": CACHE_MOUNTS["home"]},
+        {"name": "HF_HOME", "value": "/models/hf"},
+        {"name": "XDG_CACHE_HOME", "value": f"{CACHE_MOUNTS['home']}/.cache"},
+        {"name": "VLLM_CACHE_ROOT", "value": f"{CACHE_MOUNTS['home']}/.cache/vllm"},
+        {"name": "TRITON_CACHE_DIR", "value": f"{CACHE_MOUNTS['home']}/.triton"},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+        {"name": "VLLM_NO_USAGE_STATS", "value": "1"},
+        {"name": "DO_NOT_TRACK", "value": "1"},
+    ]
+    if workload.aws_region:
+        env.append({"name": "AWS_REGION", "value": workload.aws_region})
+    if workload.hf_token:
+        env.append(_secret_env("HF_TOKEN", HF_TOKEN_SECRET, HF_TOKEN_KEY))
+    if workload.api_key:
+        # vLLM requires "Authorization: Bearer <key>" on /v1/* when VLLM_API_KEY is set.
+        env.append(_secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_KEY))
+    env += [{"name": k, "value": v} for k, v in sorted(workload.extra_env.items())]
+    return env
+
+
+def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
+
+
+def _resources(plan: SizingPlan, gpus: int) -> dict[str, Any]:
+    scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
+    requests = {
+        "cpu": plan.cpu_request,
+        "memory": plan.memory_request,
+        "nvidia.com/gpu": str(gpus),
+        "ephemeral-storage": f"{scratch_gib}Gi",
+    }
+    # GPUs are requested and limited alike (extended resources must be); memory is limited at
+    # the request so a leak cannot starve the node's agents; CPU is left unlimited (no throttling).
+    limits = {
+        "memory": plan.memory_request,
+        "nvidia.com/gpu": str(gpus),
+        "ephemeral-storage": f"{scratch_gib}Gi",
+    }
+    if plan.nodes_per_replica > 1:
+        # Multi-node replicas talk over EFA: one interface per GPU on p5/p5en-class instances.
+        requests["vpc.amazonaws.com/efa"] = limits["vpc.amazonaws.com/efa"] = str(gpus)
+    return {"requests": requests, "limits": limits}
+
+
+def container_security_context() -> dict[str, Any]:
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _volumes(plan: SizingPlan) -> list[dict[str, Any]]:
+    scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
+    return [
+        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib(plan)}Gi"}},
+        {"name": "models", "emptyDir": {"sizeLimit": f"{scratch_gib}Gi"}},
+        {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
+        {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
+    ]
+
+
+def _mounts() -> list[dict[str, Any]]:
+    return [
+        {"name": "dshm", "mountPath": "/dev/shm"},
+        {"name": "models", "mountPath": "/models"},
+        {"name": "home", "mountPath": CACHE_MOUNTS["home"]},
+        {"name": "tmp", "mountPath": CACHE_MOUNTS["tmp"]},
+    ]
+
+
+def _probe(path: str, period: int, failures: int, timeout: int = 5) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": PORT_NAME},
+        "periodSeconds": period,
+        "failureThreshold": failures,
+        "timeoutSeconds": timeout,
+    }
+
+
+def server_container(
+    plan: SizingPlan, workload: Workload, command: list[str] | None = None
+) -> dict[str, Any]:
+    """The vLLM OpenAI server container (the leader's, for multi-node replicas)."""
+    container: dict[str, Any] = {
+        "name": APP,
+        "image": VLLM_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "ports": [{"name": PORT_NAME, "containerPort": VLLM_PORT, "protocol": "TCP"}],
+        "env": _env(plan, workload),
+        "resources": _resources(plan, plan.tensor_parallel_size),
+        "volumeMounts": _mounts(),
+        "securityContext": container_security_context(),
+        # Startup covers download, load and compile: the plan's estimate, in 10 s periods.
+        "startupProbe": _probe(
+            "/health", STARTUP_PROBE_PERIOD_S, math.ceil(plan.startup_seconds / STARTUP_PROBE_PERIOD_S)
+        ),
+        "readinessProbe": _probe("/health", 5, 3),
+        "livenessProbe": _probe("/health", 15, 6),
+        # A short pause so the ALB and Service stop routing here before vLLM stops accepting;
+        # in-flight streams then finish within terminationGracePeriodSeconds.
+        "lifecycle": {"preStop": {"sleep": {"seconds": DEREGISTRATION_PAUSE_S}}},
+    }
+    if command:
+        container["command"] = command
+    else:
+        container["args"] = vllm_args(plan, workload)
+    return container
+
+
+def pod_spec(plan: SizingPlan, workload: Workload, containers: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "serviceAccountName": workload.service_account,
+        # The pod never calls the Kubernetes API; AWS access (S3) comes from Pod Identity's own token.
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "nodeSelector": dict(workload.node_selector),
+        "tolerations": [dict(t) for t in workload.tolerations],
+        "terminationGracePeriodSeconds": drain_seconds(plan, workload) + DEREGISTRATION_PAUSE_S,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS_USER,
+            "runAsGroup": RUN_AS_USER,
+            "fsGroup": RUN_AS_USER,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": containers,
+        "volumes": _volumes(plan),
+    }
+
+
+def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[str, Any]:
+    """A single-node replica as a Deployment. ``spec.replicas`` is left out: the autoscaler owns
+    it, and Pulumi must not reset it on every update."""
+    labels = {**workload.labels, **selector_labels()}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": workload.namespace, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": selector_labels()},
+            # Never take a replica away before its replacement serves: surge one, none unavailable.
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "progressDeadlineSeconds": plan.startup_seconds + 600,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": pod_spec(plan, workload, [server_container(plan, workload)]),
+            },
+        },
+    }
+
+
+def _ray_leader_command(plan: SizingPlan, workload: Workload) -> list[str]:
+    serve = " ".join(
+        ["vllm", "serve", *(json.dumps(a) if " " in a else a for a in vllm_args(plan, workload))]
+    )
+    script = f"ray start --head --port={RAY_PORT} && exec {serve}"
+    return ["/bin/sh", "-c", script]
+
+
+def _ray_worker_command() -> list[str]:
+    return ["/bin/sh", "-c", f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block']
+
+
+def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[str, Any]:
+    """A multi-node replica (r1-671b on nodes too small for it) as a LeaderWorkerSet: one group
+    of ``nodes_per_replica`` pods per replica, restarted together when any pod fails."""
+    labels = {**workload.labels, **selector_labels()}
+    leader = server_container(plan, workload, _ray_leader_command(plan, workload))
+    leader["ports"] = [*leader["ports"], {"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}]
+    worker = {
+        **server_container(plan, workload, _ray_worker_command()),
+        "ports": [{"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}],
+    }
+    for key in ("startupProbe", "readinessProbe", "livenessProbe", "lifecycle"):
+        worker.pop(key)  # workers serve no HTTP; the leader's probes cover the group
+    return {
+        "apiVersion": LWS_API_VERSION,
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": name, "namespace": workload.namespace, "labels": labels},
+        "spec": {
+            "startupPolicy": "LeaderCreated",
+            "leaderWorkerTemplate": {
+                "size": plan.nodes_per_replica,
+                "restartPolicy": "RecreateGroupOnPodRestart",
+                "leaderTemplate": {
+                    "metadata": {"labels": {**labels, "deepseek-eks/role": "leader"}},
+                    "spec": pod_spec(plan, workload, [leader]),
+                },
+                "workerTemplate": {
+                    "metadata": {"labels": {**labels, "deepseek-eks/role": "worker"}},
+                    "spec": pod_spec(plan, workload, [worker]),
+                },
+            },
+        },
+    }
+
+
+def service(workload: Workload, name: str = APP, leader_only: bool = False) -> dict[str, Any]:
+    selector = selector_labels()
+    if leader_only:
+        selector = {**selector, "deepseek-eks/role": "leader"}
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": workload.namespace,
+            "labels": {**workload.labels, **selector_labels()},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector,
+            "ports": [{"name": PORT_NAME, "port": SERVICE_PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
+        },
+    }
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """How the ALB in front of vLLM is set up."""
+
+    ingress_class: str
+    internet_facing: bool
+    allowed_cidrs: list[str]
+    certificate_arn: str | None
+    drain_seconds: int
+
+
+def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str, Any]:
+    """An ALB Ingress: internal unless configured otherwise, health-checked on /health, idle
+    timeout above the longest generation, targets drained as long as a stream may run."""
+    listen = [{"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
+    annotations = {
+        "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
+        "alb.ingress.kubernetes.io/target-type": "ip",
+        "alb.ingress.kubernetes.io/listen-ports": json.dumps(listen),
+        "alb.ingress.kubernetes.io/healthcheck-path": "/health",
+        "alb.ingress.kubernetes.io/healthcheck-port": "traffic-port",
+        "alb.ingress.kubernetes.io/success-codes": "200",
+        "alb.ingress.kubernetes.io/load-balancer-attributes": (
+            f"idle_timeout.timeout_seconds={min(4000, endpoint.drain_seconds + 60)},"
+            "routing.http.drop_invalid_header_fields.enabled=true"
+        ),
+        "alb.ingress.kubernetes.io/target-group-attributes": (
+            f"deregistration_delay.timeout_seconds={endpoint.drain_seconds}"
+        ),
+    }
+    if endpoint.internet_facing:
+        annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(endpoint.allowed_cidrs)
+    if endpoint.certificate_arn:
+        annotations["alb.ingress.kubernetes.io/certificate-arn"] = endpoint.certificate_arn
+        annotations["alb.ingress.kubernetes.io/ssl-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "Ingress",
+        "metadata": {
+            "name": name,
+            "namespace": workload.namespace,
+            "labels": {**workload.labels, **selector_labels()},
+            "annotations": annotations,
+        },
+        "spec": {
+            "ingressClassName": endpoint.ingress_class,
+            "rules": [
+                {
+                    "http": {
+                        "paths": [
+                            {
+                                "path": "/",
+                                "pathType": "Prefix",
+                                "backend": {"service": {"name": name, "port": {"name": PORT_NAME}}},
+                            }
+                        ]
+                    }
+                }
+            ],
+        },
+    }
+
+
+def network_policy(
+    workload: Workload, *, vpc_cidr: Any, monitoring_namespace: str, name: str = APP
+) -> dict[str, Any]:
+    """Admit only the load balancer (from the VPC), Prometheus, and the replica's own pods;
+    let out only DNS, HTTPS (weights) and the replica's own pods (multi-node traffic)."""
+    own_pods = {"podSelector": {"matchLabels": selector_labels()}}
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": workload.namespace, "labels": workload.labels},
+        "spec": {
+            "podSelector": {"matchLabels": selector_labels()},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [
+                {
+                    "from": [{"ipBlock": {"cidr": vpc_cidr}}],
+                    "ports": [{"port": VLLM_PORT, "protocol": "TCP"}],
+                },
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
+                            }
+                        }
+                    ],
+                    "ports": [{"port": VLLM_PORT, "protocol": "TCP"}],
+                },
+                {"from": [own_pods]},
+            ],
+            "egress": [
+                {
+                    "to": [
+                        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+                    ],
+                    "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
+                },
+                {"ports": [{"port": 443, "protocol": "TCP"}]},
+                {"to": [own_pods]},
+            ],
+        },
+    }
+
+
+def disruption_budget(workload: Workload, name: str = APP) -> dict[str, Any]:
+    """At most one replica down for voluntary disruptions: with two or more, one always serves;
+    with one, node drains are not blocked forever."""
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name, "namespace": workload.namespace, "labels": workload.labels},
+        "spec": {
+            "maxUnavailable": 1,
+            "selector": {"matchLabels": selector_labels()},
+            "unhealthyPodEvictionPolicy": "AlwaysAllow",
+        },
+    }

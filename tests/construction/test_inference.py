@@ -1,0 +1,233 @@
+"""The vLLM service under the mock engine: arguments from the plan, the manifest gate for every
+variant, multi-node replicas, weights from S3, the endpoint and its policies."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+
+from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
+from automation.render import Rendered, render
+from tests.conftest import stack_config
+
+# A family list that fits each variant (stack: prod, Karpenter), cheapest first.
+VARIANTS = {
+    "r1-distill-qwen-1.5b": "g6",
+    "r1-distill-qwen-7b": "g6,g5",
+    "r1-distill-llama-8b": "g6e",
+    "r1-distill-qwen-14b": "g6e",
+    "r1-distill-qwen-32b": "g6e",
+    "r1-distill-llama-70b": "g6e,p5",
+    "r1-671b": "p5en",
+}
+
+
+def workload(rendered: Rendered) -> dict:
+    kinds = [o for o in rendered.objects() if o["kind"] in ("Deployment", "LeaderWorkerSet")]
+    assert len(kinds) == 1
+    return kinds[0]
+
+
+def server(obj: dict) -> dict:
+    spec = obj["spec"]
+    pod = (
+        spec["template"]["spec"]
+        if obj["kind"] == "Deployment"
+        else spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    )
+    return pod["containers"][0]
+
+
+def gate(rendered: Rendered) -> list[str]:
+    problems = []
+    for obj in rendered.objects():
+        with contextlib.suppress(CrdSchemasUnavailable):  # reported by the manifest gate's own tests
+            problems += check(obj, "1.34", schema_dir())
+    return problems
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_renders_valid_objects_with_the_plans_exact_args(variant: str) -> None:
+    rendered = render(stack_config("prod", model__variant=variant, gpu__instanceFamilies=VARIANTS[variant]))
+    assert gate(rendered) == []
+    obj = workload(rendered)
+    assert obj["kind"] == "Deployment"
+    container = server(obj)
+    assert container["args"] == rendered.plan["vllm_args"]
+    resources = container["resources"]
+    gpus = str(rendered.plan["tensor_parallel_size"])
+    assert resources["requests"]["nvidia.com/gpu"] == resources["limits"]["nvidia.com/gpu"] == gpus
+    assert resources["requests"]["cpu"] == rendered.plan["cpu_request"]
+    assert resources["requests"]["memory"] == rendered.plan["memory_request"]
+    assert "replicas" not in obj["spec"]  # the autoscaler owns it
+
+
+def test_r1_on_p5_is_a_leader_worker_set_of_two_nodes() -> None:
+    rendered = render(stack_config("r1"))
+    assert gate(rendered) == []
+    obj = workload(rendered)
+    assert obj["kind"] == "LeaderWorkerSet"
+    template = obj["spec"]["leaderWorkerTemplate"]
+    assert template["size"] == rendered.plan["nodes_per_replica"] == 2
+    assert template["restartPolicy"] == "RecreateGroupOnPodRestart"
+    leader = template["leaderTemplate"]["spec"]["containers"][0]
+    worker = template["workerTemplate"]["spec"]["containers"][0]
+    script = leader["command"][-1]
+    assert "--tensor-parallel-size 8 --pipeline-parallel-size 2" in script
+    assert "--distributed-executor-backend ray" in script
+    assert "ray start --address=" in worker["command"][-1]
+    for container in (leader, worker):
+        assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "8"
+        assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert "startupProbe" in leader and "startupProbe" not in worker
+    assert "lws" in rendered.helm and rendered.helm["lws"]["version"] == "0.10.0"
+    assert "aws-efa-k8s-device-plugin" in rendered.helm
+    service = next(o for o in rendered.objects() if o["kind"] == "Service")
+    assert service["spec"]["selector"]["deepseek-eks/role"] == "leader"
+
+
+def test_r1_on_p5en_is_a_single_deployment_with_tp8() -> None:
+    rendered = render(stack_config("r1", gpu__instanceFamilies="p5en"))
+    obj = workload(rendered)
+    assert obj["kind"] == "Deployment"
+    args = server(obj)["args"]
+    assert args[args.index("--tensor-parallel-size") + 1] == "8"
+    assert args[args.index("--pipeline-parallel-size") + 1] == "1"
+    assert "lws" not in rendered.helm and "aws-efa-k8s-device-plugin" not in rendered.helm
+
+
+def test_pods_are_hardened_and_drain_gracefully() -> None:
+    rendered = render(stack_config("dev"))
+    obj = workload(rendered)
+    pod = obj["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    ctx = container["securityContext"]
+    assert ctx["runAsNonRoot"] and ctx["readOnlyRootFilesystem"] and not ctx["allowPrivilegeEscalation"]
+    assert ctx["capabilities"] == {"drop": ["ALL"]}
+    assert pod["automountServiceAccountToken"] is False
+    plan = rendered.plan
+    assert pod["terminationGracePeriodSeconds"] == plan["drain_seconds"] + 15
+    assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 15}}
+    startup = container["startupProbe"]
+    assert startup["httpGet"]["path"] == "/health"
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= plan["startup_seconds"]
+    assert "initialDelaySeconds" not in container["readinessProbe"]
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    assert {"nvidia.com/gpu": "1"}.items() <= container["resources"]["limits"].items()
+    assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-inference"}
+
+
+def test_shm_grows_with_tensor_parallelism() -> None:
+    rendered = render(stack_config("prod"))  # 70B, TP 4
+    pod = workload(rendered)["spec"]["template"]["spec"]
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["sizeLimit"] == "14Gi"
+
+
+def test_endpoint_is_internal_by_default_with_health_check_and_long_idle_timeout() -> None:
+    rendered = render(stack_config("dev"))
+    ing = next(o for o in rendered.objects() if o["kind"] == "Ingress")
+    ann = ing["metadata"]["annotations"]
+    assert ann["alb.ingress.kubernetes.io/scheme"] == "internal"
+    assert ann["alb.ingress.kubernetes.io/healthcheck-path"] == "/health"
+    idle = int(ann["alb.ingress.kubernetes.io/load-balancer-attributes"].split(",")[0].split("=")[1])
+    assert idle > rendered.plan["drain_seconds"]
+    assert "alb.ingress.kubernetes.io/inbound-cidrs" not in ann
+    assert ing["spec"]["ingressClassName"] == "alb"
+    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTP": 80}]
+
+
+def test_internet_facing_endpoint_is_restricted_and_tls_with_a_certificate() -> None:
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-aaaa-bbbb-cccc-0123456789ab"
+    rendered = render(
+        stack_config(
+            "dev",
+            endpoint__scheme="internet-facing",
+            endpoint__allowedCidrs="198.51.100.0/24,203.0.113.0/24",
+            endpoint__certificateArn=cert,
+        )
+    )
+    ann = next(o for o in rendered.objects() if o["kind"] == "Ingress")["metadata"]["annotations"]
+    assert ann["alb.ingress.kubernetes.io/scheme"] == "internet-facing"
+    assert ann["alb.ingress.kubernetes.io/inbound-cidrs"] == "198.51.100.0/24,203.0.113.0/24"
+    assert ann["alb.ingress.kubernetes.io/certificate-arn"] == cert
+    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]
+    assert rendered.outputs["endpointUrl"] == "" or rendered.outputs["endpointUrl"].startswith("https://")
+
+
+def test_network_policy_admits_only_the_vpc_prometheus_and_its_own_pods() -> None:
+    rendered = render(stack_config("dev"))
+    policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    sources = [rule["from"][0] for rule in policy["ingress"]]
+    assert sources[0] == {"ipBlock": {"cidr": "10.42.0.0/16"}}
+    assert sources[1]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+    assert sources[2] == {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}}}
+    egress_ports = [p["port"] for rule in policy["egress"] for p in rule.get("ports", [])]
+    assert sorted(egress_ports) == [53, 53, 443]
+
+
+def test_disruption_budget_only_with_more_than_one_replica() -> None:
+    assert any(o["kind"] == "PodDisruptionBudget" for o in render(stack_config("dev")).objects())
+    single = render(stack_config("dev", autoscaling__maxReplicas=1))
+    assert not any(o["kind"] == "PodDisruptionBudget" for o in single.objects())
+
+
+def test_s3_weights_bucket_is_private_encrypted_and_staged_before_vllm(construct) -> None:
+    run = construct(stack_config("dev", weights__source="s3"))
+    sse = run.mocks.of_type(
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    )
+    rule = sse[0].inputs["rules"][0]["applyServerSideEncryptionByDefault"]
+    assert rule["sseAlgorithm"] == "AES256"
+    block = run.mocks.of_type("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock")[0].inputs
+    assert all(
+        block[k]
+        for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
+    policies = {
+        r.name: json.loads(r.inputs["policy"]) for r in run.mocks.of_type("aws:iam/rolePolicy:RolePolicy")
+    }
+    reader = policies["inference-reader"]["Statement"][1]
+    stager = policies["inference-stager"]["Statement"][1]
+    assert reader["Action"] == ["s3:GetObject"] and reader["Resource"].endswith("/r1-distill-qwen-7b/*")
+    assert "s3:PutObject" in stager["Action"]
+    associations = {
+        r.inputs["serviceAccount"]
+        for r in run.mocks.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    }
+    assert associations == {"vllm", "weights-stager"}
+    deployment = run.mocks.of_type("kubernetes:apps/v1:Deployment")[0].inputs
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--model") + 1].startswith("s3://") and args[args.index("--model") + 1].endswith(
+        "/r1-distill-qwen-7b/"
+    )
+    assert args[args.index("--load-format") + 1] == "runai_streamer"
+    job = run.mocks.of_type("kubernetes:batch/v1:Job")[0].inputs
+    assert "--bucket" in job["spec"]["template"]["spec"]["containers"][0]["args"]
+    maps = {r.inputs["metadata"]["name"]: r.inputs for r in run.mocks.of_type("kubernetes:core/v1:ConfigMap")}
+    script = maps["weights-stager"]["data"]["stage_weights.py"]
+    assert "def upload(" in script
+
+
+def test_api_key_reaches_vllm_only_through_the_secret() -> None:
+    rendered = render(stack_config("dev", secrets={"apiKey": "sk-live-abc123", "hfToken": "hf_xyz789"}))
+    env = {e["name"]: e for e in server(workload(rendered))["env"]}
+    assert env["VLLM_API_KEY"]["valueFrom"]["secretKeyRef"] == {"name": "vllm-api-key", "key": "api-key"}
+    assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
+    everything = json.dumps([rendered.objects(), rendered.helm, rendered.aws, rendered.outputs])
+    assert "sk-live-abc123" not in everything and "hf_xyz789" not in everything
+    assert "Authorization: Bearer $(pulumi config get apiKey)" in rendered.outputs["curl"]
+
+
+def test_outputs_name_the_model_and_a_working_request() -> None:
+    rendered = render(stack_config("dev"))
+    assert rendered.outputs["servedModelName"] == "r1-distill-qwen-7b"
+    assert rendered.outputs["inClusterUrl"] == "http://vllm.deepseek.svc.cluster.local"
+    curl = rendered.outputs["curl"]
+    assert curl.startswith("curl -s http://vllm.deepseek.svc.cluster.local/v1/chat/completions")
+    assert '"model": "r1-distill-qwen-7b"' in curl

@@ -1,0 +1,267 @@
+"""stage_weights against moto's S3: what lands under the prefix, resuming, the marker, the token."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from components.scripts import stage_weights as sw
+
+BUCKET = "weights-bucket"
+PREFIX = "r1-distill-qwen-7b/"
+REPO = "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"
+REVISION = "916b56a44061fd5cd7d6a8fb632557ed4f724f60"
+SENTINEL = "hf_SENTINEL_do_not_print_0123456789"
+SCRIPT = Path(sw.__file__)
+
+FILES = {
+    "config.json": b'{"model_type": "qwen2"}',
+    "model-00001-of-00002.safetensors": b"\x00\x01\x02\x03\x04\x05\x06\x07",
+    "tokenizer/tokenizer.json": b'{"version": "1.0"}',
+}
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for var, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with mock_aws():
+        client = boto3.client("s3", region_name="us-east-1")
+        client.create_bucket(Bucket=BUCKET)
+        yield client
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A snapshot_download-shaped folder, including the lock files huggingface_hub leaves."""
+    root = tmp_path / "snapshot"
+    for rel, body in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(body)
+    lock = root / ".cache" / "huggingface" / "x.lock"
+    lock.parent.mkdir(parents=True)
+    lock.write_bytes(b"lock")
+    return root
+
+
+def keys(s3: Any) -> set[str]:
+    return {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])}
+
+
+def body(s3: Any, key: str) -> bytes:
+    data: bytes = s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    return data
+
+
+def argv(**overrides: str) -> list[str]:
+    args = {"repo": REPO, "revision": REVISION, "bucket": BUCKET, "prefix": PREFIX, "region": "us-east-1"}
+    args.update(overrides)
+    return [item for name, value in args.items() for item in (f"--{name}", value)]
+
+
+def no_download(*_: object) -> Path:
+    raise AssertionError("download must not be called")
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [("/a/b", "a/b/"), ("a/b/", "a/b/"), ("a/b", "a/b/"), ("//a//", "a/"), ("r1-distill-qwen-7b/", PREFIX)],
+)
+def test_prefix_is_normalised(given: str, expected: str) -> None:
+    assert sw.normalise_prefix(given) == expected
+
+
+@pytest.mark.parametrize("given", ["", "/", "//"])
+def test_empty_prefix_is_refused(given: str) -> None:
+    with pytest.raises(ValueError):
+        sw.normalise_prefix(given)
+
+
+def test_upload_puts_every_file_under_the_prefix_and_skips_dot_dirs(s3: Any, tree: Path) -> None:
+    uploaded = sw.upload(tree, BUCKET, "/r1-distill-qwen-7b", s3)
+
+    expected = sorted(PREFIX + rel for rel in FILES)
+    assert uploaded == expected
+    assert keys(s3) == set(expected)
+    assert not any(".cache" in key or key.endswith(".lock") for key in keys(s3))
+    for rel, content in FILES.items():
+        assert body(s3, PREFIX + rel) == content
+
+
+def test_upload_uses_requested_sse_only_when_asked(s3: Any, tree: Path) -> None:
+    sw.upload(tree, BUCKET, PREFIX, s3, sse="AES256")
+    assert s3.head_object(Bucket=BUCKET, Key=PREFIX + "config.json")["ServerSideEncryption"] == "AES256"
+
+
+def test_rerun_skips_same_size_files_and_reuploads_only_a_changed_one(s3: Any, tree: Path) -> None:
+    assert len(sw.upload(tree, BUCKET, PREFIX, s3)) == len(FILES)
+
+    assert sw.upload(tree, BUCKET, PREFIX, s3) == []
+
+    shard = tree / "model-00001-of-00002.safetensors"
+    shard.write_bytes(b"a longer shard than before")
+    assert sw.upload(tree, BUCKET, PREFIX, s3) == [PREFIX + "model-00001-of-00002.safetensors"]
+    assert body(s3, PREFIX + "model-00001-of-00002.safetensors") == b"a longer shard than before"
+
+
+def test_main_stages_and_writes_a_marker_for_that_repo_and_revision(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tree)
+
+    assert sw.main(argv(prefix="/r1-distill-qwen-7b")) == 0
+
+    assert keys(s3) == {PREFIX + rel for rel in FILES} | {PREFIX + ".staged.json"}
+    marker = json.loads(body(s3, PREFIX + ".staged.json"))
+    assert marker == {
+        "repo": REPO,
+        "revision": REVISION,
+        "files": len(FILES),
+        "bytes": sum(len(b) for b in FILES.values()),
+    }
+    assert sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+    assert not sw.is_staged(BUCKET, PREFIX, REPO, "main", s3)
+    assert not sw.is_staged(BUCKET, PREFIX, "deepseek-ai/other", REVISION, s3)
+    assert not sw.is_staged(BUCKET, "elsewhere/", REPO, REVISION, s3)
+    assert "3 files" in capsys.readouterr().out
+
+
+def test_main_with_the_marker_present_exits_0_without_downloading(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sw.stage(tree, BUCKET, PREFIX, REPO, REVISION, s3)
+    monkeypatch.setattr(sw, "download", no_download)
+    capsys.readouterr()
+
+    assert sw.main(argv()) == 0
+    assert "already staged" in capsys.readouterr().out
+
+
+def test_a_marker_for_another_revision_does_not_count(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sw.stage(tree, BUCKET, PREFIX, REPO, "older", s3)
+    calls: list[str] = []
+
+    def fake_download(repo: str, revision: str, workdir: Path) -> Path:
+        calls.append(revision)
+        return tree
+
+    monkeypatch.setattr(sw, "download", fake_download)
+    assert sw.main(argv()) == 0
+    assert calls == [REVISION]
+    assert sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+
+
+def test_download_passes_the_token_from_env_and_nothing_prints_it(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def snapshot_download(**kwargs: Any) -> str:
+        seen.update(kwargs)
+        local = Path(kwargs["local_dir"])
+        (local / ".cache" / "huggingface").mkdir(parents=True)
+        (local / ".cache" / "huggingface" / "x.lock").write_text(SENTINEL)
+        (local / "config.json").write_text("{}")
+        return str(local)
+
+    monkeypatch.setitem(
+        sys.modules, "huggingface_hub", types.SimpleNamespace(snapshot_download=snapshot_download)
+    )
+    monkeypatch.setenv("HF_TOKEN", SENTINEL)
+
+    assert sw.main([*argv(), "--workdir", str(tmp_path)]) == 0
+
+    out, err = capsys.readouterr()
+    assert SENTINEL not in out and SENTINEL not in err
+    assert seen["token"] == SENTINEL
+    assert seen["repo_id"] == REPO and seen["revision"] == REVISION
+    assert seen["allow_patterns"] == sw.ALLOW_PATTERNS
+    assert Path(seen["local_dir"]).parent == tmp_path
+    assert keys(s3) == {PREFIX + "config.json", PREFIX + ".staged.json"}
+
+
+def test_a_download_error_is_one_line_with_the_token_scrubbed(
+    s3: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def snapshot_download(**kwargs: Any) -> str:
+        raise RuntimeError(f"401 Unauthorized\nfor token {kwargs['token']}")
+
+    monkeypatch.setitem(
+        sys.modules, "huggingface_hub", types.SimpleNamespace(snapshot_download=snapshot_download)
+    )
+    monkeypatch.setenv("HF_TOKEN", SENTINEL)
+
+    assert sw.main(argv()) == 1
+
+    out, err = capsys.readouterr()
+    assert SENTINEL not in out + err
+    assert len(err.splitlines()) == 1 and err.startswith("error: ") and "401 Unauthorized" in err
+    assert not sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+
+
+def test_missing_bucket_is_one_stderr_line_and_exit_1(
+    s3: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sw, "download", no_download)
+
+    assert sw.main(argv(bucket="no-such-bucket")) == 1
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert "no-such-bucket" in err and "Traceback" not in err
+
+
+def test_an_upload_error_is_one_stderr_line_and_leaves_no_marker(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def denied(*_: object, **__: object) -> list[str]:
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject")
+
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tree)
+    monkeypatch.setattr(sw, "upload", denied)
+
+    assert sw.main(argv()) == 1
+
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "AccessDenied" in err and "Traceback" not in err
+    assert not sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+
+
+def test_an_empty_download_fails_without_a_marker(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tmp_path)
+
+    assert sw.main(argv()) == 1
+
+    assert capsys.readouterr().err.startswith("error: no files to stage")
+    assert keys(s3) == set()
+
+
+def test_the_script_runs_standalone_by_path_and_takes_no_token_argument() -> None:
+    # The Job runs the file by path inside the vLLM image, outside this package.
+    helped = subprocess.run(
+        [sys.executable, str(SCRIPT), "--help"], capture_output=True, text=True, check=False
+    )
+    assert helped.returncode == 0 and "--bucket" in helped.stdout
+    assert "token" not in helped.stdout.lower()
