@@ -132,8 +132,8 @@ def _none(ctx: MockContext) -> dict[str, Any]:
 
 
 OutputFn = Callable[[MockContext], dict[str, Any]]
-# Computed outputs by exact type token, for the AWS-side resources the program creates.
-AWS_OUTPUTS: dict[str, OutputFn] = {
+# Computed outputs by exact type token, for the cloud-side resources the program creates.
+COMPUTED_OUTPUTS: dict[str, OutputFn] = {
     "eks:index:Cluster": _cluster,
     "aws:ec2/vpc:Vpc": _ec2("vpc"),
     "aws:ec2/subnet:Subnet": _ec2("subnet"),
@@ -164,6 +164,8 @@ AWS_OUTPUTS: dict[str, OutputFn] = {
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _none,
     "aws:s3/bucketOwnershipControls:BucketOwnershipControls": _none,
     "aws:s3/bucketPolicy:BucketPolicy": _none,
+    # pulumi-random, computed locally by its provider: a fixed stand-in keeps renders stable.
+    "random:index/randomPassword:RandomPassword": lambda ctx: {"result": "mock-generated-password-000000"},
 }  # fmt: skip
 
 
@@ -217,12 +219,12 @@ class RecordingMocks(Mocks):
             state = {}  # our own components; their children register themselves
         elif token.startswith("kubernetes:"):
             state = {**inputs, "status": None}
-        elif token in AWS_OUTPUTS:
+        elif token in COMPUTED_OUTPUTS:
             ctx = MockContext(args, resource_id(token, args.name), self.region)
-            state = {**inputs, **AWS_OUTPUTS[token](ctx)}
+            state = {**inputs, **COMPUTED_OUTPUTS[token](ctx)}
         else:
             raise UnmockedError(
-                f"no mock for resource type {token!r} ({args.name}); add it to AWS_OUTPUTS "
+                f"no mock for resource type {token!r} ({args.name}); add it to COMPUTED_OUTPUTS "
                 "in automation/mocks.py with the outputs the real provider computes"
             )
         self.resources.append(Recorded(token, args.name, inputs, state, bool(args.custom)))
@@ -252,16 +254,24 @@ def run_with_mocks(
     stack: str,
     config: dict[str, str],
     secret_keys: list[str],
+    secret_mask: str = "[secret]",
 ) -> dict[str, Any]:
     """Run ``program`` under ``mocks`` in a fresh Pulumi runtime and event loop.
 
-    ``program`` returns the stack outputs; they are returned resolved (secrets unwrapped, so the
-    caller must mask them). Global runtime state is reset before and after, so runs in one
-    process do not leak into each other.
+    ``program`` returns the stack outputs; they come back resolved, each secret output replaced
+    by ``secret_mask``. Global runtime state is reset before and after, so runs in one process do
+    not leak into each other.
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     resolved: dict[str, Any] = {}
+
+    async def collect(outputs: dict[str, Any]) -> None:
+        for key, value in outputs.items():
+            output = pulumi.Output.from_input(value)
+            plain = await output.future()
+            resolved[key] = secret_mask if await output.is_secret() else plain
+
     try:
         pulumi.runtime.settings.reset_options(project=project, stack=stack, preview=False)
         pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False)
@@ -269,8 +279,7 @@ def run_with_mocks(
 
         @pulumi.runtime.test
         def _run() -> pulumi.Output:
-            outputs = program()
-            return pulumi.Output.from_input(outputs).apply(resolved.update)
+            return pulumi.Output.from_input(asyncio.ensure_future(collect(program())))
 
         _run()
     finally:

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+import promql
 from settings import ComputeMode, EndpointScheme, Settings, WeightsSource
 from sizing import Infeasible, SizingPlan, plan
 from sizing.cli import summary_lines
 
+from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
 from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .inference import Inference, InferenceArgs
@@ -20,6 +22,7 @@ from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
+from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
 from .vllm import APP, Endpoint
 
@@ -190,6 +193,55 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         ),
         opts=k8s_opts,
     )
+    scope = promql.Scope(namespace=INFERENCE_NAMESPACE, model_name=inference.served_model_name)
+    obs = settings.observability
+    observability = Observability(
+        "observability",
+        ObservabilityArgs(
+            namespace=MONITORING_NAMESPACE,
+            scope=scope,
+            slo=promql.Slo(
+                ttft_p95_seconds=obs.ttft_slo_seconds,
+                itl_p95_seconds=obs.itl_slo_seconds,
+                queue_time_p95_seconds=obs.queue_time_slo_seconds,
+            ),
+            hpa_name=hpa_name(settings.autoscaling.signal),
+            options=ObservabilityOptions(
+                retention=obs.prometheus_retention,
+                storage_gib=obs.prometheus_storage_gib,
+                storage_class=capacity.placement.storage_class,
+                grafana=obs.grafana,
+                alertmanager=obs.alertmanager,
+            ),
+            placement=capacity.placement,
+            labels=labels,
+            grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
+            depends_on=[namespaces],
+        ),
+        opts=k8s_opts,
+    )
+    auto = settings.autoscaling
+    autoscaling = Autoscaling(
+        "autoscaling",
+        AutoscalingArgs(
+            spec=ScalingSpec(
+                signal=auto.signal,
+                namespace=INFERENCE_NAMESPACE,
+                target=inference.scale_target,
+                min_replicas=auto.min_replicas,
+                max_replicas=auto.max_replicas,
+                target_gpu_utilization=auto.target_gpu_utilization,
+                queue_depth_per_replica=auto.queue_depth_per_replica,
+                startup_seconds=sizing_plan.startup_seconds,
+                scope=scope,
+                prometheus_url=observability.prometheus_url,
+                labels=labels,
+            ),
+            depends_on=[inference, observability],
+        ),
+        opts=k8s_opts,
+    )
+
     scheme = "https" if settings.endpoint.certificate_arn else "http"
     endpoint_url = inference.endpoint_host.apply(lambda h: f"{scheme}://{h}" if h else "")
     in_cluster_url = f"http://{APP}.{INFERENCE_NAMESPACE}.svc.cluster.local"
@@ -218,6 +270,10 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             )
         ),
         "weightsBucket": inference.weights_bucket,
+        "scalingSignal": auto.signal.value,
+        "hpaName": autoscaling.hpa_name,
+        "prometheusUrl": observability.prometheus_url,
+        "grafanaAdminPassword": observability.grafana_admin_password,
         "inferenceNamespace": namespaces.names[INFERENCE_NAMESPACE],
         "monitoringNamespace": namespaces.names[MONITORING_NAMESPACE],
     }
@@ -233,5 +289,7 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             "namespaces": namespaces,
             "secrets": secrets,
             "inference": inference,
+            "observability": observability,
+            "autoscaling": autoscaling,
         },
     )

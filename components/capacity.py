@@ -23,6 +23,7 @@ from .nodepools import (
 
 GPU_NODE_POOL = "gpu-inference"
 INGRESS_CLASS = "alb"
+STORAGE_CLASS = "gp3-encrypted"
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ class GpuPlacement:
     """Name of the GPU NodePool."""
     ingress_class: str
     """IngressClass that provisions an ALB."""
+    storage_class: str
+    """StorageClass of encrypted gp3 volumes (Prometheus storage)."""
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     """Resources GPU workloads must wait for (node pool, device plugin)."""
 
@@ -47,7 +50,24 @@ def gpu_placement(depends_on: list[pulumi.Resource]) -> GpuPlacement:
         tolerations=[dict(GPU_TOLERATION)],
         node_pool=GPU_NODE_POOL,
         ingress_class=INGRESS_CLASS,
+        storage_class=STORAGE_CLASS,
         depends_on=depends_on,
+    )
+
+
+def gp3_storage_class(
+    name: str, provisioner: str, labels: dict[str, str], opts: pulumi.ResourceOptions
+) -> None:
+    """Encrypted gp3 volumes, bound where the pod lands (a volume cannot follow it across AZs)."""
+    k8s.storage.v1.StorageClass(
+        name,
+        metadata=k8s.meta.v1.ObjectMetaArgs(name=STORAGE_CLASS, labels=labels),
+        provisioner=provisioner,
+        parameters={"type": "gp3", "encrypted": "true"},
+        volume_binding_mode="WaitForFirstConsumer",
+        reclaim_policy="Delete",
+        allow_volume_expansion=True,
+        opts=opts,
     )
 
 
@@ -142,6 +162,7 @@ class AutoModeCapacity(pulumi.ComponentResource):
             spec=k8s.networking.v1.IngressClassSpecArgs(controller="eks.amazonaws.com/alb"),
             opts=child,
         )
+        gp3_storage_class(f"{name}-gp3", "ebs.csi.eks.amazonaws.com", args.labels, child)
         # Auto Mode enforces NetworkPolicies only once this switch is on.
         k8s.core.v1.ConfigMap(
             f"{name}-network-policy",

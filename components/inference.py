@@ -14,7 +14,9 @@ import pulumi_kubernetes as k8s
 
 from sizing import SizingPlan
 
+from .autoscaling import ScaleTarget
 from .capacity import GpuPlacement
+from .helm import helm_release
 from .iam_policies import pod_identity_trust_policy
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import LEADER_WORKER_SET, VLLM_IMAGE
@@ -82,6 +84,8 @@ class Inference(pulumi.ComponentResource):
     """The ``model`` clients pass in requests."""
     weights_bucket: pulumi.Output[str] | None
     """Bucket holding the staged weights (weights.source s3)."""
+    scale_target: ScaleTarget
+    """The workload an autoscaler resizes (Deployment or LeaderWorkerSet)."""
 
     def __init__(self, name: str, args: InferenceArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Inference", name, None, opts)
@@ -116,15 +120,14 @@ class Inference(pulumi.ComponentResource):
         workload_opts = pulumi.ResourceOptions(parent=self, depends_on=workload_deps)
         multi_node = plan.nodes_per_replica > 1
         if multi_node:
-            lws = k8s.helm.v3.Release(
+            lws = helm_release(
                 f"{name}-lws",
-                name="lws",
-                chart=LEADER_WORKER_SET.chart,
-                version=LEADER_WORKER_SET.version,
-                namespace="lws-system",
+                "lws",
+                LEADER_WORKER_SET,
+                "lws-system",
+                {},
+                pulumi.ResourceOptions(parent=self),
                 create_namespace=True,
-                atomic=True,
-                opts=pulumi.ResourceOptions(parent=self),
             )
             workload_opts = pulumi.ResourceOptions(parent=self, depends_on=[*workload_deps, lws])
         manifest = pulumi.Output.all(args.namespace, model_uri).apply(
@@ -132,10 +135,24 @@ class Inference(pulumi.ComponentResource):
                 plan, replace(workload, namespace=v[0], model_uri=v[1])
             )
         )
+        self.scale_target = (
+            ScaleTarget(LWS_API_VERSION, "LeaderWorkerSet", APP)
+            if multi_node
+            else ScaleTarget("apps/v1", "Deployment", APP)
+        )
+        self.workload: pulumi.Resource
         if multi_node:
-            self._custom(f"{name}-lws-workload", manifest, workload_opts)
+            # apiVersion and kind make the resource's type token, so they must be plain strings.
+            self.workload = k8s.apiextensions.CustomResource(
+                f"{name}-lws-workload",
+                api_version=LWS_API_VERSION,
+                kind="LeaderWorkerSet",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=workload_opts,
+            )
         else:
-            k8s.apps.v1.Deployment(
+            self.workload = k8s.apps.v1.Deployment(
                 f"{name}-deployment",
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
@@ -181,19 +198,6 @@ class Inference(pulumi.ComponentResource):
                 "servedModelName": self.served_model_name,
                 "weightsBucket": self.weights_bucket,
             }
-        )
-
-    def _custom(
-        self, name: str, manifest: pulumi.Output[dict[str, Any]], opts: pulumi.ResourceOptions
-    ) -> None:
-        # apiVersion and kind make the resource's type token, so they must be plain strings.
-        k8s.apiextensions.CustomResource(
-            name,
-            api_version=LWS_API_VERSION,
-            kind="LeaderWorkerSet",
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=opts,
         )
 
     def _s3_weights(self) -> tuple[aws.s3.Bucket, str, pulumi.Resource]:

@@ -13,7 +13,16 @@ import pulumi_kubernetes as k8s
 
 from settings import ComputeMode
 
-from .capacity import GPU_NODE_POOL, INGRESS_CLASS, CapacityArgs, GpuPlacement, custom_resource, gpu_placement
+from .capacity import (
+    GPU_NODE_POOL,
+    INGRESS_CLASS,
+    CapacityArgs,
+    GpuPlacement,
+    custom_resource,
+    gp3_storage_class,
+    gpu_placement,
+)
+from .helm import helm_release
 from .iam_policies import (
     interruption_queue_policy,
     karpenter_controller_policy,
@@ -36,7 +45,6 @@ from .versions import (
     KARPENTER,
     NVIDIA_DEVICE_PLUGIN,
     SYSTEM_NODE_INSTANCE_TYPES,
-    ChartPin,
 )
 
 SYSTEM_NAMESPACE = "kube-system"
@@ -215,7 +223,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
         ebs_role = self._pod_identity_role(
             "ebs-csi", "ebs-csi-controller-sa", None, managed="AmazonEBSCSIDriverPolicy", associate=False
         )
-        aws.eks.Addon(
+        ebs_addon = aws.eks.Addon(
             f"{name}-ebs-csi",
             cluster_name=args.cluster_name,
             addon_name="aws-ebs-csi-driver",
@@ -232,9 +240,11 @@ class KarpenterCapacity(pulumi.ComponentResource):
             provider=args.k8s_provider,
             depends_on=[system_nodes, coredns, pod_identity_agent, controller_role, lbc_role],
         )
-        karpenter = self._helm(
+        karpenter = helm_release(
+            f"{name}-karpenter",
             "karpenter",
             KARPENTER,
+            SYSTEM_NAMESPACE,
             {
                 "settings": {"clusterName": args.cluster_name, "interruptionQueue": queue.name},
                 "serviceAccount": {"name": "karpenter"},
@@ -248,9 +258,11 @@ class KarpenterCapacity(pulumi.ComponentResource):
             },
             k8s_child,
         )
-        lbc = self._helm(
+        lbc = helm_release(
+            f"{name}-aws-load-balancer-controller",
             "aws-load-balancer-controller",
             AWS_LOAD_BALANCER_CONTROLLER,
+            SYSTEM_NAMESPACE,
             {
                 "clusterName": args.cluster_name,
                 "region": args.region,
@@ -309,9 +321,11 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 parent=self, provider=args.k8s_provider, depends_on=[node_classes["general"]]
             ),
         )
-        device_plugin = self._helm(
+        device_plugin = helm_release(
+            f"{name}-nvidia-device-plugin",
             "nvidia-device-plugin",
             NVIDIA_DEVICE_PLUGIN,
+            SYSTEM_NAMESPACE,
             {
                 # Without Node Feature Discovery the chart's default affinity matches no node:
                 # select GPU nodes by the label Karpenter sets instead.
@@ -323,13 +337,21 @@ class KarpenterCapacity(pulumi.ComponentResource):
             k8s_child,
         )
 
+        gp3_storage_class(
+            f"{name}-gp3",
+            "ebs.csi.aws.com",
+            args.labels,
+            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
+        )
         gpu_ready: list[pulumi.Resource] = [gpu_pool, device_plugin, lbc]
         if args.plan.nodes_per_replica > 1:
             # Multi-node replicas request vpc.amazonaws.com/efa; this plugin advertises it.
             gpu_ready.append(
-                self._helm(
+                helm_release(
+                    f"{name}-aws-efa-k8s-device-plugin",
                     "aws-efa-k8s-device-plugin",
                     EFA_DEVICE_PLUGIN,
+                    SYSTEM_NAMESPACE,
                     {
                         "nodeSelector": {"karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"},
                         "tolerations": [GPU_TOLERATION],
@@ -387,19 +409,3 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
             )
         return iam_role
-
-    def _helm(
-        self, release: str, pin: ChartPin, values: dict, opts: pulumi.ResourceOptions
-    ) -> k8s.helm.v3.Release:
-        return k8s.helm.v3.Release(
-            f"{self._name}-{release}",
-            name=release,
-            chart=pin.chart,
-            version=pin.version,
-            repository_opts=k8s.helm.v3.RepositoryOptsArgs(repo=pin.repository) if pin.repository else None,
-            namespace=SYSTEM_NAMESPACE,
-            values=values,
-            atomic=True,
-            cleanup_on_fail=True,
-            opts=opts,
-        )

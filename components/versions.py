@@ -56,3 +56,18 @@ LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10
 
 # EFA device plugin (Karpenter mode, multi-node plans only): advertises vpc.amazonaws.com/efa.
 EFA_DEVICE_PLUGIN = ChartPin("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "0.5.10")
+
+# Prometheus operator, Prometheus, Grafana, node-exporter and kube-state-metrics. The
+# ServiceMonitor, PodMonitor and PrometheusRule objects the project renders are validated
+# against prometheus-operator 0.93.0's CRD schemas.
+KUBE_PROMETHEUS_STACK = ChartPin(
+    "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.6.0"
+)
+PROMETHEUS_ADAPTER = ChartPin(
+    "prometheus-adapter", "https://prometheus-community.github.io/helm-charts", "5.3.0"
+)
+# dcgm-exporter 4.5.3-4.8.2 (chart 4.8.2): the release whose metric names and Kubernetes labels
+# the project's PromQL is written against.
+DCGM_EXPORTER = ChartPin("dcgm-exporter", "https://nvidia.github.io/dcgm-exporter/helm-charts", "4.8.2")
+# KEDA 2.20.2: matches the ScaledObject schema the manifest gate validates against.
+KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")

@@ -23,7 +23,7 @@ from pydantic.alias_generators import to_camel
 from sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_catalog
 
 PROJECT = "deepseek-eks"
-SECRET_KEYS = ("hfToken", "apiKey")
+SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
 DEFAULT_KUBERNETES_VERSION = "1.34"
 # Minor versions the pinned AL2023 AMI release (components/versions.py) has images for.
 SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34")
@@ -186,6 +186,20 @@ class NetworkSettings(_Group):
     public_subnet_ids: Annotated[list[SubnetId], BeforeValidator(_as_list)] = Field(default_factory=list)
 
 
+class ObservabilitySettings(_Group):
+    """``observability.*``: Prometheus, Grafana, Alertmanager and alert thresholds."""
+
+    prometheus_retention: str = Field(
+        "15d", pattern=r"^\d+[hdwy]$", description="How long Prometheus keeps data."
+    )
+    prometheus_storage_gib: int = Field(50, ge=10, le=4096, description="Prometheus volume size.")
+    grafana: bool = Field(True, description="Install Grafana with the project's dashboards.")
+    alertmanager: bool = Field(False, description="Install Alertmanager (configure its receivers yourself).")
+    ttft_slo_seconds: float = Field(5.0, gt=0, description="Alert when p95 time to first token exceeds this.")
+    itl_slo_seconds: float = Field(0.15, gt=0, description="Alert when p95 inter-token latency exceeds this.")
+    queue_time_slo_seconds: float = Field(30.0, gt=0, description="Alert when p95 queue time exceeds this.")
+
+
 class WeightsSettings(_Group):
     """``weights.*``: where vLLM loads the model from."""
 
@@ -205,12 +219,14 @@ class Settings(BaseModel):
     weights: WeightsSettings = Field(default_factory=WeightsSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     network: NetworkSettings = Field(default_factory=NetworkSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     region: str = DEFAULT_REGION
     stack: str = "dev"
     # Secret config values, as the loader found them (Pulumi secret Outputs, never plain strings).
     hf_token: object | None = Field(None, exclude=True, repr=False)
     api_key: object | None = Field(None, exclude=True, repr=False)
+    grafana_admin_password: object | None = Field(None, exclude=True, repr=False)
 
     def plan_request(self) -> PlanRequest:
         """What the sizing engine needs from these settings."""
@@ -265,6 +281,7 @@ _GROUPS: dict[str, type[_Group]] = {
     "weights": WeightsSettings,
     "cluster": ClusterSettings,
     "network": NetworkSettings,
+    "observability": ObservabilitySettings,
 }
 _SCALARS = ("computeMode", "kubernetesVersion", *SECRET_KEYS)
 
@@ -375,6 +392,7 @@ def parse_settings(
         stack=stack,
         hf_token=secrets.get("hfToken"),
         api_key=secrets.get("apiKey"),
+        grafana_admin_password=secrets.get("grafanaAdminPassword"),
     )
 
 

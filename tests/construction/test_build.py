@@ -28,15 +28,16 @@ def test_children_are_named_from_their_component(construct) -> None:
     assert "api-secrets" in names
 
 
-def test_no_secrets_created_when_none_configured(construct) -> None:
+def test_no_api_secrets_created_when_none_configured(construct) -> None:
     run = construct(stack_config("dev"))
-    assert run.mocks.of_type("kubernetes:core/v1:Secret") == []
+    names = {r.inputs["metadata"]["name"] for r in run.mocks.of_type("kubernetes:core/v1:Secret")}
+    assert names == {"grafana-admin"}  # only Grafana's, with a generated password
 
 
 def test_secrets_are_created_from_pulumi_secrets(construct) -> None:
     run = construct(stack_config("dev", secrets={"hfToken": "hf_abc", "apiKey": "sk-123"}))
     secrets = {r.inputs["metadata"]["name"]: r for r in run.mocks.of_type("kubernetes:core/v1:Secret")}
-    assert set(secrets) == {"hf-token", "vllm-api-key"}
+    assert set(secrets) == {"hf-token", "vllm-api-key", "grafana-admin"}
     for name, key in (("hf-token", "token"), ("vllm-api-key", "api-key")):
         secret = secrets[name]
         assert secret.inputs["metadata"]["namespace"] == "deepseek"

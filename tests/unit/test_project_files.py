@@ -3,6 +3,7 @@ file in the repo is valid and sizes to a feasible plan."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,16 @@ PROJECT_FILE = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
 def code_defaults() -> dict[str, object]:
     s = parse_settings({})
     out: dict[str, object] = {"computeMode": s.compute_mode.value, "kubernetesVersion": s.kubernetes_version}
-    for group in ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network"):
+    for group in (
+        "model",
+        "gpu",
+        "autoscaling",
+        "endpoint",
+        "weights",
+        "cluster",
+        "network",
+        "observability",
+    ):
         for key, value in getattr(s, group).model_dump(mode="json", by_alias=True).items():
             out[f"{group}.{key}"] = value
     return out
@@ -34,6 +44,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "endpoint.drainSeconds",
     "hfToken",
     "apiKey",
+    "grafanaAdminPassword",
 }
 
 
@@ -47,12 +58,23 @@ def test_project_file_declares_every_setting_that_has_a_default() -> None:
 def test_project_file_defaults_mirror_the_code(key: str) -> None:
     declared = PROJECT_FILE["config"][key]
     assert declared.get("description")
-    assert declared["default"] == code_defaults()[key]
+    default = code_defaults()[key]
+    if isinstance(default, float):  # declared as strings: project config has no number type
+        assert declared["type"] == "string" and float(declared["default"]) == default
+    else:
+        assert declared["default"] == default
+
+
+def test_project_defaults_parse_to_the_code_defaults() -> None:
+    from automation.stackfile import project_defaults
+
+    values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in project_defaults().items()}
+    assert parse_settings(values) == parse_settings({})
 
 
 def test_optional_keys_have_no_code_default() -> None:
     assert code_defaults()["model.repository"] is None
-    for key in OPTIONAL_WITHOUT_DEFAULT - {"hfToken", "apiKey"}:
+    for key in OPTIONAL_WITHOUT_DEFAULT - {"hfToken", "apiKey", "grafanaAdminPassword"}:
         assert code_defaults()[key] is None, key
     s = parse_settings({})
     assert s.hf_token is None and s.api_key is None

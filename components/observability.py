@@ -1,0 +1,274 @@
+"""Metrics: kube-prometheus-stack, NVIDIA dcgm-exporter on GPU nodes, vLLM scraping, the
+prometheus-adapter rule behind the GPU-utilization HPA, alerts and Grafana dashboards.
+Every query comes from the ``promql`` module."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import pulumi_random as random
+
+import promql
+
+from .capacity import GpuPlacement
+from .helm import helm_release
+from .versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
+
+PROMETHEUS_FULLNAME = "kps"  # fullnameOverride: services are kps-prometheus, kps-grafana, ...
+PROMETHEUS_PORT = 9090
+GRAFANA_SECRET = "grafana-admin"
+DASHBOARD_LABEL = "grafana_dashboard"
+
+
+def prometheus_url(namespace: str) -> str:
+    """In-cluster URL of Prometheus (for the adapter and KEDA)."""
+    return f"http://{PROMETHEUS_FULLNAME}-prometheus.{namespace}.svc:{PROMETHEUS_PORT}"
+
+
+@dataclass(frozen=True)
+class ObservabilityOptions:
+    retention: str
+    storage_gib: int
+    storage_class: str
+    grafana: bool
+    alertmanager: bool
+
+
+def kube_prometheus_stack_values(opts: ObservabilityOptions, placement: GpuPlacement) -> dict[str, Any]:
+    """Values for kube-prometheus-stack: every ServiceMonitor, PodMonitor and PrometheusRule in
+    the cluster is selected (the chart otherwise selects only its own release's)."""
+    open_selectors = {
+        f"{kind}SelectorNilUsesHelmValues": False
+        for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
+    }
+    return {
+        "fullnameOverride": PROMETHEUS_FULLNAME,
+        "prometheus": {
+            "prometheusSpec": {
+                **open_selectors,
+                "retention": opts.retention,
+                "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
+                "storageSpec": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "storageClassName": opts.storage_class,
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": f"{opts.storage_gib}Gi"}},
+                        }
+                    }
+                },
+            }
+        },
+        "alertmanager": {"enabled": opts.alertmanager},
+        "grafana": {
+            "enabled": opts.grafana,
+            "admin": {
+                "existingSecret": GRAFANA_SECRET,
+                "userKey": "admin-user",
+                "passwordKey": "admin-password",
+            },
+            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}},
+        },
+        # node-exporter must also run on the tainted GPU nodes.
+        "prometheus-node-exporter": {"tolerations": [dict(t) for t in placement.tolerations]},
+    }
+
+
+def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
+    """dcgm-exporter on GPU nodes only. ``honorLabels: false`` on purpose: the GPU's workload pod
+    then arrives as exported_pod/exported_namespace, which is what promql and the adapter use,
+    and it stays true even where Prometheus sets overrideHonorLabels."""
+    return {
+        "nodeSelector": dict(placement.node_selector),
+        "tolerations": [dict(t) for t in placement.tolerations],
+        "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+    }
+
+
+def adapter_values(scope: promql.Scope, namespace: str) -> dict[str, Any]:
+    """prometheus-adapter serving custom.metrics.k8s.io only: no default rules, no resource
+    metrics, and no external metrics (KEDA owns external.metrics.k8s.io)."""
+    return {
+        "prometheus": {
+            "url": f"http://{PROMETHEUS_FULLNAME}-prometheus.{namespace}.svc",
+            "port": PROMETHEUS_PORT,
+        },
+        "rules": {
+            "default": False,
+            "custom": [promql.gpu_utilization_adapter_rule(scope).as_values()],
+            "external": [],
+        },
+    }
+
+
+def vllm_pod_monitor(scope: promql.Scope, labels: dict[str, str]) -> dict[str, Any]:
+    """Scrape vLLM's /metrics on its API port (metrics need no API key)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {"name": "vllm", "namespace": scope.namespace, "labels": labels},
+        "spec": {
+            "selector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}},
+            "podMetricsEndpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}],
+        },
+    }
+
+
+def prometheus_rule(
+    scope: promql.Scope, slo: promql.Slo, hpa_name: str, labels: dict[str, str]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "vllm", "namespace": scope.namespace, "labels": labels},
+        "spec": {
+            "groups": [
+                {
+                    "name": "deepseek-vllm",
+                    "rules": [
+                        {
+                            "alert": a.name,
+                            "expr": a.expr,
+                            "for": a.for_,
+                            "labels": {"severity": a.severity},
+                            "annotations": {"summary": a.summary},
+                        }
+                        for a in promql.alerts(scope, slo, hpa_name)
+                    ],
+                }
+            ]
+        },
+    }
+
+
+def dashboard(title: str, uid: str, panels: dict[str, str]) -> dict[str, Any]:
+    """A Grafana dashboard of time-series panels, two per row, on the default Prometheus."""
+    return {
+        "title": title,
+        "uid": uid,
+        "schemaVersion": 39,
+        "time": {"from": "now-3h", "to": "now"},
+        "refresh": "30s",
+        "panels": [
+            {
+                "id": i + 1,
+                "type": "timeseries",
+                "title": name,
+                "gridPos": {"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i // 2)},
+                "targets": [{"refId": "A", "expr": expr}],
+            }
+            for i, (name, expr) in enumerate(panels.items())
+        ],
+    }
+
+
+@dataclass
+class ObservabilityArgs:
+    """Inputs of ``Observability``."""
+
+    namespace: str
+    """Namespace of Prometheus, Grafana, dcgm-exporter and the adapter."""
+    scope: promql.Scope
+    """The vLLM deployment the monitors, rules and dashboards are about."""
+    slo: promql.Slo
+    """Alert thresholds."""
+    hpa_name: str
+    """Name of the HPA (ours or KEDA's) that scales vLLM, for the replicas-at-max alert."""
+    options: ObservabilityOptions
+    """Retention, storage, Grafana and Alertmanager switches."""
+    placement: GpuPlacement
+    """GPU node selector and tolerations (dcgm-exporter, node-exporter)."""
+    labels: dict[str, str]
+    """Labels on every object."""
+    grafana_admin_password: pulumi.Input[str] | None = None
+    """Grafana admin password (a secret); generated when not given."""
+    depends_on: list[pulumi.Resource] | None = None
+    """Resources to wait for (namespaces, capacity)."""
+
+
+class Observability(pulumi.ComponentResource):
+    """Prometheus and friends, wired to the GPU and vLLM metrics the autoscaler needs."""
+
+    prometheus_url: str
+    """In-cluster Prometheus URL."""
+    grafana_admin_password: pulumi.Output[str]
+    """Grafana's admin password (secret)."""
+
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("deepseek-eks:index:Observability", name, None, opts)
+        deps = list(args.depends_on or [])
+        after = pulumi.ResourceOptions(parent=self, depends_on=deps)
+        password: pulumi.Input[str]
+        if args.grafana_admin_password is not None:
+            password = args.grafana_admin_password
+        else:
+            password = random.RandomPassword(
+                f"{name}-grafana-admin", length=32, special=False, opts=pulumi.ResourceOptions(parent=self)
+            ).result
+        self.grafana_admin_password = pulumi.Output.secret(password)
+        admin = k8s.core.v1.Secret(
+            f"{name}-grafana-admin",
+            metadata={"name": GRAFANA_SECRET, "namespace": args.namespace, "labels": args.labels},
+            type="Opaque",
+            string_data={"admin-user": "admin", "admin-password": self.grafana_admin_password},
+            opts=after,
+        )
+        stack = helm_release(
+            f"{name}-kube-prometheus-stack",
+            "kube-prometheus-stack",
+            KUBE_PROMETHEUS_STACK,
+            args.namespace,
+            kube_prometheus_stack_values(args.options, args.placement),
+            pulumi.ResourceOptions(parent=self, depends_on=[*deps, admin, *args.placement.depends_on]),
+        )
+        crds_ready = pulumi.ResourceOptions(parent=self, depends_on=[*deps, stack])
+        helm_release(
+            f"{name}-dcgm-exporter",
+            "dcgm-exporter",
+            DCGM_EXPORTER,
+            args.namespace,
+            dcgm_exporter_values(args.placement),
+            crds_ready,
+        )
+        helm_release(
+            f"{name}-prometheus-adapter",
+            "prometheus-adapter",
+            PROMETHEUS_ADAPTER,
+            args.namespace,
+            adapter_values(args.scope, args.namespace),
+            crds_ready,
+        )
+        for kind, manifest in (
+            ("podmonitor", vllm_pod_monitor(args.scope, args.labels)),
+            ("rules", prometheus_rule(args.scope, args.slo, args.hpa_name, args.labels)),
+        ):
+            k8s.apiextensions.CustomResource(
+                f"{name}-vllm-{kind}",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=crds_ready,
+            )
+        if args.options.grafana:
+            for uid, title, panels in (
+                ("deepseek-vllm", "DeepSeek vLLM", promql.vllm_panels(args.scope)),
+                ("deepseek-gpu", "DeepSeek GPUs", promql.gpu_panels(args.scope)),
+            ):
+                k8s.core.v1.ConfigMap(
+                    f"{name}-{uid}",
+                    metadata={
+                        "name": f"{uid}-dashboard",
+                        "namespace": args.namespace,
+                        "labels": {**args.labels, DASHBOARD_LABEL: "1"},
+                    },
+                    data={f"{uid}.json": json.dumps(dashboard(title, uid, panels), indent=2, sort_keys=True)},
+                    opts=after,
+                )
+        self.prometheus_url = prometheus_url(args.namespace)
+        self.register_outputs({"prometheusUrl": self.prometheus_url})

@@ -1,0 +1,255 @@
+"""Metric names and PromQL builders: the one place adapter rules, KEDA triggers, alerts and
+dashboards take their queries from, so a metric rename is a one-line change.
+
+Pure: no Pulumi import. Every query built here is executed by real Prometheus (``promtool test
+rules``) in tests/promql over series shaped like dcgm-exporter and vLLM output.
+
+Label conventions (see the project's reference metrics notes):
+- vLLM series carry ``model_name`` (the served model name) and, after the PodMonitor scrape,
+  the target labels ``namespace``, ``pod``, ``container``.
+- dcgm-exporter is scraped with ``honorLabels: false`` (the chart's and Prometheus' default, and
+  what ``overrideHonorLabels`` enforces), so the GPU's *workload* pod arrives as
+  ``exported_pod`` / ``exported_namespace`` / ``exported_container``, while ``pod`` /
+  ``namespace`` name the exporter itself. The adapter rule maps ``exported_*`` to resources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# vLLM (V1 engine, names current since 0.10.2; vllm:gpu_cache_usage_perc is gone in 0.12).
+VLLM_WAITING = "vllm:num_requests_waiting"
+VLLM_RUNNING = "vllm:num_requests_running"
+VLLM_KV_CACHE_USAGE = "vllm:kv_cache_usage_perc"  # 0..1
+VLLM_TTFT = "vllm:time_to_first_token_seconds"  # histogram
+VLLM_ITL = "vllm:inter_token_latency_seconds"  # histogram
+VLLM_QUEUE_TIME = "vllm:request_queue_time_seconds"  # histogram
+VLLM_E2E_LATENCY = "vllm:e2e_request_latency_seconds"  # histogram
+VLLM_GENERATION_TOKENS = "vllm:generation_tokens_total"  # counter
+VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"  # counter
+
+# dcgm-exporter default counters.
+DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"  # percent, 0..100
+DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"  # MiB
+DCGM_FB_FREE = "DCGM_FI_DEV_FB_FREE"  # MiB
+DCGM_POWER = "DCGM_FI_DEV_POWER_USAGE"  # W
+DCGM_GR_ENGINE_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # 0..1
+DCGM_TENSOR_ACTIVE = "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"  # 0..1
+DCGM_XID = "DCGM_FI_DEV_XID_ERRORS"  # last XID error code, 0 when none
+
+# kube-state-metrics (bundled with kube-prometheus-stack).
+KSM_HPA_CURRENT = "kube_horizontalpodautoscaler_status_current_replicas"
+KSM_HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
+
+# The custom metric the adapter serves per vLLM pod, and what the HPA targets.
+ADAPTER_GPU_METRIC = "vllm_gpu_utilization_percent"
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which vLLM deployment a query is about."""
+
+    namespace: str
+    """Namespace of the vLLM pods."""
+    model_name: str
+    """vLLM's ``model_name`` label: the served model name."""
+    container: str = "vllm"
+    """Container name of the vLLM server (dcgm-exporter's ``exported_container``)."""
+
+
+def vllm_selector(scope: Scope) -> str:
+    return f'namespace="{scope.namespace}",model_name="{scope.model_name}"'
+
+
+def gpu_selector(scope: Scope) -> str:
+    """GPUs held by the vLLM containers (workload labels renamed by honorLabels: false)."""
+    return f'exported_namespace="{scope.namespace}",exported_container="{scope.container}"'
+
+
+# ---- autoscaling -------------------------------------------------------------------------------
+
+
+def queue_depth(scope: Scope) -> str:
+    """All requests waiting in this deployment's queues, one element, 0 when no series exist
+    (a KEDA trigger must always get a number, even with zero replicas)."""
+    return f"sum({VLLM_WAITING}{{{vllm_selector(scope)}}}) or vector(0)"
+
+
+def gpu_utilization_total(scope: Scope) -> str:
+    """Sum over vLLM pods of each pod's mean GPU utilization (percent). KEDA divides by the
+    per-replica target, so a target of 50 keeps the average pod near 50 %."""
+    per_pod = f"avg by (exported_namespace, exported_pod) ({DCGM_GPU_UTIL}{{{gpu_selector(scope)}}})"
+    return f"sum({per_pod}) or vector(0)"
+
+
+@dataclass(frozen=True)
+class AdapterRule:
+    """A prometheus-adapter custom-metrics rule (``rules.custom[]`` in the chart)."""
+
+    series_query: str
+    overrides: dict[str, str]
+    name_matches: str
+    name_as: str
+    metrics_query: str
+
+    def as_values(self) -> dict:
+        return {
+            "seriesQuery": self.series_query,
+            "resources": {"overrides": {label: {"resource": r} for label, r in self.overrides.items()}},
+            "name": {"matches": self.name_matches, "as": self.name_as},
+            "metricsQuery": self.metrics_query,
+        }
+
+
+def gpu_utilization_adapter_rule(scope: Scope) -> AdapterRule:
+    """Per-pod GPU utilization (0-100, mean over the pod's GPUs) as a Pods metric for the HPA."""
+    return AdapterRule(
+        series_query=f'{DCGM_GPU_UTIL}{{exported_namespace!="",exported_pod!="",exported_container="{scope.container}"}}',
+        overrides={"exported_namespace": "namespace", "exported_pod": "pod"},
+        name_matches=f"^{DCGM_GPU_UTIL}$",
+        name_as=ADAPTER_GPU_METRIC,
+        metrics_query=(
+            f"avg by (<<.GroupBy>>) "
+            f'({DCGM_GPU_UTIL}{{<<.LabelMatchers>>,exported_container="{scope.container}"}})'
+        ),
+    )
+
+
+def expand_adapter_query(rule: AdapterRule, namespace: str, pods: list[str]) -> str:
+    """The query prometheus-adapter sends for a Pods metric of ``pods`` in ``namespace``.
+
+    The adapter fills ``<<.LabelMatchers>>`` with the series labels mapped to the namespace and
+    pod resources (an equality for the namespace, a regex alternation of the pod names) and
+    ``<<.GroupBy>>`` with the pod label.
+    """
+    label_for = {resource: label for label, resource in rule.overrides.items()}
+    matchers = f'{label_for["namespace"]}="{namespace}",{label_for["pod"]}=~"{"|".join(pods)}"'
+    return rule.metrics_query.replace("<<.LabelMatchers>>", matchers).replace(
+        "<<.GroupBy>>", label_for["pod"]
+    )
+
+
+# ---- alerts ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Alert thresholds (stack settings ``observability.*``)."""
+
+    ttft_p95_seconds: float = 5.0
+    itl_p95_seconds: float = 0.15
+    queue_time_p95_seconds: float = 30.0
+    kv_cache_usage: float = 0.95
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    expr: str
+    for_: str
+    severity: str
+    summary: str
+
+
+def p95(histogram: str, selector: str, window: str = "5m") -> str:
+    return f"histogram_quantile(0.95, sum by (le) (rate({histogram}_bucket{{{selector}}}[{window}])))"
+
+
+def alerts(scope: Scope, slo: Slo, hpa_name: str) -> list[Alert]:
+    sel = vllm_selector(scope)
+    return [
+        Alert(
+            "VllmKvCacheNearlyFull",
+            f"max by (namespace, pod) ({VLLM_KV_CACHE_USAGE}{{{sel}}}) > {slo.kv_cache_usage}",
+            "10m",
+            "warning",
+            "vLLM KV cache above {{ $value | humanizePercentage }} on {{ $labels.pod }}: "
+            "requests are being preempted",
+        ),
+        Alert(
+            "VllmRequestsWaitingTooLong",
+            f"{p95(VLLM_QUEUE_TIME, sel)} > {slo.queue_time_p95_seconds}",
+            "10m",
+            "warning",
+            "p95 queue time {{ $value | humanizeDuration }}: add replicas or raise autoscaling.maxReplicas",
+        ),
+        Alert(
+            "VllmTimeToFirstTokenHigh",
+            f"{p95(VLLM_TTFT, sel)} > {slo.ttft_p95_seconds}",
+            "10m",
+            "warning",
+            "p95 time to first token {{ $value | humanizeDuration }} is above the SLO",
+        ),
+        Alert(
+            "VllmInterTokenLatencyHigh",
+            f"{p95(VLLM_ITL, sel)} > {slo.itl_p95_seconds}",
+            "10m",
+            "warning",
+            "p95 inter-token latency {{ $value | humanizeDuration }} is above the SLO",
+        ),
+        Alert(
+            "GpuXidError",
+            f"max by (Hostname, gpu, exported_pod) ({DCGM_XID}{{{gpu_selector(scope)}}}) > 0",
+            "0m",
+            "critical",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}: "
+            "the replica may be broken",
+        ),
+        Alert(
+            "VllmReplicasAtMax",
+            f'{KSM_HPA_CURRENT}{{namespace="{scope.namespace}",horizontalpodautoscaler="{hpa_name}"}}'
+            f' >= {KSM_HPA_MAX}{{namespace="{scope.namespace}",horizontalpodautoscaler="{hpa_name}"}}',
+            "15m",
+            "warning",
+            "vLLM has run at autoscaling.maxReplicas for 15 minutes",
+        ),
+        Alert(
+            "VllmNoTargetsUp",
+            f'sum(up{{namespace="{scope.namespace}",container="{scope.container}"}}) == 0'
+            f' or absent(up{{namespace="{scope.namespace}",container="{scope.container}"}})',
+            "5m",
+            "critical",
+            "No vLLM pod is being scraped: the endpoint is down or metrics are lost",
+        ),
+    ]
+
+
+# ---- dashboards --------------------------------------------------------------------------------
+
+
+def vllm_panels(scope: Scope) -> dict[str, str]:
+    """Panel title -> query of the vLLM dashboard."""
+    sel = vllm_selector(scope)
+    return {
+        "Time to first token (p95, s)": p95(VLLM_TTFT, sel),
+        "Inter-token latency (p95, s)": p95(VLLM_ITL, sel),
+        "End-to-end latency (p95, s)": p95(VLLM_E2E_LATENCY, sel),
+        "Generated tokens/s": f"sum(rate({VLLM_GENERATION_TOKENS}{{{sel}}}[1m]))",
+        "Prompt tokens/s": f"sum(rate({VLLM_PROMPT_TOKENS}{{{sel}}}[1m]))",
+        "Requests waiting": f"sum by (pod) ({VLLM_WAITING}{{{sel}}})",
+        "Requests running": f"sum by (pod) ({VLLM_RUNNING}{{{sel}}})",
+        "KV cache usage (0-1)": f"max by (pod) ({VLLM_KV_CACHE_USAGE}{{{sel}}})",
+    }
+
+
+def gpu_panels(scope: Scope) -> dict[str, str]:
+    """Panel title -> query of the GPU dashboard (vLLM's GPUs)."""
+    sel = gpu_selector(scope)
+    return {
+        "GPU utilization (%)": f"avg by (exported_pod, gpu) ({DCGM_GPU_UTIL}{{{sel}}})",
+        "GPU memory used (MiB)": f"sum by (exported_pod) ({DCGM_FB_USED}{{{sel}}})",
+        "GPU memory free (MiB)": f"sum by (exported_pod) ({DCGM_FB_FREE}{{{sel}}})",
+        "Power (W)": f"sum by (exported_pod) ({DCGM_POWER}{{{sel}}})",
+        "Graphics engine active (0-1)": f"avg by (exported_pod) ({DCGM_GR_ENGINE_ACTIVE}{{{sel}}})",
+        "Tensor cores active (0-1)": f"avg by (exported_pod) ({DCGM_TENSOR_ACTIVE}{{{sel}}})",
+    }
+
+
+def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
+    """Every PromQL string the project renders (for the parse-everything test)."""
+    queries = [queue_depth(scope), gpu_utilization_total(scope)]
+    rule = gpu_utilization_adapter_rule(scope)
+    queries += [rule.series_query, expand_adapter_query(rule, scope.namespace, ["vllm-0"])]
+    queries += [a.expr for a in alerts(scope, slo, hpa_name)]
+    queries += list(vllm_panels(scope).values()) + list(gpu_panels(scope).values())
+    return queries

@@ -1,0 +1,484 @@
+"""Every PromQL string in promql/ executed by real Prometheus (``promtool test rules``) over series
+shaped exactly like dcgm-exporter (ServiceMonitor, ``honorLabels: false``) and vLLM (PodMonitor)
+scrapes."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from promql import (
+    DCGM_GPU_UTIL,
+    DCGM_XID,
+    KSM_HPA_CURRENT,
+    KSM_HPA_MAX,
+    VLLM_ITL,
+    VLLM_KV_CACHE_USAGE,
+    VLLM_QUEUE_TIME,
+    VLLM_TTFT,
+    VLLM_WAITING,
+    Alert,
+    Scope,
+    Slo,
+    alerts,
+    all_queries,
+    expand_adapter_query,
+    gpu_utilization_adapter_rule,
+    gpu_utilization_total,
+    p95,
+    queue_depth,
+    vllm_selector,
+)
+from tests.promql.promtool import (
+    check_query_parses,
+    dcgm_labels,
+    dcgm_series,
+    labels,
+    require_promtool,
+    run_rule_test,
+    series,
+    vllm_histogram,
+    vllm_labels,
+    vllm_series,
+)
+
+SCOPE = Scope(namespace="deepseek", model_name="r1-distill-qwen-7b")
+SLO = Slo()
+HPA = "keda-hpa-vllm"
+INF = float("inf")
+
+# Node IPs: each node runs one dcgm-exporter pod (DaemonSet).
+NODE_A, NODE_B, NODE_C = "10.42.1.5", "10.42.1.6", "10.42.1.7"
+EXPORTER = {NODE_A: "dcgm-exporter-abcde", NODE_B: "dcgm-exporter-fghij", NODE_C: "dcgm-exporter-klmno"}
+
+
+def gpu(
+    node: str, index: int, values: str, workload: tuple[str, str, str] | None, metric: str = DCGM_GPU_UTIL
+):
+    return dcgm_series(
+        metric, values, gpu=index, node_ip=node, exporter_pod=EXPORTER[node], workload=workload
+    )
+
+
+def gpu_fleet() -> list[dict]:
+    """GPU utilization of: vllm-a (2 GPUs, 40 and 60: mean 50), vllm-b (1 GPU, 90), a vLLM pod of
+    the same name in another namespace, an idle GPU (no exported_* labels), a non-vLLM pod in the
+    same namespace and a non-vLLM sidecar of vllm-b holding its own GPU."""
+    return [
+        gpu(NODE_A, 0, "40x10", ("deepseek", "vllm-a", "vllm")),
+        gpu(NODE_A, 1, "60x10", ("deepseek", "vllm-a", "vllm")),
+        gpu(NODE_B, 0, "90x10", ("deepseek", "vllm-b", "vllm")),
+        gpu(NODE_B, 1, "0x10", None),
+        gpu(NODE_B, 2, "100x10", ("deepseek", "vllm-b", "profiler")),
+        gpu(NODE_C, 0, "10x10", ("research", "vllm-a", "vllm")),
+        gpu(NODE_C, 1, "100x10", ("deepseek", "embedder-0", "embedder")),
+    ]
+
+
+def unrelated_series() -> list[dict]:
+    """Something to scrape that no query under test selects (keeps a test file non-empty)."""
+    return [series("up", {"job": "apiserver", "instance": "10.0.0.1:443"}, "1x10")]
+
+
+# ---- 1. adapter rule ---------------------------------------------------------------------------
+
+
+def test_adapter_query_is_the_mean_gpu_utilization_of_each_requested_pod(tmp_path: Path) -> None:
+    require_promtool()
+    rule = gpu_utilization_adapter_rule(SCOPE)
+    query = expand_adapter_query(rule, "deepseek", ["vllm-a", "vllm-b"])
+    assert query == (
+        'avg by (exported_pod) (DCGM_FI_DEV_GPU_UTIL{exported_namespace="deepseek",'
+        'exported_pod=~"vllm-a|vllm-b",exported_container="vllm"})'
+    )
+    fleet = gpu_fleet()
+    # The discovery query finds every vLLM GPU series with a workload pod, in any namespace.
+    discovered = [s["series"] for s in fleet if re.search(r'exported_container="vllm"', s["series"])]
+    run_rule_test(
+        tmp_path,
+        [{"name": "adapter", "rules": [{"record": "test:adapter", "expr": query}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": fleet,
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": '{exported_pod="vllm-a"}', "value": 50},
+                            {"labels": '{exported_pod="vllm-b"}', "value": 90},
+                        ],
+                    },
+                    {
+                        "expr": "test:adapter",
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": 'test:adapter{exported_pod="vllm-a"}', "value": 50},
+                            {"labels": 'test:adapter{exported_pod="vllm-b"}', "value": 90},
+                        ],
+                    },
+                    {
+                        "expr": rule.series_query,
+                        "eval_time": "5m",
+                        "exp_samples": [
+                            {"labels": s, "value": float(v)}
+                            for s, v in zip(discovered, (40, 60, 90, 10), strict=True)
+                        ],
+                    },
+                ],
+            }
+        ],
+    )
+
+
+# ---- 2. KEDA queries ---------------------------------------------------------------------------
+
+
+def test_queue_depth_sums_waiting_requests_of_the_deployment_and_is_0_without_series(tmp_path: Path) -> None:
+    require_promtool()
+    query = queue_depth(SCOPE)
+    busy = [
+        vllm_series(VLLM_WAITING, "3x10", pod="vllm-a", pod_ip="10.42.2.9"),
+        vllm_series(VLLM_WAITING, "4x10", pod="vllm-b", pod_ip="10.42.2.10"),
+        vllm_series(VLLM_WAITING, "100x10", pod="other-0", pod_ip="10.42.2.11", model_name="other-model"),
+        vllm_series(VLLM_WAITING, "50x10", pod="vllm-a", pod_ip="10.42.3.9", namespace="research"),
+    ]
+    run_rule_test(
+        tmp_path,
+        [{"name": "keda", "rules": [{"record": "test:queue_depth", "expr": query}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": busy,
+                "promql_expr_test": [
+                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 7}]}
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": unrelated_series(),
+                "promql_expr_test": [
+                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0}]}
+                ],
+            },
+        ],
+    )
+
+
+def test_gpu_utilization_total_sums_per_pod_means_and_is_0_without_series(tmp_path: Path) -> None:
+    require_promtool()
+    query = gpu_utilization_total(SCOPE)
+    run_rule_test(
+        tmp_path,
+        [{"name": "keda", "rules": [{"record": "test:gpu_total", "expr": query}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": gpu_fleet(),
+                "promql_expr_test": [
+                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 140}]}
+                ],
+            },
+            {
+                "interval": "1m",
+                "input_series": unrelated_series(),
+                "promql_expr_test": [
+                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0}]}
+                ],
+            },
+        ],
+    )
+
+
+# ---- 3. alerts ---------------------------------------------------------------------------------
+
+ALERTS = {a.name: a for a in alerts(SCOPE, SLO, hpa_name=HPA)}
+FIRE_AT = "25m"  # past every alert's `for`; histogram/gauge series run for 30 minutes
+SEL = vllm_selector(SCOPE)
+
+ITL_BUCKETS = (0.05, 0.1, 0.2, 0.5, 1)
+TTFT_BUCKETS = (0.5, 1, 2.5, 5, 10, 20)
+QUEUE_BUCKETS = (1, 5, 10, 30, 60, 120)
+
+VLLM_A = {"pod": "vllm-a", "pod_ip": "10.42.2.9"}
+VLLM_B = {"pod": "vllm-b", "pod_ip": "10.42.2.10"}
+OTHER_NS = {"pod": "vllm-a", "pod_ip": "10.42.3.9", "namespace": "research"}
+OTHER_MODEL = {"pod": "other-0", "pod_ip": "10.42.2.11", "model_name": "other-model"}
+
+KSM = {
+    "container": "kube-state-metrics",
+    "endpoint": "http",
+    "instance": "10.42.0.7:8080",
+    "job": "kube-state-metrics",
+    "pod": "kube-prometheus-stack-kube-state-metrics-6d8f9-qwert",
+    "service": "kube-prometheus-stack-kube-state-metrics",
+    # kube-prometheus-stack scrapes kube-state-metrics with honorLabels: true, so the object's
+    # namespace wins over the exporter's.
+    "namespace": "deepseek",
+    "horizontalpodautoscaler": HPA,
+}
+
+
+def histogram(name: str, buckets: tuple[float, ...], per_minute: dict[float, int], *pods: dict) -> list[dict]:
+    return [s for pod in pods for s in vllm_histogram(name, buckets, per_minute, **pod)]
+
+
+# name -> (bad series, expected firing alerts (labels, annotations), good series, good-value check)
+# A good-value check ``(expr, value)`` proves the quiet case is quiet because the value is below
+# the threshold, not because the selector matched nothing (promtool 2.42 compares floats exactly,
+# hence the round() around histogram quantiles).
+ALERT_CASES: dict[str, dict] = {
+    "VllmKvCacheNearlyFull": {
+        "bad": [
+            vllm_series(VLLM_KV_CACHE_USAGE, "0.97x30", **VLLM_A),
+            vllm_series(VLLM_KV_CACHE_USAGE, "0.5x30", **VLLM_B),
+        ],
+        "fires": [
+            {
+                "exp_labels": {"severity": "warning", "namespace": "deepseek", "pod": "vllm-a"},
+                "exp_annotations": {
+                    "summary": "vLLM KV cache above 97% on vllm-a: requests are being preempted"
+                },
+            }
+        ],
+        "good": [
+            vllm_series(VLLM_KV_CACHE_USAGE, "0.5x30", **VLLM_A),
+            vllm_series(VLLM_KV_CACHE_USAGE, "0.5x30", **VLLM_B),
+            vllm_series(VLLM_KV_CACHE_USAGE, "0.99x30", **OTHER_MODEL),
+            vllm_series(VLLM_KV_CACHE_USAGE, "0.99x30", **OTHER_NS),
+        ],
+        "good_value": (f"max by (namespace, pod) ({VLLM_KV_CACHE_USAGE}{{{SEL}}})", None),
+    },
+    "VllmRequestsWaitingTooLong": {
+        # 90 % of requests wait 30-60 s: p95 = 30 + 30 * (19 - 2) / 18
+        "bad": histogram(VLLM_QUEUE_TIME, QUEUE_BUCKETS, {1: 2, 60: 18}, VLLM_A, VLLM_B),
+        "fires": [
+            {
+                "exp_labels": {"severity": "warning"},
+                "exp_annotations": {
+                    "summary": "p95 queue time 58.33s: add replicas or raise autoscaling.maxReplicas"
+                },
+            }
+        ],
+        "good": histogram(VLLM_QUEUE_TIME, QUEUE_BUCKETS, {1: 20}, VLLM_A, VLLM_B)
+        + histogram(VLLM_QUEUE_TIME, QUEUE_BUCKETS, {120: 20}, OTHER_MODEL, OTHER_NS),
+        "good_value": (f"round({p95(VLLM_QUEUE_TIME, SEL)}, 0.0001)", 0.95),
+    },
+    "VllmTimeToFirstTokenHigh": {
+        # p95 = 5 + 5 * (19 - 2) / 18
+        "bad": histogram(VLLM_TTFT, TTFT_BUCKETS, {1: 2, 10: 18}, VLLM_A, VLLM_B),
+        "fires": [
+            {
+                "exp_labels": {"severity": "warning"},
+                "exp_annotations": {"summary": "p95 time to first token 9.722s is above the SLO"},
+            }
+        ],
+        "good": histogram(VLLM_TTFT, TTFT_BUCKETS, {0.5: 20}, VLLM_A, VLLM_B)
+        + histogram(VLLM_TTFT, TTFT_BUCKETS, {20: 20}, OTHER_MODEL, OTHER_NS),
+        "good_value": (f"round({p95(VLLM_TTFT, SEL)}, 0.0001)", 0.475),
+    },
+    "VllmInterTokenLatencyHigh": {
+        # p95 = 0.2 + 0.3 * (19 - 2) / 18
+        "bad": histogram(VLLM_ITL, ITL_BUCKETS, {0.1: 2, 0.5: 18}, VLLM_A, VLLM_B),
+        "fires": [
+            {
+                "exp_labels": {"severity": "warning"},
+                "exp_annotations": {"summary": "p95 inter-token latency 483.3ms is above the SLO"},
+            }
+        ],
+        "good": histogram(VLLM_ITL, ITL_BUCKETS, {0.05: 20}, VLLM_A, VLLM_B)
+        + histogram(VLLM_ITL, ITL_BUCKETS, {1: 20}, OTHER_MODEL, OTHER_NS),
+        "good_value": (f"round({p95(VLLM_ITL, SEL)}, 0.0001)", 0.0475),
+    },
+    "GpuXidError": {
+        "bad": [
+            gpu(NODE_A, 0, "0 0 79x28", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
+            gpu(NODE_A, 1, "0x30", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
+        ],
+        "fires": [
+            {
+                "exp_labels": {
+                    "severity": "critical",
+                    "Hostname": "ip-10-42-1-5.ec2.internal",
+                    "gpu": "0",
+                    "exported_pod": "vllm-a",
+                },
+                "exp_annotations": {
+                    "summary": "GPU 0 on ip-10-42-1-5.ec2.internal reported XID 79: the replica may be broken"
+                },
+            }
+        ],
+        "good": [
+            gpu(NODE_A, 0, "0x30", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
+            gpu(NODE_A, 1, "0x30", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
+        ],
+        "good_value": (f"max({DCGM_XID}{{exported_namespace='deepseek',exported_container='vllm'}})", 0),
+    },
+    "VllmReplicasAtMax": {
+        "bad": [series(KSM_HPA_CURRENT, KSM, "3x30"), series(KSM_HPA_MAX, KSM, "3x30")],
+        "fires": [
+            {
+                "exp_labels": {"severity": "warning", **KSM},
+                "exp_annotations": {"summary": "vLLM has run at autoscaling.maxReplicas for 15 minutes"},
+            }
+        ],
+        "good": [series(KSM_HPA_CURRENT, KSM, "1x30"), series(KSM_HPA_MAX, KSM, "3x30")],
+        "good_value": (f"{KSM_HPA_CURRENT} - on() {KSM_HPA_MAX}", -2),
+    },
+    "VllmNoTargetsUp": {
+        "bad": [
+            series("up", vllm_labels(engine=None, **VLLM_A), "0x30"),
+            series("up", vllm_labels(engine=None, **VLLM_B), "0x30"),
+        ],
+        "fires": [
+            {
+                "exp_labels": {"severity": "critical"},
+                "exp_annotations": {
+                    "summary": "No vLLM pod is being scraped: the endpoint is down or metrics are lost"
+                },
+            }
+        ],
+        # One of two targets up is enough.
+        "good": [
+            series("up", vllm_labels(engine=None, **VLLM_A), "1x30"),
+            series("up", vllm_labels(engine=None, **VLLM_B), "0x30"),
+        ],
+        "good_value": ('sum(up{namespace="deepseek",container="vllm"})', 1),
+    },
+}
+
+
+def _minutes(duration: str) -> int:
+    m = re.fullmatch(r"(\d+)([mh])", duration)
+    assert m, duration
+    return int(m[1]) * (60 if m[2] == "h" else 1)
+
+
+def rule_group(items: list[Alert]) -> dict:
+    return {
+        "name": "vllm",
+        "rules": [
+            {
+                "alert": a.name,
+                "expr": a.expr,
+                "for": a.for_,
+                "labels": {"severity": a.severity},
+                "annotations": {"summary": a.summary},
+            }
+            for a in items
+        ],
+    }
+
+
+def test_every_alert_has_a_case() -> None:
+    assert set(ALERT_CASES) == set(ALERTS)
+
+
+@pytest.mark.parametrize("name", list(ALERT_CASES))
+def test_alert_fires_on_bad_series_and_stays_silent_on_good(tmp_path: Path, name: str) -> None:
+    require_promtool()
+    alert, case = ALERTS[name], ALERT_CASES[name]
+    for_minutes = _minutes(alert.for_)
+    bad_checks = [{"eval_time": FIRE_AT, "alertname": name, "exp_alerts": case["fires"]}]
+    if for_minutes > 1:
+        # Bad from the first sample, yet not firing before `for` has passed.
+        bad_checks.insert(0, {"eval_time": f"{for_minutes - 1}m", "alertname": name, "exp_alerts": []})
+    good_expr, good_value = case["good_value"]
+    good_value_test = {"expr": good_expr, "eval_time": FIRE_AT}
+    if good_value is None:  # a per-pod value: check every pod of the scope reports 0.5
+        good_value_test["exp_samples"] = [
+            {"labels": f'{{namespace="deepseek",pod="{p}"}}', "value": 0.5} for p in ("vllm-a", "vllm-b")
+        ]
+    else:
+        good_value_test["exp_samples"] = [{"labels": "{}", "value": good_value}]
+    tests = [
+        {"interval": "1m", "input_series": case["bad"], "alert_rule_test": bad_checks},
+        {
+            "interval": "1m",
+            "input_series": case["good"],
+            "alert_rule_test": [{"eval_time": FIRE_AT, "alertname": name, "exp_alerts": []}],
+            "promql_expr_test": [good_value_test],
+        },
+    ]
+    if name == "VllmNoTargetsUp":
+        # No vLLM target at all (e.g. the PodMonitor selects nothing): fires through absent().
+        tests.append(
+            {
+                "interval": "1m",
+                "input_series": unrelated_series(),
+                "alert_rule_test": [
+                    {"eval_time": "4m", "alertname": name, "exp_alerts": []},
+                    {
+                        "eval_time": "9m",
+                        "alertname": name,
+                        "exp_alerts": [
+                            {
+                                "exp_labels": {
+                                    "severity": "critical",
+                                    "namespace": "deepseek",
+                                    "container": "vllm",
+                                },
+                                "exp_annotations": case["fires"][0]["exp_annotations"],
+                            }
+                        ],
+                    },
+                ],
+            }
+        )
+    run_rule_test(tmp_path, [rule_group(list(ALERTS.values()))], tests)
+
+
+# ---- 4. everything parses ----------------------------------------------------------------------
+
+QUERIES = all_queries(SCOPE, SLO, HPA)
+
+
+def _query_id(index: int, query: str) -> str:
+    return f"{index:02d}-" + re.sub(r"[^A-Za-z0-9]+", "_", query).strip("_")[:48]
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[_query_id(i, q) for i, q in enumerate(QUERIES)])
+def test_query_parses(tmp_path: Path, query: str) -> None:
+    require_promtool()
+    check_query_parses(tmp_path, query)
+
+
+def test_series_builders_match_the_scrape_shapes() -> None:
+    """The builders spell the label sets the brief names (a guard against drift in the helper)."""
+    dcgm = labels(DCGM_GPU_UTIL, dcgm_labels(workload=("deepseek", "vllm-7d9f8-xyz", "vllm")))
+    assert re.fullmatch(r'.*UUID="GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}".*', dcgm)
+    assert re.sub(r'UUID="[^"]*"', 'UUID="GPU-..."', dcgm) == (
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-...",'
+        'pci_bus_id="00000000:00:1E.0",device="nvidia0",modelName="NVIDIA L4",'
+        'Hostname="ip-10-42-1-5.ec2.internal",DCGM_FI_DRIVER_VERSION="570.133.20",'
+        'container="dcgm-exporter",namespace="monitoring",pod="dcgm-exporter-abcde",'
+        'service="dcgm-exporter",endpoint="metrics",job="dcgm-exporter",instance="10.42.1.5:9400",'
+        'exported_container="vllm",exported_namespace="deepseek",exported_pod="vllm-7d9f8-xyz"}'
+    )
+    assert "exported_" not in labels(DCGM_GPU_UTIL, dcgm_labels(workload=None))
+    assert labels(VLLM_WAITING, vllm_labels()) == (
+        'vllm:num_requests_waiting{model_name="r1-distill-qwen-7b",engine="0",namespace="deepseek",'
+        'pod="vllm-7d9f8-xyz",container="vllm",endpoint="http",job="deepseek/vllm",instance="10.42.2.9:8000"}'
+    )
+    hist = vllm_histogram(VLLM_ITL, ITL_BUCKETS, {0.1: 2, 0.5: 3}, steps=10)
+    assert [s["series"].split("le=")[-1] for s in hist[:-2]] == [
+        '"0.05"}',
+        '"0.1"}',
+        '"0.2"}',
+        '"0.5"}',
+        '"1.0"}',
+        '"+Inf"}',
+    ]
+    assert [s["values"] for s in hist] == [
+        "0+0x10",
+        "0+2x10",
+        "0+2x10",
+        "0+5x10",
+        "0+5x10",
+        "0+5x10",
+        "0+1.2x10",
+        "0+5x10",
+    ]
