@@ -1,5 +1,6 @@
-"""``python -m automation``: offline ``render`` and ``plan`` today; the Automation API commands
-(preview, up, destroy, refresh, outputs, preflight) build on the same ``build()``."""
+"""``python -m automation``: offline ``render`` and ``plan``; ``preflight`` (read-only AWS
+checks); ``preview``, ``up``, ``refresh``, ``destroy`` and ``outputs`` through the Pulumi
+Automation API on the same program ``pulumi up`` runs."""
 
 from __future__ import annotations
 
@@ -8,14 +9,16 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
-from components import SizingError, size
-from settings import SettingsError, parse_settings
+from components import SizingError
+from settings import SettingsError
 from sizing.cli import summary_lines
 
 from .stackfile import PROJECT_ROOT, StackFileError, read_stack
 
 DEFAULT_OUT = Path("build/rendered")
+OPERATIONS = ("preview", "up", "refresh", "destroy")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,17 +32,40 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
     pl = sub.add_parser("plan", help="print the sizing plan of a stack, offline")
     pl.add_argument("--stack", required=True)
+    pl.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     pl.add_argument("--json", action="store_true")
+    pf = sub.add_parser("preflight", help="read-only AWS checks: credentials, offerings, quotas")
+    pf.add_argument("--stack", required=True)
+    pf.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+    pf.add_argument("--json", action="store_true")
+    for name in OPERATIONS:
+        op = sub.add_parser(name, help=f"pulumi {name} through the Automation API")
+        op.add_argument("--stack", required=True)
+        op.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="override a setting for this run only (e.g. model.variant=r1-671b); not saved",
+        )
+        op.add_argument("--yes", action="store_true", help="do not ask; required for up and destroy")
+        op.add_argument("--json", action="store_true", help="print the outputs as JSON at the end")
+        if name == "up":
+            op.add_argument("--skip-preflight", action="store_true", help="deploy without the AWS preflight")
+    out = sub.add_parser("outputs", help="the stack's outputs (secrets masked)")
+    out.add_argument("--stack", required=True)
+    out.add_argument("--json", action="store_true")
     return p
 
 
-def _plan(stack: str, as_json: bool, project_dir: Path) -> int:
-    config = read_stack(stack, project_dir)
-    sizing_plan = size(parse_settings(config.values, config.secret_keys, stack))
+def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Path) -> int:
+    from .api import prepare
+
+    prepared = prepare(stack, overrides, project_dir)
     if as_json:
-        print(json.dumps(sizing_plan.to_dict(), indent=2))
+        print(json.dumps(prepared.plan.to_dict(), indent=2))
     else:
-        print("\n".join(summary_lines(sizing_plan)))
+        print("\n".join(summary_lines(prepared.plan)))
     return 0
 
 
@@ -58,17 +84,76 @@ def _render(stack: str, out: Path, project_dir: Path) -> int:
     return 0
 
 
+def _preflight(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Path) -> int:
+    from rich.console import Console
+
+    from .api import prepare
+    from .preflight import as_json as checks_json
+    from .preflight import exit_code, render_table, run_preflight
+
+    prepared = prepare(stack, overrides, project_dir)
+    checks = run_preflight(prepared.settings, prepared.plan)
+    if as_json:
+        print(json.dumps(checks_json(checks), indent=2))
+    else:
+        Console().print(render_table(checks))
+    return exit_code(checks)
+
+
+def _print_outputs(values: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(values, indent=2, sort_keys=True, default=str))
+        return
+    for key in sorted(values):
+        value = values[key]
+        if isinstance(value, dict | list):
+            value = json.dumps(value, default=str)
+        print(f"{key:<22} {value}")
+
+
+def _operation(args: argparse.Namespace) -> int:
+    from .api import Operation, Orchestrator, parse_overrides
+    from .preflight import run_preflight
+    from .progress import EventPrinter
+
+    orchestrator = Orchestrator(
+        project_dir=args.project_dir, preflight=run_preflight, on_event=EventPrinter()
+    )
+    outputs = orchestrator.run(
+        Operation(args.command),
+        args.stack,
+        parse_overrides(args.set),
+        yes=args.yes,
+        skip_preflight=getattr(args, "skip_preflight", False),
+    )
+    if outputs:
+        _print_outputs(outputs, args.json)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .api import AutomationError, parse_overrides
+
     args = _parser().parse_args(argv)
     try:
         if args.command == "render":
             return _render(args.stack, args.out, args.project_dir)
         if args.command == "plan":
-            return _plan(args.stack, args.json, args.project_dir)
+            return _plan(args.stack, parse_overrides(args.set), args.json, args.project_dir)
+        if args.command == "preflight":
+            return _preflight(args.stack, parse_overrides(args.set), args.json, args.project_dir)
+        if args.command == "outputs":
+            from .api import outputs
+
+            _print_outputs(outputs(args.stack, args.project_dir), args.json)
+            return 0
+        return _operation(args)
     except (SettingsError, StackFileError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except SizingError as error:
         print(str(error), file=sys.stderr)
         return 1
-    return 2
+    except AutomationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Annotated, Any
 
+import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
@@ -63,13 +64,14 @@ class WeightsSource(StrEnum):
 
 
 def _as_list(value: Any) -> Any:
-    """Pulumi hands list config to programs as a JSON string; ``--set`` users type commas."""
+    """Pulumi hands list config to programs as a JSON string; ``--set`` users type commas or
+    YAML flow lists."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
             try:
-                return json.loads(text)
-            except json.JSONDecodeError:
+                return yaml.safe_load(text)  # JSON from Pulumi, or YAML flow lists like [g6, g6e]
+            except yaml.YAMLError:
                 return value
         return [p.strip() for p in text.split(",") if p.strip()]
     return value

@@ -1,0 +1,484 @@
+"""Read-only AWS checks run before ``pulumi up``: can this account and region host this stack's plan?
+
+A deployment that fails 20 minutes in on a missing credential, an instance type no zone offers or a
+GPU vCPU quota of zero wastes a control plane's creation time and leaves half a stack to clean up.
+These checks ask AWS the same questions first, with describe/get calls only (nothing is created or
+changed), and return one ``Check`` row per finding for a table or JSON.
+
+Order matters: without credentials nothing else can be asked, and without an enabled region every
+other answer is an error, so either stops the run. Later checks report their own errors as rows.
+No Pulumi import: the Automation API CLI and plain tests both call ``run_preflight``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    PartialCredentialsError,
+    ProfileNotFound,
+)
+from rich.table import Table
+from rich.text import Text
+
+from settings import CapacityType, Settings
+from sizing.catalog import InstanceCatalog, instance_catalog
+from sizing.planner import SizingPlan
+from sizing.refresh import refresh_hardware
+
+# Fail fast on a bad network instead of botocore's long default retry/timeouts: a preflight that
+# hangs is worse than one that says "could not reach".
+_CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"})
+
+# EC2 vCPU quotas for GPU instances, per (capacity type, family class). Service Quotas names them
+# by instance class ("G and VT" covers every g* family, "P" every p* family) and counts vCPUs.
+QUOTAS: dict[tuple[CapacityType, str], tuple[str, str]] = {
+    (CapacityType.ON_DEMAND, "g"): ("L-DB2E81BA", "Running On-Demand G and VT instances"),
+    (CapacityType.ON_DEMAND, "p"): ("L-417A185B", "Running On-Demand P instances"),
+    (CapacityType.SPOT, "g"): ("L-3819A6DF", "All G and VT Spot Instance Requests"),
+    (CapacityType.SPOT, "p"): ("L-7212CCBC", "All P Spot Instance Requests"),
+}
+QUOTA_SERVICE_CODE = "ec2"
+
+# EKS refuses a cluster whose subnets do not span two zones.
+MIN_CLUSTER_ZONES = 2
+
+
+class Status(StrEnum):
+    """A StrEnum (a ``str`` and an ``Enum``, as settings' enums are): ``str(Status.FAIL) == "fail"``."""
+
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding: ``detail`` says what was found and, for warn/fail, what to do about it."""
+
+    name: str
+    status: Status
+    detail: str
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _error(err: BaseException) -> str:
+    """A short ``Code: message`` for an AWS error, without the botocore boilerplate."""
+    if isinstance(err, ClientError):
+        info = err.response.get("Error", {})
+        code = info.get("Code") or str(err.response.get("ResponseMetadata", {}).get("HTTPStatusCode", ""))
+        message = info.get("Message") or ""
+        return f"{code}: {message}".rstrip(": ") if message else code
+    return str(err)
+
+
+def _error_code(err: ClientError) -> str:
+    return str(err.response.get("Error", {}).get("Code", ""))
+
+
+def _join(names: Iterable[str]) -> str:
+    return ", ".join(names)
+
+
+def _number(value: float) -> str:
+    """Quotas come back as floats (``64.0``); people read ``64``."""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _credentials_failure(err: BaseException, region: str) -> Check:
+    """The one row shown when no AWS call can be made, with the fix for each cause."""
+    if isinstance(err, NoCredentialsError | PartialCredentialsError):
+        detail = (
+            "no AWS credentials found: run `aws configure` (or `aws sso login`), set AWS_PROFILE, "
+            "or export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY."
+        )
+    elif isinstance(err, ProfileNotFound):
+        detail = f"{err}: fix AWS_PROFILE or create the profile with `aws configure --profile <name>`."
+    elif isinstance(err, EndpointConnectionError):
+        detail = (
+            f"could not reach AWS STS in {region} ({err}): check the network or proxy, "
+            "and that aws:region is a real region."
+        )
+    elif isinstance(err, ClientError):
+        detail = (
+            f"AWS rejected the credentials ({_error(err)}): refresh them (`aws sso login`, new keys "
+            "or a fresh session token) and retry."
+        )
+    else:
+        detail = f"could not use the AWS credentials ({_error(err)}): check `aws sts get-caller-identity`."
+    return Check("credentials", Status.FAIL, detail)
+
+
+# ----------------------------------------------------------------------------------------------- checks
+
+
+def _check_region(ec2: Any, region: str) -> Check:
+    try:
+        regions = ec2.describe_regions(AllRegions=False)["Regions"]
+    except (BotoCoreError, ClientError) as err:
+        return Check(
+            "region",
+            Status.FAIL,
+            f"could not list the account's regions from {region} ({_error(err)}): "
+            "enable the region in the account settings or pick another aws:region.",
+        )
+    # AllRegions=False already leaves out regions the account has not opted in to; the status is
+    # checked too so an emulator (moto lists every region) or a pending opt-in gives the same answer.
+    found = {r["RegionName"]: r.get("OptInStatus", "opt-in-not-required") for r in regions}
+    if region not in found:
+        return Check(
+            "region",
+            Status.FAIL,
+            f"{region} is not among this account's enabled regions: set aws:region to one of "
+            f"{_join(sorted(found)[:6])}, … or enable it in the account settings.",
+        )
+    if found[region] == "not-opted-in":
+        return Check(
+            "region",
+            Status.FAIL,
+            f"{region} is an opt-in region this account has not enabled: enable it under "
+            "Account > AWS Regions or pick another aws:region.",
+        )
+    return Check("region", Status.PASS, f"{region} is enabled for this account.")
+
+
+def cluster_zones(ec2: Any, settings: Settings) -> tuple[list[str], list[str]]:
+    """The zones GPU nodes can land in, and the problems found on the way (empty when none).
+
+    A new VPC takes the first ``network.availabilityZones`` standard zones in name order, as
+    components/network.py does; your own VPC uses the zones of its private subnets.
+    """
+    network = settings.network
+    if not network.vpc_id:
+        answer = ec2.describe_availability_zones(
+            Filters=[
+                {"Name": "state", "Values": ["available"]},
+                {"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
+            ]
+        )
+        names = sorted(z["ZoneName"] for z in answer["AvailabilityZones"])
+        problems = []
+        if len(names) < network.availability_zones:
+            problems.append(
+                f"{settings.region} has only {len(names)} available zone(s), "
+                f"network.availabilityZones asks for {network.availability_zones}"
+            )
+        return names[: network.availability_zones], problems
+
+    zones: set[str] = set()
+    problems = []
+    # One call per subnet: EC2 fails a whole request when any one id is unknown, and a stack has
+    # only a handful of subnets.
+    for subnet_id in network.private_subnet_ids:
+        try:
+            subnets = ec2.describe_subnets(SubnetIds=[subnet_id])["Subnets"]
+        except ClientError as err:
+            if _error_code(err) != "InvalidSubnetID.NotFound":
+                raise
+            subnets = []
+        if not subnets:
+            problems.append(f"subnet {subnet_id} does not exist in {settings.region}")
+            continue
+        subnet = subnets[0]
+        if subnet["VpcId"] != network.vpc_id:
+            problems.append(f"subnet {subnet_id} is in {subnet['VpcId']}, not network.vpcId {network.vpc_id}")
+            continue
+        zones.add(subnet["AvailabilityZone"])
+    return sorted(zones), problems
+
+
+def _check_zones(ec2: Any, settings: Settings) -> tuple[Check, list[str]]:
+    try:
+        zones, problems = cluster_zones(ec2, settings)
+    except (BotoCoreError, ClientError) as err:
+        return Check(
+            "zones",
+            Status.FAIL,
+            f"could not read zones or subnets ({_error(err)}).",
+        ), []
+    own_vpc = bool(settings.network.vpc_id)
+    if not problems and len(zones) < MIN_CLUSTER_ZONES:
+        problems.append(f"the private subnets span only {_join(zones) or 'no zone'}")
+    if problems:
+        fix = (
+            "list private subnets of network.vpcId in at least two zones in network.privateSubnetIds"
+            if own_vpc
+            else "lower network.availabilityZones or pick another aws:region"
+        )
+        return Check("zones", Status.FAIL, f"{'; '.join(problems)}: {fix}."), zones
+    where = f"the private subnets of {settings.network.vpc_id} are in" if own_vpc else "the new VPC spans"
+    return Check("zones", Status.PASS, f"{where} {_join(zones)}."), zones
+
+
+def offered_zones(ec2: Any, instance_type: str) -> set[str]:
+    """Every zone of the client's region that offers ``instance_type``."""
+    zones: set[str] = set()
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone",
+        Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+    )
+    for page in pages:
+        zones |= {o["Location"] for o in page.get("InstanceTypeOfferings", [])}
+    return zones
+
+
+def _check_offering(ec2: Any, instance_type: str, zones: Sequence[str], cheapest: bool) -> Check:
+    name = f"offering {instance_type}"
+    try:
+        offered = offered_zones(ec2, instance_type) & set(zones)
+    except (BotoCoreError, ClientError) as err:
+        return Check(name, Status.WARN, f"could not read where {instance_type} is offered ({_error(err)}).")
+    if len(offered) >= MIN_CLUSTER_ZONES:
+        return Check(name, Status.PASS, f"offered in {_join(sorted(offered))}.")
+    if len(offered) == 1:
+        (zone,) = offered
+        return Check(
+            name,
+            Status.WARN,
+            f"only in {zone}: one AZ outage stops every replica; allow more gpu.instanceFamilies "
+            "or use subnets in zones that offer it.",
+        )
+    if cheapest:
+        # The plan's vLLM arguments and cost assume this type; none of the cluster's zones has it.
+        return Check(
+            name,
+            Status.FAIL,
+            f"{instance_type}, the plan's instance type, is offered in none of {_join(zones)}: "
+            "choose other gpu.instanceFamilies, other subnets or another aws:region.",
+        )
+    return Check(
+        name,
+        Status.WARN,
+        f"offered in none of {_join(zones)}: the node pool will never launch it.",
+    )
+
+
+def _check_gpu_facts(ec2: Any, plan: SizingPlan) -> tuple[Check, InstanceCatalog | None]:
+    """Compare the bundled facts of the plan's types with EC2; the plan was sized on the former."""
+    bundled = instance_catalog()
+    wanted = {n: bundled.instances[n] for n in plan.instance_types if n in bundled.instances}
+    try:
+        refreshed, drifts = refresh_hardware(bundled.replace_instances(wanted), ec2)
+    except (BotoCoreError, ClientError) as err:
+        return Check(
+            "gpu facts", Status.WARN, f"could not read EC2 DescribeInstanceTypes ({_error(err)})."
+        ), None
+    if drifts:
+        return Check(
+            "gpu facts",
+            Status.WARN,
+            f"EC2 disagrees with the bundled catalog ({'; '.join(str(d) for d in drifts)}): the plan "
+            "may rest on stale figures; compare with `python -m sizing --variant … --families … "
+            "--refresh-hardware` and update sizing/data/gpu_instances.json.",
+        ), refreshed
+    return Check(
+        "gpu facts",
+        Status.PASS,
+        f"bundled hardware facts of {len(wanted)} plan type(s) match EC2 DescribeInstanceTypes.",
+    ), refreshed
+
+
+def _quota_value(quotas: Any, code: str) -> float:
+    """The account's applied value, or AWS's default where the account has never had one applied."""
+    try:
+        answer = quotas.get_service_quota(ServiceCode=QUOTA_SERVICE_CODE, QuotaCode=code)
+    except ClientError as err:
+        if _error_code(err) != "NoSuchResourceException":
+            raise
+        answer = quotas.get_aws_default_service_quota(ServiceCode=QUOTA_SERVICE_CODE, QuotaCode=code)
+    return float(answer["Quota"]["Value"])
+
+
+def _check_quotas(quotas: Any, settings: Settings, plan: SizingPlan, node_vcpu: int) -> list[Check]:
+    family = plan.chosen.instance.family
+    klass = family[0]
+    max_replicas = settings.autoscaling.max_replicas
+    replica_vcpu = node_vcpu * plan.nodes_per_replica
+    needed = replica_vcpu * max_replicas
+    allowed = list(dict.fromkeys(settings.gpu.capacity_types))  # settings order, no repeats
+
+    if any((c, klass) not in QUOTAS for c in allowed):
+        return [
+            Check(
+                f"quota {family}",
+                Status.WARN,
+                f"no known EC2 vCPU quota for the {family} family: check its quota in the Service "
+                f"Quotas console; {needed} vCPUs are needed.",
+            )
+        ]
+
+    values: dict[CapacityType, float | None] = {}
+    errors: dict[CapacityType, str] = {}
+    for capacity in allowed:
+        code, _ = QUOTAS[(capacity, klass)]
+        try:
+            values[capacity] = _quota_value(quotas, code)
+        except (BotoCoreError, ClientError) as err:
+            values[capacity], errors[capacity] = None, _error(err)
+
+    checks = []
+    for capacity in allowed:
+        code, quota_name = QUOTAS[(capacity, klass)]
+        name = f"quota {capacity.value} {code}"
+        value = values[capacity]
+        if value is None:
+            # Reading quotas needs servicequotas:GetServiceQuota, which deploying does not: warn only.
+            checks.append(
+                Check(
+                    name,
+                    Status.WARN,
+                    f"could not read {quota_name} ({errors[capacity]}): check it in the Service Quotas "
+                    f"console; {needed} vCPUs are needed.",
+                )
+            )
+            continue
+        have = _number(value)
+        if value >= needed:
+            checks.append(
+                Check(
+                    name,
+                    Status.PASS,
+                    f"{quota_name} is {have} vCPUs, {needed} needed "
+                    f"({node_vcpu} × {plan.nodes_per_replica} node(s) × maxReplicas {max_replicas}).",
+                )
+            )
+            continue
+        increase = f"request an increase of {quota_name} ({code}) to {needed} in the Service Quotas console"
+        replicas = int(value // replica_vcpu)
+        if replicas >= 1:
+            # Deploying works; the autoscaler just cannot reach its ceiling.
+            checks.append(
+                Check(
+                    name,
+                    Status.WARN,
+                    f"{quota_name} is {have} vCPUs, {needed} needed: maxReplicas {max_replicas} will stop "
+                    f"at {replicas} replica(s); {increase}.",
+                )
+            )
+            continue
+        # Not one replica fits. Karpenter falls back to the other allowed capacity type, so that is
+        # only a warning while the other quota is not known to be short as well.
+        others = [c for c in allowed if c is not capacity]
+        fallback = [c for c in others if values[c] is None or (values[c] or 0) >= replica_vcpu]
+        status = Status.WARN if fallback else Status.FAIL
+        tail = f"; {fallback[0].value} capacity can still launch it" if fallback else ""
+        checks.append(
+            Check(
+                name,
+                status,
+                f"{quota_name} is {have} vCPUs, {needed} needed and {replica_vcpu} for a single "
+                f"replica: {increase}{tail}.",
+            )
+        )
+    return checks
+
+
+def _check_bucket(s3: Any, repository: str, region: str) -> Check:
+    bucket = repository.removeprefix("s3://").split("/", 1)[0]
+    try:
+        answer = s3.head_bucket(Bucket=bucket)
+    except (BotoCoreError, ClientError) as err:
+        return Check(
+            "weights bucket",
+            Status.FAIL,
+            f"bucket {bucket} not found or not accessible ({_error(err)}): fix model.repository, create "
+            "the bucket, or grant this identity s3:ListBucket on it.",
+        )
+    bucket_region = answer.get("BucketRegion") or answer.get("ResponseMetadata", {}).get(
+        "HTTPHeaders", {}
+    ).get("x-amz-bucket-region")
+    if bucket_region and bucket_region != region:
+        # Streaming hundreds of GiB across regions is slow and billed per GiB.
+        return Check(
+            "weights bucket",
+            Status.WARN,
+            f"bucket {bucket} is in {bucket_region}, the cluster in {region}: copy the weights to a "
+            f"bucket in {region} to avoid slow, billed cross-region loads.",
+        )
+    return Check("weights bucket", Status.PASS, f"bucket {bucket} exists and this identity can reach it.")
+
+
+# ---------------------------------------------------------------------------------------------- public
+
+
+def run_preflight(
+    settings: Settings,
+    plan: SizingPlan,
+    session: boto3.Session | None = None,
+    *,
+    quotas_client: Any = None,
+) -> list[Check]:
+    """Run every check in order and return their rows; never raises for AWS errors."""
+    region = settings.region
+    try:
+        session = session or boto3.Session(region_name=region)
+        sts = session.client("sts", region_name=region, config=_CLIENT_CONFIG)
+        identity = sts.get_caller_identity()
+    except (BotoCoreError, ClientError) as err:
+        return [_credentials_failure(err, region)]
+    checks = [
+        Check("credentials", Status.PASS, f"account {identity['Account']} as {identity['Arn']}."),
+    ]
+
+    ec2 = session.client("ec2", region_name=region, config=_CLIENT_CONFIG)
+    region_check = _check_region(ec2, region)
+    checks.append(region_check)
+    if region_check.status is Status.FAIL:
+        return checks  # every other call would fail the same way
+
+    zones_check, zones = _check_zones(ec2, settings)
+    checks.append(zones_check)
+    if zones:  # without zones the offering rows would only repeat the zones failure
+        checks += [_check_offering(ec2, t, zones, t == plan.instance_type) for t in plan.instance_types]
+
+    facts_check, refreshed = _check_gpu_facts(ec2, plan)
+    checks.append(facts_check)
+
+    # Quotas count vCPUs: EC2's figure when the refresh got one, the plan's catalog otherwise.
+    chosen = plan.chosen.instance
+    node_vcpu = refreshed.instances[chosen.name].vcpu if refreshed else chosen.vcpu
+    try:
+        quotas = quotas_client or session.client("service-quotas", region_name=region, config=_CLIENT_CONFIG)
+    except BotoCoreError as err:
+        checks.append(Check("quota", Status.WARN, f"could not create a Service Quotas client ({err})."))
+    else:
+        checks += _check_quotas(quotas, settings, plan, node_vcpu)
+
+    repository = settings.model.repository
+    if repository and repository.startswith("s3://"):
+        s3 = session.client("s3", region_name=region, config=_CLIENT_CONFIG)
+        checks.append(_check_bucket(s3, repository, region))
+    return checks
+
+
+def exit_code(checks: Iterable[Check]) -> int:
+    """1 when any check failed: warnings alone do not stop a deployment."""
+    return 1 if any(c.status is Status.FAIL for c in checks) else 0
+
+
+_STYLES = {Status.PASS: "bold green", Status.WARN: "bold yellow", Status.FAIL: "bold red"}
+
+
+def render_table(checks: Iterable[Check]) -> Table:
+    table = Table(title="preflight", show_lines=False)
+    table.add_column("check", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    for check in checks:
+        table.add_row(check.name, Text(check.status.value, style=_STYLES[check.status]), check.detail)
+    return table
+
+
+def as_json(checks: Iterable[Check]) -> list[dict[str, str]]:
+    return [{"name": c.name, "status": c.status.value, "detail": c.detail} for c in checks]

@@ -1,0 +1,240 @@
+"""The Automation API orchestration against a recording fake stack: order of calls, the config
+each run sees, exit codes and the one-sentence errors. Real Pulumi runs are in
+tests/integration and need the CLI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from automation.api import (
+    INSTALL_PULUMI,
+    NO_CREDENTIALS,
+    AutomationError,
+    Operation,
+    Orchestrator,
+    parse_overrides,
+    require_aws_credentials,
+)
+from settings import SettingsError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class FakeOutput:
+    value: Any
+    secret: bool = False
+
+
+@dataclass
+class FakeStack:
+    """Records each Automation API call and the stack config file each one was given."""
+
+    calls: list[str]
+    fail: Exception | None = None
+    configs: list[dict] = field(default_factory=list)
+
+    def _op(self, name: str, kwargs: dict[str, Any]) -> None:
+        self.calls.append(f"stack.{name}")
+        self.configs.append(yaml.safe_load(Path(kwargs["config_file"]).read_text()))
+        if self.fail:
+            raise self.fail
+
+    def preview(self, **kwargs: Any) -> None:
+        self._op("preview", kwargs)
+
+    def up(self, **kwargs: Any) -> None:
+        self._op("up", kwargs)
+
+    def refresh(self, **kwargs: Any) -> None:
+        self._op("refresh", kwargs)
+
+    def destroy(self, **kwargs: Any) -> None:
+        self._op("destroy", kwargs)
+
+    def outputs(self) -> dict[str, FakeOutput]:
+        self.calls.append("stack.outputs")
+        return {
+            "endpointUrl": FakeOutput("http://internal-x.elb.amazonaws.com"),
+            "kubeconfig": FakeOutput("k", True),
+        }
+
+
+@dataclass
+class Check:
+    name: str
+    status: Any
+    detail: str
+
+
+def orchestrator(
+    calls: list[str], stack: FakeStack, failing_preflight: bool = False, **kw: Any
+) -> Orchestrator:
+    from automation.preflight import Status
+
+    def preflight(settings, plan):
+        calls.append(f"preflight:{plan.instance_type}")
+        return [
+            Check("quota", Status.FAIL if failing_preflight else Status.PASS, "12 vCPUs needed, 8 allowed")
+        ]
+
+    printed: list[str] = []
+    o = Orchestrator(
+        project_dir=ROOT,
+        opener=lambda name, path: calls.append(f"open:{name}") or stack,
+        check_cli=lambda: calls.append("cli") or "/usr/bin/pulumi",
+        check_credentials=lambda region: calls.append(f"credentials:{region}") or "123456789012",
+        preflight=preflight,
+        print=printed.append,
+        **kw,
+    )
+    o.printed = printed  # type: ignore[attr-defined]
+    return o
+
+
+def test_up_runs_every_step_in_order_and_returns_masked_outputs() -> None:
+    calls: list[str] = []
+    stack = FakeStack(calls)
+    o = orchestrator(calls, stack)
+    overrides = {"model.variant": "r1-distill-llama-8b", "gpu.instanceFamilies": "g6e"}
+    outputs = o.run(Operation.UP, "dev", overrides, yes=True)
+    assert calls == [
+        "cli",
+        "credentials:us-east-1",
+        "preflight:g6e.xlarge",  # the plan of the overridden variant, not the stack file's
+        "open:dev",
+        "stack.up",
+        "stack.outputs",
+    ]
+    assert outputs == {"endpointUrl": "http://internal-x.elb.amazonaws.com", "kubeconfig": "[secret]"}
+    assert any(line.startswith("variant        r1-distill-llama-8b") for line in o.printed)  # type: ignore[attr-defined]
+
+
+def test_overrides_reach_pulumi_for_this_run_only() -> None:
+    calls: list[str] = []
+    stack = FakeStack(calls)
+    before = (ROOT / "Pulumi.prod.yaml").read_text()
+    orchestrator(calls, stack).run(
+        Operation.PREVIEW, "prod", {"model.variant": "r1-distill-qwen-32b", "gpu.instanceFamilies": "[g6e]"}
+    )
+    config = stack.configs[0]["config"]
+    assert config["deepseek-eks:model.variant"] == "r1-distill-qwen-32b"
+    assert config["deepseek-eks:gpu.instanceFamilies"] == ["g6e"]
+    assert config["deepseek-eks:computeMode"] == "karpenter"  # the rest of the stack file is kept
+    assert (ROOT / "Pulumi.prod.yaml").read_text() == before
+
+
+def test_preview_needs_no_yes_and_no_preflight_but_up_and_destroy_do() -> None:
+    calls: list[str] = []
+    orchestrator(calls, FakeStack(calls)).run(Operation.PREVIEW, "dev")
+    assert not any(c.startswith("preflight") for c in calls)
+    for operation in (Operation.UP, Operation.DESTROY):
+        calls = []
+        with pytest.raises(AutomationError) as info:
+            orchestrator(calls, FakeStack(calls)).run(operation, "dev", skip_preflight=True)
+        assert info.value.exit_code == 2 and "--yes" in str(info.value)
+        assert not any(c.startswith("open") for c in calls)  # nothing touched Pulumi
+
+
+def test_failing_preflight_stops_before_pulumi_unless_skipped() -> None:
+    calls: list[str] = []
+    with pytest.raises(AutomationError) as info:
+        orchestrator(calls, FakeStack(calls), failing_preflight=True).run(Operation.UP, "dev", yes=True)
+    assert info.value.exit_code == 1 and "quota: 12 vCPUs needed, 8 allowed" in str(info.value)
+    assert "open:dev" not in calls
+    calls = []
+    orchestrator(calls, FakeStack(calls), failing_preflight=True).run(
+        Operation.UP, "dev", yes=True, skip_preflight=True
+    )
+    assert "stack.up" in calls and not any(c.startswith("preflight") for c in calls)
+
+
+def test_invalid_settings_fail_before_any_tool_is_needed() -> None:
+    calls: list[str] = []
+    with pytest.raises(SettingsError):
+        orchestrator(calls, FakeStack(calls)).run(
+            Operation.UP, "dev", {"gpu.instanceFamilies": "g4"}, yes=True
+        )
+    assert calls == []
+
+
+def test_missing_cli_is_one_sentence_after_the_plan() -> None:
+    calls: list[str] = []
+
+    def no_cli() -> str:
+        raise AutomationError(INSTALL_PULUMI)
+
+    o = orchestrator(calls, FakeStack(calls))
+    o.check_cli = no_cli
+    with pytest.raises(AutomationError) as info:
+        o.run(Operation.UP, "dev", yes=True)
+    assert str(info.value) == INSTALL_PULUMI and info.value.exit_code == 3
+    assert o.printed and calls == []  # type: ignore[attr-defined]
+
+
+def test_pulumi_command_error_becomes_exit_1() -> None:
+    from pulumi.automation.errors import CommandError
+
+    calls: list[str] = []
+    stack = FakeStack(
+        calls, fail=CommandError(type("R", (), {"stdout": "", "stderr": "boom", "code": 255})())
+    )
+    with pytest.raises(AutomationError) as info:
+        orchestrator(calls, stack).run(Operation.REFRESH, "dev")
+    assert info.value.exit_code == 1 and "`pulumi refresh` failed" in str(info.value)
+
+
+def test_destroy_returns_no_outputs() -> None:
+    calls: list[str] = []
+    assert orchestrator(calls, FakeStack(calls)).run(Operation.DESTROY, "dev", yes=True) == {}
+    assert calls[-1] == "stack.destroy"
+
+
+def test_parse_overrides() -> None:
+    assert parse_overrides(["model.variant=r1-671b", "gpu.instanceFamilies=[p5, p5en]"]) == {
+        "model.variant": "r1-671b",
+        "gpu.instanceFamilies": "[p5, p5en]",
+    }
+    with pytest.raises(AutomationError, match=r"expected key\.path=value"):
+        parse_overrides(["model.variant"])
+
+
+def test_missing_aws_credentials_is_one_sentence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(AutomationError) as info:
+        require_aws_credentials("us-east-1")
+    assert str(info.value) == NO_CREDENTIALS
+
+
+def test_cli_without_pulumi_prints_the_plan_then_one_sentence(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PATH"}
+    env["PATH"] = str(tmp_path)  # no pulumi here
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "automation",
+            "up",
+            "--stack",
+            "prod",
+            "--set",
+            "model.variant=r1-distill-qwen-32b",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    assert proc.returncode == 3
+    assert "variant        r1-distill-qwen-32b" in proc.stdout
+    assert proc.stderr.strip().splitlines() == [f"error: {INSTALL_PULUMI}"]
