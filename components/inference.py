@@ -17,7 +17,7 @@ from sizing import SizingPlan
 from .autoscaling import ScaleTarget
 from .capacity import GpuPlacement
 from .helm import helm_release
-from .iam_policies import pod_identity_trust_policy
+from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import LEADER_WORKER_SET, VLLM_IMAGE
 from .vllm import (
@@ -241,34 +241,20 @@ class Inference(pulumi.ComponentResource):
             policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
             opts=child,
         )
-        self._bucket_role("reader", APP, bucket, prefix, write=False)
-        self._bucket_role("stager", STAGER, bucket, prefix, write=True)
+
+        def access(write: bool) -> pulumi.Output[str]:
+            return bucket.arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write)))
+
+        for role, service_account, write in (("reader", APP, False), ("stager", STAGER, True)):
+            pod_identity_role(
+                f"{name}-{role}",
+                parent=self,
+                policy=access(write),
+                service_account=ServiceAccountRef(args.cluster_name, args.namespace, service_account),
+                depends_on=list(args.depends_on),
+            )
         job = self._stage_job(bucket, prefix)
         return bucket, prefix, job
-
-    def _bucket_role(
-        self, role: str, service_account: str, bucket: aws.s3.Bucket, prefix: str, write: bool
-    ) -> None:
-        name, args = self._name, self._args
-        iam_role = aws.iam.Role(
-            f"{name}-{role}",
-            assume_role_policy=json.dumps(pod_identity_trust_policy()),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        aws.iam.RolePolicy(
-            f"{name}-{role}",
-            role=iam_role.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write))),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        aws.eks.PodIdentityAssociation(
-            f"{name}-{role}",
-            cluster_name=args.cluster_name,
-            namespace=args.namespace,
-            service_account=service_account,
-            role_arn=iam_role.arn,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
-        )
 
     def _stage_job(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
         """A Job (in the vLLM image, which has huggingface_hub and boto3) that copies the model

@@ -27,7 +27,6 @@ from .iam_policies import (
     interruption_queue_policy,
     karpenter_controller_policy,
     load_balancer_controller_policy,
-    pod_identity_trust_policy,
     service_trust_policy,
 )
 from .nodepools import (
@@ -39,6 +38,7 @@ from .nodepools import (
     gpu_node_pool,
     node_disk_gib,
 )
+from .pod_identity import ServiceAccountRef, pod_identity_role
 from .versions import (
     AWS_LOAD_BALANCER_CONTROLLER,
     EFA_DEVICE_PLUGIN,
@@ -99,12 +99,9 @@ class KarpenterCapacity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KarpenterCapacityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:KarpenterCapacity", name, None, opts)
-        self._name = name
-        self._args = args
         aws_opts = pulumi.ResourceOptions(parent=self, depends_on=[args.cluster])
         identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-        self._partition = partition
 
         # Nodes: one role for the system node group and every Karpenter node.
         node_role = aws.iam.Role(
@@ -157,26 +154,37 @@ class KarpenterCapacity(pulumi.ComponentResource):
             )
         self.interruption_queue_name = queue.name
 
-        controller_role = self._pod_identity_role(
-            "karpenter",
-            "karpenter",
-            pulumi.Output.all(partition, identity.account_id, node_role.arn, queue.arn).apply(
-                lambda v: karpenter_controller_policy(
-                    partition=v[0],
-                    region=args.region,
-                    account_id=v[1],
-                    cluster_name=args.cluster_name,
-                    node_role_arn=v[2],
-                    queue_arn=v[3],
+        def system_account(service_account: str) -> ServiceAccountRef:
+            return ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, service_account)
+
+        controller_role = pod_identity_role(
+            f"{name}-karpenter",
+            parent=self,
+            policy=pulumi.Output.all(partition, identity.account_id, node_role.arn, queue.arn).apply(
+                lambda v: json.dumps(
+                    karpenter_controller_policy(
+                        partition=v[0],
+                        region=args.region,
+                        account_id=v[1],
+                        cluster_name=args.cluster_name,
+                        node_role_arn=v[2],
+                        queue_arn=v[3],
+                    )
                 )
             ),
+            service_account=system_account("karpenter"),
+            depends_on=[args.cluster],
         )
-        lbc_role = self._pod_identity_role(
-            "aws-load-balancer-controller",
-            "aws-load-balancer-controller",
-            partition.apply(
-                lambda p: load_balancer_controller_policy(partition=p, cluster_name=args.cluster_name)
+        lbc_role = pod_identity_role(
+            f"{name}-aws-load-balancer-controller",
+            parent=self,
+            policy=partition.apply(
+                lambda p: json.dumps(
+                    load_balancer_controller_policy(partition=p, cluster_name=args.cluster_name)
+                )
             ),
+            service_account=system_account("aws-load-balancer-controller"),
+            depends_on=[args.cluster],
         )
 
         # System nodes for controllers, tainted so only critical add-ons run there.
@@ -220,8 +228,10 @@ class KarpenterCapacity(pulumi.ComponentResource):
             opts=addon_opts,
         )
         # The EBS add-on makes its own Pod Identity association from the role given to it.
-        ebs_role = self._pod_identity_role(
-            "ebs-csi", "ebs-csi-controller-sa", None, managed="AmazonEBSCSIDriverPolicy", associate=False
+        ebs_role = pod_identity_role(
+            f"{name}-ebs-csi",
+            parent=self,
+            managed_policy_arn=managed_policy_arn(partition, "AmazonEBSCSIDriverPolicy"),
         )
         ebs_addon = aws.eks.Addon(
             f"{name}-ebs-csi",
@@ -369,43 +379,3 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 "nodeRoleArn": self.node_role_arn,
             }
         )
-
-    def _pod_identity_role(
-        self,
-        role: str,
-        service_account: str,
-        policy: pulumi.Output[dict] | None,
-        managed: str | None = None,
-        associate: bool = True,
-    ) -> aws.iam.Role:
-        """An IAM role only ``kube-system/<service_account>`` can assume, through Pod Identity."""
-        name, args = self._name, self._args
-        iam_role = aws.iam.Role(
-            f"{name}-{role}",
-            assume_role_policy=json.dumps(pod_identity_trust_policy()),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        if policy is not None:
-            aws.iam.RolePolicy(
-                f"{name}-{role}",
-                role=iam_role.id,
-                policy=policy.apply(json.dumps),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        if managed is not None:
-            aws.iam.RolePolicyAttachment(
-                f"{name}-{role}",
-                role=iam_role.name,
-                policy_arn=managed_policy_arn(self._partition, managed),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        if associate:
-            aws.eks.PodIdentityAssociation(
-                f"{name}-{role}",
-                cluster_name=args.cluster_name,
-                namespace=SYSTEM_NAMESPACE,
-                service_account=service_account,
-                role_arn=iam_role.arn,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
-            )
-        return iam_role
