@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv render plan test lint typecheck check clean
+.PHONY: venv checkov-venv render plan test lint typecheck check clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,13 +15,22 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 venv: $(VENV)/.installed ## create .venv with pinned runtime and test dependencies
 
+# checkov lives in its own venv: its many pinned dependencies would fight the program's.
+CHECKOV_VENV := .venv-checkov
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	touch $@
+
+checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov for the security scan
+
 render: venv ## offline render of STACK (default dev) into OUT/STACK
 	$(PY) -m automation render --stack $(STACK) --out $(OUT)
 
 plan: venv ## the sizing plan of STACK
 	$(PY) -m automation plan --stack $(STACK)
 
-test: venv ## the whole test suite
+test: venv checkov-venv ## the whole test suite
 	$(PY) -m pytest
 
 lint: venv

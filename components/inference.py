@@ -22,10 +22,12 @@ from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import LEADER_WORKER_SET, VLLM_IMAGE
 from .vllm import (
     APP,
+    CHECKOV_SKIPS,
     LWS_API_VERSION,
     RUN_AS_USER,
     Endpoint,
     Workload,
+    checkov_annotations,
     container_security_context,
     deployment,
     disruption_budget,
@@ -287,9 +289,25 @@ class Inference(pulumi.ComponentResource):
                 disk_gib=disk_gib,
             )
         )
+        # Only DNS and HTTPS out (Hugging Face, S3); nothing may connect in.
+        stager_policy = stager_network_policy(args.labels)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-stager-netpol",
+            metadata={**stager_policy["metadata"], "namespace": args.namespace},
+            spec=stager_policy["spec"],
+            opts=after,
+        )
         return k8s.batch.v1.Job(
             f"{name}-stage-weights",
-            metadata=k8s.meta.v1.ObjectMetaArgs(name=STAGER, namespace=args.namespace, labels=args.labels),
+            metadata=k8s.meta.v1.ObjectMetaArgs(
+                name=STAGER,
+                namespace=args.namespace,
+                labels=args.labels,
+                annotations=checkov_annotations(
+                    {k: v for k, v in CHECKOV_SKIPS.items() if k != "CKV_K8S_11"}
+                    | {"CKV_K8S_11": "a one-off copy job: a CPU limit would only slow the download"}
+                ),
+            ),
             spec=spec,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, script]),
         )
@@ -361,6 +379,27 @@ def stage_job_spec(
                     {"name": "scripts", "configMap": {"name": STAGER}},
                 ],
             },
+        },
+    }
+
+
+def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
+    """The stager talks to DNS and HTTPS endpoints only, and accepts no connections."""
+    return {
+        "metadata": {"name": STAGER, "labels": labels},
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": STAGER}},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [],
+            "egress": [
+                {
+                    "to": [
+                        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
+                    ],
+                    "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
+                },
+                {"ports": [{"port": 443, "protocol": "TCP"}]},
+            ],
         },
     }
 
