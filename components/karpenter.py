@@ -212,7 +212,10 @@ class KarpenterCapacity(pulumi.ComponentResource):
             ami_type="AL2023_x86_64_STANDARD",
             capacity_type="ON_DEMAND",
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(min_size=2, max_size=3, desired_size=2),
-            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(id=launch_template.id, version="$Latest"),
+            # A concrete version: EKS stores "$Latest" as a number, which would show a diff on every run.
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=launch_template.id, version=launch_template.latest_version.apply(str)
+            ),
             taints=[aws.eks.NodeGroupTaintArgs(key="CriticalAddonsOnly", value="true", effect="NO_SCHEDULE")],
             labels={"deepseek-eks/node-role": "system"},
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),

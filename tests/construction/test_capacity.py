@@ -232,3 +232,13 @@ def test_children_are_named_from_their_components(prod: Construction) -> None:
         "cluster-eks",
     }
     assert expected <= names
+
+
+def test_system_node_group_is_tainted_on_demand_with_imdsv2(prod: Construction) -> None:
+    group = prod.mocks.of_type("aws:eks/nodeGroup:NodeGroup")[0].inputs
+    assert group["taints"] == [{"key": "CriticalAddonsOnly", "value": "true", "effect": "NO_SCHEDULE"}]
+    assert group["capacityType"] == "ON_DEMAND"
+    assert group["launchTemplate"]["version"] == "1"  # a number, not "$Latest" (which drifts)
+    template = prod.mocks.of_type("aws:ec2/launchTemplate:LaunchTemplate")[0].inputs
+    assert template["metadataOptions"]["httpTokens"] == "required"
+    assert template["metadataOptions"]["httpPutResponseHopLimit"] == 1
