@@ -106,6 +106,21 @@ class CapacityArgs:
     tags: dict[str, str]
     """AWS tags for the nodes."""
 
+    def gpu_node_pool(
+        self, resource_name: str, mode: ComputeMode, node_class: NodeClassRef, opts: pulumi.ResourceOptions
+    ) -> k8s.apiextensions.CustomResource:
+        """The GPU NodePool of either mode, from the plan."""
+        manifest = gpu_node_pool(
+            name=GPU_NODE_POOL,
+            plan=self.plan,
+            mode=mode,
+            capacity_types=self.capacity_types,
+            max_replicas=self.max_replicas,
+            node_class=node_class,
+            labels=self.labels,
+        )
+        return custom_resource(resource_name, manifest, opts)
+
 
 @dataclass
 class AutoModeCapacityArgs(CapacityArgs):
@@ -143,17 +158,10 @@ class AutoModeCapacity(pulumi.ComponentResource):
             )
             depends.append(custom_resource(f"{name}-nodeclass", manifest, child))
             node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", "gpu-inference")
-        pool = custom_resource(
+        pool = args.gpu_node_pool(
             f"{name}-gpu-nodepool",
-            gpu_node_pool(
-                name=GPU_NODE_POOL,
-                plan=args.plan,
-                mode=ComputeMode.AUTO_MODE,
-                capacity_types=args.capacity_types,
-                max_replicas=args.max_replicas,
-                node_class=node_class,
-                labels=args.labels,
-            ),
+            ComputeMode.AUTO_MODE,
+            node_class,
             pulumi.ResourceOptions(parent=self, depends_on=depends),
         )
         k8s.networking.v1.IngressClass(

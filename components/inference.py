@@ -24,7 +24,6 @@ from .vllm import (
     APP,
     CHECKOV_SKIPS,
     LWS_API_VERSION,
-    RUN_AS_USER,
     Endpoint,
     Workload,
     checkov_annotations,
@@ -34,6 +33,7 @@ from .vllm import (
     ingress,
     leader_worker_set,
     network_policy,
+    pod_security_context,
     service,
 )
 
@@ -339,13 +339,7 @@ def stage_job_spec(
                 "serviceAccountName": STAGER,
                 "automountServiceAccountToken": False,
                 "restartPolicy": "OnFailure",
-                "securityContext": {
-                    "runAsNonRoot": True,
-                    "runAsUser": RUN_AS_USER,
-                    "runAsGroup": RUN_AS_USER,
-                    "fsGroup": RUN_AS_USER,
-                    "seccompProfile": {"type": "RuntimeDefault"},
-                },
+                "securityContext": pod_security_context(),
                 "containers": [
                     {
                         "name": "stage",

@@ -35,7 +35,6 @@ from .nodepools import (
     ec2_node_class,
     general_node_pool,
     gpu_limit,
-    gpu_node_pool,
     node_disk_gib,
 )
 from .pod_identity import ServiceAccountRef, pod_identity_role
@@ -308,17 +307,10 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 tags=args.tags,
             )
             node_classes[class_name] = custom_resource(f"{name}-{class_name}-nodeclass", manifest, crd_opts)
-        gpu_pool = custom_resource(
+        gpu_pool = args.gpu_node_pool(
             f"{name}-gpu-nodepool",
-            gpu_node_pool(
-                name=GPU_NODE_POOL,
-                plan=args.plan,
-                mode=ComputeMode.KARPENTER,
-                capacity_types=args.capacity_types,
-                max_replicas=args.max_replicas,
-                node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "gpu-inference"),
-                labels=args.labels,
-            ),
+            ComputeMode.KARPENTER,
+            NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "gpu-inference"),
             pulumi.ResourceOptions(
                 parent=self, provider=args.k8s_provider, depends_on=[node_classes["gpu-inference"]]
             ),

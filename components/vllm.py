@@ -154,6 +154,17 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
+def pod_security_context() -> dict[str, Any]:
+    """Non-root pods whose volumes belong to the container's group."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS_USER,
+        "runAsGroup": RUN_AS_USER,
+        "fsGroup": RUN_AS_USER,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
 def _volumes(plan: SizingPlan) -> list[dict[str, Any]]:
     scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
     return [
@@ -221,13 +232,7 @@ def pod_spec(plan: SizingPlan, workload: Workload, containers: list[dict[str, An
         "nodeSelector": dict(workload.node_selector),
         "tolerations": [dict(t) for t in workload.tolerations],
         "terminationGracePeriodSeconds": drain_seconds(plan, workload) + DEREGISTRATION_PAUSE_S,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": RUN_AS_USER,
-            "runAsGroup": RUN_AS_USER,
-            "fsGroup": RUN_AS_USER,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": pod_security_context(),
         "containers": containers,
         "volumes": _volumes(plan),
     }

@@ -22,14 +22,7 @@ HARDWARE = ("gpu_model", "gpu_count", "gpu_memory_mib", "vcpu", "memory_mib", "e
 
 @pytest.fixture
 def ec2(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for var, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(var, value)
+    # Fake credentials and region come from the autouse hermetic_aws fixture (tests/conftest.py).
     with mock_aws():
         yield ec2_client("us-east-1")
 

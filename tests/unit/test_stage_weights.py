@@ -33,15 +33,7 @@ FILES = {
 
 @pytest.fixture
 def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    for var, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SECURITY_TOKEN": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(var, value)
+    # Fake credentials and region come from the autouse hermetic_aws fixture (tests/conftest.py).
     monkeypatch.delenv("HF_TOKEN", raising=False)
     with mock_aws():
         client = boto3.client("s3", region_name="us-east-1")
