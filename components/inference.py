@@ -13,8 +13,9 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from sizing import SizingPlan
+from sizing.planner import HF_DOWNLOAD_GIB_PER_S
 
-from .autoscaling import ScaleTarget
+from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .pod_identity import ServiceAccountRef, pod_identity_role
@@ -119,7 +120,13 @@ class Inference(pulumi.ComponentResource):
             aws_region=args.region if args.weights_from_s3 else None,
             drain_seconds=args.endpoint.drain_seconds,
         )
-        workload_opts = pulumi.ResourceOptions(parent=self, depends_on=workload_deps)
+        # Pulumi waits for the first replica to become ready: give it the plan's start-up budget plus
+        # a GPU node launch and the image pull, instead of the provider's default 10 minutes.
+        rollout = f"{plan.startup_seconds + NODE_AND_IMAGE_S + 300}s"
+        timeouts = pulumi.CustomTimeouts(create=rollout, update=rollout)
+        workload_opts = pulumi.ResourceOptions(
+            parent=self, depends_on=workload_deps, custom_timeouts=timeouts
+        )
         multi_node = plan.nodes_per_replica > 1
         if multi_node:
             lws = helm_release(
@@ -131,7 +138,9 @@ class Inference(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self),
                 create_namespace=True,
             )
-            workload_opts = pulumi.ResourceOptions(parent=self, depends_on=[*workload_deps, lws])
+            workload_opts = pulumi.ResourceOptions(
+                parent=self, depends_on=[*workload_deps, lws], custom_timeouts=timeouts
+            )
         manifest = pulumi.Output.all(args.namespace, model_uri).apply(
             lambda v: (leader_worker_set if multi_node else deployment)(
                 plan, replace(workload, namespace=v[0], model_uri=v[1])
@@ -309,8 +318,18 @@ class Inference(pulumi.ComponentResource):
                 ),
             ),
             spec=spec,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, script]),
+            # Pulumi waits for the copy to finish: download and upload at the planned download rate.
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=[*args.depends_on, script],
+                custom_timeouts=pulumi.CustomTimeouts(create=f"{stage_seconds(args.plan)}s"),
+            ),
         )
+
+
+def stage_seconds(plan: SizingPlan) -> int:
+    """How long staging may take: download then upload the checkpoint, plus a node and image."""
+    return int(2 * plan.weights_download_gib / HF_DOWNLOAD_GIB_PER_S) + NODE_AND_IMAGE_S + 600
 
 
 def stage_job_spec(

@@ -326,6 +326,9 @@ def service(workload: Workload, name: str = APP, leader_only: bool = False) -> d
             "name": name,
             "namespace": workload.namespace,
             "labels": {**workload.labels, **selector_labels()},
+            # Pulumi would otherwise wait for endpoints, which appear only once a GPU replica has
+            # loaded its weights (often past Pulumi's 10 min), and never at zero replicas.
+            "annotations": {"pulumi.com/skipAwait": "true"},
         },
         "spec": {
             "type": "ClusterIP",

@@ -231,3 +231,15 @@ def test_outputs_name_the_model_and_a_working_request() -> None:
     curl = rendered.outputs["curl"]
     assert curl.startswith("curl -s http://vllm.deepseek.svc.cluster.local/v1/chat/completions")
     assert '"model": "r1-distill-qwen-7b"' in curl
+
+
+def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() -> None:
+    from components.inference import stage_seconds
+
+    rendered = render(stack_config("dev"))
+    svc = next(o for o in rendered.objects() if o["kind"] == "Service")
+    assert svc["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    r1 = render(stack_config("r1")).sizing
+    # 641 GiB down and up again at 0.046 GiB/s, plus node, image and margin: hours, not 10 minutes.
+    assert stage_seconds(r1) == int(2 * r1.weights_download_gib / 0.046) + 600 + 600
+    assert stage_seconds(r1) > 8 * 3600
