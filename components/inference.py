@@ -40,6 +40,9 @@ from .vllm import (
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 STAGER = "weights-stager"
+# The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
+# distill, ~5 GB for r1-671b's 163 shards), not the checkpoint.
+STAGE_DISK_GIB = 20
 
 
 @dataclass
@@ -285,7 +288,7 @@ class Inference(pulumi.ComponentResource):
             opts=after,
         )
         repo = args.plan.request.repository or args.plan.model.hf_repo
-        disk_gib = int(args.plan.weights_download_gib * 1.1) + 10
+        disk_gib = STAGE_DISK_GIB
         # Typed Any: the SDK's TypedDict for JobSpec does not accept a plain dict Output.
         spec: pulumi.Output[Any] = bucket.bucket.apply(
             lambda b: stage_job_spec(
@@ -329,7 +332,7 @@ class Inference(pulumi.ComponentResource):
 
 def stage_seconds(plan: SizingPlan) -> int:
     """How long staging may take: download then upload the checkpoint, plus a node and image."""
-    return int(2 * plan.weights_download_gib / HF_DOWNLOAD_GIB_PER_S) + NODE_AND_IMAGE_S + 600
+    return int(2 * plan.checkpoint_gib / HF_DOWNLOAD_GIB_PER_S) + NODE_AND_IMAGE_S + 600
 
 
 def stage_job_spec(

@@ -212,10 +212,16 @@ class SizingPlan:
         return f"{self.room.memory_mib // 1024}Gi"
 
     @property
+    def checkpoint_gib(self) -> float:
+        """Size of the checkpoint files (what staging to S3 copies)."""
+        return download_bytes(self.model, self.quantization) / GIB
+
+    @property
     def weights_download_gib(self) -> float:
+        """What each serving replica downloads to its node disk."""
         if self.request.weights_source == "s3":
             return 0.0  # streamed from S3 straight into GPU memory
-        return download_bytes(self.model, self.quantization) / GIB
+        return self.checkpoint_gib
 
     @property
     def ephemeral_storage_gib(self) -> int:
@@ -287,6 +293,7 @@ class SizingPlan:
             "weights_gib": round(weight_bytes(self.model, self.quantization) / GIB, 2),
             "weights_per_gpu_gib": round(self.chosen.weights_per_gpu / GIB, 2),
             "weights_download_gib": round(self.weights_download_gib, 2),
+            "checkpoint_gib": round(self.checkpoint_gib, 2),
             "kv_cache_gib": round(self.kv_cache_bytes / GIB, 2),
             "kv_cache_tokens": self.kv_cache_tokens,
             "vllm_args": self.vllm_args,

@@ -187,6 +187,56 @@ def stage(
     return uploaded
 
 
+def stream(
+    repo: str,
+    revision: str,
+    workdir: Path,
+    bucket: str,
+    prefix: str,
+    s3_client: S3Client,
+    sse: str | None = None,
+) -> list[str]:
+    """Copy the repo one file at a time (download, upload, delete), then write the marker.
+
+    The disk only ever holds the largest file (a few GiB), not the checkpoint (641 GiB for
+    r1-671b), so the Job fits on an ordinary node. An object already in S3 is skipped: S3 shows an
+    object only once its upload completed, so a re-run resumes where the last one stopped.
+    """
+    from fnmatch import fnmatch
+
+    from huggingface_hub import HfApi, hf_hub_download
+
+    token = os.environ.get("HF_TOKEN") or None
+    names = sorted(
+        name
+        for name in HfApi().list_repo_files(repo, revision=revision, token=token)
+        if any(fnmatch(name, pattern) or fnmatch(Path(name).name, pattern) for pattern in ALLOW_PATTERNS)
+    )
+    if not names:
+        raise StageError(f"no files to stage in {repo}@{revision} (do the allow patterns match the repo?)")
+    prefix = normalise_prefix(prefix)
+    extra_args = {"ServerSideEncryption": sse} if sse else None
+    uploaded: list[str] = []
+    total = 0
+    for index, name in enumerate(names, start=1):
+        key = prefix + name
+        remote = _remote_size(s3_client, bucket, key)
+        if remote is not None:
+            total += remote
+            print(f"[{index}/{len(names)}] skip {name} (already there)", flush=True)
+            continue
+        path = Path(hf_hub_download(repo, name, revision=revision, local_dir=workdir, token=token))
+        size = path.stat().st_size
+        s3_client.upload_file(str(path), bucket, key, ExtraArgs=extra_args)
+        path.unlink()
+        total += size
+        uploaded.append(key)
+        print(f"[{index}/{len(names)}] uploaded {name} ({size / GIB:.2f} GiB)", flush=True)
+    write_marker(bucket, prefix, repo, revision, len(names), total, s3_client, sse=sse)
+    print(f"staged: {len(uploaded)} uploaded, {len(names) - len(uploaded)} already there", flush=True)
+    return uploaded
+
+
 def _one_line(err: BaseException, with_type: bool = True) -> str:
     """The error as one line, with the HF token scrubbed in case a library echoed it."""
     text = " ".join((f"{type(err).__name__}: {err}" if with_type else str(err)).split())
@@ -203,6 +253,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("STAGE_DIR", "/stage")))
     parser.add_argument("--region", default=os.environ.get("AWS_REGION"))
     parser.add_argument("--sse", default=None, help="e.g. AES256; default: the bucket's encryption")
+    parser.add_argument(
+        "--stream", action="store_true", help="one file at a time: the disk holds one shard, not the model"
+    )
     # No --token on purpose: HF_TOKEN comes only from the environment.
     return parser
 
@@ -225,6 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise StageError(f"bucket {args.bucket!r} not found or not accessible ({code})") from None
         if is_staged(args.bucket, prefix, args.repo, args.revision, s3_client):
             print(f"already staged: {args.repo}@{args.revision} at {where}", flush=True)
+            return 0
+        if args.stream:
+            try:
+                stream(args.repo, args.revision, args.workdir, args.bucket, prefix, s3_client, sse=args.sse)
+            except (StageError, ClientError, BotoCoreError, S3UploadFailedError, OSError):
+                raise
+            except Exception as err:  # Hub errors have many types; all end the Job the same way
+                raise StageError(f"copy of {args.repo}@{args.revision} failed: {_one_line(err)}") from None
             return 0
         print(f"downloading {args.repo}@{args.revision} to {args.workdir}", flush=True)
         try:

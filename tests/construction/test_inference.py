@@ -241,5 +241,15 @@ def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() 
     assert svc["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
     r1 = render(stack_config("r1")).sizing
     # 641 GiB down and up again at 0.046 GiB/s, plus node, image and margin: hours, not 10 minutes.
-    assert stage_seconds(r1) == int(2 * r1.weights_download_gib / 0.046) + 600 + 600
+    assert r1.weights_download_gib == 0  # replicas stream from S3; only the stager downloads
+    assert stage_seconds(r1) == int(2 * 688_586_727_753 / 2**30 / 0.046) + 600 + 600
     assert stage_seconds(r1) > 8 * 3600
+
+
+def test_stager_streams_so_its_disk_fits_an_ordinary_node() -> None:
+    rendered = render(stack_config("r1"))
+    job = next(o for o in rendered.objects() if o["kind"] == "Job")
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert "--stream" in container["args"]
+    disk = job["spec"]["template"]["spec"]["volumes"][0]["emptyDir"]["sizeLimit"]
+    assert disk == "20Gi"  # one shard at a time, not the 641 GiB checkpoint

@@ -257,3 +257,55 @@ def test_the_script_runs_standalone_by_path_and_takes_no_token_argument() -> Non
     )
     assert helped.returncode == 0 and "--bucket" in helped.stdout
     assert "token" not in helped.stdout.lower()
+
+
+class FakeHub:
+    """A stand-in for huggingface_hub: a repo listing, and downloads that write small files."""
+
+    def __init__(self, files: dict[str, bytes]):
+        self.files = files
+        self.downloaded: list[str] = []
+        self.tokens: set[str | None] = set()
+
+    def module(self) -> types.SimpleNamespace:
+        hub = self
+
+        class HfApi:
+            def list_repo_files(self, repo: str, revision: str, token: str | None) -> list[str]:
+                hub.tokens.add(token)
+                return [*hub.files, "README.md", "original/consolidated.pth"]
+
+        def hf_hub_download(repo: str, name: str, revision: str, local_dir: Path, token: str | None) -> str:
+            hub.downloaded.append(name)
+            path = Path(local_dir) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(hub.files[name])
+            return str(path)
+
+        return types.SimpleNamespace(HfApi=HfApi, hf_hub_download=hf_hub_download)
+
+
+def test_stream_copies_file_by_file_and_keeps_no_copy_on_disk(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = FakeHub(FILES)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", hub.module())
+    monkeypatch.setenv("HF_TOKEN", SENTINEL)
+    work = tmp_path / "work"
+    work.mkdir()
+    assert sw.main([*argv(), "--workdir", str(work), "--stream"]) == 0
+    assert keys(s3) == {PREFIX + name for name in FILES} | {PREFIX + ".staged.json"}  # README, .pth left out
+    assert body(s3, PREFIX + "tokenizer/tokenizer.json") == FILES["tokenizer/tokenizer.json"]
+    assert not [p for p in work.rglob("*") if p.is_file()]  # each file deleted after its upload
+    assert hub.tokens == {SENTINEL}
+    assert sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+
+
+def test_stream_resumes_by_skipping_objects_already_uploaded(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hub = FakeHub(FILES)
+    monkeypatch.setitem(sys.modules, "huggingface_hub", hub.module())
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + "config.json", Body=FILES["config.json"])
+    sw.stream(REPO, REVISION, tmp_path, BUCKET, PREFIX, s3)
+    assert sorted(hub.downloaded) == ["model-00001-of-00002.safetensors", "tokenizer/tokenizer.json"]
