@@ -288,7 +288,6 @@ class Inference(pulumi.ComponentResource):
             opts=after,
         )
         repo = args.plan.request.repository or args.plan.model.hf_repo
-        disk_gib = STAGE_DISK_GIB
         # Typed Any: the SDK's TypedDict for JobSpec does not accept a plain dict Output.
         spec: pulumi.Output[Any] = bucket.bucket.apply(
             lambda b: stage_job_spec(
@@ -298,7 +297,7 @@ class Inference(pulumi.ComponentResource):
                 region=args.region,
                 hf_token=args.hf_token,
                 labels=args.labels,
-                disk_gib=disk_gib,
+                disk_gib=STAGE_DISK_GIB,
             )
         )
         # Only DNS and HTTPS out (Hugging Face, S3); nothing may connect in.
@@ -377,6 +376,7 @@ def stage_job_spec(
                             prefix,
                             "--workdir",
                             "/stage",
+                            "--stream",  # one file at a time: the disk holds one shard
                         ],
                         "env": env,
                         "resources": {
