@@ -268,7 +268,14 @@ def _ray_leader_command(plan: SizingPlan, workload: Workload) -> list[str]:
     serve = " ".join(
         ["vllm", "serve", *(json.dumps(a) if " " in a else a for a in vllm_args(plan, workload))]
     )
-    script = f"ray start --head --port={RAY_PORT} && exec {serve}"
+    # vLLM places all TP x PP ranks when it starts, so wait until every worker node has joined.
+    wait = (
+        "python3 -c 'import ray, sys, time; ray.init(address=\"auto\"); "
+        "n = int(sys.argv[1]); "
+        "[time.sleep(5) for _ in iter(lambda: sum(x[\"Alive\"] for x in ray.nodes()) < n, False)]' "
+        f"{plan.nodes_per_replica}"
+    )
+    script = f"ray start --head --port={RAY_PORT} && {wait} && exec {serve}"
     return ["/bin/sh", "-c", script]
 
 

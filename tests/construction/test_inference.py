@@ -253,3 +253,30 @@ def test_stager_streams_so_its_disk_fits_an_ordinary_node() -> None:
     assert "--stream" in container["args"]
     disk = job["spec"]["template"]["spec"]["volumes"][0]["emptyDir"]["sizeLimit"]
     assert disk == "20Gi"  # one shard at a time, not the 641 GiB checkpoint
+
+
+def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None:
+    """The leader's inline wait really loops until the group's nodes have joined Ray."""
+    import re
+    import sys
+    import time
+    import types
+
+    rendered = render(stack_config("r1"))
+    leader = workload(rendered)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
+    script = leader["command"][-1]
+    assert script.index("ray start --head") < script.index("ray.nodes()") < script.index("exec vllm serve")
+    match = re.search(r"python3 -c '(.*?)' (\d+) &&", script)
+    assert match and match.group(2) == "2"
+    joined = iter([1, 1, 2])  # nodes alive at each poll
+    polls: list[int] = []
+
+    def nodes() -> list[dict]:
+        polls.append(1)
+        return [{"Alive": True}] * next(joined)
+
+    monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(init=lambda address: None, nodes=nodes))
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(sys, "argv", ["-c", match.group(2)])
+    exec(match.group(1), {})
+    assert len(polls) == 3
