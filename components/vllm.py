@@ -270,9 +270,9 @@ def _ray_leader_command(plan: SizingPlan, workload: Workload) -> list[str]:
     )
     # vLLM places all TP x PP ranks when it starts, so wait until every worker node has joined.
     wait = (
-        "python3 -c 'import ray, sys, time; ray.init(address=\"auto\"); "
+        'python3 -c \'import ray, sys, time; ray.init(address="auto"); '
         "n = int(sys.argv[1]); "
-        "[time.sleep(5) for _ in iter(lambda: sum(x[\"Alive\"] for x in ray.nodes()) < n, False)]' "
+        '[time.sleep(5) for _ in iter(lambda: sum(x["Alive"] for x in ray.nodes()) < n, False)]\' '
         f"{plan.nodes_per_replica}"
     )
     script = f"ray start --head --port={RAY_PORT} && {wait} && exec {serve}"
