@@ -19,6 +19,7 @@ import pulumi
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 
 ACCOUNT_ID = "123456789012"
+SECRET_MASK = "[secret]"  # what every secret value becomes in a render
 REGION = "us-east-1"
 
 
@@ -254,7 +255,7 @@ def run_with_mocks(
     stack: str,
     config: dict[str, str],
     secret_keys: list[str],
-    secret_mask: str = "[secret]",
+    secret_mask: str = SECRET_MASK,
 ) -> dict[str, Any]:
     """Run ``program`` under ``mocks`` in a fresh Pulumi runtime and event loop.
 

@@ -24,10 +24,10 @@ from settings import parse_settings
 from settings.pulumi_source import load_settings
 from sizing import SizingPlan
 
+from .mocks import SECRET_MASK as MASK
 from .mocks import Recorded, RecordingMocks, run_with_mocks
 from .stackfile import SECRET_PLACEHOLDER, StackConfig
 
-MASK = "[secret]"
 HELM_TOKENS = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
 AWS_PREFIXES = ("aws:", "eks:")
 
@@ -45,7 +45,6 @@ class Rendered:
     helm: dict[str, dict[str, Any]] = field(default_factory=dict)  # release -> description
     aws: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
-    recorded: list[Recorded] = field(default_factory=list)
 
     @property
     def plan(self) -> dict[str, Any]:
@@ -196,7 +195,6 @@ def render(config: StackConfig) -> Rendered:
         stack=config.stack,
         sizing=run.result.plan,
         outputs=mask(run.outputs),
-        recorded=run.mocks.resources,
     )
     manifests = []
     for record in run.mocks.resources:
