@@ -22,6 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from pydantic.alias_generators import to_camel
 
 from sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_catalog
+from sizing.catalog import unknown_family_message
 
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
@@ -79,13 +80,7 @@ def _as_list(value: Any) -> Any:
 
 def _gpu_family(value: Any) -> Any:
     if isinstance(value, str) and value not in GPU_FAMILIES:
-        near = [f for f in GPU_FAMILIES if f.startswith(value)] or difflib.get_close_matches(
-            value, GPU_FAMILIES, n=3
-        )
-        hint = f"; did you mean {' or '.join(near)}?" if near else ""
-        raise ValueError(
-            f"{value!r} is not an EC2 GPU instance family{hint} (allowed: {', '.join(GPU_FAMILIES)})"
-        )
+        raise ValueError(unknown_family_message(value))
     return value
 
 

@@ -201,3 +201,15 @@ VARIANTS: tuple[str, ...] = (
 GPU_FAMILIES: tuple[str, ...] = (
     "g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200",
 )  # fmt: skip
+
+
+def unknown_family_message(name: str) -> str:
+    """Why ``name`` is not a GPU family, with the real names it was probably meant to be
+    (``g4`` -> ``g4dn``, ``p4`` -> ``p4d or p4de``)."""
+    import difflib
+
+    near = [f for f in GPU_FAMILIES if f.startswith(name)] or difflib.get_close_matches(
+        name, GPU_FAMILIES, n=3
+    )
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return f"{name!r} is not an EC2 GPU instance family{hint} (allowed: {', '.join(GPU_FAMILIES)})"

@@ -23,6 +23,7 @@ from .catalog import (
     ModelSpec,
     instance_catalog,
     model_catalog,
+    unknown_family_message,
 )
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
@@ -415,11 +416,11 @@ def _resolve(request: PlanRequest, catalog: InstanceCatalog) -> ModelSpec:
     models = model_catalog()
     if request.variant not in models:
         raise PlanError(f"unknown variant {request.variant!r}; known: {', '.join(models)}")
+    if not request.families:
+        raise PlanError(f"no GPU families given; known: {', '.join(catalog.families)}")
     unknown = [f for f in request.families if f not in catalog.families]
-    if unknown or not request.families:
-        raise PlanError(
-            f"unknown GPU families {unknown or '(none given)'}; known: {', '.join(catalog.families)}"
-        )
+    if unknown:
+        raise PlanError("; ".join(unknown_family_message(f) for f in unknown))
     return models[request.variant]
 
 

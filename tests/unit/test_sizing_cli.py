@@ -49,7 +49,7 @@ def test_human_output_and_bad_family() -> None:
     rc, text = sizing("--variant", "r1-distill-qwen-1.5b", "--families", "g6")
     assert rc == 0 and "g6.xlarge" in str(text) and "$/h" not in str(text)
     rc, text = sizing("--variant", "r1-distill-qwen-1.5b", "--families", "g4")
-    assert rc == 2 and "unknown GPU families ['g4']" in str(text)
+    assert rc == 2 and "'g4' is not an EC2 GPU instance family; did you mean g4dn?" in str(text)
 
 
 def test_capacity_type_and_region_flags() -> None:
