@@ -14,6 +14,7 @@ import promql
 from settings import ScalingSignal
 
 from .helm import helm_release
+from .manifests import custom_resource
 from .versions import KEDA
 
 HPA_NAME = "vllm"
@@ -192,14 +193,10 @@ class Autoscaling(pulumi.ComponentResource):
                 pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
                 create_namespace=True,
             )
-            scaled = scaled_object(spec)
-            k8s.apiextensions.CustomResource(
+            custom_resource(
                 f"{name}-scaledobject",
-                api_version=scaled["apiVersion"],
-                kind=scaled["kind"],
-                metadata=scaled["metadata"],
-                spec=scaled["spec"],
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, keda]),
+                scaled_object(spec),
+                pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, keda]),
             )
         self.hpa_name = hpa_name(spec.signal)
         self.register_outputs({"hpaName": self.hpa_name})

@@ -4,7 +4,6 @@ components (observability, inference, autoscaling) so those never look at the mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -12,6 +11,7 @@ import pulumi_kubernetes as k8s
 from settings import ComputeMode
 from sizing import SizingPlan
 
+from .manifests import custom_resource
 from .nodepools import (
     GPU_TOLERATION,
     NodeClassRef,
@@ -68,22 +68,6 @@ def gp3_storage_class(
         reclaim_policy="Delete",
         allow_volume_expansion=True,
         opts=opts,
-    )
-
-
-def custom_resource(
-    name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
-) -> k8s.apiextensions.CustomResource:
-    """A custom resource from a manifest dict built by the pure builders."""
-    extra = {k: v for k, v in manifest.items() if k not in ("apiVersion", "kind", "metadata")}
-    return k8s.apiextensions.CustomResource(
-        name,
-        api_version=manifest["apiVersion"],
-        kind=manifest["kind"],
-        metadata=manifest["metadata"],
-        spec=extra.pop("spec", None),
-        opts=opts,
-        **extra,
     )
 
 

@@ -18,7 +18,6 @@ from .capacity import (
     INGRESS_CLASS,
     CapacityArgs,
     GpuPlacement,
-    custom_resource,
     gp3_storage_class,
     gpu_placement,
 )
@@ -29,6 +28,7 @@ from .iam_policies import (
     load_balancer_controller_policy,
     service_trust_policy,
 )
+from .manifests import custom_resource
 from .nodepools import (
     GPU_TOLERATION,
     NodeClassRef,

@@ -111,21 +111,10 @@ class Network(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{name}-public"},
             opts=child,
         )
-        public, private = [], []
-        for i, cidr in enumerate(plan.public):
-            subnet = aws.ec2.Subnet(
-                f"{name}-public-{i}",
-                vpc_id=vpc.id,
-                cidr_block=cidr,
-                availability_zone=zones[i],
-                map_public_ip_on_launch=False,  # only load balancers live here, with their own EIPs
-                tags={**args.tags, "Name": f"{name}-public-{i}", "kubernetes.io/role/elb": "1"},
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-public-{i}", subnet_id=subnet.id, route_table_id=public_rt.id, opts=child
-            )
-            public.append(subnet)
+        # Only load balancers live in the public subnets, with their own addresses.
+        public = self._tier(
+            name, "public", plan.public, zones, vpc, public_rt, {"kubernetes.io/role/elb": "1"}, args
+        )
         # One NAT gateway, not one per AZ: nodes only pull images and weights through it, and a
         # second or third would add ~$65 a month each to an otherwise idle stack.
         eip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags={**args.tags, "Name": f"{name}-nat"}, opts=child)
@@ -143,24 +132,8 @@ class Network(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{name}-private"},
             opts=child,
         )
-        for i, cidr in enumerate(plan.private):
-            subnet = aws.ec2.Subnet(
-                f"{name}-private-{i}",
-                vpc_id=vpc.id,
-                cidr_block=cidr,
-                availability_zone=zones[i],
-                tags={
-                    **args.tags,
-                    "Name": f"{name}-private-{i}",
-                    "kubernetes.io/role/internal-elb": "1",
-                    "karpenter.sh/discovery": args.cluster_name,
-                },
-                opts=child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-private-{i}", subnet_id=subnet.id, route_table_id=private_rt.id, opts=child
-            )
-            private.append(subnet)
+        private_tags = {"kubernetes.io/role/internal-elb": "1", "karpenter.sh/discovery": args.cluster_name}
+        private = self._tier(name, "private", plan.private, zones, vpc, private_rt, private_tags, args)
         # S3 traffic (weights, image layers from ECR's S3) skips the NAT gateway: free and faster.
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
@@ -175,3 +148,33 @@ class Network(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private]).apply(list)
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)
+
+    def _tier(
+        self,
+        name: str,
+        tier: str,
+        cidrs: list[str],
+        zones: pulumi.Output[list[str]],
+        vpc: aws.ec2.Vpc,
+        route_table: aws.ec2.RouteTable,
+        tier_tags: dict[str, str],
+        args: NetworkArgs,
+    ) -> list[aws.ec2.Subnet]:
+        """One subnet per AZ, no public IPs on launch, each on the tier's route table."""
+        child = pulumi.ResourceOptions(parent=self)
+        subnets = []
+        for i, cidr in enumerate(cidrs):
+            subnet = aws.ec2.Subnet(
+                f"{name}-{tier}-{i}",
+                vpc_id=vpc.id,
+                cidr_block=cidr,
+                availability_zone=zones[i],
+                map_public_ip_on_launch=False,
+                tags={**args.tags, "Name": f"{name}-{tier}-{i}", **tier_tags},
+                opts=child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-{tier}-{i}", subnet_id=subnet.id, route_table_id=route_table.id, opts=child
+            )
+            subnets.append(subnet)
+        return subnets

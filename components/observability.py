@@ -16,6 +16,7 @@ import promql
 
 from .capacity import GpuPlacement
 from .helm import helm_release
+from .manifests import custom_resource
 from .versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
 
 PROMETHEUS_FULLNAME = "kps"  # fullnameOverride: services are kps-prometheus, kps-grafana, ...
@@ -247,14 +248,7 @@ class Observability(pulumi.ComponentResource):
             ("podmonitor", vllm_pod_monitor(args.scope, args.labels)),
             ("rules", prometheus_rule(args.scope, args.slo, args.hpa_name, args.labels)),
         ):
-            k8s.apiextensions.CustomResource(
-                f"{name}-vllm-{kind}",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=crds_ready,
-            )
+            custom_resource(f"{name}-vllm-{kind}", manifest, crds_ready)
         if args.options.grafana:
             for uid, title, panels in (
                 ("deepseek-vllm", "DeepSeek vLLM", promql.vllm_panels(args.scope)),

@@ -283,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 stream(args.repo, args.revision, args.workdir, args.bucket, prefix, s3_client, sse=args.sse)
             except (StageError, ClientError, BotoCoreError, S3UploadFailedError, OSError):
-                raise
+                raise  # reported below like every other staging failure
             except Exception as err:  # Hub errors have many types; all end the Job the same way
                 raise StageError(f"copy of {args.repo}@{args.revision} failed: {_one_line(err)}") from None
             return 0
