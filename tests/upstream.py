@@ -1,0 +1,56 @@
+"""Loaders for the upstream facts snapshotted in ``reference/upstream`` (see its README).
+
+Tests compare the render with these files, which were read from the upstream projects' own
+releases, so a test never checks a fact against the project's own constant."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
+
+
+@cache
+def vllm_serve_flags(version: str = "0.33.0") -> dict[str, dict[str, Any]]:
+    """``--flag -> {choices, deprecated, dest, takes_value}`` of ``vllm serve`` in that release."""
+    data: dict[str, dict[str, Any]] = json.loads((UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text())
+    return data
+
+
+@cache
+def vllm_metric_names(version: str = "0.33.0") -> frozenset[str]:
+    lines = (UPSTREAM / f"vllm-{version}" / "metric-names.txt").read_text().splitlines()
+    return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+
+
+@cache
+def eks_ami_release_tags() -> frozenset[str]:
+    """Release tags of awslabs/amazon-eks-ami (``vYYYYMMDD``)."""
+    lines = (UPSTREAM / "amazon-eks-ami-release-tags.txt").read_text().splitlines()
+    return frozenset(line.strip() for line in lines if line.strip())
+
+
+@cache
+def karpenter_cloudformation(version: str = "1.14") -> dict[str, Any]:
+    """Karpenter's official getting-started CloudFormation template (CFN tags loaded as plain data)."""
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    def _tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
+        if isinstance(node, yaml.ScalarNode):
+            return loader.construct_scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return loader.construct_sequence(node, deep=True)
+        return loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+
+    _Loader.add_multi_constructor("!", _tag)
+    data: dict[str, Any] = yaml.load(
+        (UPSTREAM / f"karpenter-{version}-cloudformation.yaml").read_text(), Loader=_Loader
+    )
+    return data
