@@ -38,8 +38,14 @@ class ModelSpec:
     max_position_embeddings: int
     parameters: int
     checkpoint_dtype: str
+    model_type: str = ""
+    intermediate_size: int = 0
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
+    q_lora_rank: int = 0
+    moe_intermediate_size: int = 0
+    n_routed_experts: int = 0
+    first_k_dense_replace: int = 0
     mtp_parameters: int = 0
     checkpoint_bytes: int | None = None
     sources: tuple[str, ...] = ()
@@ -76,6 +82,14 @@ class GpuArch:
     def awq(self) -> bool:
         return self.compute_capability >= 7.5
 
+    @property
+    def fp8_marlin(self) -> bool:
+        """Weight-only FP8 through vLLM's Marlin kernel on GPUs without FP8 tensor cores: vLLM 0.33.0
+        ``is_fp8_marlin_supported`` (quantization/utils/marlin_utils_fp8.py) needs capability 7.5,
+        and ``MarlinFP8ScaledMMLinearKernel`` is the last CUDA entry of ``_POSSIBLE_FP8_KERNELS``
+        (model_executor/kernels/linear/__init__.py), chosen when no FP8 tensor-core kernel fits."""
+        return self.compute_capability >= 7.5
+
 
 GPU_ARCHS: dict[str, GpuArch] = {
     a.name: a
@@ -107,17 +121,27 @@ class InstanceType:
     instance_storage_gb: int
     offered_in_region: dict[str, bool] = field(default_factory=dict)
     on_demand_usd_per_hour: dict[str, float | None] = field(default_factory=dict)
+    # What CUDA reports (sizing/data/gpu_memory.json); ``gpu_memory_mib`` is the EC2 API figure.
+    cuda_memory_mib: int = 0
 
     @property
     def gpu_memory_gib(self) -> float:
         return self.gpu_memory_mib / 1024
 
     @property
+    def cuda_memory_gib(self) -> float:
+        return self.cuda_memory_mib / 1024
+
+    @property
     def arch(self) -> GpuArch:
         return GPU_ARCHS[self.gpu_model]
 
     def with_gpu_memory_mib(self, mib: int) -> InstanceType:
+        """The same type with another EC2 memory figure (CUDA's figure is kept: it is measured)."""
         return replace(self, gpu_memory_mib=mib)
+
+    def with_cuda_memory_mib(self, mib: int) -> InstanceType:
+        return replace(self, cuda_memory_mib=mib)
 
 
 @dataclass(frozen=True)
@@ -166,8 +190,14 @@ def model_catalog() -> dict[str, ModelSpec]:
             max_position_embeddings=m["max_position_embeddings"],
             parameters=m["parameters"],
             checkpoint_dtype=m["checkpoint_dtype"],
+            model_type=m["model_type"],
+            intermediate_size=m["intermediate_size"],
             kv_lora_rank=m.get("kv_lora_rank", 0),
             qk_rope_head_dim=m.get("qk_rope_head_dim", 0),
+            q_lora_rank=m.get("q_lora_rank", 0),
+            moe_intermediate_size=m.get("moe_intermediate_size", 0),
+            n_routed_experts=m.get("n_routed_experts", 0),
+            first_k_dense_replace=m.get("first_k_dense_replace", 0),
             mtp_parameters=m.get("mtp_parameters", 0),
             checkpoint_bytes=m.get("checkpoint_bytes"),
             sources=tuple(m["sources"]),
@@ -175,11 +205,30 @@ def model_catalog() -> dict[str, ModelSpec]:
     return catalog
 
 
+def gpu_memory_key(gpu_model: str, ec2_gpu_memory_mib: int) -> str:
+    """Key of ``gpu_memory.json``: the GPU model, with its size where one model comes in two
+    (A100 40 GB on p4d, 80 GB on p4de)."""
+    if gpu_model == "A100":
+        return f"A100-{round(ec2_gpu_memory_mib / 1024)}GB"
+    return gpu_model
+
+
+@cache
+def cuda_memory_table() -> dict[str, dict]:
+    """``gpu_memory.json``: the memory CUDA exposes per GPU model, each with its source."""
+    table: dict[str, dict] = _read_data("gpu_memory.json")["gpus"]
+    return table
+
+
 @cache
 def instance_catalog() -> InstanceCatalog:
-    """The bundled EC2 GPU instance catalog."""
+    """The bundled EC2 GPU instance catalog, each type with the memory CUDA exposes on its GPUs."""
     data = _read_data("gpu_instances.json")
-    instances = {name: InstanceType(name=name, **fields) for name, fields in data["instances"].items()}
+    cuda = cuda_memory_table()
+    instances = {}
+    for name, fields in data["instances"].items():
+        key = gpu_memory_key(fields["gpu_model"], fields["gpu_memory_mib"])
+        instances[name] = InstanceType(name=name, cuda_memory_mib=cuda[key]["cuda_total_mib"], **fields)
     hw = data["hardware_source"]
     return InstanceCatalog(
         instances=instances,

@@ -1,4 +1,5 @@
-"""Command line of the sizing engine: ``python -m sizing --variant V --families f1,f2 ...``."""
+"""Command line of the sizing engine: ``python -m sizing --variant V --families f1,f2 ...``, and
+``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (see README, Sizing)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import json
 import sys
 
+from .calibration import CalibrationError
 from .catalog import GPU_FAMILIES, VARIANTS, instance_catalog
 from .memory import Quantization
 from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, plan
@@ -29,6 +31,10 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
         f"node pool      {', '.join(d['instance_types'])}",
         f"memory         weights {d['weights_gib']} GiB, KV cache {d['kv_cache_gib']} GiB = "
         f"{d['kv_cache_tokens']:,} tokens (max-model-len {d['max_model_len']:,})",
+        f"per GPU        {d['gpu_cuda_memory_gib_per_gpu']} GiB CUDA-visible: "
+        f"weights {d['weights_per_gpu_gib']}, runtime overhead {d['runtime_overhead_gib_per_gpu']} "
+        f"({d['runtime_overhead_source']}), "
+        f"load peak {d['load_peak_gib_per_gpu']} GiB",
         f"pod            cpu {d['cpu_request']}, memory {d['memory_request']}, "
         f"disk {d['ephemeral_storage_gib']} GiB",
         f"replicas       {d['min_replicas']}..{d['max_replicas']}",
@@ -64,11 +70,20 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check GPU facts against EC2 DescribeInstanceTypes first (needs AWS credentials)",
     )
+    p.add_argument(
+        "--calibration",
+        help="runtime overheads measured with `python -m sizing calibrate` (default: the bundled file)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["calibrate"]:
+        from .calibration import main as calibrate
+
+        return calibrate(argv[1:])
     args = parser().parse_args(argv)
     request = PlanRequest(
         variant=args.variant,
@@ -82,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         repository=args.repository,
         min_replicas=args.min_replicas,
         max_replicas=args.max_replicas,
+        calibration_file=args.calibration,
     )
     catalog = instance_catalog()
     if args.refresh_hardware:
@@ -98,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"warning: catalog drift: {drift}", file=sys.stderr)
     try:
         result = plan(request, catalog)
-    except PlanError as e:
+    except (PlanError, CalibrationError) as e:
         if args.json:
             print(json.dumps({"feasible": False, "reasons": [str(e)], "suggestions": []}, indent=2))
         else:

@@ -16,27 +16,33 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from . import calibration
 from .catalog import (
     GPU_FAMILIES,
     InstanceCatalog,
     InstanceType,
     ModelSpec,
+    gpu_memory_key,
     instance_catalog,
     model_catalog,
     unknown_family_message,
 )
+from .checkpoints import known_checkpoint
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
     Quantization,
+    budget_bytes_per_gpu,
     download_bytes,
+    is_online_quantization,
     kv_bytes_per_token_per_gpu,
-    usable_bytes_per_gpu,
-    valid_tensor_parallel,
+    load_peak_bytes_per_gpu,
+    tensor_parallel_refusal,
     weight_bytes,
     weight_bytes_per_gpu,
 )
 from .nodes import PodRoom, pod_room
+from .overhead import runtime_overhead
 
 VLLM_PORT = 8000
 
@@ -101,6 +107,8 @@ class PlanRequest:
     min_replicas: int = 1
     max_replicas: int = 3
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    # Measured runtime overheads (``python -m sizing calibrate``); None: the bundled file.
+    calibration_file: str | None = None
 
     @property
     def required_kv_tokens(self) -> int:
@@ -119,6 +127,9 @@ class Fit:
     kv_bytes_per_gpu: int
     kv_tokens: int
     node_usd_per_hour: float
+    overhead_per_gpu: int = 0
+    load_peak_per_gpu: int = 0
+    overhead_calibrated: bool = False
 
     @property
     def nodes(self) -> int:
@@ -198,10 +209,11 @@ class SizingPlan:
 
     @property
     def repository(self) -> str | None:
+        """The user's repository, else the known pre-quantized one, else the variant's own."""
         if self.request.repository:
             return self.request.repository
         if self.quantization is Quantization.AWQ_INT4:
-            return None  # needs a pre-quantized checkpoint the user names
+            return known_checkpoint(self.model.variant, self.quantization.value)  # None: user must name one
         return self.model.hf_repo
 
     @property
@@ -261,8 +273,10 @@ class SizingPlan:
             "--max-num-seqs", str(self.max_num_seqs),
             "--dtype", fit.dtype,
         ]  # fmt: skip
-        if self.quantization is Quantization.FP8 and self.model.checkpoint_dtype != "fp8":
-            args += ["--quantization", "fp8"]  # online FP8 of the bf16 checkpoint
+        if is_online_quantization(self.model, self.quantization):
+            # vLLM 0.33.0 maps a bare `fp8` on a 16-bit checkpoint to this with a deprecation warning
+            # (vllm/model_executor/model_loader/weight_utils.py ``get_quant_config``).
+            args += ["--quantization", "fp8_per_tensor"]
         if self.request.weights_source == "s3":
             args += ["--load-format", "runai_streamer"]
         if fit.nodes > 1:
@@ -282,6 +296,10 @@ class SizingPlan:
             "instance_types": self.instance_types,
             "gpu_model": self.chosen.instance.gpu_model,
             "gpu_memory_gib_per_gpu": round(self.chosen.instance.gpu_memory_gib, 2),
+            "gpu_cuda_memory_gib_per_gpu": round(self.chosen.instance.cuda_memory_gib, 2),
+            "runtime_overhead_gib_per_gpu": round(max(f.overhead_per_gpu for f in self.fits) / GIB, 2),
+            "runtime_overhead_source": "calibrated" if self.chosen.overhead_calibrated else "model",
+            "load_peak_gib_per_gpu": round(self.chosen.load_peak_per_gpu / GIB, 2),
             "gpus_per_replica": self.gpus_per_replica,
             "tensor_parallel_size": self.tensor_parallel_size,
             "pipeline_parallel_size": self.pipeline_parallel_size,
@@ -356,33 +374,48 @@ def evaluate(
     if price is None:
         return Rejection(instance, f"{instance.name} has no On-Demand capacity (Capacity Blocks only)")
     cc = arch.compute_capability
-    if q is Quantization.BF16 and not arch.bf16:
-        return Rejection(instance, f"{arch.name} has no bf16 support (compute capability {cc} < 8.0)")
-    if q is Quantization.FP8 and not arch.fp8:
+    if q is Quantization.FP8 and not arch.fp8 and (model.moe or not arch.fp8_marlin):
+        # Dense models fall back to weight-only FP8 Marlin (see GpuArch.fp8_marlin); the MoE path
+        # is only planned on FP8 tensor cores.
         return Rejection(instance, f"{arch.name} has no native FP8 kernels (compute capability {cc} < 8.9)")
     if q is Quantization.AWQ_INT4 and not arch.awq:
         return Rejection(instance, f"{arch.name} cannot run AWQ kernels (compute capability {cc} < 7.5)")
     tp = instance.gpu_count
-    if not valid_tensor_parallel(model, tp):
+    refusal = tensor_parallel_refusal(model, tp, q)
+    if refusal:
         return Rejection(
-            instance,
-            f"{instance.name} has {tp} GPUs, not a valid tensor-parallel size for "
-            f"{model.num_attention_heads} attention / {model.num_key_value_heads} KV heads",
+            instance, f"{instance.name} has {tp} GPUs, not a tensor-parallel size vLLM accepts: {refusal}"
         )
     room = pod_room(instance)
     if room.millicores < MIN_POD_MILLICORES or room.memory_mib < MIN_POD_MEMORY_MIB:
         return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod")
-    usable = usable_bytes_per_gpu(instance.gpu_memory_mib, request.gpu_memory_utilization)
+    budget = budget_bytes_per_gpu(instance.cuda_memory_mib, request.gpu_memory_utilization)
+    exposed = instance.cuda_memory_mib * 1024**2
     stages = range(1, MAX_PIPELINE_STAGES + 1) if model.moe and instance.efa_supported else (1,)
     reason = ""
     for pp in stages:
         weights = weight_bytes_per_gpu(model, q, tp, pp)
-        free = usable - weights
+        load_peak = load_peak_bytes_per_gpu(model, q, tp, pp)
+        measured = calibration.overhead_bytes(
+            request.calibration_file,
+            model.variant,
+            gpu_memory_key(instance.gpu_model, instance.gpu_memory_mib),
+            tp,
+            pp,
+        )
+        overhead = runtime_overhead(model, instance, tp, pp, MAX_NUM_SEQS_CEILING, measured).total
+        free = budget - weights - overhead
         where = f"{instance.name} ({gpus}{f' x {pp} nodes' if pp > 1 else ''})"
+        if load_peak > max(exposed, weights):  # only online quantization peaks above the weights
+            reason = (
+                f"{where}: loading peaks at {_gib(load_peak)} per GPU (16-bit layers quantized to FP8 while "
+                f"loading), more than the {_gib(exposed)} CUDA exposes"
+            )
+            continue
         if free <= 0:
             reason = (
-                f"{where}: {_gib(weights)} of weights per GPU exceed the {_gib(usable)} vLLM can "
-                f"use of each {instance.gpu_memory_gib:.1f} GiB GPU"
+                f"{where}: {_gib(weights)} of weights and {_gib(overhead)} of runtime overhead per GPU "
+                f"exceed the {_gib(budget)} vLLM may use of each {instance.cuda_memory_gib:.1f} GiB GPU"
             )
             continue
         tokens = free // kv_bytes_per_token_per_gpu(model, tp, pp)
@@ -392,8 +425,12 @@ def evaluate(
                 f"{request.required_kv_tokens:,} needed"
             )
             continue
+        # vLLM's --dtype auto serves a bf16 checkpoint in float16 where the GPU has no bf16
+        # (vllm/config/model.py ``_resolve_auto_dtype``); the plan states it explicitly.
         dtype = "bfloat16" if arch.bf16 else "float16"
-        return Fit(instance, tp, pp, dtype, weights, free, tokens, price)
+        return Fit(
+            instance, tp, pp, dtype, weights, free, tokens, price, overhead, load_peak, measured is not None
+        )
     return Rejection(instance, reason)
 
 
@@ -421,7 +458,15 @@ def _resolve(request: PlanRequest, catalog: InstanceCatalog) -> ModelSpec:
     unknown = [f for f in request.families if f not in catalog.families]
     if unknown:
         raise PlanError("; ".join(unknown_family_message(f) for f in unknown))
-    return models[request.variant]
+    model = models[request.variant]
+    if not 1 <= request.max_model_len <= model.max_position_embeddings:
+        raise PlanError(
+            f"max-model-len {request.max_model_len} is outside 1..{model.max_position_embeddings} "
+            f"(max_position_embeddings of {model.variant}); set model.maxModelLen within it"
+        )
+    if request.min_full_length_sequences < 1:
+        raise PlanError(f"min-full-length-sequences {request.min_full_length_sequences} must be at least 1")
+    return model
 
 
 def _fits(
@@ -463,8 +508,9 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         warnings.append(
             "weights over 200 GiB download slowly from Hugging Face: weights.source s3 starts faster"
         )
-    if q is Quantization.AWQ_INT4 and not request.repository:
+    if q is Quantization.AWQ_INT4 and not request.repository and not known_checkpoint(model.variant, q.value):
         warnings.append("awq-int4 needs a pre-quantized AWQ checkpoint: set model.repository")
+    warnings += _precision_warnings(model, q, chosen)
     if request.region not in catalog.price_sources:
         warnings.append(f"no bundled prices for {request.region}: costs use {PRICE_FALLBACK_REGION}")
     return SizingPlan(
@@ -476,6 +522,32 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         price_source=_price_source(catalog, request.region, request.capacity_types),
         warnings=tuple(warnings),
     )
+
+
+# Model families whose float16 serving vLLM 0.33.0 allows: it refuses float16 only for
+# gemma2/gemma3/gemma3_text/glm4 (vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``).
+FP16_RISK = {
+    "qwen2": "Qwen2 was trained in bf16; activations beyond float16's range (65504) become inf/NaN",
+    "llama": "Llama 3 was trained in bf16; activations beyond float16's range (65504) become inf/NaN",
+    "deepseek_v3": "DeepSeek-V3/R1 MoE was trained in FP8/bf16; float16 may overflow in the experts",
+}
+
+
+def _precision_warnings(model: ModelSpec, q: Quantization, fit: Fit) -> list[str]:
+    out = []
+    gpu = fit.instance.gpu_model
+    if fit.dtype == "float16":
+        risk = FP16_RISK.get(model.model_type, "the model was trained in bf16")
+        out.append(
+            f"{gpu} has no bf16: vLLM serves {model.variant} in float16 ({model.model_type}); {risk}. "
+            "Check outputs for NaN or gibberish, or choose a GPU with bf16 (g5, g6, g6e, p4d and newer)"
+        )
+    if q is Quantization.FP8 and not fit.instance.arch.fp8:
+        out.append(
+            f"{gpu} has no FP8 tensor cores: vLLM runs FP8 weight-only through its Marlin kernel "
+            "(half the weight memory, 16-bit compute)"
+        )
+    return out
 
 
 def _describe(fit: Fit) -> str:
@@ -501,7 +573,8 @@ def suggest(request: PlanRequest, catalog: InstanceCatalog | None = None) -> lis
             continue
         fits, _ = _fits(model, q, _with(request, quantization=q), catalog)
         if fits:
-            note = " (needs model.repository set to an AWQ checkpoint)" if q is Quantization.AWQ_INT4 else ""
+            needs_repo = q is Quantization.AWQ_INT4 and not known_checkpoint(model.variant, q.value)
+            note = " (needs model.repository set to an AWQ checkpoint)" if needs_repo else ""
             out.append(f"set model.quantization={q.value}: fits {_describe(fits[0])}{note}")
 
     others = [f for f in GPU_FAMILIES if f not in request.families and f in catalog.families]

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from sizing.catalog import GPU_ARCHS, InstanceCatalog, InstanceType
+from sizing.catalog import GPU_ARCHS, InstanceCatalog, InstanceType, cuda_memory_table, gpu_memory_key
 
 # DescribeInstanceTypes rejects more names than this in one request.
 MAX_NAMES_PER_CALL = 100
@@ -107,11 +107,14 @@ def _with_live_hardware(bundled: InstanceType, info: dict[str, Any]) -> tuple[In
             gpu_model = model
         elif model != bundled.gpu_model:
             held_back.append(Drift(bundled.name, "gpu_model", bundled.gpu_model, model))
+    # CUDA's figure follows the GPU model (EC2's memory figure is never the budget).
+    cuda = cuda_memory_table().get(gpu_memory_key(gpu_model, gpu_memory_mib))
     live = replace(
         bundled,
         gpu_model=gpu_model,
         gpu_count=gpu_count,
         gpu_memory_mib=gpu_memory_mib,
+        cuda_memory_mib=cuda["cuda_total_mib"] if cuda else bundled.cuda_memory_mib,
         vcpu=int(info["VCpuInfo"]["DefaultVCpus"]),
         memory_mib=int(info["MemoryInfo"]["SizeInMiB"]),
         efa_supported=bool(info.get("NetworkInfo", {}).get("EfaSupported", False)),

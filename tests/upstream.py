@@ -18,7 +18,9 @@ UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
 @cache
 def vllm_serve_flags(version: str = "0.33.0") -> dict[str, dict[str, Any]]:
     """``--flag -> {choices, deprecated, dest, takes_value}`` of ``vllm serve`` in that release."""
-    data: dict[str, dict[str, Any]] = json.loads((UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text())
+    data: dict[str, dict[str, Any]] = json.loads(
+        (UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text()
+    )
     return data
 
 
@@ -53,4 +55,25 @@ def karpenter_cloudformation(version: str = "1.14") -> dict[str, Any]:
     data: dict[str, Any] = yaml.load(
         (UPSTREAM / f"karpenter-{version}-cloudformation.yaml").read_text(), Loader=_Loader
     )
+    return data
+
+
+@cache
+def cuda_gpu_memory_gib() -> dict[str, float]:
+    """Lowest CUDA total observed per GPU model in public logs (``cuda/gpu-memory-observed.json``);
+    GPUs seen only through nvidia-smi get that total less the driver reservation recorded there."""
+    data = json.loads((UPSTREAM / "cuda" / "gpu-memory-observed.json").read_text())
+    reserve_mib = data["driver_reservation_mib"]["value"]
+    out: dict[str, float] = {}
+    for gpu, seen in data["observations"].items():
+        cuda = [o["cuda_total_gib"] for o in seen if "cuda_total_gib" in o]
+        smi = [o["nvidia_smi_total_mib"] for o in seen if "nvidia_smi_total_mib" in o]
+        out[gpu] = min(cuda) if cuda else (min(smi) - reserve_mib) / 1024
+    return out
+
+
+@cache
+def model_configs() -> dict[str, dict[str, Any]]:
+    """config.json architecture fields per Hugging Face repo (``model-configs.json``)."""
+    data: dict[str, dict[str, Any]] = json.loads((UPSTREAM / "model-configs.json").read_text())["models"]
     return data

@@ -58,3 +58,21 @@ def test_capacity_type_and_region_flags() -> None:
     assert rc == 0 and isinstance(out, dict)
     assert out["capacity_types"] == ["on-demand"]
     assert "no bundled prices for eu-west-1" in out["price_source"]
+
+
+def test_small_distill_on_g4dn_is_planned_in_float16_with_a_warning() -> None:
+    rc, out = sizing("--variant", "r1-distill-qwen-1.5b", "--families", "g4dn", "--json")
+    assert rc == 0 and isinstance(out, dict)
+    assert out["instance_type"] == "g4dn.xlarge"
+    assert out["dtype"] == "float16"
+    assert any("float16" in w for w in out["warnings"])
+
+
+def test_max_model_len_outside_the_model_is_refused_with_exit_2() -> None:
+    # r1-distill-qwen-7b: max_position_embeddings 131072 (reference/upstream/model-configs.json)
+    for bad in ("0", "-5", "131073"):
+        rc, text = sizing("--variant", "r1-distill-qwen-7b", "--families", "g6", "--max-model-len", bad)
+        assert rc == 2, bad
+        assert f"max-model-len {bad} is outside 1..131072" in str(text)
+    rc, _ = sizing("--variant", "r1-distill-qwen-7b", "--families", "g6", "--max-model-len", "131072")
+    assert rc == 0
