@@ -525,11 +525,16 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
 
 
 # Model families whose float16 serving vLLM 0.33.0 allows: it refuses float16 only for
-# gemma2/gemma3/gemma3_text/glm4 (vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``).
+# gemma2/gemma3/gemma3_text/glm4 (vllm/config/model.py ``_FLOAT16_NOT_SUPPORTED_MODELS``). The
+# risk of each family, with where it was reported.
 FP16_RISK = {
-    "qwen2": "Qwen2 was trained in bf16; activations beyond float16's range (65504) become inf/NaN",
-    "llama": "Llama 3 was trained in bf16; activations beyond float16's range (65504) become inf/NaN",
-    "deepseek_v3": "DeepSeek-V3/R1 MoE was trained in FP8/bf16; float16 may overflow in the experts",
+    # Qwen2 models were trained in bf16; in float16 their activations overflow to inf/NaN and the
+    # output turns into "!!!!" (QwenLM/Qwen3#761, #868; vllm-project/vllm#14126 for Qwen2.5 in vLLM).
+    "qwen2": "Qwen2 activations are known to overflow float16 (inf/NaN, output of only '!')",
+    # No float16 overflow report was found for Llama 3; it was trained in bf16 all the same.
+    "llama": "Llama 3 was trained in bf16 and float16 has a smaller range (no overflow reported)",
+    # vllm-project/vllm#16579: DeepSeek-R1 (MoE) in float16 overflows.
+    "deepseek_v3": "DeepSeek-R1 MoE overflows float16",
 }
 
 

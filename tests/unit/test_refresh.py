@@ -158,7 +158,10 @@ def test_sizing_cli_refreshes_from_ec2(
 
     bundled = catalog_module.instance_catalog()
     corrupted = bundled.replace_instances(
-        {**bundled.instances, "g6.xlarge": replace(bundled.instances["g6.xlarge"], gpu_memory_mib=4096)}
+        {
+            **bundled.instances,
+            "g6.xlarge": replace(bundled.instances["g6.xlarge"], gpu_memory_mib=4096, cuda_memory_mib=4096),
+        }
     )
     monkeypatch.setattr("sizing.cli.instance_catalog", lambda: corrupted)
     args = ["--variant", "r1-distill-qwen-7b", "--families", "g6", "--json"]

@@ -138,7 +138,8 @@ def test_llama70b_on_g4dn_is_infeasible_with_reasons_and_suggestions() -> None:
     result = plan(PlanRequest("r1-distill-llama-70b", ("g4dn",)))
     assert isinstance(result, Infeasible)
     # T4 serves bf16 checkpoints in float16 now; 131 GiB of weights over 8x 14.57 GiB do not fit.
-    assert result.reasons[0].startswith("g4dn: g4dn.metal (8x T4): 16.4 GiB of weights")
+    per_gpu = 70_553_706_496 * 2 / 8 / GIB  # bf16 weights over 8 GPUs
+    assert result.reasons[0].startswith(f"g4dn: g4dn.metal (8x T4): {per_gpu:.1f} GiB of weights")
     text = "\n".join(result.suggestions)
     assert "set model.quantization=awq-int4: fits g4dn.12xlarge" in text
     assert "add g6e to gpu.instanceFamilies: fits g6e.12xlarge" in text
