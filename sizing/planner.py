@@ -464,8 +464,17 @@ def _resolve(request: PlanRequest, catalog: InstanceCatalog) -> ModelSpec:
             f"max-model-len {request.max_model_len} is outside 1..{model.max_position_embeddings} "
             f"(max_position_embeddings of {model.variant}); set model.maxModelLen within it"
         )
+    problems = []
     if request.min_full_length_sequences < 1:
-        raise PlanError(f"min-full-length-sequences {request.min_full_length_sequences} must be at least 1")
+        problems.append(f"min-full-length-sequences {request.min_full_length_sequences} must be at least 1")
+    if request.min_replicas < 0 or request.max_replicas < max(1, request.min_replicas):
+        problems.append(
+            f"replicas {request.min_replicas}..{request.max_replicas}: need 0 <= min <= max and max >= 1"
+        )
+    if not 0 < request.gpu_memory_utilization <= 1:
+        problems.append(f"gpu-memory-utilization {request.gpu_memory_utilization} must be in (0, 1]")
+    if problems:
+        raise PlanError("; ".join(problems))
     return model
 
 

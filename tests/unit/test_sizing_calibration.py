@@ -74,3 +74,20 @@ def test_calibrate_command_reports_a_missing_log_with_exit_2(tmp_path: Path) -> 
            "r1-distill-llama-8b", "--gpu-model", "A10G", "--out", str(tmp_path / "c.json")]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--log" in proc.stderr
+
+
+def test_tensor_parallel_logs_take_the_most_loaded_rank() -> None:
+    ranks = "\n".join(
+        f"(Worker_TP{r} pid={r}) INFO [gpu_worker.py:773] Available KV cache memory: {kv} GiB"
+        for r, kv in enumerate((21.5, 21.2, 21.5, 21.4))
+    )
+    log = (
+        "INFO [startup.py:96] non-default args: {'tensor_parallel_size': 4, 'gpu_memory_utilization': 0.92}\n"
+        "(Worker_TP0 pid=0) INFO [gpu_model_runner.py:5089] "
+        "Model loading took 16.43 GiB memory and 60.0 seconds\n"
+        f"{ranks}\n"
+    )
+    c = measure(log, variant="r1-distill-llama-70b", gpu_model="L40S", log_name="tp4.log")
+    assert (c.tensor_parallel_size, c.gpu_memory_utilization, c.available_kv_cache_gib) == (4, 0.92, 21.2)
+    total_gib = math.floor(cuda_gpu_memory_gib()["L40S"] * 1024) / 1024
+    assert c.overhead_gib == pytest.approx(total_gib * 0.92 - 16.43 - 21.2, abs=1e-3)

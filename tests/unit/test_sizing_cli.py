@@ -76,3 +76,14 @@ def test_max_model_len_outside_the_model_is_refused_with_exit_2() -> None:
         assert f"max-model-len {bad} is outside 1..131072" in str(text)
     rc, _ = sizing("--variant", "r1-distill-qwen-7b", "--families", "g6", "--max-model-len", "131072")
     assert rc == 0
+
+
+def test_counts_outside_their_ranges_are_refused_with_exit_2() -> None:
+    base = ("--variant", "r1-distill-qwen-7b", "--families", "g6")
+    for flags, message in (
+        (("--min-full-length-sequences", "0"), "min-full-length-sequences 0 must be at least 1"),
+        (("--min-replicas", "3", "--max-replicas", "2"), "replicas 3..2: need 0 <= min <= max"),
+        (("--min-replicas", "-1"), "replicas -1..3"),
+    ):
+        rc, text = sizing(*base, *flags)
+        assert rc == 2 and message in str(text), flags
