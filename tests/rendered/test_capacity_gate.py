@@ -13,7 +13,9 @@ VARIANTS = {
     "karpenter-reservations": stack_config(
         "r1", gpu__capacityReservationIds="cr-0123456789abcdef0,cr-0123456789abcdef1"
     ),
-    "auto-mode-node-class": stack_config("dev", model__variant="r1-distill-qwen-32b", gpu__instanceFamilies="g6e"),
+    "auto-mode-node-class": stack_config(
+        "dev", model__variant="r1-distill-qwen-32b", gpu__instanceFamilies="g6e"
+    ),
 }
 
 
