@@ -36,6 +36,12 @@ FLOOR_POOL_WEIGHT = 100
 # these on the vLLM pod template.
 SERVING_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
 
+# Karpenter mode: GPU nodes never expire (expiry is forceful, see gpu_node_pool). EKS Auto Mode
+# replaces every node after at most 21 days whatever the NodePool says (EKS User Guide, "Automate
+# cluster infrastructure with EKS Auto Mode": maximum node lifetime 21 days, which you can reduce),
+# so its GPU pools state that maximum rather than a value Auto Mode would not honour.
+GPU_EXPIRE_AFTER = {ComputeMode.KARPENTER: "Never", ComputeMode.AUTO_MODE: "504h"}
+
 # Karpenter's capacity type for EC2 capacity reservations and Capacity Blocks (reservedCapacity
 # feature gate, on by default in the 1.14 chart).
 RESERVED_CAPACITY_TYPE = "reserved"
@@ -154,8 +160,9 @@ def gpu_node_pool(
 
     Nothing takes a GPU node away on a schedule: Karpenter's expiry is forceful (it ignores
     disruption budgets, PDBs and karpenter.sh/do-not-disrupt and starts no replacement first;
-    v1.14 docs, concepts/disruption.md "Expiration"), so ``expireAfter`` is ``Never``. Nodes are
-    replaced when the pinned AMI moves (drift, one node at a time) or when they are empty.
+    v1.14 docs, concepts/disruption.md "Expiration"), so ``expireAfter`` is ``Never`` (Auto Mode:
+    its 21-day maximum, see GPU_EXPIRE_AFTER). Nodes are replaced when the pinned AMI moves
+    (drift, one node at a time) or when they are empty.
     """
     pool_spec: dict[str, Any] = {
         "template": {
@@ -164,7 +171,7 @@ def gpu_node_pool(
                 "nodeClassRef": node_class.as_dict(),
                 "requirements": gpu_requirements(plan, mode, spec.capacity_types),
                 "taints": [GPU_TAINT],
-                "expireAfter": "Never",
+                "expireAfter": GPU_EXPIRE_AFTER[mode],
                 # A drifted node waits up to 2h for in-flight reasoning streams (the pods'
                 # own grace period) before Karpenter deletes what is left.
                 "terminationGracePeriod": "2h",

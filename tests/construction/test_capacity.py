@@ -181,12 +181,18 @@ def test_floor_replicas_land_on_an_on_demand_pool_when_spot_is_allowed(prod: Con
 
 @pytest.mark.parametrize("stack", ["dev", "prod", "r1"])
 def test_no_gpu_node_expires_or_is_consolidated_under_a_replica(stack: str, construct_module) -> None:
-    expiry = platform_facts()["karpenter"]["expiration"]
     run = construct_module(stack_config(stack))
+    auto_mode = "autoMode" in run.mocks.of_type("eks:index:Cluster")[0].inputs
+    # Karpenter: never (expiry is forceful). Auto Mode: no sooner than its own 21-day maximum.
+    expected = (
+        platform_facts()["eks"]["auto_mode_max_node_lifetime"]["value"]
+        if auto_mode
+        else platform_facts()["karpenter"]["expiration"]["never"]
+    )
     gpu_pools = [p for n, p in custom_objects(run, "NodePool").items() if n.startswith("gpu-inference")]
     assert gpu_pools
     for pool in gpu_pools:
-        assert pool["spec"]["template"]["spec"]["expireAfter"] == expiry["never"]
+        assert pool["spec"]["template"]["spec"]["expireAfter"] == expected
         assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
 
 

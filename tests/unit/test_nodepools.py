@@ -160,6 +160,20 @@ def test_gpu_nodes_never_expire_and_only_empty_ones_are_consolidated() -> None:
         assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
 
 
+def test_auto_mode_gpu_pool_expires_no_sooner_than_auto_mode_forces() -> None:
+    lifetime = platform_facts()["eks"]["auto_mode_max_node_lifetime"]["value"]
+    p = sized("r1-distill-qwen-7b", ("g6",))
+    [spec] = gpu_pool_specs(p, ["on-demand"], min_replicas=1, max_replicas=3)
+    pool = gpu_node_pool(
+        spec=spec,
+        plan=p,
+        mode=ComputeMode.AUTO_MODE,
+        node_class=NodeClassRef("eks.amazonaws.com", "NodeClass", "default"),
+        labels={},
+    )
+    assert pool["spec"]["template"]["spec"]["expireAfter"] == lifetime
+
+
 def test_serving_pod_annotation_is_karpenters_permanent_do_not_disrupt() -> None:
     fact = platform_facts()["karpenter"]["do_not_disrupt_annotation"]
     assert {fact["key"]: fact["permanent_value"]} == SERVING_POD_ANNOTATIONS
