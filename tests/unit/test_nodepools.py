@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import replace
 
 import pytest
 
@@ -19,6 +20,7 @@ from components.nodepools import (
     gpu_pool_specs,
     gpu_requirements,
     instance_store_allocatable_gib,
+    instance_store_holds,
     label_prefix,
     needs_auto_mode_node_class,
     node_disk_gib,
@@ -215,3 +217,13 @@ def test_raid0_node_class_keeps_only_the_os_on_the_root_volume() -> None:
         ec2["spec"]["instanceStorePolicy"] == platform_facts()["karpenter"]["instance_store_policy"]["value"]
     )
     assert ec2["spec"]["capacityReservationSelectorTerms"] == [{"id": "cr-0123456789abcdef0"}]
+
+
+def test_no_raid0_when_some_admitted_type_has_too_little_local_nvme() -> None:
+    p = sized("r1-distill-llama-70b", ("g6e",))  # about 180 GiB of image, weights and scratch
+    small = instance_catalog().instances["g4dn.xlarge"]  # 125 GB of NVMe
+    assert instance_store_allocatable_gib(small.instance_storage_gb) < p.ephemeral_storage_gib
+    mixed = replace(p, fits=(*p.fits, replace(p.chosen, instance=small)))
+    assert instance_store_holds(p) and not instance_store_holds(mixed)
+    # Then the root volume holds image and weights, as before.
+    assert node_disk_gib(mixed) == p.ephemeral_storage_gib + node_disk_gib(p, instance_store_raid0=True)
