@@ -30,7 +30,7 @@ from botocore.exceptions import (
 from rich.table import Table
 from rich.text import Text
 
-from settings import CapacityType, Settings
+from settings import CapacityType, ComputeMode, Settings
 from sizing.catalog import InstanceCatalog, instance_catalog
 from sizing.planner import SizingPlan
 from sizing.refresh import refresh_hardware
@@ -409,6 +409,62 @@ def _check_bucket(s3: Any, repository: str, region: str) -> Check:
     return Check("weights bucket", Status.PASS, f"bucket {bucket} exists and this identity can reach it.")
 
 
+# The SSM parameter Karpenter reads to resolve an ``al2023@<release>`` alias for one Kubernetes
+# minor, architecture and variant (aws/karpenter-provider-aws v1.14.1
+# pkg/providers/amifamily/al2023.go, AL2023.resolvePath).
+AL2023_AMI_PARAMETER = (
+    "/aws/service/eks/optimized-ami/{k8s}/amazon-linux-2023/{arch}/{variant}/"
+    "amazon-eks-node-al2023-{arch}-{variant}-{k8s}-{release}/image_id"
+)
+# What the Karpenter-mode node pools launch: NVIDIA images for GPU nodes, standard ones for the
+# general pool (x86_64 only: every pool requires amd64).
+KARPENTER_AMI_VARIANTS = (("x86_64", "nvidia"), ("x86_64", "standard"))
+
+
+def pinned_ami_release() -> str:
+    """The AL2023 release components/versions.py pins (imported late: ``components`` loads Pulumi)."""
+    from components.versions import AL2023_AMI_RELEASE
+
+    return AL2023_AMI_RELEASE
+
+
+def ami_parameter_names(kubernetes_version: str, release: str) -> list[str]:
+    """The SSM parameters of an AL2023 release that Karpenter-mode nodes need."""
+    return [
+        AL2023_AMI_PARAMETER.format(k8s=kubernetes_version, arch=arch, variant=variant, release=release)
+        for arch, variant in KARPENTER_AMI_VARIANTS
+    ]
+
+
+def _check_ami_release(ssm: Any, kubernetes_version: str, release: str) -> Check:
+    """Karpenter launches no node when the alias's SSM parameters do not exist in the region."""
+    names = ami_parameter_names(kubernetes_version, release)
+    try:
+        answer = ssm.get_parameters(Names=names)
+    except (BotoCoreError, ClientError) as err:
+        return Check(
+            "ami release",
+            Status.WARN,
+            f"could not read the AMI parameters of al2023@{release} ({_error(err)}): grant this identity "
+            "ssm:GetParameters on /aws/service/eks/* to verify it.",
+        )
+    missing = [n for n in names if n in set(answer.get("InvalidParameters", []))]
+    if missing:
+        return Check(
+            "ami release",
+            Status.FAIL,
+            f"al2023@{release} has no AMI for Kubernetes {kubernetes_version} here (SSM {_join(missing)} "
+            "not found): Karpenter would launch no node. Pin a release in components/versions.py that "
+            "exists for this Kubernetes version, or change kubernetesVersion.",
+        )
+    images = _join(sorted(p["Value"] for p in answer.get("Parameters", [])))
+    return Check(
+        "ami release",
+        Status.PASS,
+        f"al2023@{release} resolves for Kubernetes {kubernetes_version} ({images}).",
+    )
+
+
 # ---------------------------------------------------------------------------------------------- public
 
 
@@ -418,6 +474,7 @@ def run_preflight(
     session: boto3.Session | None = None,
     *,
     quotas_client: Any = None,
+    ssm_client: Any = None,
 ) -> list[Check]:
     """Run every check in order and return their rows; never raises for AWS errors."""
     region = settings.region
@@ -454,6 +511,10 @@ def run_preflight(
         checks.append(Check("quota", Status.WARN, f"could not create a Service Quotas client ({err})."))
     else:
         checks += _check_quotas(quotas, settings, plan, node_vcpu)
+
+    if settings.compute_mode is ComputeMode.KARPENTER:  # Auto Mode picks its own AMIs
+        ssm = ssm_client or session.client("ssm", region_name=region, config=_CLIENT_CONFIG)
+        checks.append(_check_ami_release(ssm, settings.kubernetes_version, pinned_ami_release()))
 
     repository = settings.model.repository
     if repository and repository.startswith("s3://"):

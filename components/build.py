@@ -116,9 +116,11 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         cluster_name=name,
         private_subnet_ids=network.private_subnet_ids,
         capacity_types=[c.value for c in settings.gpu.capacity_types],
+        min_replicas=settings.autoscaling.min_replicas,
         max_replicas=settings.autoscaling.max_replicas,
         labels=labels,
         tags=tags,
+        capacity_reservation_ids=list(settings.gpu.capacity_reservation_ids),
     )
     if auto_mode:
         capacity = AutoModeCapacity(

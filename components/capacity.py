@@ -13,15 +13,21 @@ from sizing import SizingPlan
 
 from .manifests import custom_resource
 from .nodepools import (
+    GPU_FLOOR_NODE_POOL,
+    GPU_NODE_POOL,
+    GPU_NODE_ROLE,
     GPU_TOLERATION,
+    NODE_ROLE_LABEL,
     NodeClassRef,
     auto_mode_node_class,
     gpu_limit,
     gpu_node_pool,
+    gpu_pool_specs,
     needs_auto_mode_node_class,
 )
 
-GPU_NODE_POOL = "gpu-inference"
+# Pulumi resource name of each GPU pool under its capacity component.
+POOL_RESOURCE_SUFFIX = {GPU_NODE_POOL: "gpu-nodepool", GPU_FLOOR_NODE_POOL: "gpu-floor-nodepool"}
 INGRESS_CLASS = "alb"
 STORAGE_CLASS = "gp3-encrypted"
 
@@ -31,11 +37,11 @@ class GpuPlacement:
     """How a pod lands on the GPU nodes and gets traffic, the same in both modes."""
 
     node_selector: dict[str, str]
-    """Node selector of GPU pods."""
+    """Node selector of GPU pods: the label every GPU pool puts on its nodes."""
     tolerations: list[dict[str, str]]
     """Tolerations of GPU pods (the GPU nodes' taint)."""
     node_pool: str
-    """Name of the GPU NodePool."""
+    """Name of the main GPU NodePool (a floor pool may sit next to it, see nodepools.gpu_pool_specs)."""
     ingress_class: str
     """IngressClass that provisions an ALB."""
     storage_class: str
@@ -46,7 +52,7 @@ class GpuPlacement:
 
 def gpu_placement(depends_on: list[pulumi.Resource]) -> GpuPlacement:
     return GpuPlacement(
-        node_selector={"karpenter.sh/nodepool": GPU_NODE_POOL},
+        node_selector={NODE_ROLE_LABEL: GPU_NODE_ROLE},
         tolerations=[dict(GPU_TOLERATION)],
         node_pool=GPU_NODE_POOL,
         ingress_class=INGRESS_CLASS,
@@ -83,27 +89,38 @@ class CapacityArgs:
     """Subnets for nodes."""
     capacity_types: list[str]
     """spot and/or on-demand for the GPU pool."""
+    min_replicas: int
+    """Fewest vLLM replicas: sizes the on-demand floor pool when spot is allowed too."""
     max_replicas: int
     """Most vLLM replicas: bounds the GPU pool's limit."""
     labels: dict[str, str]
     """Labels on the created Kubernetes objects."""
     tags: dict[str, str]
     """AWS tags for the nodes."""
+    capacity_reservation_ids: list[str]
+    """EC2 capacity reservations / Capacity Blocks the GPU nodes may use (Karpenter mode only)."""
 
-    def gpu_node_pool(
-        self, resource_name: str, mode: ComputeMode, node_class: NodeClassRef, opts: pulumi.ResourceOptions
-    ) -> k8s.apiextensions.CustomResource:
-        """The GPU NodePool of either mode, from the plan."""
-        manifest = gpu_node_pool(
-            name=GPU_NODE_POOL,
-            plan=self.plan,
-            mode=mode,
-            capacity_types=self.capacity_types,
+    def gpu_node_pools(
+        self, name: str, mode: ComputeMode, node_class: NodeClassRef, opts: pulumi.ResourceOptions
+    ) -> list[k8s.apiextensions.CustomResource]:
+        """The GPU NodePools of either mode, from the plan: the floor pool (if any), then the main one."""
+        specs = gpu_pool_specs(
+            self.plan,
+            self.capacity_types,
+            min_replicas=self.min_replicas,
             max_replicas=self.max_replicas,
-            node_class=node_class,
-            labels=self.labels,
+            reserved=bool(self.capacity_reservation_ids),
         )
-        return custom_resource(resource_name, manifest, opts)
+        return [
+            custom_resource(
+                f"{name}-{POOL_RESOURCE_SUFFIX[spec.name]}",
+                gpu_node_pool(
+                    spec=spec, plan=self.plan, mode=mode, node_class=node_class, labels=self.labels
+                ),
+                opts,
+            )
+            for spec in specs
+        ]
 
 
 @dataclass
@@ -131,6 +148,8 @@ class AutoModeCapacity(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", "default")
         depends: list[pulumi.Resource] = []
+        if args.capacity_reservation_ids:
+            raise ValueError("capacity reservations are Karpenter-mode only (settings refuse them here)")
         if needs_auto_mode_node_class(args.plan):
             manifest = auto_mode_node_class(
                 name="gpu-inference",
@@ -138,15 +157,11 @@ class AutoModeCapacity(pulumi.ComponentResource):
                 cluster_name=args.cluster_name,
                 subnet_ids=args.private_subnet_ids,
                 disk_gib=args.plan.ephemeral_storage_gib,
-                tags=args.tags,
             )
             depends.append(custom_resource(f"{name}-nodeclass", manifest, child))
             node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", "gpu-inference")
-        pool = args.gpu_node_pool(
-            f"{name}-gpu-nodepool",
-            ComputeMode.AUTO_MODE,
-            node_class,
-            pulumi.ResourceOptions(parent=self, depends_on=depends),
+        pools = args.gpu_node_pools(
+            name, ComputeMode.AUTO_MODE, node_class, pulumi.ResourceOptions(parent=self, depends_on=depends)
         )
         k8s.networking.v1.IngressClass(
             f"{name}-alb",
@@ -165,5 +180,5 @@ class AutoModeCapacity(pulumi.ComponentResource):
             opts=child,
         )
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement([pool])
+        self.placement = gpu_placement(list(pools))
         self.register_outputs({"nodePool": GPU_NODE_POOL, "gpuLimit": self.gpu_limit})

@@ -111,6 +111,9 @@ def karpenter_controller_policy(
 ) -> Policy:
     """Karpenter v1.x controller policy, scoped to one cluster, one region, one node role and queue.
 
+    It holds every action of Karpenter's official v1.14 CloudFormation (getting-started
+    ``cloudformation.yaml`` in aws/karpenter-provider-aws) and no other.
+
     Everything Karpenter launches carries ``kubernetes.io/cluster/<cluster>=owned``,
     ``eks:eks-cluster-name=<cluster>`` and ``karpenter.sh/nodepool``; its instance profiles carry
     the cluster tag, ``topology.kubernetes.io/region`` and ``karpenter.k8s.aws/ec2nodeclass``.
@@ -150,9 +153,9 @@ def karpenter_controller_policy(
         _statement(
             "AllowRegionalReadActions",
             [
-                "ec2:DescribeAvailabilityZones",
                 "ec2:DescribeCapacityReservations",
                 "ec2:DescribeImages",
+                "ec2:DescribeInstanceStatus",
                 "ec2:DescribeInstanceTypeOfferings",
                 "ec2:DescribeInstanceTypes",
                 "ec2:DescribeInstances",
@@ -304,6 +307,19 @@ def karpenter_controller_policy(
             ["eks:DescribeCluster"],
             f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}",
         ),
+        # Zonal shift status of this cluster (takes no resource ARN; the condition names it).
+        _statement(
+            "AllowZonalShiftStatusReadOnly",
+            ["arc-zonal-shift:GetManagedResource"],
+            "*",
+            condition={
+                "StringEquals": {
+                    "arc-zonal-shift:ResourceIdentifier": (
+                        f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}"
+                    )
+                }
+            },
+        ),
     )
 
 
@@ -346,7 +362,10 @@ def interruption_queue_policy(*, queue_arn: str) -> Policy:
 
 
 def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Policy:
-    """AWS Load Balancer Controller v2.x policy, with WAF and Shield integration off in the chart.
+    """AWS Load Balancer Controller v3.5 policy, with WAF and Shield integration off in the chart.
+
+    Every action of the controller's own ``docs/install/iam_policy.json`` (v3.5.0) is here except
+    the WAF, WAF Regional and Shield ones and ``elasticloadbalancing:SetWebAcl``.
 
     The controller tags every load balancer, target group, listener and security group it creates
     with ``elbv2.k8s.aws/cluster``; changes and deletions require that tag on the resource, and
@@ -512,6 +531,7 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
                 "elasticloadbalancing:DeleteLoadBalancer",
                 "elasticloadbalancing:DeleteTargetGroup",
                 "elasticloadbalancing:ModifyCapacityReservation",
+                "elasticloadbalancing:ModifyIpPools",
                 "elasticloadbalancing:ModifyListenerAttributes",
                 "elasticloadbalancing:ModifyLoadBalancerAttributes",
                 "elasticloadbalancing:ModifyTargetGroup",
@@ -535,6 +555,7 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
                 "elasticloadbalancing:ModifyListener",
                 "elasticloadbalancing:ModifyRule",
                 "elasticloadbalancing:RemoveListenerCertificates",
+                "elasticloadbalancing:SetRulePriorities",
             ],
             "*",
         ),

@@ -14,7 +14,6 @@ import pulumi_kubernetes as k8s
 from settings import ComputeMode
 
 from .capacity import (
-    GPU_NODE_POOL,
     INGRESS_CLASS,
     CapacityArgs,
     GpuPlacement,
@@ -35,6 +34,7 @@ from .nodepools import (
     ec2_node_class,
     general_node_pool,
     gpu_limit,
+    instance_store_holds,
     node_disk_gib,
 )
 from .pod_identity import ServiceAccountRef, pod_identity_role
@@ -98,7 +98,6 @@ class KarpenterCapacity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: KarpenterCapacityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:KarpenterCapacity", name, None, opts)
-        aws_opts = pulumi.ResourceOptions(parent=self, depends_on=[args.cluster])
         identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
 
@@ -115,13 +114,10 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 policy_arn=managed_policy_arn(partition, policy),
                 opts=pulumi.ResourceOptions(parent=self),
             )
-        aws.eks.AccessEntry(
-            f"{name}-node",
-            cluster_name=args.cluster_name,
-            principal_arn=node_role.arn,
-            type="EC2_LINUX",
-            opts=aws_opts,
-        )
+        # No AccessEntry for this role: the system managed node group uses it, and EKS creates the
+        # EC2_LINUX access entry of a managed node group's role itself; a principal can be in one
+        # access entry only (EKS User Guide, "Create access entries"). Karpenter's nodes share
+        # the role, so that entry admits them too.
         self.node_role_arn = node_role.arn
 
         # Interruption handling: EventBridge -> SQS -> Karpenter drains before AWS reclaims.
@@ -293,26 +289,39 @@ class KarpenterCapacity(pulumi.ComponentResource):
         )
 
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[karpenter])
-        node_classes = {}
-        for class_name, disk_gib in (
-            ("gpu-inference", node_disk_gib(args.plan)),
-            ("general", GENERAL_NODE_DISK_GIB),
-        ):
-            manifest = ec2_node_class(
-                name=class_name,
+        # Local NVMe carries images and weights when it holds the pod's ephemeral storage on
+        # every instance type of the plan (every GPU type in the catalog has instance store).
+        raid0 = instance_store_holds(args.plan)
+        node_classes = {
+            "gpu-inference": ec2_node_class(
+                name="gpu-inference",
                 role=node_role.name,
                 cluster_name=args.cluster_name,
                 subnet_ids=args.private_subnet_ids,
-                disk_gib=disk_gib,
+                disk_gib=node_disk_gib(args.plan, instance_store_raid0=raid0),
                 tags=args.tags,
-            )
-            node_classes[class_name] = custom_resource(f"{name}-{class_name}-nodeclass", manifest, crd_opts)
-        gpu_pool = args.gpu_node_pool(
-            f"{name}-gpu-nodepool",
+                instance_store_raid0=raid0,
+                capacity_reservation_ids=args.capacity_reservation_ids,
+            ),
+            "general": ec2_node_class(
+                name="general",
+                role=node_role.name,
+                cluster_name=args.cluster_name,
+                subnet_ids=args.private_subnet_ids,
+                disk_gib=GENERAL_NODE_DISK_GIB,
+                tags=args.tags,
+            ),
+        }
+        node_class_resources = {
+            class_name: custom_resource(f"{name}-{class_name}-nodeclass", manifest, crd_opts)
+            for class_name, manifest in node_classes.items()
+        }
+        gpu_pools = args.gpu_node_pools(
+            name,
             ComputeMode.KARPENTER,
             NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "gpu-inference"),
             pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[node_classes["gpu-inference"]]
+                parent=self, provider=args.k8s_provider, depends_on=[node_class_resources["gpu-inference"]]
             ),
         )
         custom_resource(
@@ -323,7 +332,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 labels=args.labels,
             ),
             pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[node_classes["general"]]
+                parent=self, provider=args.k8s_provider, depends_on=[node_class_resources["general"]]
             ),
         )
         device_plugin = helm_release(
@@ -348,7 +357,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
             args.labels,
             pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
         )
-        gpu_ready: list[pulumi.Resource] = [gpu_pool, device_plugin, lbc]
+        gpu_ready: list[pulumi.Resource] = [*gpu_pools, device_plugin, lbc]
         if args.plan.nodes_per_replica > 1:
             # Multi-node replicas request vpc.amazonaws.com/efa; this plugin advertises it.
             gpu_ready.append(
@@ -368,7 +377,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
         self.placement = gpu_placement(gpu_ready)
         self.register_outputs(
             {
-                "nodePool": GPU_NODE_POOL,
+                "nodePool": self.placement.node_pool,
                 "gpuLimit": self.gpu_limit,
                 "interruptionQueueName": self.interruption_queue_name,
                 "nodeRoleArn": self.node_role_arn,

@@ -20,6 +20,31 @@ from .versions import AL2023_AMI_ALIAS
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 NODE_ROLE_LABEL = "deepseek-eks/node-role"
+GPU_NODE_ROLE = "gpu-inference"
+"""Value of NODE_ROLE_LABEL on every GPU node, whichever GPU pool launched it."""
+GPU_NODE_POOL = "gpu-inference"
+"""The GPU pool every plan has (spot and/or on-demand, as the settings allow)."""
+GPU_FLOOR_NODE_POOL = "gpu-inference-floor"
+"""The on-demand pool for the minimum replicas, rendered when spot is allowed too."""
+# Karpenter tries NodePools in descending weight (1-100; none counts as 0) and skips a pool whose
+# limits are reached (Karpenter v1.14 docs, concepts/scheduling.md "Weighted NodePools").
+FLOOR_POOL_WEIGHT = 100
+
+# Annotations for serving pods: Karpenter never consolidates or drifts a node voluntarily while
+# such a pod runs on it (v1.14 docs, concepts/disruption.md "Pod-Level Controls"; expiry and
+# interruption still apply, hence expireAfter Never on the GPU pools). components/vllm.py puts
+# these on the vLLM pod template.
+SERVING_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
+
+# Karpenter mode: GPU nodes never expire (expiry is forceful, see gpu_node_pool). EKS Auto Mode
+# replaces every node after at most 21 days whatever the NodePool says (EKS User Guide, "Automate
+# cluster infrastructure with EKS Auto Mode": maximum node lifetime 21 days, which you can reduce),
+# so its GPU pools state that maximum rather than a value Auto Mode would not honour.
+GPU_EXPIRE_AFTER = {ComputeMode.KARPENTER: "Never", ComputeMode.AUTO_MODE: "504h"}
+
+# Karpenter's capacity type for EC2 capacity reservations and Capacity Blocks (reservedCapacity
+# feature gate, on by default in the 1.14 chart).
+RESERVED_CAPACITY_TYPE = "reserved"
 
 # EKS Auto Mode's built-in NodeClass gives each node an 80 GiB data volume (NodeClass schema
 # default); a plan that needs more disk gets its own NodeClass.
@@ -73,43 +98,102 @@ class NodeClassRef:
         return {"group": self.group, "kind": self.kind, "name": self.name}
 
 
+@dataclass(frozen=True)
+class GpuPoolSpec:
+    """One GPU NodePool: which capacity it may buy and how much of it."""
+
+    name: str
+    """NodePool name."""
+    capacity_types: tuple[str, ...]
+    """Values of karpenter.sh/capacity-type the pool admits."""
+    gpus: int
+    """The pool's nvidia.com/gpu limit."""
+    weight: int | None = None
+    """Karpenter tries higher weights first; None is the lowest (0)."""
+
+
+def gpu_pool_specs(
+    plan: SizingPlan,
+    capacity_types: Sequence[str],
+    *,
+    min_replicas: int,
+    max_replicas: int,
+    reserved: bool = False,
+) -> list[GpuPoolSpec]:
+    """The GPU pools of a plan.
+
+    With spot allowed next to on-demand, Karpenter picks the cheapest offering and so launches
+    the floor replicas on spot too, where one interruption takes a one-replica service down for
+    a whole cold start. Then a second pool, weighted above the first, admits on-demand only and
+    holds exactly ``min_replicas`` replicas' GPUs; Karpenter fills it first and falls back to
+    the spot-and-on-demand pool once its limit is reached (or on-demand is short). The main pool
+    keeps the full ``max_replicas`` limit so spot can still take every replica if on-demand
+    runs out. ``reserved`` adds Karpenter's ``reserved`` capacity type (capacity reservations
+    selected by the node class) to every pool that admits on-demand: reservations are used first.
+    """
+
+    def with_reserved(types: Sequence[str]) -> tuple[str, ...]:
+        extra = (RESERVED_CAPACITY_TYPE,) if reserved and "on-demand" in types else ()
+        return (*extra, *types)
+
+    main = GpuPoolSpec(GPU_NODE_POOL, with_reserved(capacity_types), gpu_limit(plan, max_replicas))
+    if "spot" not in capacity_types or "on-demand" not in capacity_types or min_replicas == 0:
+        return [main]
+    floor = GpuPoolSpec(
+        GPU_FLOOR_NODE_POOL,
+        with_reserved(["on-demand"]),
+        gpu_limit(plan, min_replicas),
+        weight=FLOOR_POOL_WEIGHT,
+    )
+    return [floor, main]
+
+
 def gpu_node_pool(
     *,
-    name: str,
+    spec: GpuPoolSpec,
     plan: SizingPlan,
     mode: ComputeMode,
-    capacity_types: Sequence[str],
-    max_replicas: int,
     node_class: NodeClassRef,
     labels: dict[str, str],
 ) -> dict[str, Any]:
-    """The GPU NodePool for vLLM replicas."""
+    """A GPU NodePool for vLLM replicas.
+
+    Nothing takes a GPU node away on a schedule: Karpenter's expiry is forceful (it ignores
+    disruption budgets, PDBs and karpenter.sh/do-not-disrupt and starts no replacement first;
+    v1.14 docs, concepts/disruption.md "Expiration"), so ``expireAfter`` is ``Never`` (Auto Mode:
+    its 21-day maximum, see GPU_EXPIRE_AFTER). Nodes are replaced when the pinned AMI moves
+    (drift, one node at a time) or when they are empty.
+    """
+    pool_spec: dict[str, Any] = {
+        "template": {
+            "metadata": {"labels": {NODE_ROLE_LABEL: GPU_NODE_ROLE}},
+            "spec": {
+                "nodeClassRef": node_class.as_dict(),
+                "requirements": gpu_requirements(plan, mode, spec.capacity_types),
+                "taints": [GPU_TAINT],
+                "expireAfter": GPU_EXPIRE_AFTER[mode],
+                # A drifted node waits up to 2h for in-flight reasoning streams (the pods'
+                # own grace period) before Karpenter deletes what is left.
+                "terminationGracePeriod": "2h",
+            },
+        },
+        "limits": {"nvidia.com/gpu": str(spec.gpus)},
+        "disruption": {
+            # Only empty GPU nodes are consolidated: a node serving a replica is never chosen
+            # to save money mid-stream (the pods' do-not-disrupt annotation says the same).
+            # One node at a time for drift.
+            "consolidationPolicy": "WhenEmpty",
+            "consolidateAfter": "10m",
+            "budgets": [{"nodes": "1"}],
+        },
+    }
+    if spec.weight is not None:
+        pool_spec["weight"] = spec.weight
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": name, "labels": labels},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {NODE_ROLE_LABEL: "gpu-inference"}},
-                "spec": {
-                    "nodeClassRef": node_class.as_dict(),
-                    "requirements": gpu_requirements(plan, mode, capacity_types),
-                    "taints": [GPU_TAINT],
-                    # Nodes are replaced monthly for patches; a drained node waits up to 2h
-                    # for in-flight reasoning streams (the pods' own grace period) to finish.
-                    "expireAfter": "720h",
-                    "terminationGracePeriod": "2h",
-                },
-            },
-            "limits": {"nvidia.com/gpu": str(gpu_limit(plan, max_replicas))},
-            "disruption": {
-                # Only empty GPU nodes are consolidated: a node serving a replica is never
-                # chosen to save money mid-stream. One node at a time for drift and expiry.
-                "consolidationPolicy": "WhenEmpty",
-                "consolidateAfter": "10m",
-                "budgets": [{"nodes": "1"}],
-            },
-        },
+        "metadata": {"name": spec.name, "labels": labels},
+        "spec": pool_spec,
     }
 
 
@@ -158,46 +242,68 @@ def ec2_node_class(
     subnet_ids: Any,
     disk_gib: int,
     tags: dict[str, str],
+    instance_store_raid0: bool = False,
+    capacity_reservation_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Karpenter EC2NodeClass: pinned AL2023 AMI release, IMDSv2 only with hop limit 1 (pods
-    cannot borrow the node's role), an encrypted gp3 root volume sized for image and weights."""
+    cannot borrow the node's role), an encrypted gp3 root volume.
+
+    ``instance_store_raid0``: the instance's local NVMe disks become one RAID0 that kubelet and
+    containerd use for images and ephemeral storage, and Karpenter counts it as the node's
+    ephemeral-storage (v1.14 docs, concepts/nodeclasses.md ``spec.instanceStorePolicy``); the
+    root volume then holds the OS only (see :func:`node_disk_gib`).
+    ``capacity_reservation_ids``: On-Demand Capacity Reservations or Capacity Blocks Karpenter
+    may launch into, as capacity type ``reserved`` (``spec.capacityReservationSelectorTerms``).
+    """
+    spec: dict[str, Any] = {
+        "role": role,
+        "amiSelectorTerms": [{"alias": AL2023_AMI_ALIAS}],
+        "subnetSelectorTerms": subnet_selector(subnet_ids),
+        # The EKS-managed cluster security group: control plane, system and GPU nodes share it.
+        "securityGroupSelectorTerms": [{"tags": {"aws:eks:cluster-name": cluster_name}}],
+        "metadataOptions": {
+            "httpEndpoint": "enabled",
+            "httpProtocolIPv6": "disabled",
+            "httpPutResponseHopLimit": 1,
+            "httpTokens": "required",
+        },
+        "blockDeviceMappings": [
+            {
+                "deviceName": "/dev/xvda",
+                "ebs": {
+                    "volumeSize": f"{disk_gib}Gi",
+                    "volumeType": "gp3",
+                    "encrypted": True,
+                    "deleteOnTermination": True,
+                },
+            }
+        ],
+        "associatePublicIPAddress": False,
+        "tags": tags,
+    }
+    if instance_store_raid0:
+        spec["instanceStorePolicy"] = "RAID0"
+    if capacity_reservation_ids:
+        spec["capacityReservationSelectorTerms"] = [{"id": r} for r in capacity_reservation_ids]
     return {
         "apiVersion": "karpenter.k8s.aws/v1",
         "kind": "EC2NodeClass",
         "metadata": {"name": name},
-        "spec": {
-            "role": role,
-            "amiSelectorTerms": [{"alias": AL2023_AMI_ALIAS}],
-            "subnetSelectorTerms": subnet_selector(subnet_ids),
-            # The EKS-managed cluster security group: control plane, system and GPU nodes share it.
-            "securityGroupSelectorTerms": [{"tags": {"aws:eks:cluster-name": cluster_name}}],
-            "metadataOptions": {
-                "httpEndpoint": "enabled",
-                "httpProtocolIPv6": "disabled",
-                "httpPutResponseHopLimit": 1,
-                "httpTokens": "required",
-            },
-            "blockDeviceMappings": [
-                {
-                    "deviceName": "/dev/xvda",
-                    "ebs": {
-                        "volumeSize": f"{disk_gib}Gi",
-                        "volumeType": "gp3",
-                        "encrypted": True,
-                        "deleteOnTermination": True,
-                    },
-                }
-            ],
-            "associatePublicIPAddress": False,
-            "tags": tags,
-        },
+        "spec": spec,
     }
 
 
 def auto_mode_node_class(
-    *, name: str, role: Any, cluster_name: str, subnet_ids: Any, disk_gib: int, tags: dict[str, str]
+    *, name: str, role: Any, cluster_name: str, subnet_ids: Any, disk_gib: int
 ) -> dict[str, Any]:
-    """Auto Mode NodeClass, only needed when the plan's disk exceeds the built-in 80 GiB."""
+    """Auto Mode NodeClass, only needed when the plan's disk exceeds the built-in 80 GiB.
+
+    No ``tags``: the AWS-managed policies of the Auto Mode cluster role do not allow user-defined
+    tags on what Auto Mode launches, and a NodeClass asking for them launches no node (EKS User
+    Guide, "Amazon EKS Auto Mode cluster IAM role", custom AWS tags). Auto Mode formats local
+    NVMe itself (RAID0 of several disks; EKS User Guide, "Learn about Amazon EKS Auto Mode managed
+    instances"), so there is no instance-store setting here.
+    """
     return {
         "apiVersion": "eks.amazonaws.com/v1",
         "kind": "NodeClass",
@@ -207,7 +313,6 @@ def auto_mode_node_class(
             "subnetSelectorTerms": subnet_selector(subnet_ids),
             "securityGroupSelectorTerms": [{"tags": {"aws:eks:cluster-name": cluster_name}}],
             "ephemeralStorage": {"size": f"{disk_gib}Gi", "iops": 3000, "throughput": 125},
-            "tags": tags,
         },
     }
 
@@ -219,7 +324,35 @@ def subnet_selector(subnet_ids: Any) -> Any:
     return subnet_ids.apply(lambda ids: [{"id": s} for s in ids])
 
 
-def node_disk_gib(plan: SizingPlan) -> int:
+# With RAID0, Karpenter sets a node's ephemeral-storage to the instance store's TotalSizeInGB in
+# decimal G, then keeps a 10 % nodefs eviction threshold and 1 GiB kube-reserved from it
+# (aws/karpenter-provider-aws v1.14.1 pkg/providers/instancetype/types.go: ephemeralStorage,
+# evictionThreshold, kubeReservedResources).
+EPHEMERAL_EVICTION_FRACTION = 0.10
+EPHEMERAL_KUBE_RESERVED_GIB = 1
+GB_PER_GIB = 1024**3 / 1000**3
+
+
+def instance_store_allocatable_gib(instance_storage_gb: int) -> float:
+    """Ephemeral storage a pod can request on a node whose RAID0 of local NVMe holds it all."""
+    capacity_gib = instance_storage_gb / GB_PER_GIB
+    return capacity_gib * (1 - EPHEMERAL_EVICTION_FRACTION) - EPHEMERAL_KUBE_RESERVED_GIB
+
+
+def instance_store_holds(plan: SizingPlan) -> bool:
+    """Whether the local NVMe of every instance type of the plan holds the pod's ephemeral storage."""
+    catalog = instance_catalog().instances
+    return all(
+        instance_store_allocatable_gib(catalog[t].instance_storage_gb) >= plan.ephemeral_storage_gib
+        for t in plan.instance_types
+    )
+
+
+def node_disk_gib(plan: SizingPlan, *, instance_store_raid0: bool = False) -> int:
+    """Root volume of a GPU node: the OS, plus image and weights unless the RAID0 of local NVMe
+    holds those."""
+    if instance_store_raid0:
+        return ROOT_VOLUME_OS_GIB
     return plan.ephemeral_storage_gib + ROOT_VOLUME_OS_GIB
 
 

@@ -33,14 +33,19 @@ NVIDIA_DEVICE_PLUGIN = ChartPin(
 )
 
 # AWS Load Balancer Controller (Karpenter mode only; Auto Mode has its own ALB controller).
+# aws/eks-charts stable/aws-load-balancer-controller/Chart.yaml (5239609, 2026-08-03): chart 3.5.0,
+# controller v3.5.0; its IAM policy is in iam_policies.load_balancer_controller_policy.
 AWS_LOAD_BALANCER_CONTROLLER = ChartPin(
-    "aws-load-balancer-controller", "https://aws.github.io/eks-charts", "1.14.1"
+    "aws-load-balancer-controller", "https://aws.github.io/eks-charts", "3.5.0"
 )
 
 # EKS-optimized AL2023 AMI release for Karpenter's EC2NodeClass (never @latest: a new AMI would
 # roll every GPU node). Karpenter picks the accelerated (NVIDIA) variant of this release for GPU
-# instance types and the image matching the cluster's Kubernetes minor.
-AL2023_AMI_ALIAS = "al2023@v20251110"
+# instance types and the image matching the cluster's Kubernetes minor. v20260714 is an
+# awslabs/amazon-eks-ami release whose notes (CHANGELOG.md) list AL2023 x86_64 standard and nvidia
+# images for Kubernetes 1.30-1.36, so every minor settings.SUPPORTED_KUBERNETES_VERSIONS allows.
+AL2023_AMI_RELEASE = "v20260714"
+AL2023_AMI_ALIAS = f"al2023@{AL2023_AMI_RELEASE}"
 
 # Instance types of the small system node group that runs controllers in Karpenter mode.
 SYSTEM_NODE_INSTANCE_TYPES = ("m7i.large", "m6i.large")
@@ -55,7 +60,9 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
 LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10.0")
 
 # EFA device plugin (Karpenter mode, multi-node plans only): advertises vpc.amazonaws.com/efa.
-EFA_DEVICE_PLUGIN = ChartPin("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "0.5.10")
+# aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml (5239609): the chart's own version
+# string carries the "v" (plugin image v0.5.20).
+EFA_DEVICE_PLUGIN = ChartPin("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30")
 
 # Prometheus operator, Prometheus, Grafana, node-exporter and kube-state-metrics. The
 # ServiceMonitor, PodMonitor and PrometheusRule objects the project renders are validated

@@ -131,6 +131,39 @@ class GpuSettings(_Group):
     capacity_types: Annotated[list[CapacityType], BeforeValidator(_as_list)] = Field(
         default_factory=lambda: [CapacityType.SPOT, CapacityType.ON_DEMAND], min_length=1
     )
+    capacity_reservation_ids: Annotated[
+        list[Annotated[str, Field(pattern=r"^cr-[0-9a-f]{17}$")]], BeforeValidator(_as_list)
+    ] = Field(
+        default_factory=list,
+        max_length=30,  # EC2NodeClass capacityReservationSelectorTerms maxItems (Karpenter 1.14)
+        description="EC2 On-Demand Capacity Reservations or Capacity Blocks (cr-...) the GPU nodes "
+        "use first (computeMode karpenter; needs on-demand in gpu.capacityTypes).",
+    )
+
+
+def _capacity_reservation_problems(gpu: GpuSettings | None, compute_mode: object) -> list[Problem]:
+    """gpu.capacityReservationIds renders as EC2NodeClass capacityReservationSelectorTerms."""
+    if not gpu or not gpu.capacity_reservation_ids:
+        return []
+    key, value = f"{PROJECT}:gpu.capacityReservationIds", gpu.capacity_reservation_ids
+    if compute_mode != ComputeMode.KARPENTER.value:
+        # EKS Auto Mode documents the same NodeClass field (EKS User Guide, "Control deployment of
+        # workloads into Capacity Reservations with EKS Auto Mode"), but the Auto Mode NodeClass
+        # schema the render is validated against has no such field, so it cannot be shipped.
+        return [
+            Problem(
+                key,
+                value,
+                "only computeMode karpenter renders capacity reservations (EC2NodeClass "
+                "capacityReservationSelectorTerms): set computeMode karpenter or remove this setting "
+                "(Auto Mode launches into open On-Demand Capacity Reservations by itself)",
+            )
+        ]
+    if CapacityType.ON_DEMAND not in gpu.capacity_types:
+        return [
+            Problem(key, value, "reservations stand in for on-demand: add on-demand to gpu.capacityTypes")
+        ]
+    return []
 
 
 class AutoscalingSettings(_Group):
@@ -378,6 +411,7 @@ def parse_settings(
         )
 
     problems += _cross_field_problems(groups)
+    problems += _capacity_reservation_problems(groups.get("gpu"), compute_mode)
     if problems:
         raise SettingsError(problems, stack)
     secrets = secrets or {}

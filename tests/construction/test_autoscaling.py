@@ -91,7 +91,7 @@ def test_dcgm_exporter_runs_on_gpu_nodes_with_the_honor_labels_promql_expects(by
     release = by_signal["gpu-utilization"].helm["dcgm-exporter"]
     assert release["version"] == "4.8.2"
     values = release["values"]
-    assert values["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-inference"}
+    assert values["nodeSelector"] == {"deepseek-eks/node-role": "gpu-inference"}
     assert values["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert values["serviceMonitor"]["honorLabels"] is False  # workload pod arrives as exported_pod
     assert "exported_pod" in promql.gpu_utilization_adapter_rule(SCOPE).overrides

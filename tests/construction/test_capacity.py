@@ -8,7 +8,10 @@ import pytest
 
 from automation.render import Construction
 from components.iam_policies import assert_least_privilege
+from sizing import instance_catalog
 from tests.conftest import stack_config
+from tests.upstream import eks_ami_release_tags
+from tests.upstream_platform import al2023_images, platform_facts
 
 KARPENTER_RELEASES = {"karpenter", "nvidia-device-plugin", "aws-load-balancer-controller"}
 KARPENTER_ONLY = (
@@ -109,13 +112,110 @@ def test_gpu_pool_admits_exactly_the_plan_types_with_the_mode_prefix(stack: str,
 
 def test_karpenter_node_class_is_pinned_imdsv2_and_encrypted(prod: Construction) -> None:
     gpu = custom_objects(prod, "EC2NodeClass")["gpu-inference"]["spec"]
-    assert gpu["amiSelectorTerms"] == [{"alias": "al2023@v20251110"}]
     assert "latest" not in json.dumps(gpu)
     assert gpu["metadataOptions"]["httpTokens"] == "required"
     assert gpu["metadataOptions"]["httpPutResponseHopLimit"] == 1
     ebs = gpu["blockDeviceMappings"][0]["ebs"]
     assert ebs["encrypted"] is True and ebs["volumeType"] == "gp3"
-    assert ebs["volumeSize"] == f"{prod.result.plan.ephemeral_storage_gib + 20}Gi"
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "r1"])
+def test_every_rendered_ami_alias_is_a_real_release_for_the_stacks_kubernetes(
+    stack: str, construct_module
+) -> None:
+    run = construct_module(stack_config(stack, computeMode="karpenter"))
+    minor = run.mocks.of_type("eks:index:Cluster")[0].inputs["version"]
+    classes = custom_objects(run, "EC2NodeClass")
+    assert classes
+    for name, node_class in classes.items():
+        for term in node_class["spec"]["amiSelectorTerms"]:
+            family, _, release = term["alias"].partition("@")
+            assert family == "al2023" and release in eks_ami_release_tags(), (name, term)
+            # The release notes list the x86_64 images Karpenter resolves for CPU and NVIDIA nodes.
+            images = al2023_images()[release]
+            assert minor in images["x86_64-standard"] and minor in images["x86_64-nvidia"], (name, release)
+
+
+def test_karpenter_gpu_nodes_keep_images_and_weights_on_local_nvme(prod: Construction) -> None:
+    gpu = custom_objects(prod, "EC2NodeClass")["gpu-inference"]["spec"]
+    assert gpu["instanceStorePolicy"] == platform_facts()["karpenter"]["instance_store_policy"]["value"]
+    plan = prod.result.plan
+    catalog = instance_catalog().instances
+    store = platform_facts()["karpenter"]["instance_store_ephemeral_storage"]
+    for name in plan.instance_types:  # Karpenter's own accounting of the RAID0, from the snapshot
+        gib = catalog[name].instance_storage_gb * 1000**3 / 1024**3
+        assert (
+            gib * (1 - store["eviction_fraction"]) - store["kube_reserved_gib"] >= plan.ephemeral_storage_gib
+        )
+    root = int(gpu["blockDeviceMappings"][0]["ebs"]["volumeSize"].removesuffix("Gi"))
+    assert root < plan.ephemeral_storage_gib  # the root volume no longer holds image and weights
+    general = custom_objects(prod, "EC2NodeClass")["general"]["spec"]
+    assert "instanceStorePolicy" not in general
+
+
+def test_node_role_has_no_second_access_entry(prod: Construction) -> None:
+    fact = platform_facts()["eks"]["managed_node_group_access_entry_created_by_eks"]
+    assert fact["value"] is True  # EKS makes the node group role's entry; one entry per principal
+    group = prod.mocks.of_type("aws:eks/nodeGroup:NodeGroup")[0].inputs
+    entries = prod.mocks.of_type("aws:eks/accessEntry:AccessEntry")
+    assert [e for e in entries if e.inputs.get("principalArn") == group["nodeRoleArn"]] == []
+    assert [e for e in entries if e.inputs.get("type") == "EC2_LINUX"] == []
+
+
+def test_floor_replicas_land_on_an_on_demand_pool_when_spot_is_allowed(prod: Construction) -> None:
+    plan = prod.outputs["plan"]
+    assert set(plan["capacity_types"]) == {"spot", "on-demand"} and plan["min_replicas"] >= 1
+    pools = custom_objects(prod, "NodePool")
+    floor, main = pools["gpu-inference-floor"], pools["gpu-inference"]
+    assert requirement(floor, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
+    floor_gpus = plan["min_replicas"] * plan["gpus_per_replica"]
+    assert floor["spec"]["limits"]["nvidia.com/gpu"] == str(floor_gpus)
+    assert floor["spec"]["weight"] > main["spec"].get("weight", 0)  # Karpenter: no weight is 0
+    # The vLLM pods select a label both GPU pools put on their nodes.
+    deployments = prod.mocks.of_type("kubernetes:apps/v1:Deployment")
+    [deployment] = [d.inputs for d in deployments if d.inputs["metadata"].get("name") == "vllm"]
+    selector = deployment["spec"]["template"]["spec"]["nodeSelector"]
+    for pool in (floor, main):
+        assert selector.items() <= pool["spec"]["template"]["metadata"]["labels"].items()
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "r1"])
+def test_no_gpu_node_expires_or_is_consolidated_under_a_replica(stack: str, construct_module) -> None:
+    run = construct_module(stack_config(stack))
+    auto_mode = "autoMode" in run.mocks.of_type("eks:index:Cluster")[0].inputs
+    # Karpenter: never (expiry is forceful). Auto Mode: no sooner than its own 21-day maximum.
+    expected = (
+        platform_facts()["eks"]["auto_mode_max_node_lifetime"]["value"]
+        if auto_mode
+        else platform_facts()["karpenter"]["expiration"]["never"]
+    )
+    gpu_pools = [p for n, p in custom_objects(run, "NodePool").items() if n.startswith("gpu-inference")]
+    assert gpu_pools
+    for pool in gpu_pools:
+        assert pool["spec"]["template"]["spec"]["expireAfter"] == expected
+        assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
+
+
+def test_auto_mode_custom_node_class_has_no_tags(construct_module) -> None:
+    assert platform_facts()["eks"]["auto_mode_managed_policies_allow_user_defined_tags"]["value"] is False
+    big = construct_module(
+        stack_config("dev", model__variant="r1-distill-qwen-32b", gpu__instanceFamilies="g6e")
+    )
+    node_class = custom_objects(big, "NodeClass")["gpu-inference"]["spec"]
+    assert "tags" not in node_class
+
+
+def test_capacity_reservations_are_selected_and_used_as_reserved_capacity(construct_module) -> None:
+    run = construct_module(
+        stack_config("r1", gpu__capacityReservationIds="cr-0123456789abcdef0,cr-0123456789abcdef1")
+    )
+    gpu = custom_objects(run, "EC2NodeClass")["gpu-inference"]["spec"]
+    assert gpu["capacityReservationSelectorTerms"] == [
+        {"id": "cr-0123456789abcdef0"},
+        {"id": "cr-0123456789abcdef1"},
+    ]
+    reserved = platform_facts()["karpenter"]["reserved_capacity"]["capacity_type"]
+    assert reserved in requirement(gpu_pool(run), "karpenter.sh/capacity-type")["values"]
 
 
 def test_auto_mode_uses_default_node_class_when_its_disk_suffices(

@@ -118,7 +118,7 @@ def test_pods_are_hardened_and_drain_gracefully() -> None:
     assert shm["emptyDir"]["medium"] == "Memory"
     assert {"nvidia.com/gpu": "1"}.items() <= container["resources"]["limits"].items()
     assert pod["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-    assert pod["nodeSelector"] == {"karpenter.sh/nodepool": "gpu-inference"}
+    assert pod["nodeSelector"] == {"deepseek-eks/node-role": "gpu-inference"}  # every GPU pool labels so
 
 
 def test_shm_grows_with_tensor_parallelism() -> None:

@@ -17,6 +17,8 @@ from components.iam_policies import (
     pod_identity_trust_policy,
     service_trust_policy,
 )
+from tests.upstream import karpenter_cloudformation
+from tests.upstream_platform import load_balancer_controller_iam_policy
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -115,6 +117,7 @@ def test_resource_star_only_for_reads_or_documented_exceptions(name: str) -> Non
         "elasticloadbalancing:ModifyListener",
         "elasticloadbalancing:ModifyRule",
         "elasticloadbalancing:RemoveListenerCertificates",
+        "elasticloadbalancing:SetRulePriorities",
     }
     for s in ALL_POLICIES[name]()["Statement"]:
         if s.get("Resource") != "*":
@@ -468,3 +471,62 @@ def test_lbc_partition_is_threaded_through_every_arn() -> None:
     arns = [s for s in strings(lbc("aws-us-gov")) if s.startswith("arn:")]
     assert arns
     assert all(a.startswith("arn:aws-us-gov:") for a in arns)
+
+
+# --- against the upstream policies (reference/upstream) -----------------------------------------
+
+
+def action_resources(policy: dict[str, Any]) -> dict[str, set[str]]:
+    """``action -> {resource patterns}`` over every Allow statement of a policy."""
+    out: dict[str, set[str]] = {}
+    for s in policy["Statement"]:
+        if s["Effect"] != "Allow":
+            continue
+        acts = [s["Action"]] if isinstance(s["Action"], str) else s["Action"]
+        res = [s["Resource"]] if isinstance(s["Resource"], str) else s["Resource"]
+        for action in acts:
+            out.setdefault(action, set()).update(res)
+    return out
+
+
+def karpenter_cloudformation_policy() -> dict[str, Any]:
+    """Every statement of the controller's managed policies in Karpenter's official CloudFormation."""
+    statements: list[dict[str, Any]] = []
+    for resource in karpenter_cloudformation()["Resources"].values():
+        if resource["Type"] == "AWS::IAM::ManagedPolicy":
+            statements += json.loads(resource["Properties"]["PolicyDocument"])["Statement"]
+    return {"Statement": statements}
+
+
+def test_karpenter_holds_every_action_of_the_official_cloudformation_and_no_other() -> None:
+    upstream = action_resources(karpenter_cloudformation_policy())
+    ours = action_resources(karpenter())
+    assert set(upstream) - set(ours) == set()
+    assert set(ours) - set(upstream) == set()
+
+
+def test_karpenter_grants_resource_star_only_where_the_cloudformation_does() -> None:
+    upstream = action_resources(karpenter_cloudformation_policy())
+    for action, patterns in action_resources(karpenter()).items():
+        if "*" in patterns:
+            assert "*" in upstream[action], action
+
+
+def test_karpenter_zonal_shift_read_is_held_to_this_cluster() -> None:
+    (s,) = with_action(karpenter(), "arc-zonal-shift:GetManagedResource")
+    cluster = f"arn:aws:eks:{REGION}:{ACCOUNT}:cluster/{CLUSTER}"
+    assert s["Condition"] == {"StringEquals": {"arc-zonal-shift:ResourceIdentifier": cluster}}
+
+
+# WAF and Shield integration are off in the chart values (enableWaf, enableWafv2, enableShield).
+LBC_TURNED_OFF = re.compile(r"^(waf|waf-regional|wafv2|shield):|^elasticloadbalancing:SetWebAcl$")
+
+
+def test_lbc_holds_every_action_of_its_official_policy_but_waf_and_shield() -> None:
+    upstream = action_resources(load_balancer_controller_iam_policy())
+    ours = action_resources(lbc())
+    assert {a for a in upstream if not LBC_TURNED_OFF.match(a)} - set(ours) == set()
+    assert set(ours) - set(upstream) == set()
+    for action, patterns in ours.items():
+        if "*" in patterns:
+            assert "*" in upstream[action], action

@@ -32,6 +32,7 @@ from components import SizingError, size
 from settings import Settings, parse_settings
 from sizing.catalog import instance_catalog
 from sizing.planner import SizingPlan
+from tests.upstream_platform import platform_facts
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
@@ -700,8 +701,12 @@ def test_preflight_command_on_prod_passes_with_offerings_and_quota(
     # prod: 70B on g6e.12xlarge (48 vCPU) x maxReplicas 4 = 192 vCPUs, spot then on-demand.
     quotas.applied("L-3819A6DF", 192)
     quotas.applied("L-DB2E81BA", 192)
+    for variant in ("nvidia", "standard"):  # AWS publishes the pinned release's images (moto does not)
+        path = karpenter_ssm_path("1.34", variant, preflight.pinned_ami_release())
+        publish_public_parameter(path, "ami-0aaaaaaaaaaaaaaa1")
     code, rows = _cli_preflight(monkeypatch, quotas, capsys)
     assert code == 0
+    assert rows["ami release"]["status"] == "pass"
     assert rows["offering g6e.12xlarge"]["status"] == "pass"
     assert rows["quota on-demand L-DB2E81BA"]["status"] == "pass"
 
@@ -715,3 +720,98 @@ def test_preflight_command_on_prod_fails_on_quota_shortfall(
     assert code == 1
     detail = rows["quota on-demand L-DB2E81BA"]["detail"]
     assert rows["quota on-demand L-DB2E81BA"]["status"] == "fail" and "192" in detail and "32" in detail
+
+
+# ------------------------------------------------------------------ the pinned AMI release (Karpenter)
+
+
+def publish_public_parameter(name: str, value: str) -> None:
+    """Add an AWS-published ``/aws/service/...`` parameter to moto's SSM, the way moto loads its own
+    (PutParameter refuses that reserved prefix, as AWS does)."""
+    from datetime import UTC, datetime
+
+    from moto.ssm.models import Parameter, ParameterDict, ssm_backends
+
+    store = ssm_backends[ACCOUNT][REGION]._parameters
+    dict_getitem = super(ParameterDict, store).__getitem__
+    dict_getitem(name).append(
+        Parameter(
+            account_id=ACCOUNT,
+            name=name,
+            value=value,
+            parameter_type="String",
+            description=None,
+            allowed_pattern=None,
+            keyid=None,
+            last_modified_date=datetime.now(UTC),
+            version=1,
+            data_type="aws:ec2:image",
+        )
+    )
+
+
+def karpenter_ssm_path(minor: str, variant: str, release: str) -> str:
+    """The path format read from Karpenter's source (reference/upstream/platform-facts.json)."""
+    template = platform_facts()["karpenter"]["ami_alias_ssm_parameter"]["value"]
+    return template.format(k8s=minor, arch="x86_64", variant=variant, release=release)
+
+
+def test_ami_parameters_are_the_paths_karpenter_resolves() -> None:
+    release = preflight.pinned_ami_release()
+    assert preflight.ami_parameter_names("1.34", release) == [
+        karpenter_ssm_path("1.34", "nvidia", release),
+        karpenter_ssm_path("1.34", "standard", release),
+    ]
+
+
+def test_karpenter_stack_checks_the_pinned_release_in_ssm(
+    aws: boto3.Session, aws_calls: list[str], quotas: Quotas
+) -> None:
+    settings = make_settings(computeMode="karpenter")
+    plan = size(settings)
+    quotas.applied(OD_G, 64.0)
+    release = preflight.pinned_ami_release()
+    for variant, image in (("nvidia", "ami-0aaaaaaaaaaaaaaa1"), ("standard", "ami-0aaaaaaaaaaaaaaa2")):
+        publish_public_parameter(karpenter_ssm_path(settings.kubernetes_version, variant, release), image)
+
+    checks = run_preflight(settings, plan, aws, quotas_client=quotas.client)
+
+    ami = row(checks, "ami release")
+    assert ami.status is Status.PASS, ami
+    assert "ami-0aaaaaaaaaaaaaaa1" in ami.detail and release in ami.detail
+    assert "GetParameters" in aws_calls
+    assert all(op.startswith(READ_ONLY_PREFIXES) for op in aws_calls), aws_calls
+
+
+def test_a_release_without_images_for_the_kubernetes_version_fails(
+    aws: boto3.Session, quotas: Quotas
+) -> None:
+    settings = make_settings(computeMode="karpenter", kubernetesVersion="1.33")
+    quotas.applied(OD_G, 64.0)
+    release = preflight.pinned_ami_release()
+    # Only 1.34 images published: the stack's 1.33 has none in this region.
+    publish_public_parameter(karpenter_ssm_path("1.34", "nvidia", release), "ami-0aaaaaaaaaaaaaaa1")
+
+    checks = run_preflight(settings, size(settings), aws, quotas_client=quotas.client)
+
+    ami = row(checks, "ami release")
+    assert ami.status is Status.FAIL and exit_code(checks) == 1
+    assert karpenter_ssm_path("1.33", "nvidia", release) in ami.detail
+    assert "Kubernetes 1.33" in ami.detail and "components/versions.py" in ami.detail
+
+
+def test_auto_mode_has_no_ami_row(aws: boto3.Session, quotas: Quotas) -> None:
+    settings = make_settings()  # auto-mode: EKS picks the node AMIs
+    quotas.applied(OD_G, 64.0)
+    checks = run_preflight(settings, size(settings), aws, quotas_client=quotas.client)
+    assert "ami release" not in statuses(checks)
+
+
+def test_unreadable_ssm_warns_with_the_permission_to_grant() -> None:
+    ssm = boto3.client("ssm", region_name=REGION)
+    with Stubber(ssm) as stub:
+        stub.add_client_error(
+            "get_parameters", service_error_code="AccessDeniedException", http_status_code=400
+        )
+        check = preflight._check_ami_release(ssm, "1.34", "v20260714")
+    assert check.status is Status.WARN and "ssm:GetParameters" in check.detail

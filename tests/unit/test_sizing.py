@@ -18,6 +18,7 @@ from sizing.memory import (
 )
 from sizing.nodes import kube_reserved_millicores, pod_room
 from tests.upstream import cuda_gpu_memory_gib, model_configs
+from tests.upstream_platform import eni_limited_pods, platform_facts
 
 MIB = 1024**2
 
@@ -102,7 +103,10 @@ def test_pod_room_on_g6_xlarge() -> None:
     g6 = instance_catalog().instances["g6.xlarge"]  # 4 vCPU, 16384 MiB
     room = pod_room(g6)
     assert room.millicores == 4000 - 80 - 1000
-    assert room.memory_mib == math.floor(16384 * 0.925) - (255 + 11 * 110) - 100 - 2048
+    # kube-reserved memory counts Karpenter's ENI-limited pods (snapshot), not kubelet's 110.
+    facts = platform_facts()["karpenter"]["kube_reserved_memory_mib"]
+    reserved = facts["base"] + facts["per_pod"] * eni_limited_pods("g6.xlarge")
+    assert room.memory_mib == math.floor(16384 * 0.925) - reserved - 100 - 2048
 
 
 def test_llama70b_on_g6e_uses_tp4_on_g6e_12xlarge_with_enough_kv() -> None:
