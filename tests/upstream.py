@@ -18,7 +18,9 @@ UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
 @cache
 def vllm_serve_flags(version: str = "0.33.0") -> dict[str, dict[str, Any]]:
     """``--flag -> {choices, deprecated, dest, takes_value}`` of ``vllm serve`` in that release."""
-    data: dict[str, dict[str, Any]] = json.loads((UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text())
+    data: dict[str, dict[str, Any]] = json.loads(
+        (UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text()
+    )
     return data
 
 
@@ -53,4 +55,20 @@ def karpenter_cloudformation(version: str = "1.14") -> dict[str, Any]:
     data: dict[str, Any] = yaml.load(
         (UPSTREAM / f"karpenter-{version}-cloudformation.yaml").read_text(), Loader=_Loader
     )
+    return data
+
+
+@cache
+def vllm_auth_prefixes(version: str = "0.33.0") -> dict[str, Any]:
+    """vLLM's API-key scope: ``guarded_prefixes`` (the only paths the key protects) and routes
+    seen answering without it."""
+    data: dict[str, Any] = json.loads((UPSTREAM / f"vllm-{version}" / "auth-prefixes.json").read_text())
+    return data
+
+
+@cache
+def serving_facts() -> dict[str, Any]:
+    """Pod Identity agent address, DNS on Auto Mode, readiness-gate labels, ALB limits, Karpenter
+    and LeaderWorkerSet annotation keys, each with its source (``serving-facts.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "serving-facts.json").read_text())
     return data
