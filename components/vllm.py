@@ -59,10 +59,11 @@ ALB_MAX_DEREGISTRATION_S = 3600
 # no route here.
 ROUTED_PATH_PREFIXES = ("/v1",)
 
-# EKS Pod Identity: the agent answers credential requests on the node at these link-local
-# addresses, port 80 (aws/eks-pod-identity-agent configuration/config.go, cmd/server.go; EKS
-# User Guide "Set up the Amazon EKS Pod Identity Agent"). The IPv6 one serves IPv6 clusters.
-POD_IDENTITY_AGENT_CIDRS = ("169.254.170.23/32", "fd00:ec2::23/128")
+# EKS Pod Identity: the agent answers credential requests on the node at a link-local address
+# per IP family, port 80 (aws/eks-pod-identity-agent configuration/config.go, cmd/server.go; EKS
+# User Guide "Set up the Amazon EKS Pod Identity Agent"). The clusters this project builds are
+# IPv4; an IPv6 cluster's pods would call fd00:ec2::23 instead.
+POD_IDENTITY_AGENT_CIDRS = {"ipv4": "169.254.170.23/32", "ipv6": "fd00:ec2::23/128"}
 POD_IDENTITY_AGENT_PORT = 80
 DNS_PORT = 53
 HTTPS_PORT = 443
@@ -175,7 +176,8 @@ def _env(plan: SizingPlan, workload: Workload) -> list[dict[str, Any]]:
     if workload.hf_token:
         env.append(_secret_env("HF_TOKEN", HF_TOKEN_SECRET, HF_TOKEN_KEY))
     if workload.api_key:
-        # vLLM requires "Authorization: Bearer <key>" on /v1/* when VLLM_API_KEY is set.
+        # vLLM then requires "Authorization: Bearer <key>" under its guarded prefixes only (see
+        # ROUTED_PATH_PREFIXES): the load balancer routes nothing else.
         env.append(_secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_KEY))
     env += [{"name": k, "value": v} for k, v in sorted(workload.extra_env.items())]
     return env
@@ -480,7 +482,7 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
     }
 
 
-def egress_rules(*, pod_identity: bool) -> list[dict[str, Any]]:
+def egress_rules(*, pod_identity: bool, ip_family: str = "ipv4") -> list[dict[str, Any]]:
     """What a pod of this service may reach outside its own replica.
 
     DNS goes to any address on port 53: the resolver in the pod's resolv.conf is a CoreDNS pod in
@@ -495,7 +497,7 @@ def egress_rules(*, pod_identity: bool) -> list[dict[str, Any]]:
     if pod_identity:
         rules.append(
             {
-                "to": [{"ipBlock": {"cidr": cidr}} for cidr in POD_IDENTITY_AGENT_CIDRS],
+                "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDRS[ip_family]}}],
                 "ports": [{"port": POD_IDENTITY_AGENT_PORT, "protocol": "TCP"}],
             }
         )
