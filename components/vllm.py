@@ -67,6 +67,12 @@ POD_IDENTITY_AGENT_CIDRS = {"ipv4": "169.254.170.23/32", "ipv6": "fd00:ec2::23/1
 POD_IDENTITY_AGENT_PORT = 80
 DNS_PORT = 53
 HTTPS_PORT = 443
+# Labels prometheus-operator gives every Prometheus server pod (its StatefulSet's immutable
+# selector: prometheus-operator pkg/prometheus/server/statefulset.go, podSelectorLabels).
+PROMETHEUS_POD_LABELS = {
+    "app.kubernetes.io/name": "prometheus",
+    "app.kubernetes.io/managed-by": "prometheus-operator",
+}
 
 # Karpenter (and EKS Auto Mode, which runs it) never consolidates or drifts a node away under a
 # pod with this annotation (karpenter.sh docs, reference/annotations; kubernetes-sigs/karpenter
@@ -511,7 +517,7 @@ def network_policy(
     monitoring_namespace: str,
     name: str = APP,
 ) -> dict[str, Any]:
-    """Admit port 8000 only from the load balancer's subnets and from Prometheus, and anything
+    """Admit port 8000 only from the load balancer's subnets and from Prometheus' pods, and anything
     from the replica's own pods (Ray and NCCL between the nodes of a replica); let out DNS,
     HTTPS, Pod Identity (when the service account has an association) and the replica's pods.
 
@@ -533,10 +539,11 @@ def network_policy(
                 {"from": [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs], "ports": vllm_port},
                 {
                     "from": [
-                        {
+                        {  # one peer: Prometheus pods AND in the monitoring namespace
                             "namespaceSelector": {
                                 "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
-                            }
+                            },
+                            "podSelector": {"matchLabels": dict(PROMETHEUS_POD_LABELS)},
                         }
                     ],
                     "ports": vllm_port,

@@ -41,7 +41,7 @@ ALB_SUBNET_TAG = {"internal": "kubernetes.io/role/internal-elb", "internet-facin
 S3_ADDRESS = "52.216.8.16"  # an s3.us-east-1.amazonaws.com address
 HUGGING_FACE_ADDRESS = "18.160.10.25"  # a CloudFront address serving huggingface.co
 INTERNET_ADDRESS = "203.0.113.9"
-PROMETHEUS = Pod("monitoring", {"app.kubernetes.io/name": "prometheus"})
+PROMETHEUS = Pod("monitoring", serving_facts()["prometheus_operator_pod_labels"]["labels"])
 COREDNS = Pod("kube-system", {"k8s-app": "kube-dns"}, {"dns": 53})
 NODE_LOCAL_DNS = "169.254.20.10"  # a link-local node resolver (NodeLocal DNSCache's default)
 
@@ -192,13 +192,9 @@ def test_nothing_else_reaches_port_8000(case: Stack) -> None:
         Pod("monitoring", {"app.kubernetes.io/name": "grafana"}, {}),
     ]
     stagers = [w.pod for w in case.workloads if w.kind == "Job"]
-    for source in [*intruders, *stagers]:
-        if source == PROMETHEUS:
-            continue
-        allowed = case.cluster.allows(source, case.server, 8000)
-        # Every pod in the monitoring namespace counts as Prometheus: the policy admits the
-        # namespace (Prometheus' pod labels belong to the operator's chart, not to us).
-        assert allowed == (isinstance(source, Pod) and source.namespace == "monitoring"), source
+    prometheus_elsewhere = Pod("default", PROMETHEUS.labels)  # Prometheus' labels, wrong namespace
+    for source in [*intruders, *stagers, prometheus_elsewhere]:
+        assert not case.cluster.allows(source, case.server, 8000), source
 
 
 def test_the_nodes_of_a_multi_node_replica_reach_each_other() -> None:
