@@ -190,6 +190,13 @@ INVOKES: dict[str, Callable[[MockCallArgs, str], dict[str, Any]]] = {
         "arn": f"arn:aws:ec2:{r}:{ACCOUNT_ID}:vpc/{a.args['id']}",
         "state": "available",
     },
+    # Your own subnets: a /20 of 10.20.0.0/16 chosen from the id, so each subnet has its own.
+    "aws:ec2/getSubnet:getSubnet": lambda a, r: {
+        "id": a.args["id"],
+        "cidrBlock": f"10.20.{16 * (int(_short_hash(a.args['id']), 16) % 16)}.0/20",
+        "vpcId": "vpc-0123456789abcdef0",
+        "arn": f"arn:aws:ec2:{r}:{ACCOUNT_ID}:subnet/{a.args['id']}",
+    },
     "aws:index/getPartition:getPartition": lambda a, r: {
         "partition": "aws",
         "dnsSuffix": "amazonaws.com",

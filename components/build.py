@@ -24,7 +24,7 @@ from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
-from .vllm import APP, Endpoint
+from .vllm import APP, READINESS_GATE_LABELS, Endpoint, zone_refusal
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
@@ -43,6 +43,10 @@ def size(settings: Settings) -> SizingPlan:
     result = plan(settings.plan_request())
     if isinstance(result, Infeasible):
         raise SizingError(result)
+    zones = None if settings.network.vpc_id else settings.network.availability_zones
+    refusal = zone_refusal(result, settings.autoscaling.max_replicas, zones)
+    if refusal:
+        raise SizingError(Infeasible(result.request, (refusal,)))
     return result
 
 
@@ -145,7 +149,11 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         "namespaces",
         NamespacesArgs(
             namespaces=[
-                NamespaceSpec(INFERENCE_NAMESPACE, "restricted"),
+                NamespaceSpec(
+                    INFERENCE_NAMESPACE,
+                    "restricted",
+                    labels=READINESS_GATE_LABELS[settings.compute_mode.value],
+                ),
                 NamespaceSpec(
                     MONITORING_NAMESPACE,
                     "privileged",
@@ -167,7 +175,7 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         opts=k8s_opts,
     )
 
-    drain = settings.endpoint.drain_seconds or sizing_plan.drain_seconds
+    drain = sizing_plan.drain_seconds  # endpoint.drainSeconds when set (the plan's request carries it)
     internet_facing = settings.endpoint.scheme is EndpointScheme.INTERNET_FACING
     inference = Inference(
         "inference",
@@ -183,7 +191,11 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
                 certificate_arn=settings.endpoint.certificate_arn,
                 drain_seconds=drain,
             ),
-            vpc_cidr=network.vpc_cidr,
+            # The ALB takes addresses in the subnets the load balancer controller discovers for its
+            # scheme: public (kubernetes.io/role/elb) or private (kubernetes.io/role/internal-elb).
+            load_balancer_cidrs=network.public_subnet_cidrs
+            if internet_facing
+            else network.private_subnet_cidrs,
             cluster_name=name,
             region=settings.region,
             labels=labels,

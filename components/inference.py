@@ -18,6 +18,7 @@ from sizing.planner import HF_DOWNLOAD_GIB_PER_S
 from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
 from .capacity import GpuPlacement
 from .helm import helm_release
+from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import LEADER_WORKER_SET, VLLM_IMAGE
@@ -31,6 +32,7 @@ from .vllm import (
     container_security_context,
     deployment,
     disruption_budget,
+    egress_rules,
     ingress,
     leader_worker_set,
     network_policy,
@@ -59,8 +61,9 @@ class InferenceArgs:
     """GPU node selector, tolerations and IngressClass from the capacity layer."""
     endpoint: Endpoint
     """Load balancer scheme, allowed CIDRs, TLS certificate and drain time."""
-    vpc_cidr: pulumi.Input[str]
-    """The VPC's CIDR: the load balancer's addresses, admitted by the NetworkPolicy."""
+    load_balancer_cidrs: pulumi.Input[list[str]]
+    """CIDRs of the subnets the load balancer lives in: the only addresses admitted to port 8000
+    besides Prometheus (the ALB reaches pods from its own addresses there)."""
     cluster_name: str
     """EKS cluster name (Pod Identity associations)."""
     region: str
@@ -121,7 +124,8 @@ class Inference(pulumi.ComponentResource):
             api_key=args.api_key,
             hf_token=args.hf_token,
             aws_region=args.region if args.weights_from_s3 else None,
-            drain_seconds=args.endpoint.drain_seconds,
+            # vLLM's service account gets a Pod Identity association exactly when it reads S3.
+            pod_identity=args.weights_from_s3,
         )
         # Pulumi waits for the first replica to become ready: give it the plan's start-up budget plus
         # a GPU node launch and the image pull, instead of the provider's default 10 minutes.
@@ -190,8 +194,10 @@ class Inference(pulumi.ComponentResource):
             spec=ing_manifest["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on]),
         )
-        policy = pulumi.Output.all(ns_workload, args.vpc_cidr).apply(
-            lambda v: network_policy(v[0], vpc_cidr=v[1], monitoring_namespace=args.monitoring_namespace)
+        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs).apply(
+            lambda v: network_policy(
+                v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
+            )
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
@@ -300,7 +306,7 @@ class Inference(pulumi.ComponentResource):
                 disk_gib=STAGE_DISK_GIB,
             )
         )
-        # Only DNS and HTTPS out (Hugging Face, S3); nothing may connect in.
+        # Only DNS, HTTPS (Hugging Face, S3) and its Pod Identity credentials out; nothing in.
         stager_policy = stager_network_policy(args.labels)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-stager-netpol",
@@ -355,7 +361,11 @@ def stage_job_spec(
         "backoffLimit": 3,
         "ttlSecondsAfterFinished": 86400,
         "template": {
-            "metadata": {"labels": {**labels, "app.kubernetes.io/name": STAGER}},
+            # A copy of hours restarts from scratch if consolidation moves it.
+            "metadata": {
+                "labels": {**labels, "app.kubernetes.io/name": STAGER},
+                "annotations": dict(SERVING_POD_ANNOTATIONS),
+            },
             "spec": {
                 "serviceAccountName": STAGER,
                 "automountServiceAccountToken": False,
@@ -400,22 +410,15 @@ def stage_job_spec(
 
 
 def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
-    """The stager talks to DNS and HTTPS endpoints only, and accepts no connections."""
+    """The stager talks to DNS, HTTPS endpoints and the Pod Identity agent (its service account
+    always has an association: it writes the bucket), and accepts no connections."""
     return {
         "metadata": {"name": STAGER, "labels": labels},
         "spec": {
             "podSelector": {"matchLabels": {"app.kubernetes.io/name": STAGER}},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [],
-            "egress": [
-                {
-                    "to": [
-                        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
-                    ],
-                    "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
-                },
-                {"ports": [{"port": 443, "protocol": "TCP"}]},
-            ],
+            "egress": egress_rules(pod_identity=True),
         },
     }
 

@@ -40,7 +40,6 @@ from .nodepools import (
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .versions import (
     AWS_LOAD_BALANCER_CONTROLLER,
-    EFA_DEVICE_PLUGIN,
     KARPENTER,
     NVIDIA_DEVICE_PLUGIN,
     SYSTEM_NODE_INSTANCE_TYPES,
@@ -358,21 +357,8 @@ class KarpenterCapacity(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
         )
         gpu_ready: list[pulumi.Resource] = [*gpu_pools, device_plugin, lbc]
-        if args.plan.nodes_per_replica > 1:
-            # Multi-node replicas request vpc.amazonaws.com/efa; this plugin advertises it.
-            gpu_ready.append(
-                helm_release(
-                    f"{name}-aws-efa-k8s-device-plugin",
-                    "aws-efa-k8s-device-plugin",
-                    EFA_DEVICE_PLUGIN,
-                    SYSTEM_NAMESPACE,
-                    {
-                        "nodeSelector": {"karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"},
-                        "tolerations": [GPU_TOLERATION],
-                    },
-                    k8s_child,
-                )
-            )
+        # No EFA device plugin: the pinned vLLM image has no libfabric/aws-ofi-nccl, so no pod requests
+        # vpc.amazonaws.com/efa (the plan warns that multi-node NCCL runs over TCP).
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
         self.placement = gpu_placement(gpu_ready)
         self.register_outputs(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -16,6 +16,8 @@ class NamespaceSpec:
     """Pod Security Standard enforced by admission: restricted, baseline or privileged."""
     reason: str = ""
     """Why a level below restricted is needed (empty for restricted)."""
+    labels: dict[str, str] = field(default_factory=dict)
+    """Labels of this namespace alone (e.g. the load balancer's readiness-gate opt-in)."""
 
 
 @dataclass
@@ -40,6 +42,7 @@ class Namespaces(pulumi.ComponentResource):
         for spec in args.namespaces:
             labels = {
                 **args.labels,
+                **spec.labels,
                 "pod-security.kubernetes.io/enforce": spec.pod_security,
                 # Warn and audit at restricted everywhere so drift from the best level is visible.
                 "pod-security.kubernetes.io/warn": "restricted",

@@ -62,6 +62,10 @@ class Network(pulumi.ComponentResource):
     """Subnets for nodes and internal load balancers."""
     public_subnet_ids: pulumi.Output[list[str]]
     """Subnets for internet-facing load balancers (may be empty for your own VPC)."""
+    private_subnet_cidrs: pulumi.Output[list[str]]
+    """CIDRs of the private subnets (where an internal load balancer gets its addresses)."""
+    public_subnet_cidrs: pulumi.Output[list[str]]
+    """CIDRs of the public subnets (where an internet-facing load balancer gets its addresses)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
@@ -72,6 +76,8 @@ class Network(pulumi.ComponentResource):
             ).cidr_block
             self.private_subnet_ids = pulumi.Output.from_input(list(args.private_subnet_ids or []))
             self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
+            self.private_subnet_cidrs = self._cidrs_of(args.private_subnet_ids or [])
+            self.public_subnet_cidrs = self._cidrs_of(args.public_subnet_ids or [])
         else:
             self._create(name, args)
         self.register_outputs(
@@ -148,6 +154,15 @@ class Network(pulumi.ComponentResource):
         self.vpc_cidr = vpc.cidr_block
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private]).apply(list)
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)
+        self.private_subnet_cidrs = pulumi.Output.from_input(list(plan.private))
+        self.public_subnet_cidrs = pulumi.Output.from_input(list(plan.public))
+
+    def _cidrs_of(self, subnet_ids: list[str]) -> pulumi.Output[list[str]]:
+        """The CIDR of each of your own subnets, read from EC2."""
+        opts = pulumi.InvokeOutputOptions(parent=self)
+        return pulumi.Output.all(
+            *[aws.ec2.get_subnet_output(id=i, opts=opts).cidr_block for i in subnet_ids]
+        ).apply(list)
 
     def _tier(
         self,

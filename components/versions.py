@@ -59,11 +59,6 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
 # manifest gate validates against.
 LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10.0")
 
-# EFA device plugin (Karpenter mode, multi-node plans only): advertises vpc.amazonaws.com/efa.
-# aws/eks-charts stable/aws-efa-k8s-device-plugin/Chart.yaml (5239609): the chart's own version
-# string carries the "v" (plugin image v0.5.20).
-EFA_DEVICE_PLUGIN = ChartPin("aws-efa-k8s-device-plugin", "https://aws.github.io/eks-charts", "v0.5.30")
-
 # Prometheus operator, Prometheus, Grafana, node-exporter and kube-state-metrics. The
 # ServiceMonitor, PodMonitor and PrometheusRule objects the project renders are validated
 # against prometheus-operator 0.93.0's CRD schemas.

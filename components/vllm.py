@@ -14,6 +14,7 @@ from typing import Any
 from sizing import SizingPlan
 from sizing.planner import VLLM_PORT
 
+from .nodepools import SERVING_POD_ANNOTATIONS
 from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import VLLM_IMAGE
 
@@ -45,6 +46,52 @@ def checkov_annotations(skips: dict[str, str]) -> dict[str, str]:
 RAY_PORT = 6379
 # Time for the ALB and kube-proxy to stop sending new requests before vLLM stops accepting.
 DEREGISTRATION_PAUSE_S = 15
+# After --shutdown-timeout, vLLM aborts what is left and tears the engine down; the grace
+# period leaves it this long to exit before the kubelet sends KILL.
+ENGINE_EXIT_S = 15
+# An ALB target group's deregistration delay is at most 3600 s (ELB target group attributes).
+ALB_MAX_DEREGISTRATION_S = 3600
+
+# The only paths the load balancer forwards: vLLM 0.33.0 checks the API key only for paths
+# under /v1, /v2, /inference and /cohere (vllm/entrypoints/serve/middleware/authenticate.py,
+# GUARDED_PREFIX), and the OpenAI-compatible API lives under /v1. /invocations, /tokenize,
+# /pooling, /score, /metrics and the admin routes answer without a key, so they stay inside
+# the cluster. The ALB's health check targets each pod directly (healthcheck-path), so it needs
+# no route here.
+ROUTED_PATH_PREFIXES = ("/v1",)
+
+# EKS Pod Identity: the agent answers credential requests on the node at a link-local address
+# per IP family, port 80 (aws/eks-pod-identity-agent configuration/config.go, cmd/server.go; EKS
+# User Guide "Set up the Amazon EKS Pod Identity Agent"). The clusters this project builds are
+# IPv4; an IPv6 cluster's pods would call fd00:ec2::23 instead.
+POD_IDENTITY_AGENT_CIDRS = {"ipv4": "169.254.170.23/32", "ipv6": "fd00:ec2::23/128"}
+POD_IDENTITY_AGENT_PORT = 80
+DNS_PORT = 53
+HTTPS_PORT = 443
+# Labels prometheus-operator gives every Prometheus server pod (its StatefulSet's immutable
+# selector: prometheus-operator pkg/prometheus/server/statefulset.go, podSelectorLabels).
+PROMETHEUS_POD_LABELS = {
+    "app.kubernetes.io/name": "prometheus",
+    "app.kubernetes.io/managed-by": "prometheus-operator",
+}
+
+# Both nodes of a multi-node replica in one zone: LWS gives each group's leader a required
+# affinity to its own group on this key, pins the workers to the leader's zone, and keeps other
+# groups out of it (kubernetes-sigs/lws v0.10.0 ExclusiveKeyAnnotationKey, SetExclusiveAffinities).
+# The price is one replica per zone.
+LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+# Pod readiness gates: the load balancer controller injects a target-health gate into pods of a
+# namespace carrying this label, so a rollout never removes the last healthy ALB target
+# (target-type ip only). The AWS Load Balancer Controller reads elbv2.k8s.aws/...
+# (kubernetes-sigs/aws-load-balancer-controller docs/deploy/pod_readiness_gate.md); EKS Auto
+# Mode's built-in controller reads eks.amazonaws.com/... (AWS Containers blog on Auto Mode
+# resiliency; its eks-load-balancing-webhook selects that key).
+READINESS_GATE_LABELS = {
+    "karpenter": {"elbv2.k8s.aws/pod-readiness-gate-inject": "enabled"},
+    "auto-mode": {"eks.amazonaws.com/pod-readiness-gate-inject": "enabled"},
+}
 STARTUP_PROBE_PERIOD_S = 10
 
 CACHE_MOUNTS = {
@@ -67,7 +114,7 @@ class Workload:
     hf_token: bool = False
     model_uri: str | None = None  # overrides the plan's repository (s3:// of the staged weights)
     aws_region: str | None = None
-    drain_seconds: int | None = None
+    pod_identity: bool = False  # the service account has an EKS Pod Identity association
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -80,8 +127,29 @@ def shm_gib(plan: SizingPlan) -> int:
     return 2 + 4 * (plan.tensor_parallel_size - 1)
 
 
-def drain_seconds(plan: SizingPlan, workload: Workload) -> int:
-    return workload.drain_seconds or plan.drain_seconds
+def zone_refusal(plan: SizingPlan, max_replicas: int, zones: int | None) -> str | None:
+    """Why a multi-node plan cannot scale to ``max_replicas``: with LWS exclusive topology on the
+    zone, each replica takes a whole zone (see ``LWS_EXCLUSIVE_TOPOLOGY``). ``zones`` is None for
+    your own VPC, whose zones are known only on AWS."""
+    if plan.nodes_per_replica == 1 or zones is None or max_replicas <= zones:
+        return None
+    return (
+        f"autoscaling.maxReplicas = {max_replicas}: a {plan.model.variant} replica spans "
+        f"{plan.nodes_per_replica} nodes kept in one zone, one replica per zone, and the VPC has "
+        f"{zones} zones; set autoscaling.maxReplicas to at most {zones}, or add a single-node "
+        "instance family (e.g. p5en) to gpu.instanceFamilies"
+    )
+
+
+def termination_grace_seconds(plan: SizingPlan) -> int:
+    """The pause before SIGTERM, vLLM's drain (``--shutdown-timeout``), then time to exit."""
+    return DEREGISTRATION_PAUSE_S + plan.drain_seconds + ENGINE_EXIT_S
+
+
+def deregistration_delay_seconds(drain_seconds: int) -> int:
+    """How long the ALB keeps a deregistered target's open streams: from the moment the pod starts
+    terminating, through the pause and vLLM's drain (capped at the ALB's own maximum)."""
+    return min(ALB_MAX_DEREGISTRATION_S, DEREGISTRATION_PAUSE_S + drain_seconds)
 
 
 def vllm_args(plan: SizingPlan, workload: Workload) -> list[str]:
@@ -111,7 +179,8 @@ def _env(plan: SizingPlan, workload: Workload) -> list[dict[str, Any]]:
     if workload.hf_token:
         env.append(_secret_env("HF_TOKEN", HF_TOKEN_SECRET, HF_TOKEN_KEY))
     if workload.api_key:
-        # vLLM requires "Authorization: Bearer <key>" on /v1/* when VLLM_API_KEY is set.
+        # vLLM then requires "Authorization: Bearer <key>" under its guarded prefixes only (see
+        # ROUTED_PATH_PREFIXES): the load balancer routes nothing else.
         env.append(_secret_env("VLLM_API_KEY", API_KEY_SECRET, API_KEY_KEY))
     env += [{"name": k, "value": v} for k, v in sorted(workload.extra_env.items())]
     return env
@@ -136,9 +205,9 @@ def _resources(plan: SizingPlan, gpus: int) -> dict[str, Any]:
         "nvidia.com/gpu": str(gpus),
         "ephemeral-storage": f"{scratch_gib}Gi",
     }
-    if plan.nodes_per_replica > 1:
-        # Multi-node replicas talk over EFA: one interface per GPU on p5/p5en-class instances.
-        requests["vpc.amazonaws.com/efa"] = limits["vpc.amazonaws.com/efa"] = str(gpus)
+    # No vpc.amazonaws.com/efa: the pinned vllm/vllm-openai image has no libfabric or aws-ofi-nccl,
+    # so NCCL could not use EFA devices and would fall back to TCP sockets anyway. Multi-node
+    # replicas use sockets openly, and the plan says so in its warnings.
     return {"requests": requests, "limits": limits}
 
 
@@ -213,7 +282,7 @@ def server_container(
         "readinessProbe": _probe("/health", 5, 3),
         "livenessProbe": _probe("/health", 15, 6),
         # A short pause so the ALB and Service stop routing here before vLLM stops accepting;
-        # in-flight streams then finish within terminationGracePeriodSeconds.
+        # vLLM then drains in-flight streams for --shutdown-timeout (the plan's drain_seconds).
         "lifecycle": {"preStop": {"sleep": {"seconds": DEREGISTRATION_PAUSE_S}}},
     }
     if command:
@@ -231,7 +300,7 @@ def pod_spec(plan: SizingPlan, workload: Workload, containers: list[dict[str, An
         "enableServiceLinks": False,
         "nodeSelector": dict(workload.node_selector),
         "tolerations": [dict(t) for t in workload.tolerations],
-        "terminationGracePeriodSeconds": drain_seconds(plan, workload) + DEREGISTRATION_PAUSE_S,
+        "terminationGracePeriodSeconds": termination_grace_seconds(plan),
         "securityContext": pod_security_context(),
         "containers": containers,
         "volumes": _volumes(plan),
@@ -257,7 +326,7 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
             "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
             "progressDeadlineSeconds": plan.startup_seconds + 600,
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": labels, "annotations": dict(SERVING_POD_ANNOTATIONS)},
                 "spec": pod_spec(plan, workload, [server_container(plan, workload)]),
             },
         },
@@ -302,7 +371,7 @@ def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> 
             "name": name,
             "namespace": workload.namespace,
             "labels": labels,
-            "annotations": checkov_annotations(CHECKOV_SKIPS),
+            "annotations": {**checkov_annotations(CHECKOV_SKIPS), LWS_EXCLUSIVE_TOPOLOGY: ZONE_KEY},
         },
         "spec": {
             "startupPolicy": "LeaderCreated",
@@ -310,11 +379,17 @@ def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> 
                 "size": plan.nodes_per_replica,
                 "restartPolicy": "RecreateGroupOnPodRestart",
                 "leaderTemplate": {
-                    "metadata": {"labels": {**labels, "deepseek-eks/role": "leader"}},
+                    "metadata": {
+                        "labels": {**labels, "deepseek-eks/role": "leader"},
+                        "annotations": dict(SERVING_POD_ANNOTATIONS),
+                    },
                     "spec": pod_spec(plan, workload, [leader]),
                 },
                 "workerTemplate": {
-                    "metadata": {"labels": {**labels, "deepseek-eks/role": "worker"}},
+                    "metadata": {
+                        "labels": {**labels, "deepseek-eks/role": "worker"},
+                        "annotations": dict(SERVING_POD_ANNOTATIONS),
+                    },
                     "spec": pod_spec(plan, workload, [worker]),
                 },
             },
@@ -357,8 +432,9 @@ class Endpoint:
 
 
 def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str, Any]:
-    """An ALB Ingress: internal unless configured otherwise, health-checked on /health, idle
-    timeout above the longest generation, targets drained as long as a stream may run."""
+    """An ALB Ingress: internal unless configured otherwise, only the key-guarded API routed,
+    health-checked on /health, idle timeout above the longest generation, targets drained as long
+    as a stream may run. Paths outside ``ROUTED_PATH_PREFIXES`` get the ALB's default 404."""
     listen = [{"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
     annotations = {
         "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
@@ -372,7 +448,7 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
             "routing.http.drop_invalid_header_fields.enabled=true"
         ),
         "alb.ingress.kubernetes.io/target-group-attributes": (
-            f"deregistration_delay.timeout_seconds={endpoint.drain_seconds}"
+            f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
         ),
     }
     if endpoint.internet_facing:
@@ -396,10 +472,11 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
                     "http": {
                         "paths": [
                             {
-                                "path": "/",
+                                "path": prefix,
                                 "pathType": "Prefix",
                                 "backend": {"service": {"name": name, "port": {"name": PORT_NAME}}},
                             }
+                            for prefix in ROUTED_PATH_PREFIXES
                         ]
                     }
                 }
@@ -408,12 +485,46 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
     }
 
 
+def egress_rules(*, pod_identity: bool, ip_family: str = "ipv4") -> list[dict[str, Any]]:
+    """What a pod of this service may reach outside its own replica.
+
+    DNS goes to any address on port 53: the resolver in the pod's resolv.conf is a CoreDNS pod in
+    Karpenter mode, but EKS Auto Mode answers it on the node and runs no CoreDNS pod
+    (aws/containers-roadmap#2546, #2552), so a rule naming kube-system pods breaks resolution
+    there. HTTPS goes anywhere (Hugging Face, S3 through the gateway endpoint, STS). A pod whose
+    service account has a Pod Identity association also reaches the agent on the node."""
+    rules: list[dict[str, Any]] = [
+        {"ports": [{"port": DNS_PORT, "protocol": "UDP"}, {"port": DNS_PORT, "protocol": "TCP"}]},
+        {"ports": [{"port": HTTPS_PORT, "protocol": "TCP"}]},
+    ]
+    if pod_identity:
+        rules.append(
+            {
+                "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDRS[ip_family]}}],
+                "ports": [{"port": POD_IDENTITY_AGENT_PORT, "protocol": "TCP"}],
+            }
+        )
+    return rules
+
+
 def network_policy(
-    workload: Workload, *, vpc_cidr: Any, monitoring_namespace: str, name: str = APP
+    workload: Workload,
+    *,
+    load_balancer_cidrs: list[str],
+    monitoring_namespace: str,
+    name: str = APP,
 ) -> dict[str, Any]:
-    """Admit only the load balancer (from the VPC), Prometheus, and the replica's own pods;
-    let out only DNS, HTTPS (weights) and the replica's own pods (multi-node traffic)."""
+    """Admit port 8000 only from the load balancer's subnets and from Prometheus' pods, and anything
+    from the replica's own pods (Ray and NCCL between the nodes of a replica); let out DNS,
+    HTTPS, Pod Identity (when the service account has an association) and the replica's pods.
+
+    With ``target-type: ip`` the ALB connects to the pod from its own addresses in the subnets
+    it was placed in; a NetworkPolicy cannot name the ALB's security group, so those subnets'
+    CIDRs are the narrowest honest source."""
     own_pods = {"podSelector": {"matchLabels": selector_labels()}}
+    vllm_port = [{"port": VLLM_PORT, "protocol": "TCP"}]
+    if not load_balancer_cidrs:
+        raise ValueError("network_policy: no load balancer subnet CIDRs; the endpoint would be unreachable")
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",
@@ -422,32 +533,21 @@ def network_policy(
             "podSelector": {"matchLabels": selector_labels()},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [
-                {
-                    "from": [{"ipBlock": {"cidr": vpc_cidr}}],
-                    "ports": [{"port": VLLM_PORT, "protocol": "TCP"}],
-                },
+                {"from": [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs], "ports": vllm_port},
                 {
                     "from": [
-                        {
+                        {  # one peer: Prometheus pods AND in the monitoring namespace
                             "namespaceSelector": {
                                 "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
-                            }
+                            },
+                            "podSelector": {"matchLabels": dict(PROMETHEUS_POD_LABELS)},
                         }
                     ],
-                    "ports": [{"port": VLLM_PORT, "protocol": "TCP"}],
+                    "ports": vllm_port,
                 },
                 {"from": [own_pods]},
             ],
-            "egress": [
-                {
-                    "to": [
-                        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}
-                    ],
-                    "ports": [{"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}],
-                },
-                {"ports": [{"port": 443, "protocol": "TCP"}]},
-                {"to": [own_pods]},
-            ],
+            "egress": [*egress_rules(pod_identity=workload.pod_identity), {"to": [own_pods]}],
         },
     }
 

@@ -272,6 +272,7 @@ class Settings(BaseModel):
             repository=self.model.repository,
             min_replicas=self.autoscaling.min_replicas,
             max_replicas=self.autoscaling.max_replicas,
+            drain_seconds=self.endpoint.drain_seconds,
         )
 
 

@@ -109,6 +109,7 @@ class PlanRequest:
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     # Measured runtime overheads (``python -m sizing calibrate``); None: the bundled file.
     calibration_file: str | None = None
+    drain_seconds: int | None = None  # endpoint.drainSeconds; None: long enough for a full stream
 
     @property
     def required_kv_tokens(self) -> int:
@@ -256,7 +257,10 @@ class SizingPlan:
 
     @property
     def drain_seconds(self) -> int:
-        """Grace a terminating replica gets to finish a full-length stream."""
+        """Grace a terminating replica gets to finish a full-length stream (vLLM's
+        ``--shutdown-timeout``), unless the stack sets its own."""
+        if self.request.drain_seconds:
+            return self.request.drain_seconds
         full_stream = math.ceil(self.request.max_model_len / MIN_DECODE_TOKENS_PER_S) + DRAIN_MARGIN_S
         return min(MAX_DRAIN_S, full_stream)
 
@@ -282,6 +286,8 @@ class SizingPlan:
         if fit.nodes > 1:
             args += ["--distributed-executor-backend", "ray"]
         args += ["--reasoning-parser", "deepseek_r1", "--port", str(VLLM_PORT)]
+        # vLLM's default 0 aborts every in-flight request on SIGTERM; N drains them for N seconds.
+        args += ["--shutdown-timeout", str(self.drain_seconds)]
         return args
 
     def to_dict(self) -> dict:
@@ -304,7 +310,8 @@ class SizingPlan:
             "tensor_parallel_size": self.tensor_parallel_size,
             "pipeline_parallel_size": self.pipeline_parallel_size,
             "nodes_per_replica": self.nodes_per_replica,
-            "efa_required": self.nodes_per_replica > 1,
+            # The pinned vLLM image has no EFA transport (libfabric, aws-ofi-nccl): none is requested.
+            "efa_required": False,
             "gpu_memory_utilization": r.gpu_memory_utilization,
             "max_model_len": r.max_model_len,
             "min_full_length_sequences": r.min_full_length_sequences,
@@ -520,6 +527,12 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
     if q is Quantization.AWQ_INT4 and not request.repository and not known_checkpoint(model.variant, q.value):
         warnings.append("awq-int4 needs a pre-quantized AWQ checkpoint: set model.repository")
     warnings += _precision_warnings(model, q, chosen)
+    if chosen.nodes > 1:
+        warnings.append(
+            f"one replica spans {chosen.nodes} nodes and NCCL between them runs over TCP sockets, not "
+            "EFA: the vllm/vllm-openai image has no libfabric or aws-ofi-nccl, so no EFA device is "
+            "requested; a single-node type (e.g. p5en for r1-671b) avoids inter-node traffic"
+        )
     if request.region not in catalog.price_sources:
         warnings.append(f"no bundled prices for {request.region}: costs use {PRICE_FALLBACK_REGION}")
     return SizingPlan(

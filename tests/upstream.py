@@ -77,3 +77,19 @@ def model_configs() -> dict[str, dict[str, Any]]:
     """config.json architecture fields per Hugging Face repo (``model-configs.json``)."""
     data: dict[str, dict[str, Any]] = json.loads((UPSTREAM / "model-configs.json").read_text())["models"]
     return data
+
+
+@cache
+def vllm_auth_prefixes(version: str = "0.33.0") -> dict[str, Any]:
+    """vLLM's API-key scope: ``guarded_prefixes`` (the only paths the key protects) and routes
+    seen answering without it."""
+    data: dict[str, Any] = json.loads((UPSTREAM / f"vllm-{version}" / "auth-prefixes.json").read_text())
+    return data
+
+
+@cache
+def serving_facts() -> dict[str, Any]:
+    """Pod Identity agent address, DNS on Auto Mode, readiness-gate labels, ALB limits, Karpenter
+    and LeaderWorkerSet annotation keys, each with its source (``serving-facts.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "serving-facts.json").read_text())
+    return data

@@ -10,7 +10,9 @@ import pytest
 
 from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
+from components import SizingError
 from tests.conftest import stack_config
+from tests.upstream import serving_facts
 
 # A family list that fits each variant (stack: prod, Karpenter), cheapest first.
 VARIANTS = {
@@ -79,13 +81,77 @@ def test_r1_on_p5_is_a_leader_worker_set_of_two_nodes() -> None:
     assert "--distributed-executor-backend ray" in script
     assert "ray start --address=" in worker["command"][-1]
     for container in (leader, worker):
-        assert container["resources"]["limits"]["vpc.amazonaws.com/efa"] == "8"
         assert container["resources"]["limits"]["nvidia.com/gpu"] == "8"
     assert "startupProbe" in leader and "startupProbe" not in worker
     assert "lws" in rendered.helm and rendered.helm["lws"]["version"] == "0.10.0"
-    assert "aws-efa-k8s-device-plugin" in rendered.helm
     service = next(o for o in rendered.objects() if o["kind"] == "Service")
     assert service["spec"]["selector"]["deepseek-eks/role"] == "leader"
+
+
+def test_no_efa_is_requested_that_the_image_cannot_use_and_the_plan_says_so() -> None:
+    """The vllm/vllm-openai image has no libfabric or aws-ofi-nccl: NCCL would fall back to TCP
+    sockets under EFA devices. The render requests none and the plan warns instead."""
+    rendered = render(stack_config("r1"))
+    template = workload(rendered)["spec"]["leaderWorkerTemplate"]
+    for role in ("leaderTemplate", "workerTemplate"):
+        for container in template[role]["spec"]["containers"]:
+            for kind in ("requests", "limits"):
+                assert not any("efa" in name for name in container["resources"][kind]), container["resources"]
+            assert not any(e["name"].startswith(("FI_", "NCCL_NET")) for e in container["env"])
+    assert rendered.plan["efa_required"] is False
+    assert any("TCP sockets, not EFA" in w for w in rendered.plan["warnings"])
+    assert not render(stack_config("r1", gpu__instanceFamilies="p5en")).plan["warnings"]
+
+
+def test_both_nodes_of_a_replica_stay_in_one_zone() -> None:
+    lws = serving_facts()["leaderworkerset_exclusive_topology"]
+    obj = workload(render(stack_config("r1")))
+    assert obj["metadata"]["annotations"][lws["annotation"]] == "topology.kubernetes.io/zone"
+
+
+def test_exclusive_zones_cap_the_replicas_of_a_multi_node_plan() -> None:
+    """One replica per zone (LWS exclusive topology): more replicas than zones is refused at plan
+    time, a single-node plan is not limited."""
+    with pytest.raises(SizingError, match=r"autoscaling.maxReplicas = 4: .* 3 zones"):
+        render(stack_config("r1", autoscaling__maxReplicas=4))
+    with pytest.raises(SizingError, match="at most 2"):
+        render(stack_config("r1", network__availabilityZones=2, autoscaling__maxReplicas=3))
+    assert render(stack_config("r1", gpu__instanceFamilies="p5en", autoscaling__maxReplicas=4))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "r1"])
+def test_no_voluntary_disruption_moves_a_serving_pod(stack: str) -> None:
+    key = serving_facts()["karpenter_do_not_disrupt"]
+    obj = workload(render(stack_config(stack)))
+    spec = obj["spec"]
+    templates = (
+        [spec["template"]]
+        if obj["kind"] == "Deployment"
+        else [spec["leaderWorkerTemplate"]["leaderTemplate"], spec["leaderWorkerTemplate"]["workerTemplate"]]
+    )
+    for template in templates:
+        assert template["metadata"]["annotations"][key["pod_annotation"]] == key["value"]
+
+
+@pytest.mark.parametrize(
+    ("stack", "fact"),
+    [("dev", "eks_auto_mode_readiness_gate"), ("prod", "aws_load_balancer_controller_readiness_gate")],
+)
+def test_the_namespace_opts_into_its_load_balancers_readiness_gate(stack: str, fact: str) -> None:
+    gate = serving_facts()[fact]
+    rendered = render(stack_config(stack))
+    ns = next(
+        o for o in rendered.objects() if o["kind"] == "Namespace" and o["metadata"]["name"] == "deepseek"
+    )
+    assert ns["metadata"]["labels"][gate["namespace_label"]] == gate["value"]
+    other = next(
+        f
+        for f in ("eks_auto_mode_readiness_gate", "aws_load_balancer_controller_readiness_gate")
+        if f != fact
+    )
+    assert serving_facts()[other]["namespace_label"] not in ns["metadata"]["labels"]
+    ing = next(o for o in rendered.objects() if o["kind"] == "Ingress")
+    assert ing["metadata"]["annotations"]["alb.ingress.kubernetes.io/target-type"] == "ip"
 
 
 def test_r1_on_p5en_is_a_single_deployment_with_tp8() -> None:
@@ -108,8 +174,8 @@ def test_pods_are_hardened_and_drain_gracefully() -> None:
     assert ctx["capabilities"] == {"drop": ["ALL"]}
     assert pod["automountServiceAccountToken"] is False
     plan = rendered.plan
-    assert pod["terminationGracePeriodSeconds"] == plan["drain_seconds"] + 15
-    assert container["lifecycle"]["preStop"] == {"sleep": {"seconds": 15}}
+    pause = container["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert pause > 0 and pause + plan["drain_seconds"] < pod["terminationGracePeriodSeconds"]
     startup = container["startupProbe"]
     assert startup["httpGet"]["path"] == "/health"
     assert startup["periodSeconds"] * startup["failureThreshold"] >= plan["startup_seconds"]
@@ -159,16 +225,34 @@ def test_internet_facing_endpoint_is_restricted_and_tls_with_a_certificate() -> 
     assert rendered.outputs["endpointUrl"] == "" or rendered.outputs["endpointUrl"].startswith("https://")
 
 
-def test_network_policy_admits_only_the_vpc_prometheus_and_its_own_pods() -> None:
-    rendered = render(stack_config("dev"))
+@pytest.mark.parametrize("scheme", ["internal", "internet-facing"])
+def test_network_policy_admits_the_load_balancer_subnets_not_the_vpc(scheme: str) -> None:
+    """The ALB's addresses live in the subnets the controller discovers by tag for its scheme."""
+    tag = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}[scheme]
+    extra = {"endpoint__allowedCidrs": "198.51.100.0/24"} if scheme == "internet-facing" else {}
+    rendered = render(stack_config("dev", endpoint__scheme=scheme, **extra))
+    subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
     policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
-    assert policy["policyTypes"] == ["Ingress", "Egress"]
-    sources = [rule["from"][0] for rule in policy["ingress"]]
-    assert sources[0] == {"ipBlock": {"cidr": "10.42.0.0/16"}}
-    assert sources[1]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
-    assert sources[2] == {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "vllm"}}}
-    egress_ports = [p["port"] for rule in policy["egress"] for p in rule.get("ports", [])]
-    assert sorted(egress_ports) == [53, 53, 443]
+    admitted = [
+        peer["ipBlock"]["cidr"] for rule in policy["ingress"] for peer in rule["from"] if "ipBlock" in peer
+    ]
+    assert sorted(admitted) == sorted(s["cidrBlock"] for s in subnets if tag in s["tags"])
+    assert "10.42.0.0/16" not in admitted
+
+
+def test_your_own_vpc_admits_your_subnets() -> None:
+    rendered = render(
+        stack_config(
+            "dev",
+            network__vpcId="vpc-0123456789abcdef0",
+            network__privateSubnetIds="subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2",
+        )
+    )
+    policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
+    admitted = [
+        peer["ipBlock"]["cidr"] for rule in policy["ingress"] for peer in rule["from"] if "ipBlock" in peer
+    ]
+    assert len(admitted) == 2 and all(c.startswith("10.20.") and c.endswith("/20") for c in admitted)
 
 
 def test_disruption_budget_only_with_more_than_one_replica() -> None:

@@ -40,9 +40,7 @@ def test_pinned_ami_release_exists_and_covers_every_supported_kubernetes(release
         assert minor in images["x86_64-standard"], (release, minor)
 
 
-@pytest.mark.parametrize(
-    "pin", [versions.AWS_LOAD_BALANCER_CONTROLLER, versions.EFA_DEVICE_PLUGIN], ids=lambda p: p.chart
-)
+@pytest.mark.parametrize("pin", [versions.AWS_LOAD_BALANCER_CONTROLLER], ids=lambda p: p.chart)
 def test_eks_chart_pins_are_the_released_charts(pin: versions.ChartPin) -> None:
     assert pin.repository == "https://aws.github.io/eks-charts"
     assert pin.version == eks_chart_versions()[pin.chart]["version"]

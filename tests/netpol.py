@@ -1,0 +1,169 @@
+"""A small evaluator of Kubernetes NetworkPolicy (``networking.k8s.io/v1``), for tests.
+
+It decides whether one connection is allowed by the policies of a cluster, following the
+Kubernetes documentation (kubernetes.io/docs/concepts/services-networking/network-policies/):
+
+- a pod is isolated for ingress (egress) only if some policy in its namespace selects it and has
+  ``Ingress`` (``Egress``) in ``policyTypes``; ``policyTypes`` defaults to ``Ingress``, plus
+  ``Egress`` when the policy has an ``egress`` section;
+- policies are additive: a connection is allowed if any rule of any selecting policy allows it;
+  a connection between two pods needs the source's egress and the destination's ingress;
+- in a rule, missing or empty ``from``/``to`` means every peer, missing or empty ``ports`` every
+  port; a port may be a number or a container port name, with ``endPort`` and a protocol that
+  defaults to TCP;
+- a peer with ``podSelector`` alone means pods of the policy's namespace; ``namespaceSelector``
+  alone, every pod of the matching namespaces; both in one peer, pods matching both (AND);
+  ``ipBlock`` is a CIDR with optional ``except`` CIDRs.
+
+Which addresses an ``ipBlock`` matches for traffic between pods is left to the implementation by
+the documentation ("ipBlock ... should be cluster-external IPs"), so here a ``Pod`` endpoint
+matches only pod and namespace selectors and a ``Host`` endpoint (a node, a load balancer, an
+address outside the cluster) only ``ipBlock``. Label selectors support ``matchLabels`` and
+``matchExpressions`` (In, NotIn, Exists, DoesNotExist).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A pod: where it runs, its labels, and its named container ports (for named policy ports)."""
+
+    namespace: str
+    labels: Mapping[str, str]
+    named_ports: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Host:
+    """Anything that is not a pod: a node address, a load balancer, the Internet."""
+
+    ip: str
+
+
+Endpoint = Pod | Host
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A ``LabelSelector``; an empty selector matches everything."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for expr in selector.get("matchExpressions") or []:
+        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+        present = key in labels
+        if op == "In" and not (present and labels[key] in values):
+            return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValueError(f"unknown selector operator {op!r}")
+    return True
+
+
+def policy_types(spec: Mapping[str, Any]) -> list[str]:
+    if spec.get("policyTypes"):
+        return list(spec["policyTypes"])
+    return ["Ingress", "Egress"] if "egress" in spec else ["Ingress"]
+
+
+@dataclass
+class Cluster:
+    """The NetworkPolicies of a cluster and the labels of its namespaces."""
+
+    policies: list[Mapping[str, Any]]
+    namespace_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def labels_of_namespace(self, name: str) -> dict[str, str]:
+        return {**self.namespace_labels.get(name, {}), NAMESPACE_NAME_LABEL: name}
+
+    def _selecting(self, pod: Pod, direction: str) -> list[Mapping[str, Any]]:
+        return [
+            p
+            for p in self.policies
+            if p["metadata"]["namespace"] == pod.namespace
+            and selector_matches(p["spec"].get("podSelector"), pod.labels)
+            and direction in policy_types(p["spec"])
+        ]
+
+    def _peer_matches(self, peer: Mapping[str, Any], policy_namespace: str, other: Endpoint) -> bool:
+        if "ipBlock" in peer:
+            if not isinstance(other, Host):
+                return False
+            block = peer["ipBlock"]
+            address = ipaddress.ip_address(other.ip)
+            net = ipaddress.ip_network(block["cidr"], strict=False)
+            if address.version != net.version or address not in net:
+                return False
+            return not any(
+                address in ipaddress.ip_network(e, strict=False)
+                for e in block.get("except") or []
+                if ipaddress.ip_network(e, strict=False).version == address.version
+            )
+        if not isinstance(other, Pod):
+            return False
+        if "namespaceSelector" in peer:
+            if not selector_matches(peer["namespaceSelector"], self.labels_of_namespace(other.namespace)):
+                return False
+        elif other.namespace != policy_namespace:
+            return False  # podSelector alone: the policy's own namespace
+        return "podSelector" not in peer or selector_matches(peer["podSelector"], other.labels)
+
+    @staticmethod
+    def _port_matches(
+        rule_ports: Iterable[Mapping[str, Any]] | None, dest: Endpoint, port: int, protocol: str
+    ) -> bool:
+        ports = list(rule_ports or [])
+        if not ports:
+            return True
+        for p in ports:
+            if p.get("protocol", "TCP") != protocol:
+                continue
+            want = p.get("port")
+            if want is None:
+                return True  # every port of that protocol
+            if isinstance(want, str):
+                if isinstance(dest, Pod) and dest.named_ports.get(want) == port:
+                    return True
+                continue
+            if want <= port <= p.get("endPort", want):
+                return True
+        return False
+
+    def _direction_allows(
+        self, pod: Pod, direction: str, other: Endpoint, dest: Endpoint, port: int, protocol: str
+    ) -> bool:
+        selecting = self._selecting(pod, direction)
+        if not selecting:
+            return True  # not isolated in this direction
+        key, peers_key = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+        for policy in selecting:
+            ns = policy["metadata"]["namespace"]
+            for rule in policy["spec"].get(key) or []:
+                peers = rule.get(peers_key) or []
+                if peers and not any(self._peer_matches(peer, ns, other) for peer in peers):
+                    continue
+                if self._port_matches(rule.get("ports"), dest, port, protocol):
+                    return True
+        return False
+
+    def allows(self, source: Endpoint, dest: Endpoint, port: int, protocol: str = "TCP") -> bool:
+        """Whether ``source`` may open a connection to ``dest`` on ``port``."""
+        if isinstance(source, Pod) and not self._direction_allows(
+            source, "Egress", dest, dest, port, protocol
+        ):
+            return False
+        return not isinstance(dest, Pod) or self._direction_allows(
+            dest, "Ingress", source, dest, port, protocol
+        )

@@ -1,0 +1,204 @@
+"""Every pod of every stack can make the connections it needs, and nothing else reaches vLLM.
+
+The rendered NetworkPolicies are evaluated (``tests/netpol.py``, Kubernetes semantics) for the
+flows a serving pod needs on a real cluster, with the addresses taken from upstream facts
+(``reference/upstream/serving-facts.json``) and from the rendered AWS network, never from the
+policy itself: DNS to whichever resolver the pod is given (a CoreDNS pod under Karpenter, the node
+under EKS Auto Mode), the EKS Pod Identity agent for pods whose service account has an
+association, HTTPS to S3 and Hugging Face, and port 8000 from the load balancer and Prometheus.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import pytest
+
+from automation.render import Rendered, render
+from tests.conftest import stack_config
+from tests.netpol import Cluster, Host, Pod
+from tests.upstream import serving_facts
+
+# Every example stack, both weights sources, and an internet-facing endpoint.
+CASES = {
+    "dev": ("dev", ()),
+    "dev-s3": ("dev", (("weights__source", "s3"),)),
+    "dev-internet-facing": (
+        "dev",
+        (("endpoint__scheme", "internet-facing"), ("endpoint__allowedCidrs", "198.51.100.0/24")),
+    ),
+    "prod": ("prod", ()),
+    "prod-s3": ("prod", (("weights__source", "s3"),)),
+    "r1": ("r1", ()),  # weights from S3, a two-node LeaderWorkerSet
+    "r1-huggingface": ("r1", (("weights__source", "huggingface"),)),
+}
+# The load balancer controller places an ALB in the subnets tagged for its scheme (AWS Load
+# Balancer Controller docs, subnet auto-discovery).
+ALB_SUBNET_TAG = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}
+S3_ADDRESS = "52.216.8.16"  # an s3.us-east-1.amazonaws.com address
+HUGGING_FACE_ADDRESS = "18.160.10.25"  # a CloudFront address serving huggingface.co
+INTERNET_ADDRESS = "203.0.113.9"
+PROMETHEUS = Pod("monitoring", serving_facts()["prometheus_operator_pod_labels"]["labels"])
+COREDNS = Pod("kube-system", {"k8s-app": "kube-dns"}, {"dns": 53})
+NODE_LOCAL_DNS = "169.254.20.10"  # a link-local node resolver (NodeLocal DNSCache's default)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A pod template the stack renders, with its service account."""
+
+    kind: str
+    pod: Pod
+    service_account: str
+
+
+@dataclass(frozen=True)
+class Stack:
+    rendered: Rendered
+    cluster: Cluster
+    workloads: list[Workload]
+    associations: frozenset[tuple[str, str]]  # (namespace, service account)
+    alb_subnets: list[str]
+    other_subnets: list[str]
+
+    def has_association(self, workload: Workload) -> bool:
+        return (workload.pod.namespace, workload.service_account) in self.associations
+
+    @property
+    def vllm(self) -> list[Workload]:
+        return [w for w in self.workloads if w.pod.labels.get("app.kubernetes.io/name") == "vllm"]
+
+    @property
+    def server(self) -> Pod:
+        """The pod that serves HTTP (the Deployment's, or the LeaderWorkerSet leader's)."""
+        return next(w.pod for w in self.vllm if "http" in w.pod.named_ports)
+
+
+def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    if obj["kind"] in ("Deployment", "Job"):
+        return [obj["spec"]["template"]]
+    if obj["kind"] == "LeaderWorkerSet":
+        lwt = obj["spec"]["leaderWorkerTemplate"]
+        return [lwt["leaderTemplate"], lwt["workerTemplate"]]
+    return []
+
+
+def _workloads(rendered: Rendered) -> list[Workload]:
+    found = []
+    for obj in rendered.objects():
+        for template in _templates(obj):
+            spec = template["spec"]
+            ports = {p["name"]: p["containerPort"] for c in spec["containers"] for p in c.get("ports", [])}
+            pod = Pod(obj["metadata"]["namespace"], dict(template["metadata"]["labels"]), ports)
+            found.append(Workload(obj["kind"], pod, spec["serviceAccountName"]))
+    return found
+
+
+@cache
+def stack(case: str) -> Stack:
+    name, overrides = CASES[case]
+    rendered = render(stack_config(name, **dict(overrides)))
+    objects = rendered.objects()
+    namespaces = {
+        o["metadata"]["name"]: o["metadata"].get("labels", {}) for o in objects if o["kind"] == "Namespace"
+    }
+    policies = [o for o in objects if o["kind"] == "NetworkPolicy"]
+    associations = frozenset(
+        (r["inputs"]["namespace"], r["inputs"]["serviceAccount"])
+        for r in rendered.aws
+        if r["type"] == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    )
+    scheme = next(o for o in objects if o["kind"] == "Ingress")["metadata"]["annotations"][
+        "alb.ingress.kubernetes.io/scheme"
+    ]
+    subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
+    alb = [s["cidrBlock"] for s in subnets if ALB_SUBNET_TAG[scheme] in s["tags"]]
+    others = [s["cidrBlock"] for s in subnets if ALB_SUBNET_TAG[scheme] not in s["tags"]]
+    return Stack(rendered, Cluster(policies, namespaces), _workloads(rendered), associations, alb, others)
+
+
+def host_in(cidr: str, offset: int = 10) -> Host:
+    return Host(str(ipaddress.ip_network(cidr)[offset]))
+
+
+@pytest.fixture(params=list(CASES))
+def case(request: pytest.FixtureRequest) -> Stack:
+    return stack(request.param)
+
+
+def test_every_case_renders_the_pods_and_policies_it_is_about(case: Stack) -> None:
+    assert case.vllm and case.cluster.policies and case.alb_subnets and case.other_subnets
+    assert all(p["metadata"]["namespace"] == case.server.namespace for p in case.cluster.policies)
+
+
+def test_every_pod_resolves_names_through_any_resolver(case: Stack) -> None:
+    """Karpenter mode: a CoreDNS pod; EKS Auto Mode: the node itself (containers-roadmap#2546,
+    #2552) — an address in a node subnet or a link-local one. No policy may assume either."""
+    assert serving_facts()["dns_on_eks_auto_mode"]["coredns_pods_in_kube_system"] is False
+    nodes = [host_in(cidr) for cidr in [*case.alb_subnets, *case.other_subnets]]  # nodes' subnets among them
+    resolvers = [COREDNS, Host(NODE_LOCAL_DNS), *nodes]
+    for workload in case.workloads:
+        for resolver in resolvers:
+            for protocol in ("UDP", "TCP"):
+                assert case.cluster.allows(workload.pod, resolver, 53, protocol), (
+                    workload,
+                    resolver,
+                    protocol,
+                )
+
+
+def test_pods_with_a_pod_identity_association_and_only_those_reach_the_agent(case: Stack) -> None:
+    """The project's VPCs and clusters are IPv4, so pods call the agent's IPv4 address."""
+    agent = serving_facts()["eks_pod_identity_agent"]
+    for workload in case.workloads:
+        allowed = case.cluster.allows(workload.pod, Host(agent["ipv4"]), agent["port"], agent["protocol"])
+        assert allowed == case.has_association(workload), workload
+
+
+def test_s3_weights_mean_associations_for_vllm_and_the_stager() -> None:
+    """The previous test is not vacuous: S3 stacks do give these pods associations."""
+    s3 = stack("r1")
+    assert {w.kind for w in s3.workloads if s3.has_association(w)} == {"LeaderWorkerSet", "Job"}
+    assert not any(stack("dev").has_association(w) for w in stack("dev").workloads)
+
+
+def test_every_pod_reaches_s3_and_hugging_face_over_https(case: Stack) -> None:
+    for workload in case.workloads:
+        for address in (S3_ADDRESS, HUGGING_FACE_ADDRESS):
+            assert case.cluster.allows(workload.pod, Host(address), 443), (workload, address)
+        # ... and not over anything else
+        assert not case.cluster.allows(workload.pod, Host(S3_ADDRESS), 80)
+        assert not case.cluster.allows(workload.pod, Host(INTERNET_ADDRESS), 22)
+
+
+def test_port_8000_admits_the_load_balancer_and_prometheus(case: Stack) -> None:
+    for cidr in case.alb_subnets:
+        for offset in (4, 100):
+            assert case.cluster.allows(host_in(cidr, offset), case.server, 8000), cidr
+            assert not case.cluster.allows(host_in(cidr, offset), case.server, 6379)
+    assert case.cluster.allows(PROMETHEUS, case.server, 8000)
+
+
+def test_nothing_else_reaches_port_8000(case: Stack) -> None:
+    intruders = [
+        *(host_in(cidr) for cidr in case.other_subnets),  # VPC addresses outside the ALB's subnets
+        Host(INTERNET_ADDRESS),
+        Pod("default", {"app": "curl"}),
+        Pod("kube-system", {"k8s-app": "kube-dns"}),
+        Pod(case.server.namespace, {"app": "curl"}),  # another pod of the same namespace
+        Pod("monitoring", {"app.kubernetes.io/name": "grafana"}, {}),
+    ]
+    stagers = [w.pod for w in case.workloads if w.kind == "Job"]
+    prometheus_elsewhere = Pod("default", PROMETHEUS.labels)  # Prometheus' labels, wrong namespace
+    for source in [*intruders, *stagers, prometheus_elsewhere]:
+        assert not case.cluster.allows(source, case.server, 8000), source
+
+
+def test_the_nodes_of_a_multi_node_replica_reach_each_other() -> None:
+    r1 = stack("r1")
+    leader, worker = (w.pod for w in r1.vllm)
+    for port in (6379, 29500, 45000):  # Ray GCS, a torch rendezvous port, an NCCL socket port
+        assert r1.cluster.allows(worker, leader, port) and r1.cluster.allows(leader, worker, port)
