@@ -140,7 +140,7 @@ def test_bad_cidr() -> None:
     found = problems(
         {f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": '["10.0.0.1/8"]'}
     )
-    assert "'10.0.0.1/8' is not a CIDR block" in found[f"{P}endpoint.allowedCidrs[0]"]
+    assert "host bits set; the network is 10.0.0.0/8" in found[f"{P}endpoint.allowedCidrs[0]"]
 
 
 def test_max_model_len_above_the_models_context() -> None:
@@ -151,13 +151,18 @@ def test_max_model_len_above_the_models_context() -> None:
     assert found == {f"{P}model.maxModelLen": "above r1-distill-qwen-7b's max_position_embeddings (131072)"}
 
 
-def test_awq_needs_a_repository_and_s3_repository_needs_s3_source() -> None:
+def test_awq_needs_a_repository() -> None:
     found = problems({f"{P}model.quantization": "awq-int4"})
     assert "pre-quantized AWQ" in found[f"{P}model.repository"]
-    found = problems({f"{P}model.repository": "s3://my-bucket/r1"})
-    assert found == {f"{P}model.repository": "an s3:// repository needs weights.source s3"}
-    s = parse_settings({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": "s3"})
-    assert s.model.repository == "s3://my-bucket/r1"
+
+
+@pytest.mark.parametrize("source", ["huggingface", "s3"])
+def test_s3_repository_is_refused_not_silently_replaced(source: str) -> None:
+    """The stager copies a Hugging Face repo into the project's bucket: an s3:// repository
+    would be handed to it as a repo id (with s3) or ignored (with huggingface)."""
+    found = problems({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": source})
+    assert set(found) == {f"{P}model.repository"}
+    assert "s3:// repository is not supported yet" in found[f"{P}model.repository"]
 
 
 def test_repository_format() -> None:
@@ -218,7 +223,7 @@ def test_plan_request_carries_the_settings() -> None:
 def test_bring_your_own_vpc_rules() -> None:
     found = problems({f"{P}network.vpcId": "vpc-0123456789abcdef0", f"{P}network.vpcCidr": "10.1.0.0/16"})
     assert found[f"{P}network.privateSubnetIds"].startswith(
-        "with network.vpcId, list at least 2 private subnets"
+        "with network.vpcId, list at least 2 distinct private subnets"
     )
     assert "only applies to the VPC the program creates" in found[f"{P}network.vpcCidr"]
     found = problems({f"{P}network.privateSubnetIds": '["subnet-0123456789abcdef0"]'})
