@@ -23,7 +23,7 @@ from automation.api import (
     parse_overrides,
     require_aws_credentials,
 )
-from settings import SettingsError
+from settings import SettingsError, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +91,7 @@ def orchestrator(
         project_dir=ROOT,
         opener=lambda name, path: calls.append(f"open:{name}") or stack,
         check_cli=lambda: calls.append("cli") or "/usr/bin/pulumi",
-        check_credentials=lambda region: calls.append(f"credentials:{region}") or "123456789012",
+        check_credentials=lambda settings: calls.append(f"credentials:{settings.region}") or "123456789012",
         preflight=preflight,
         print=printed.append,
         **kw,
@@ -211,7 +211,7 @@ def test_missing_aws_credentials_is_one_sentence(monkeypatch: pytest.MonkeyPatch
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(AutomationError) as info:
-        require_aws_credentials("us-east-1")
+        require_aws_credentials(parse_settings({}))
     assert str(info.value) == NO_CREDENTIALS
 
 

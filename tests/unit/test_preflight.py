@@ -467,7 +467,7 @@ def test_no_credentials_is_one_fail_row(no_credentials: None, capsys: pytest.Cap
     assert (only.name, only.status) == ("credentials", Status.FAIL)
     assert "no AWS credentials" in only.detail
     assert "aws configure" in only.detail and "AWS_PROFILE" in only.detail
-    assert exit_code(checks) == 1
+    assert exit_code(checks) == 3  # a missing prerequisite (DESIGN.md exit codes)
     assert "Traceback" not in capsys.readouterr().err
 
 
@@ -627,7 +627,11 @@ def test_own_vpc_in_one_zone_fails(aws: boto3.Session, quotas: Quotas) -> None:
 
 
 def _s3_settings(bucket: str) -> Settings:
-    return make_settings(model__repository=f"s3://{bucket}/deepseek/r1-7b", weights__source="s3")
+    # The settings refuse s3:// repositories until the program reads them (tests/unit/
+    # test_settings.py); the bucket check stays ready for when it does.
+    settings = make_settings(weights__source="s3")
+    model = settings.model.model_copy(update={"repository": f"s3://{bucket}/deepseek/r1-7b"})
+    return settings.model_copy(update={"model": model})
 
 
 def test_s3_weights_bucket_found(aws: boto3.Session, quotas: Quotas) -> None:
