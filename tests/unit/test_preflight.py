@@ -719,3 +719,36 @@ def test_preflight_command_on_prod_fails_on_quota_shortfall(
     assert code == 1
     detail = rows["quota on-demand L-DB2E81BA"]["detail"]
     assert rows["quota on-demand L-DB2E81BA"]["status"] == "fail" and "192" in detail and "32" in detail
+
+
+# ------------------------------------------------------- aws:* provider settings reach the session
+
+
+def test_session_uses_the_stacks_aws_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from automation.preflight import aws_session
+
+    credentials = tmp_path / "credentials"
+    credentials.write_text("[deploy]\naws_access_key_id = AKIADEPLOYPROFILE\naws_secret_access_key = x\n")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(credentials))
+    for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    settings = parse_settings({"aws:profile": "deploy"})
+    assert aws_session(settings).get_credentials().access_key == "AKIADEPLOYPROFILE"
+
+
+def test_session_assumes_the_stacks_roles_and_checks_the_account() -> None:
+    from automation.preflight import aws_session
+
+    role = f"arn:aws:iam::{ACCOUNT}:role/deploy"
+    settings = parse_settings(
+        {
+            "aws:assumeRoles": json.dumps([{"roleArn": role, "sessionName": "ci"}]),
+            "aws:allowedAccountIds": '["111111111111"]',
+        }
+    )
+    with mock_aws():
+        identity = aws_session(settings).client("sts").get_caller_identity()
+        assert identity["Arn"] == f"arn:aws:sts::{ACCOUNT}:assumed-role/deploy/ci"
+        checks = run_preflight(settings, size(settings))
+    assert [c.name for c in checks] == ["credentials", "account"]
+    assert "not in aws:allowedAccountIds" in checks[-1].detail and exit_code(checks) == 1

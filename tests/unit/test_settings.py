@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from settings import (
@@ -255,3 +257,117 @@ def test_vpc_cidr_size_and_admin_role_format() -> None:
     )
     assert "must be a /16 to /20" in found[f"{P}network.vpcCidr"]
     assert f"{P}cluster.adminRoleArns[0]" in found
+
+
+# ------------------------------------------------------- issue 10, item 7: accepted but wrong before
+
+
+@pytest.mark.parametrize("value", ["10" + "0" * 30, str(2**31), "5001", 10**30])
+def test_replicas_have_an_upper_bound(value) -> None:
+    found = problems({f"{P}autoscaling.maxReplicas": value})
+    assert "less than or equal to 5000" in found[f"{P}autoscaling.maxReplicas"]
+
+
+@pytest.mark.parametrize("value", ["١٠", "1_000", "0x10", True, "2.5", "+"])
+def test_numbers_are_ascii_whole_numbers(value) -> None:
+    assert f"{P}autoscaling.maxReplicas" in problems({f"{P}autoscaling.maxReplicas": value})
+
+
+def test_booleans_are_pulumis_true_and_false_only() -> None:
+    assert parse_settings({f"{P}observability.grafana": "False"}).observability.grafana is False
+    for value in ("yes", "on", "1", "t"):
+        assert f"{P}observability.grafana" in problems({f"{P}observability.grafana": value})
+
+
+def test_region_is_ascii() -> None:
+    assert "aws:region" in problems({"aws:region": "us-east-١"})
+
+
+@pytest.mark.parametrize(
+    ("cidr", "message"),
+    [
+        ("2001:db8::/32", "IPv6 is not supported here"),
+        ("203.0.113.7", "needs a prefix length"),
+        ("10.0.0.0/255.0.0.0", "not an IPv4 CIDR block"),
+        ("١.2.3.4/32", "not an IPv4 CIDR block"),
+    ],
+)
+def test_alb_cidrs_are_ipv4_with_a_prefix(cidr: str, message: str) -> None:
+    found = problems({f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": json.dumps([cidr])})
+    assert message in found[f"{P}endpoint.allowedCidrs[0]"]
+
+
+def test_the_same_subnet_twice_is_not_two_subnets() -> None:
+    found = problems(
+        {
+            f"{P}network.vpcId": "vpc-0123456789abcdef0",
+            f"{P}network.privateSubnetIds": '["subnet-0123456789abcdef0", "subnet-0123456789abcdef0"]',
+        }
+    )
+    assert "listed twice" in found[f"{P}network.privateSubnetIds"]
+
+
+def test_world_open_cidrs_warn() -> None:
+    s = parse_settings(
+        {
+            f"{P}endpoint.scheme": "internet-facing",
+            f"{P}endpoint.allowedCidrs": '["0.0.0.0/0"]',
+            f"{P}cluster.publicAccessCidrs": '["0.0.0.0/0"]',
+        }
+    )
+    assert any("endpoint.allowedCidrs includes 0.0.0.0/0" in w for w in s.warnings)
+    assert any("cluster.publicAccessCidrs includes 0.0.0.0/0" in w for w in s.warnings)
+
+
+def test_settings_the_signal_does_not_read_warn() -> None:
+    s = parse_settings(
+        {f"{P}autoscaling.signal": "queue-depth", f"{P}autoscaling.targetGpuUtilization": "70"}
+    )
+    assert s.warnings == (
+        f"{P}autoscaling.targetGpuUtilization has no effect with autoscaling.signal queue-depth "
+        "(only with gpu-utilization or combined)",
+    )
+    assert parse_settings({f"{P}autoscaling.signal": "combined", f"{P}autoscaling.targetGpuUtilization": "70"}).warnings == ()
+
+
+def test_cross_field_rule_reported_with_another_invalid_field_in_the_group() -> None:
+    found = problems(
+        {
+            f"{P}autoscaling.minReplicas": "4",
+            f"{P}autoscaling.maxReplicas": "2",
+            f"{P}autoscaling.targetGpuUtilization": "500",
+        }
+    )
+    assert set(found) == {f"{P}autoscaling.minReplicas", f"{P}autoscaling.targetGpuUtilization"}
+
+
+def test_long_values_are_cut_in_messages() -> None:
+    with pytest.raises(SettingsError) as info:
+        parse_settings({f"{P}model.variant": "x" * 500})
+    assert "x" * 56 + "..." in str(info.value) and "x" * 100 not in str(info.value)
+
+
+def test_secret_value_of_a_known_key_is_never_shown() -> None:
+    with pytest.raises(SettingsError) as info:
+        parse_settings({f"{P}model.repository": "not a repo SECRETVALUE"}, {f"{P}model.repository"})
+    assert "SECRETVALUE" not in str(info.value)
+
+
+# ------------------------------------------------------------------------ item 8: aws:* provider config
+
+
+def test_aws_provider_settings_are_read_and_others_refused() -> None:
+    s = parse_settings(
+        {
+            "aws:profile": "deploy",
+            "aws:assumeRoles": '[{"roleArn": "arn:aws:iam::123456789012:role/deploy", "duration": "1h"}]',
+            "aws:allowedAccountIds": '["123456789012"]',
+        }
+    )
+    assert s.aws.profile == "deploy" and s.aws.allowed_account_ids == ["123456789012"]
+    assert s.aws.assume_roles[0].duration_seconds == 3600
+    found = problems({"aws:skipCredentialsValidation": "true", "aws:secretKey": "AKIASECRET"})
+    assert "not used by this program's explicit AWS provider" in found["aws:secretKey"]
+    with pytest.raises(SettingsError) as info:
+        parse_settings({"aws:secretKey": "AKIASECRET"})
+    assert "AKIASECRET" not in str(info.value)
