@@ -104,7 +104,9 @@ def prepare(
     return Prepared(stack, config, settings, size(settings), overrides)
 
 
-def read_config(stack: str, overrides: dict[str, str] | None, project_dir: Path = PROJECT_ROOT) -> StackConfig:
+def read_config(
+    stack: str, overrides: dict[str, str] | None, project_dir: Path = PROJECT_ROOT
+) -> StackConfig:
     """The stack's config as the engine would see it, with ``--set`` overrides applied."""
     config = read_stack(stack, project_dir)
     return config.with_overrides(dict(overrides), PROJECT) if overrides else config

@@ -140,7 +140,9 @@ def _check_account(settings: Settings, account: str) -> Check | None:
             "use other credentials (aws:profile) or fix the list.",
         )
     if account in aws.forbidden_account_ids:
-        return Check("account", Status.FAIL, f"account {account} is in aws:forbiddenAccountIds: use other credentials.")
+        return Check(
+            "account", Status.FAIL, f"account {account} is in aws:forbiddenAccountIds: use other credentials."
+        )
     return None
 
 

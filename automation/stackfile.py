@@ -47,7 +47,11 @@ class StackFileError(ValueError):
 
     def __init__(self, source: str, problems: list[str]):
         self.problems = problems
-        lines = [f"{source}:", *(f"  - {p}" for p in problems)] if len(problems) > 1 else [f"{source}: {problems[0]}"]
+        lines = (
+            [f"{source}:", *(f"  - {p}" for p in problems)]
+            if len(problems) > 1
+            else [f"{source}: {problems[0]}"]
+        )
         super().__init__("\n".join(lines))
 
 
@@ -295,7 +299,9 @@ def _both_forms(raw: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _engine_config(stack: str, raw: dict[str, Any], document: dict[str, Any], project: Project) -> StackConfig:
+def _engine_config(
+    stack: str, raw: dict[str, Any], document: dict[str, Any], project: Project
+) -> StackConfig:
     merged = copy.deepcopy(raw)
     for key in sorted(project.defaults):
         namespace, name = parse_key(key)

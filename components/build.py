@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -62,18 +63,21 @@ def curl_line(url: str, model: str, api_key: bool) -> str:
     return f"curl -s {url}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d '{body}'"
 
 
-def provider_args(settings: Settings) -> dict[str, object]:
+def provider_args(settings: Settings) -> dict[str, Any]:
     """``aws:profile``, ``aws:assumeRoles``, ``aws:allowedAccountIds`` and
     ``aws:forbiddenAccountIds`` as the explicit AWS provider's arguments (settings refuse the
     aws:* keys not passed here)."""
     cfg = settings.aws
-    args: dict[str, object] = {}
+    args: dict[str, Any] = {}
     if cfg.profile:
         args["profile"] = cfg.profile
     if cfg.assume_roles:
         args["assume_roles"] = [
             aws.ProviderAssumeRoleArgs(
-                role_arn=r.role_arn, session_name=r.session_name, external_id=r.external_id, duration=r.duration
+                role_arn=r.role_arn,
+                session_name=r.session_name,
+                external_id=r.external_id,
+                duration=r.duration,
             )
             for r in cfg.assume_roles
         ]

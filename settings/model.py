@@ -170,7 +170,11 @@ Cidr = Annotated[str, BeforeValidator(_ipv4_cidr)]
 # ASCII classes only: pydantic's regex engine gives \d and \w their Unicode meaning.
 IamRoleArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$")]
 SubnetId = Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]
-AccountId = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v), Field(pattern=r"^[0-9]{12}$")]
+AccountId = Annotated[
+    str,
+    BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v),
+    Field(pattern=r"^[0-9]{12}$"),
+]
 
 
 # A list setting: JSON, YAML flow or comma-separated text (read first), then no item twice.
@@ -258,7 +262,9 @@ class ClusterSettings(_Group):
         description="CIDRs allowed to reach the public API endpoint; empty = private endpoint only.",
     )
     admin_role_arns: Annotated[list[IamRoleArn], _DISTINCT, _AS_LIST] = Field(
-        default_factory=list, max_length=100, description="IAM roles given cluster-admin through EKS access entries."
+        default_factory=list,
+        max_length=100,
+        description="IAM roles given cluster-admin through EKS access entries.",
     )
 
 
@@ -268,8 +274,12 @@ class NetworkSettings(_Group):
     vpc_cidr: Cidr = Field("10.42.0.0/16", description="CIDR of the VPC the program creates.")
     availability_zones: WholeNumber = Field(3, ge=2, le=3, description="AZs of the VPC the program creates.")
     vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="Bring your own VPC.")
-    private_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=16)
-    public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=16)
+    private_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=16
+    )
+    public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=16
+    )
 
 
 class ObservabilitySettings(_Group):
@@ -280,11 +290,15 @@ class ObservabilitySettings(_Group):
     )
     prometheus_storage_gib: WholeNumber = Field(50, ge=10, le=4096, description="Prometheus volume size.")
     grafana: Boolean = Field(True, description="Install Grafana with the project's dashboards.")
-    alertmanager: Boolean = Field(False, description="Install Alertmanager (configure its receivers yourself).")
+    alertmanager: Boolean = Field(
+        False, description="Install Alertmanager (configure its receivers yourself)."
+    )
     ttft_slo_seconds: Decimal = Field(
         5.0, gt=0, le=3600, description="Alert when p95 time to first token exceeds this."
     )
-    itl_slo_seconds: Decimal = Field(0.15, gt=0, le=60, description="Alert when p95 inter-token latency exceeds this.")
+    itl_slo_seconds: Decimal = Field(
+        0.15, gt=0, le=60, description="Alert when p95 inter-token latency exceeds this."
+    )
     queue_time_slo_seconds: Decimal = Field(
         30.0, gt=0, le=3600, description="Alert when p95 queue time exceeds this."
     )
@@ -320,8 +334,12 @@ class AwsSettings(_Group):
 
     profile: str | None = Field(None, pattern=r"^[A-Za-z0-9_.+@=,-]{1,64}$")
     assume_roles: Annotated[list[AssumeRole], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=5)
-    allowed_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=100)
-    forbidden_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=100)
+    allowed_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=100
+    )
+    forbidden_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=100
+    )
 
 
 class Settings(BaseModel):
@@ -533,7 +551,8 @@ def _collect(config: Mapping[str, Any], secret_keys: set[str]) -> tuple[_Collect
                     Problem(
                         f"{PROJECT}:{name}",
                         value,
-                        f"must be a mapping of {name}.* settings (pulumi config set --path {name}.<key> <value>)",
+                        f"must be a mapping of {name}.* settings "
+                        f"(pulumi config set --path {name}.<key> <value>)",
                         hidden=True,
                     )
                 )
@@ -553,7 +572,8 @@ def _collect(config: Mapping[str, Any], secret_keys: set[str]) -> tuple[_Collect
                     Problem(
                         f"{PROJECT}:{key}",
                         None,
-                        f"given twice, as {PROJECT}:{key} and inside {PROJECT}:{group} (--path form): keep one",
+                        f"given twice, as {PROJECT}:{key} and inside {PROJECT}:{group} "
+                        "(--path form): keep one",
                         hidden=True,
                     )
                 )
@@ -783,25 +803,25 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     warnings: list[str] = []
     p = f"{PROJECT}:"
     auto: AutoscalingSettings = groups["autoscaling"]
-    if _usable(invalid, "autoscaling.minReplicas", "autoscaling.maxReplicas"):
-        if auto.min_replicas > auto.max_replicas:
-            out.append(
-                Problem(
-                    f"{p}autoscaling.minReplicas",
-                    auto.min_replicas,
-                    f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
-                )
+    both_bounds = _usable(invalid, "autoscaling.minReplicas", "autoscaling.maxReplicas")
+    if both_bounds and auto.min_replicas > auto.max_replicas:
+        out.append(
+            Problem(
+                f"{p}autoscaling.minReplicas",
+                auto.min_replicas,
+                f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
             )
-    if _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal"):
-        if auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
-            out.append(
-                Problem(
-                    f"{p}autoscaling.minReplicas",
-                    0,
-                    "0 needs autoscaling.signal queue-depth or combined: with gpu-utilization "
-                    "no pod is left to report the metric that would scale back up",
-                )
+        )
+    min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")
+    if min_and_signal and auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
+        out.append(
+            Problem(
+                f"{p}autoscaling.minReplicas",
+                0,
+                "0 needs autoscaling.signal queue-depth or combined: with gpu-utilization "
+                "no pod is left to report the metric that would scale back up",
             )
+        )
     if _usable(invalid, "autoscaling.signal"):
         warnings += _signal_warnings(auto)
     endpoint: EndpointSettings = groups["endpoint"]
@@ -825,7 +845,9 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
         if endpoint.scheme is EndpointScheme.INTERNET_FACING:
             warnings += _world_open(f"{p}endpoint.allowedCidrs", endpoint.allowed_cidrs, "the inference API")
     cluster: ClusterSettings = groups["cluster"]
-    warnings += _world_open(f"{p}cluster.publicAccessCidrs", cluster.public_access_cidrs, "the EKS API endpoint")
+    warnings += _world_open(
+        f"{p}cluster.publicAccessCidrs", cluster.public_access_cidrs, "the EKS API endpoint"
+    )
     model: ModelSettings = groups["model"]
     if _usable(invalid, "model.variant", "model.maxModelLen"):
         spec = model_catalog()[model.variant.value]
@@ -837,16 +859,16 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                     f"above {model.variant.value}'s max_position_embeddings ({spec.max_position_embeddings})",
                 )
             )
-    if _usable(invalid, "model.quantization", "model.repository"):
-        if model.quantization is Quantization.AWQ_INT4 and not model.repository:
-            out.append(
-                Problem(
-                    f"{p}model.repository",
-                    None,
-                    "required with model.quantization awq-int4: name a pre-quantized AWQ "
-                    "checkpoint (Hugging Face repo id)",
-                )
+    awq = _usable(invalid, "model.quantization") and model.quantization is Quantization.AWQ_INT4
+    if awq and _usable(invalid, "model.repository") and not model.repository:
+        out.append(
+            Problem(
+                f"{p}model.repository",
+                None,
+                "required with model.quantization awq-int4: name a pre-quantized AWQ "
+                "checkpoint (Hugging Face repo id)",
             )
+        )
     if _usable(invalid, "model.repository") and model.repository and model.repository.startswith("s3://"):
         # The weights stager copies a Hugging Face repo into the project's own bucket and vLLM
         # reads that bucket (components/inference.py): an s3:// repository would be handed to
@@ -888,7 +910,9 @@ def _world_open(key: str, cidrs: Iterable[str], what: str) -> list[str]:
     ]
 
 
-def _network_problems(network: NetworkSettings, endpoint: EndpointSettings, invalid: set[str]) -> list[Problem]:
+def _network_problems(
+    network: NetworkSettings, endpoint: EndpointSettings, invalid: set[str]
+) -> list[Problem]:
     p = f"{PROJECT}:network."
     out = []
     private, public = network.private_subnet_ids, network.public_subnet_ids
@@ -905,7 +929,11 @@ def _network_problems(network: NetworkSettings, endpoint: EndpointSettings, inva
                 )
             )
         internet_facing = endpoint.scheme is EndpointScheme.INTERNET_FACING
-        if internet_facing and len(public) < 2 and _usable(invalid, "network.publicSubnetIds", "endpoint.scheme"):
+        if (
+            internet_facing
+            and len(public) < 2
+            and _usable(invalid, "network.publicSubnetIds", "endpoint.scheme")
+        ):
             out.append(
                 Problem(
                     f"{p}publicSubnetIds",

@@ -190,14 +190,17 @@ class _Builder:
             return text
         if tag == "tag:yaml.org,2002:str":
             return text
-        wanted = {
+        wanted: Any = {
             "tag:yaml.org,2002:null": type(None),
             "tag:yaml.org,2002:bool": bool,
             "tag:yaml.org,2002:int": int,
             "tag:yaml.org,2002:float": (int, float),
         }.get(tag)
-        if wanted is None or typed is _TEXT or not isinstance(typed, wanted) or isinstance(typed, bool) is not (
-            wanted is bool
+        if (
+            wanted is None
+            or typed is _TEXT
+            or not isinstance(typed, wanted)
+            or isinstance(typed, bool) is not (wanted is bool)
         ):
             self.refuse(node, path, f"not a valid {tag.replace('tag:yaml.org,2002:', '!!')} value")
             return None
@@ -223,7 +226,10 @@ def _typed(text: str) -> Any:
 def _ambiguity(text: str) -> str | None:
     """Why a plain scalar would not mean what it looks like (or differs between YAML 1.1 and 1.2)."""
     if _YAML11_BOOLS.fullmatch(text):
-        return "an unquoted yes/no/on/off is a boolean in YAML 1.1 and a string in YAML 1.2 (write true or false), or"
+        return (
+            "an unquoted yes/no/on/off is a boolean in YAML 1.1 and a string in YAML 1.2 "
+            "(write true or false), or"
+        )
     if _NOT_FINITE.fullmatch(text):
         return "not a finite number: write a plain decimal, or"
     if _TIMESTAMP.fullmatch(text):
@@ -231,7 +237,8 @@ def _ambiguity(text: str) -> str | None:
     if _OTHER_NUMBER.fullmatch(text):
         return (
             "an unquoted number with a leading 0, a 0o/0x/0b prefix, underscores or colons is "
-            "read as octal, hex, binary or base 60 by YAML parsers (010 is 8, 1:30 is 90): write a plain decimal, or"
+            "read as octal, hex, binary or base 60 by YAML parsers (010 is 8, 1:30 is 90): "
+            "write a plain decimal, or"
         )
     return None
 

@@ -107,7 +107,11 @@ def stack_files(draw: st.DrawFn) -> tuple[str, list[Entry], dict[str, str]]:
     if tail:
         lines.append(HOSTILE_TAILS[tail])
         entries["(file)"] = Entry("(file)", "", "Pulumi.p.yaml", "file")
-    return "\n".join(lines) + "\n", list(entries.values()), {e.key: e.text for e in entries.values() if not e.bad}
+    return (
+        "\n".join(lines) + "\n",
+        list(entries.values()),
+        {e.key: e.text for e in entries.values() if not e.bad},
+    )
 
 
 def _run(project_dir: Path) -> tuple[int, str]:
@@ -160,9 +164,13 @@ def test_any_stack_file_means_what_it_says_or_is_refused_by_key(case) -> None:
         if key in valid:
             assert plan[field] == kind(valid[key]), (key, plan[field])
     if "gpu.capacityTypes" in valid:
-        assert plan["capacity_types"] == [c.strip() for c in valid["gpu.capacityTypes"].strip("[]").split(",")]
+        assert plan["capacity_types"] == [
+            c.strip() for c in valid["gpu.capacityTypes"].strip("[]").split(",")
+        ]
     if "gpu.instanceFamilies" in valid:
-        assert s.gpu.instance_families == [f.strip() for f in valid["gpu.instanceFamilies"].strip("[]").split(",")]
+        assert s.gpu.instance_families == [
+            f.strip() for f in valid["gpu.instanceFamilies"].strip("[]").split(",")
+        ]
     if "autoscaling.signal" in valid:
         assert s.autoscaling.signal.value == valid["autoscaling.signal"]
     if "observability.grafana" in valid:

@@ -293,7 +293,9 @@ def test_region_is_ascii() -> None:
     ],
 )
 def test_alb_cidrs_are_ipv4_with_a_prefix(cidr: str, message: str) -> None:
-    found = problems({f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": json.dumps([cidr])})
+    found = problems(
+        {f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": json.dumps([cidr])}
+    )
     assert message in found[f"{P}endpoint.allowedCidrs[0]"]
 
 
@@ -327,7 +329,12 @@ def test_settings_the_signal_does_not_read_warn() -> None:
         f"{P}autoscaling.targetGpuUtilization has no effect with autoscaling.signal queue-depth "
         "(only with gpu-utilization or combined)",
     )
-    assert parse_settings({f"{P}autoscaling.signal": "combined", f"{P}autoscaling.targetGpuUtilization": "70"}).warnings == ()
+    assert (
+        parse_settings(
+            {f"{P}autoscaling.signal": "combined", f"{P}autoscaling.targetGpuUtilization": "70"}
+        ).warnings
+        == ()
+    )
 
 
 def test_cross_field_rule_reported_with_another_invalid_field_in_the_group() -> None:

@@ -62,8 +62,14 @@ def test_readme_path_example_for_a_list_item_takes_effect(tmp_path) -> None:
 
 
 def test_both_forms_render_alike(tmp_path, capsys) -> None:
-    flat = "config:\n  deepseek-eks:model.variant: r1-distill-llama-8b\n  deepseek-eks:autoscaling.maxReplicas: 5\n"
-    path = "config:\n  deepseek-eks:model:\n    variant: r1-distill-llama-8b\n  deepseek-eks:autoscaling:\n    maxReplicas: 5\n"
+    flat = (
+        "config:\n  deepseek-eks:model.variant: r1-distill-llama-8b\n"
+        "  deepseek-eks:autoscaling.maxReplicas: 5\n"
+    )
+    path = (
+        "config:\n  deepseek-eks:model:\n    variant: r1-distill-llama-8b\n"
+        "  deepseek-eks:autoscaling:\n    maxReplicas: 5\n"
+    )
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     a = parse_settings(*_engine(project(tmp_path / "a", flat)))
@@ -79,7 +85,8 @@ def _engine(root: Path) -> tuple[dict, list]:
 def test_same_setting_in_both_forms_is_refused(tmp_path, capsys) -> None:
     project(
         tmp_path,
-        "config:\n  deepseek-eks:model.variant: r1-671b\n  deepseek-eks:model:\n    variant: r1-distill-qwen-14b\n",
+        "config:\n  deepseek-eks:model.variant: r1-671b\n"
+        "  deepseek-eks:model:\n    variant: r1-distill-qwen-14b\n",
     )
     code, text = run(tmp_path, capsys, "plan", "--stack", "t")
     assert code == 2
@@ -88,7 +95,10 @@ def test_same_setting_in_both_forms_is_refused(tmp_path, capsys) -> None:
 
 def test_runtime_map_with_both_forms_keeps_the_flat_value_over_a_default_only() -> None:
     """What the engine hands a flat-form stack: the flat key and the defaults object."""
-    engine = {"deepseek-eks:model.variant": "r1-671b", "deepseek-eks:model": '{"variant":"r1-distill-qwen-7b"}'}
+    engine = {
+        "deepseek-eks:model.variant": "r1-671b",
+        "deepseek-eks:model": '{"variant":"r1-distill-qwen-7b"}',
+    }
     assert parse_settings(engine).model.variant.value == "r1-671b"
     engine["deepseek-eks:model"] = '{"variant":"r1-distill-qwen-14b"}'
     with pytest.raises(Exception, match="given twice"):
@@ -104,9 +114,13 @@ def test_set_override_goes_where_the_stack_has_the_setting(tmp_path, capsys) -> 
 # ------------------------------------------------------------------------------------ 2. duplicate keys
 
 DUPLICATES = {
-    "repeated YAML key": "config:\n  deepseek-eks:autoscaling.maxReplicas: 2\n  deepseek-eks:autoscaling.maxReplicas: 4\n",
+    "repeated YAML key": (
+        "config:\n  deepseek-eks:autoscaling.maxReplicas: 2\n  deepseek-eks:autoscaling.maxReplicas: 4\n"
+    ),
     "bare key": f"config:\n  apiKey: plain\n  deepseek-eks:apiKey:\n    secure: {CIPHERTEXT}\n",
-    "old config: form": "config:\n  deepseek-eks:config:computeMode: karpenter\n  deepseek-eks:computeMode: auto-mode\n",
+    "old config: form": (
+        "config:\n  deepseek-eks:config:computeMode: karpenter\n  deepseek-eks:computeMode: auto-mode\n"
+    ),
 }
 
 
@@ -148,16 +162,28 @@ def test_misspelt_secret_is_never_echoed(tmp_path, capsys, key: str, secure: boo
 HOSTILE = {
     "date": ("config:\n  deepseek-eks:model.variant: 2024-01-01\n", "deepseek-eks:model.variant"),
     "binary": ("config:\n  deepseek-eks:model.variant: !!binary aGk=\n", "deepseek-eks:model.variant"),
-    "set": ("config:\n  deepseek-eks:gpu.instanceFamilies: !!set {g6, g5}\n", "deepseek-eks:gpu.instanceFamilies"),
+    "set": (
+        "config:\n  deepseek-eks:gpu.instanceFamilies: !!set {g6, g5}\n",
+        "deepseek-eks:gpu.instanceFamilies",
+    ),
     "config list": ("config:\n  - a\n  - b\n", "config"),
     "config scalar": ("config: 3\n", "config"),
     "non-string key": ("config:\n  1: x\n", "mapping key"),
     "syntax": ("config:\n  a: [b\n", "not valid YAML"),
-    "deep": ("config:\n  deepseek-eks:gpu.instanceFamilies: " + "[" * 5000 + "]" * 5000 + "\n", "nested deeper"),
+    "deep": (
+        "config:\n  deepseek-eks:gpu.instanceFamilies: " + "[" * 5000 + "]" * 5000 + "\n",
+        "nested deeper",
+    ),
     "ipv6 vpc": ("config:\n  deepseek-eks:network.vpcCidr: fd00::/16\n", "deepseek-eks:network.vpcCidr"),
     "no prefix": ("config:\n  deepseek-eks:network.vpcCidr: 10.42.0.0\n", "deepseek-eks:network.vpcCidr"),
-    "octal": ("config:\n  deepseek-eks:autoscaling.maxReplicas: 010\n", "deepseek-eks:autoscaling.maxReplicas"),
-    "sexagesimal": ("config:\n  deepseek-eks:autoscaling.maxReplicas: 1:30\n", "deepseek-eks:autoscaling.maxReplicas"),
+    "octal": (
+        "config:\n  deepseek-eks:autoscaling.maxReplicas: 010\n",
+        "deepseek-eks:autoscaling.maxReplicas",
+    ),
+    "sexagesimal": (
+        "config:\n  deepseek-eks:autoscaling.maxReplicas: 1:30\n",
+        "deepseek-eks:autoscaling.maxReplicas",
+    ),
     "yes": ("config:\n  deepseek-eks:observability.grafana: yes\n", "deepseek-eks:observability.grafana"),
     "environment": ("environment:\n  - my-env\n", "environment"),
     "typo top level": ("confg:\n  deepseek-eks:computeMode: karpenter\n", "did you mean config?"),
@@ -197,7 +223,15 @@ def test_render_takes_set(tmp_path, capsys) -> None:
     project(tmp_path, (ROOT / "Pulumi.dev.yaml").read_text())
     out = tmp_path / "out"
     code, text = run(
-        tmp_path, capsys, "render", "--stack", "t", "--out", str(out), "--set", "autoscaling.signal=queue-depth"
+        tmp_path,
+        capsys,
+        "render",
+        "--stack",
+        "t",
+        "--out",
+        str(out),
+        "--set",
+        "autoscaling.signal=queue-depth",
     )
     assert code == 0, text
     kinds = {p.name.split("-", 1)[0] for p in (out / "t" / "kubernetes").glob("*.yaml")}
