@@ -54,3 +54,10 @@ def karpenter_cloudformation(version: str = "1.14") -> dict[str, Any]:
         (UPSTREAM / f"karpenter-{version}-cloudformation.yaml").read_text(), Loader=_Loader
     )
     return data
+
+
+@cache
+def pulumi_config_facts() -> dict[str, Any]:
+    """How the Pulumi engine reads stack config, and its YAML parser (see the file's sources)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "pulumi-config" / "facts.json").read_text())
+    return data
