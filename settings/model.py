@@ -465,12 +465,27 @@ def _normal(name: str) -> str:
     return name.lower().replace("_", "-")
 
 
+# Real Pulumi packages whose names are close to ``aws``: their config is theirs, not a typo.
+OTHER_PROVIDERS = frozenset({"awsx", "aws-native", "eks"})
+
+
 def _looks_like(namespace: str, target: str) -> bool:
     """A misspelling of ``target``: other case, ``_`` for ``-``, or a small edit distance."""
+    if namespace in OTHER_PROVIDERS:
+        return False
     a, b = _normal(namespace), _normal(target)
-    if a == b:
-        return True
-    return difflib.SequenceMatcher(None, a, b).ratio() >= (0.8 if len(b) > 4 else 0.75)
+    return _edit_distance(a, b) <= (2 if len(b) > 4 else 1)
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
 
 
 def _split_key(full_key: str) -> tuple[str, str] | None:

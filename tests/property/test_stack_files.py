@@ -47,6 +47,8 @@ VALID = {
     "gpu.capacityTypes": ["[on-demand]", "[spot, on-demand]"],
     "observability.grafana": ["true", "false"],
     "aws:region": ["us-east-1", "us-west-2"],
+    "apiKey": [f"{{secure: '{CIPHERTEXT}'}}"],  # a secret where one belongs: accepted, never shown
+    "awsx:vpc": ["anything"],  # another provider's namespace: not ours to judge
 }
 INVALID = [
     Entry("model.variant", "r1-distill-qwen-3b", "deepseek-eks:model.variant"),

@@ -378,3 +378,8 @@ def test_aws_provider_settings_are_read_and_others_refused() -> None:
     with pytest.raises(SettingsError) as info:
         parse_settings({"aws:secretKey": "AKIASECRET"})
     assert "AKIASECRET" not in str(info.value)
+
+
+def test_other_providers_namespaces_are_not_typos() -> None:
+    assert parse_settings({"awsx:foo": "x", "eks:bar": "y", "kubernetes:context": "z"}).region == "us-east-1"
+    assert "awx:region" in problems({"awx:region": "us-west-2"})
