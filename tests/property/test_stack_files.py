@@ -15,6 +15,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -177,3 +178,46 @@ def test_any_stack_file_means_what_it_says_or_is_refused_by_key(case) -> None:
         assert s.autoscaling.signal.value == valid["autoscaling.signal"]
     if "observability.grafana" in valid:
         assert s.observability.grafana is (valid["observability.grafana"] == "true")
+
+
+GROUPED = {
+    "model.variant": ["r1-distill-qwen-1.5b", "r1-distill-llama-8b"],
+    "autoscaling.signal": ["gpu-utilization", "queue-depth", "combined"],
+    "autoscaling.maxReplicas": ["2", "4", "7"],
+}
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.fixed_dictionaries({key: st.sampled_from(values) for key, values in GROUPED.items()}),
+    st.sets(st.sampled_from(["model", "autoscaling"])),
+)
+def test_rendered_stack_reflects_every_value_in_either_form(values: dict[str, str], path_groups: set[str]) -> None:
+    """The full render (mock engine) of a generated stack file: the values reach the objects."""
+    lines = ["config:"]
+    for group in ("model", "autoscaling"):
+        members = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{group}.")}
+        if group in path_groups:
+            lines += [f"  deepseek-eks:{group}:", *(f"    {f}: {v}" for f, v in members.items())]
+        else:
+            lines += [f"  deepseek-eks:{group}.{f}: {v}" for f, v in members.items()]
+    with tempfile.TemporaryDirectory() as tmp:
+        project_dir = Path(tmp)
+        (project_dir / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+        (project_dir / "Pulumi.p.yaml").write_text("\n".join(lines) + "\n")
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(["--project-dir", tmp, "render", "--stack", "p", "--out", f"{tmp}/out"])
+        assert code == 0, err.getvalue()
+        root = project_dir / "out" / "p"
+        plan = json.loads((root / "plan.json").read_text())
+        objects = [yaml.safe_load(p.read_text()) for p in (root / "kubernetes").glob("*.yaml")]
+    assert plan["variant"] == values["model.variant"]
+    scalers = [o for o in objects if o["kind"] in ("HorizontalPodAutoscaler", "ScaledObject")]
+    signal = values["autoscaling.signal"]
+    assert {o["kind"] for o in scalers} == (
+        {"HorizontalPodAutoscaler"} if signal == "gpu-utilization" else {"ScaledObject"}
+    )
+    for scaler in scalers:
+        spec = scaler["spec"]
+        assert spec.get("maxReplicas", spec.get("maxReplicaCount")) == int(values["autoscaling.maxReplicas"])
