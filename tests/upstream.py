@@ -18,7 +18,9 @@ UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
 @cache
 def vllm_serve_flags(version: str = "0.33.0") -> dict[str, dict[str, Any]]:
     """``--flag -> {choices, deprecated, dest, takes_value}`` of ``vllm serve`` in that release."""
-    data: dict[str, dict[str, Any]] = json.loads((UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text())
+    data: dict[str, dict[str, Any]] = json.loads(
+        (UPSTREAM / f"vllm-{version}" / "serve-flags.json").read_text()
+    )
     return data
 
 

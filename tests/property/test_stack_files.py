@@ -192,12 +192,12 @@ GROUPED = {
     st.fixed_dictionaries({key: st.sampled_from(values) for key, values in GROUPED.items()}),
     st.sets(st.sampled_from(["model", "autoscaling"])),
 )
-def test_rendered_stack_reflects_every_value_in_either_form(values: dict[str, str], path_groups: set[str]) -> None:
+def test_rendered_stack_reflects_every_value_in_either_form(values: dict[str, str], groups: set[str]) -> None:
     """The full render (mock engine) of a generated stack file: the values reach the objects."""
     lines = ["config:"]
     for group in ("model", "autoscaling"):
         members = {k.partition(".")[2]: v for k, v in values.items() if k.startswith(f"{group}.")}
-        if group in path_groups:
+        if group in groups:  # the --path form
             lines += [f"  deepseek-eks:{group}:", *(f"    {f}: {v}" for f, v in members.items())]
         else:
             lines += [f"  deepseek-eks:{group}.{f}: {v}" for f, v in members.items()]
