@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from settings import safe_yaml
+from settings.safe_yaml import shown_key
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "[secret]"
@@ -93,13 +94,13 @@ class StackConfig:
             try:
                 namespace, name = parse_key(full)
             except ValueError as e:
-                problems.append(f"--set {key}: {e}")
+                problems.append(f"--set {shown_key(key)}: {e}")
                 continue
             if isinstance(value, str):
                 try:
                     value = safe_yaml.load(value, f"--set {key}") if value.strip() else value
                 except safe_yaml.YamlError as e:
-                    problems += [f"--set {key}: {i.message}" for i in e.issues]
+                    problems += [f"--set {shown_key(key)}: {i.message}" for i in e.issues]
                     continue
             _override(raw, namespace, name, value)
         if problems:
@@ -246,7 +247,7 @@ def _document(path: Path) -> dict[str, Any]:
         elif key not in STACK_FILE_FIELDS:
             near = difflib.get_close_matches(key, STACK_FILE_FIELDS, n=1)
             hint = f"did you mean {near[0]}?" if near else f"a stack file has {', '.join(STACK_FILE_FIELDS)}"
-            problems.append(f"unknown top-level key {key!r}: {hint}")
+            problems.append(f"unknown top-level key {shown_key(key)}: {hint}")
     if "config" in data and data["config"] is not None and not isinstance(data["config"], dict):
         problems.append("config: must be a mapping of <namespace>:<key>: value")
     if problems:
@@ -268,12 +269,12 @@ def read_stack(stack: str, root: Path = PROJECT_ROOT) -> StackConfig:
         try:
             namespace, name = parse_key(key)
         except ValueError as e:
-            hint = f" (did you mean {project.name}:{key}?)" if ":" not in key else ""
-            problems.append(f"{key}: {e}{hint}")
+            hint = f" (did you mean {project.name}:{shown_key(key)}?)" if ":" not in key and key else ""
+            problems.append(f"{shown_key(key)}: {e}{hint}")
             continue
         full = f"{namespace}:{name}"
         if full in raw:
-            problems.append(f"{key}: the same key as {full}, given twice: keep one")
+            problems.append(f"{shown_key(key)}: the same key as {shown_key(full)}, given twice: keep one")
             continue
         raw[full] = value
     problems += _both_forms(raw)
@@ -293,8 +294,8 @@ def _both_forms(raw: dict[str, Any]) -> list[str]:
         found, _ = _get_path(raw, namespace, name)
         if found or (root is not _ABSENT and not isinstance(root, dict)):
             problems.append(
-                f"{full}: also given as {namespace}:{_path(name)[0]} (the --path form): the same "
-                "setting written twice; keep one form"
+                f"{shown_key(full)}: also given as {shown_key(namespace + ':' + _path(name)[0])} (the "
+                "--path form): the same setting written twice; keep one form"
             )
     return problems
 

@@ -23,6 +23,7 @@ from sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_cata
 from sizing.catalog import unknown_family_message
 
 from . import safe_yaml
+from .safe_yaml import shown_key
 
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
@@ -416,10 +417,11 @@ class Problem:
     hidden: bool = False
 
     def __str__(self) -> str:
+        key = shown_key(self.key)
         if self.hidden:
-            return f"{self.key}: {self.message}"
+            return f"{key}: {self.message}"
         shown = "(not set)" if self.value is _UNSET else _display(self.value)
-        return f"{self.key} = {shown}: {self.message}"
+        return f"{key} = {shown}: {self.message}"
 
 
 _UNSET = object()

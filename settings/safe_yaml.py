@@ -24,6 +24,7 @@ expanded value (yaml.v3 has its own "excessive aliasing" guard, ``decode.go``).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -82,6 +83,15 @@ class YamlError(ValueError):
         super().__init__("\n".join([f"{source}:", *(f"  - {i}" for i in issues)]))
 
 
+def shown_key(key: str, limit: int = 120) -> str:
+    """A key for a message: as written when it is plain, quoted and cut when it is empty, long or
+    holds characters that would garble the message (keys are shown, values are not)."""
+    if key and len(key) <= limit and key.isascii() and key.isprintable():
+        return key
+    quoted = json.dumps(key)
+    return quoted if len(quoted) <= limit else f"{quoted[: limit - 3]}..."
+
+
 def format_path(path: tuple[Any, ...]) -> str:
     """``("config", "deepseek-eks:model", "variant")`` -> ``deepseek-eks:model.variant``."""
     parts = list(path[1:] if path[:1] == ("config",) else path)
@@ -91,7 +101,7 @@ def format_path(path: tuple[Any, ...]) -> str:
             text += f"[{part}]"
         else:
             text += f".{part}" if text else str(part)
-    return text
+    return shown_key(text) if text else ""
 
 
 def _check_events(text: str, source: str) -> None:

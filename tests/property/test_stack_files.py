@@ -221,3 +221,43 @@ def test_rendered_stack_reflects_every_value_in_either_form(values: dict[str, st
     for scaler in scalers:
         spec = scaler["spec"]
         assert spec.get("maxReplicas", spec.get("maxReplicaCount")) == int(values["autoscaling.maxReplicas"])
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+)
+_KEYS = st.sampled_from(["deepseek-eks:", "aws:", "deepseek_eks:", "x:", ""]).flatmap(
+    lambda ns: (
+        st.sampled_from(["model", "model.variant", "gpu.instanceFamilies", "apiKey", "region", "a.b"]).map(
+            lambda name: ns + name
+        )
+        | st.text(max_size=16)
+    )
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(_KEYS, _VALUES, max_size=6) | st.text(max_size=200))
+def test_arbitrary_config_is_read_or_refused_never_crashes(config) -> None:
+    """Any YAML document, or any text, as a stack file: read or refused with exit 2, no crash."""
+    text = yaml.safe_dump({"config": config}) if isinstance(config, dict) else config
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+        (Path(tmp) / "Pulumi.p.yaml").write_text(text, encoding="utf-8", errors="surrogatepass")
+        code, output = _run(Path(tmp))
+    assert code in (0, 1, 2), output
+    assert "Traceback" not in output
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_KEYS, _VALUES | _VALUES.map(json.dumps), max_size=6), st.sets(_KEYS, max_size=3))
+def test_any_engine_config_map_gives_settings_or_settings_error(config, secret_keys) -> None:
+    """The runtime path: whatever map the engine hands the program, typed or as JSON text."""
+    from settings import SettingsError
+
+    try:
+        parse_settings(config, secret_keys)
+    except SettingsError as e:
+        assert e.problems and all(str(p).split(":", 1)[0] for p in e.problems)
