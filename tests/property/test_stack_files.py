@@ -228,14 +228,9 @@ _VALUES = st.recursive(
     _SCALARS,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
 )
-_KEYS = st.sampled_from(["deepseek-eks:", "aws:", "deepseek_eks:", "x:", ""]).flatmap(
-    lambda ns: (
-        st.sampled_from(["model", "model.variant", "gpu.instanceFamilies", "apiKey", "region", "a.b"]).map(
-            lambda name: ns + name
-        )
-        | st.text(max_size=16)
-    )
-)
+_NAMES = st.sampled_from(["model", "model.variant", "gpu.instanceFamilies", "apiKey", "region", "a.b"])
+_NAMESPACES = st.sampled_from(["deepseek-eks:", "aws:", "deepseek_eks:", "x:", ""])
+_KEYS = st.builds(lambda ns, name: ns + name, _NAMESPACES, _NAMES) | st.text(max_size=16)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
