@@ -62,19 +62,28 @@ def test_readme_path_example_for_a_list_item_takes_effect(tmp_path) -> None:
 
 
 def test_both_forms_render_alike(tmp_path, capsys) -> None:
+    """The README's two `pulumi config set` forms give byte-identical renders."""
     flat = (
         "config:\n  deepseek-eks:model.variant: r1-distill-llama-8b\n"
         "  deepseek-eks:autoscaling.maxReplicas: 5\n"
+        "  deepseek-eks:cluster.publicAccessCidrs: [203.0.113.7/32]\n"
     )
     path = (
         "config:\n  deepseek-eks:model:\n    variant: r1-distill-llama-8b\n"
         "  deepseek-eks:autoscaling:\n    maxReplicas: 5\n"
+        "  deepseek-eks:cluster:\n    publicAccessCidrs:\n      - 203.0.113.7/32\n"
     )
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
-    a = parse_settings(*_engine(project(tmp_path / "a", flat)))
-    b = parse_settings(*_engine(project(tmp_path / "b", path)))
-    assert a == b and a.model.variant.value == "r1-distill-llama-8b" and a.autoscaling.max_replicas == 5
+    renders = []
+    for name, text in (("flat", flat), ("path", path)):
+        (tmp_path / name).mkdir()
+        root = project(tmp_path / name, text)
+        code, out = run(root, capsys, "render", "--stack", "t", "--out", str(root / "out"))
+        assert code == 0, out
+        files = sorted(p for p in (root / "out" / "t").rglob("*") if p.is_file())
+        renders.append({str(p.relative_to(root)): p.read_bytes() for p in files})
+    assert renders[0] == renders[1]
+    plan = json.loads(renders[0]["out/t/plan.json"])
+    assert (plan["variant"], plan["max_replicas"]) == ("r1-distill-llama-8b", 5)
 
 
 def _engine(root: Path) -> tuple[dict, list]:
