@@ -574,6 +574,16 @@ def _collect(config: Mapping[str, Any], secret_keys: set[str]) -> tuple[_Collect
                     )
                 )
                 continue
+            if secret:  # a --secret value inside the group: the engine marks the whole key
+                problems.append(
+                    Problem(
+                        f"{PROJECT}:{name}",
+                        None,
+                        f"holds a secret value, but no {name}.* setting is a secret: set it without --secret",
+                        hidden=True,
+                    )
+                )
+                continue
             objects[name] = (decoded, secret)
         else:
             flat[name] = value

@@ -257,3 +257,11 @@ def test_help_has_no_rst_backticks_and_yes_only_where_it_does_something(capsys) 
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "``" not in capsys.readouterr().out
+
+
+def test_a_secret_inside_a_group_is_one_error_and_never_shown(tmp_path, capsys) -> None:
+    project(tmp_path, f"config:\n  deepseek-eks:model:\n    repository:\n      secure: {CIPHERTEXT}\n")
+    code, out = run(tmp_path, capsys, "plan", "--stack", "t")
+    assert code == 2 and CIPHERTEXT not in out
+    assert "deepseek-eks:model: holds a secret value, but no model.* setting is a secret" in out
+    assert out.count("deepseek-eks:") == 1
