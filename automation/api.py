@@ -10,6 +10,12 @@ says in one sentence how to fix a missing one.
     outputs = api.up("dev", overrides={"model.variant": "r1-distill-llama-8b"}, yes=True)
     print(outputs["endpointUrl"])
     api.destroy("dev", yes=True)
+
+What each call raises (the CLI maps them to its exit codes): ``StackFileError`` (no such stack
+file, or one not shaped like Pulumi's: 2), ``SettingsError`` (invalid settings: 2),
+``SizingError`` (no feasible plan: 1) and ``AutomationError`` (``exit_code``: 3 for a missing
+Pulumi CLI or AWS credentials, 2 for an unknown Pulumi stack or a missing ``yes``, 1 for a failed
+Pulumi operation or an unreachable AWS).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from components import size
 from settings import PROJECT, Settings, parse_settings
 from sizing import SizingPlan
 
-from .stackfile import PROJECT_ROOT, StackConfig, read_stack
+from .stackfile import PROJECT_ROOT, StackConfig, read_stack, stack_document
 
 INSTALL_PULUMI = (
     "The Pulumi CLI is not installed: install it with `curl -fsSL https://get.pulumi.com | sh` "
@@ -91,11 +97,19 @@ def prepare(
     stack: str, overrides: dict[str, str] | None = None, project_dir: Path = PROJECT_ROOT
 ) -> Prepared:
     """Read the stack file, apply ``--set`` overrides, validate and size: raises
-    ``SettingsError`` / ``SizingError`` with every problem, offline."""
+    ``StackFileError`` / ``SettingsError`` / ``SizingError`` with every problem, offline."""
     overrides = overrides or {}
-    config = read_stack(stack, project_dir).with_overrides(dict(overrides), PROJECT)
+    config = read_config(stack, overrides, project_dir)
     settings = parse_settings(config.values, config.secret_keys, stack)
     return Prepared(stack, config, settings, size(settings), overrides)
+
+
+def read_config(
+    stack: str, overrides: dict[str, str] | None, project_dir: Path = PROJECT_ROOT
+) -> StackConfig:
+    """The stack's config as the engine would see it, with ``--set`` overrides applied."""
+    config = read_stack(stack, project_dir)
+    return config.with_overrides(dict(overrides), PROJECT) if overrides else config
 
 
 def require_pulumi_cli() -> str:
@@ -105,54 +119,60 @@ def require_pulumi_cli() -> str:
     return path
 
 
-def require_aws_credentials(region: str) -> str:
-    """The caller's account id; a one-sentence error when there are no usable credentials."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+def require_aws_credentials(settings: Settings) -> str:
+    """The caller's account id, with the stack's ``aws:profile``/``aws:assumeRoles``; a
+    one-sentence error when there are no usable credentials (exit 3) or AWS cannot be reached
+    (exit 1: a network failure is not a credentials problem)."""
+    from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, ProfileNotFound
 
+    from .preflight import NETWORK_ERRORS, aws_session
+
+    region = settings.region
     try:
-        return str(boto3.client("sts", region_name=region).get_caller_identity()["Account"])
-    except NoCredentialsError:
-        raise AutomationError(NO_CREDENTIALS) from None
+        session = aws_session(settings)
+        return str(session.client("sts", region_name=region).get_caller_identity()["Account"])
+    except (NoCredentialsError, ProfileNotFound) as e:
+        detail = f" ({e})" if isinstance(e, ProfileNotFound) else ""
+        raise AutomationError(NO_CREDENTIALS.replace("found:", f"found{detail}:")) from None
+    except NETWORK_ERRORS as e:
+        raise AutomationError(
+            f"Could not reach AWS STS in {region} ({e}): check the network or proxy, then retry.", 1
+        ) from None
     except (ClientError, BotoCoreError) as e:
         raise AutomationError(
             f"AWS rejected the credentials in {region}: {e}. Refresh them and retry."
         ) from None
 
 
-def _yaml_value(value: str) -> Any:
-    """``--set`` values typed as YAML would type them (``8`` -> int, ``[g6, g6e]`` -> list)."""
-    try:
-        return yaml.safe_load(value)
-    except yaml.YAMLError:
-        return value
-
-
 @contextmanager
 def effective_config_file(prepared: Prepared, project_dir: Path) -> Iterator[Path]:
-    """The stack file with the ``--set`` overrides applied, in a temporary file: overrides apply
-    to this run only and never rewrite the stack file. Secrets and encryption settings are
-    copied as they are."""
-    original = project_dir / f"Pulumi.{prepared.stack}.yaml"
-    data = (yaml.safe_load(original.read_text()) or {}) if original.exists() else {}
-    config = dict(data.get("config") or {})
-    for key, value in prepared.overrides.items():
-        config[key if ":" in key else f"{PROJECT}:{key}"] = _yaml_value(value)
-    data["config"] = config
+    """The stack file with the ``--set`` overrides applied (where the stack has each setting:
+    flat or inside its ``--path`` object), in a temporary file: overrides apply to this run only
+    and never rewrite the stack file. Secrets and encryption settings are copied as they are."""
+    data = stack_document(prepared.config)
     with tempfile.TemporaryDirectory(prefix="deepseek-eks-") as tmp:
         path = Path(tmp) / f"Pulumi.{prepared.stack}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=True))
         yield path
 
 
-def open_stack(stack: str, project_dir: Path) -> StackLike:
-    """The stack of this project's program (a local program: the very ``__main__.py``)."""
+def open_stack(stack: str, project_dir: Path, *, create: bool = True) -> StackLike:
+    """The stack of this project's program (a local program: the very ``__main__.py``).
+
+    ``create=False`` only selects: reading outputs must never create an empty stack, so an
+    unknown name is an ``AutomationError`` (exit 2) naming the stack."""
     from pulumi import automation as auto
 
     try:
-        return auto.create_or_select_stack(stack_name=stack, work_dir=str(project_dir))
+        if create:
+            return auto.create_or_select_stack(stack_name=stack, work_dir=str(project_dir))
+        return auto.select_stack(stack_name=stack, work_dir=str(project_dir))
     except FileNotFoundError:  # the SDK shells out to `pulumi version` first
         raise AutomationError(INSTALL_PULUMI) from None
+    except auto.StackNotFoundError:
+        raise AutomationError(
+            f"no Pulumi stack named {stack!r} in this backend: check `pulumi stack ls`", 2
+        ) from None
 
 
 Printer = Callable[[str], None]
@@ -166,7 +186,7 @@ class Orchestrator:
     project_dir: Path = PROJECT_ROOT
     opener: Callable[[str, Path], StackLike] = open_stack
     check_cli: Callable[[], str] = require_pulumi_cli
-    check_credentials: Callable[[str], str] = require_aws_credentials
+    check_credentials: Callable[[Settings], str] = require_aws_credentials
     preflight: Callable[[Settings, SizingPlan], list[Any]] | None = None
     print: Printer = print
     on_event: Callable[[Any], Any] | None = None
@@ -187,7 +207,9 @@ class Orchestrator:
         for line in summary_lines(prepared.plan):
             self.print(line)
         self.check_cli()
-        self.check_credentials(prepared.settings.region)
+        for warning in prepared.settings.warnings:
+            self.print(f"warning: {warning}")
+        self.check_credentials(prepared.settings)
         if operation is Operation.UP and not skip_preflight and self.preflight is not None:
             from .preflight import Status
 
@@ -257,6 +279,7 @@ def destroy(stack: str, *, yes: bool = False, **kwargs: Any) -> dict[str, Any]:
 
 
 def outputs(stack: str, project_dir: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """The stack's current outputs (secrets masked); needs the CLI, not AWS."""
+    """The stack's current outputs (secrets masked); needs the CLI, not AWS. Never creates a
+    stack: an unknown name raises ``AutomationError`` (exit 2)."""
     require_pulumi_cli()
-    return outputs_of(open_stack(stack, project_dir))
+    return outputs_of(open_stack(stack, project_dir, create=False))

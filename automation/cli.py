@@ -1,6 +1,8 @@
-"""``python -m automation``: offline ``render`` and ``plan``; ``preflight`` (read-only AWS
-checks); ``preview``, ``up``, ``refresh``, ``destroy`` and ``outputs`` through the Pulumi
-Automation API on the same program ``pulumi up`` runs."""
+"""python -m automation: offline render and plan; preflight (read-only AWS checks); preview, up,
+refresh, destroy and outputs through the Pulumi Automation API on the same program pulumi up runs.
+
+Exit codes: 0 done; 1 infeasible plan or failed operation; 2 invalid settings or stack file;
+3 a missing prerequisite (Pulumi CLI, AWS credentials)."""
 
 from __future__ import annotations
 
@@ -15,14 +17,22 @@ from components import SizingError
 from settings import SettingsError
 from sizing.cli import summary_lines
 
-from .stackfile import PROJECT_ROOT, StackFileError, read_stack
+from .stackfile import PROJECT_ROOT, StackFileError
 
 DEFAULT_OUT = Path("build/rendered")
 OPERATIONS = ("preview", "up", "refresh", "destroy")
+CONFIRMED = ("up", "destroy")  # the operations that change resources and take --yes
+SET_HELP = "override a setting for this run only (e.g. model.variant=r1-671b); never saved"
+
+
+def _add_set(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m automation", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m automation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument(
         "--project-dir", type=Path, default=PROJECT_ROOT, help="folder with Pulumi.yaml and the stack files"
     )
@@ -30,25 +40,21 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("render", help="write every object the stack creates, offline")
     r.add_argument("--stack", required=True)
     r.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
+    _add_set(r)
     pl = sub.add_parser("plan", help="print the sizing plan of a stack, offline")
     pl.add_argument("--stack", required=True)
-    pl.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+    _add_set(pl)
     pl.add_argument("--json", action="store_true")
     pf = sub.add_parser("preflight", help="read-only AWS checks: credentials, offerings, quotas")
     pf.add_argument("--stack", required=True)
-    pf.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+    _add_set(pf)
     pf.add_argument("--json", action="store_true")
     for name in OPERATIONS:
         op = sub.add_parser(name, help=f"pulumi {name} through the Automation API")
         op.add_argument("--stack", required=True)
-        op.add_argument(
-            "--set",
-            action="append",
-            default=[],
-            metavar="KEY=VALUE",
-            help="override a setting for this run only (e.g. model.variant=r1-671b); not saved",
-        )
-        op.add_argument("--yes", action="store_true", help="do not ask; required for up and destroy")
+        _add_set(op)
+        if name in CONFIRMED:
+            op.add_argument("--yes", action="store_true", help=f"confirm: {name} changes real AWS resources")
         op.add_argument("--json", action="store_true", help="print the outputs as JSON at the end")
         if name == "up":
             op.add_argument("--skip-preflight", action="store_true", help="deploy without the AWS preflight")
@@ -58,10 +64,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _warn(settings: Any) -> None:
+    for warning in settings.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Path) -> int:
     from .api import prepare
 
     prepared = prepare(stack, overrides, project_dir)
+    _warn(prepared.settings)
     if as_json:
         print(json.dumps(prepared.plan.to_dict(), indent=2))
     else:
@@ -69,10 +81,13 @@ def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Pat
     return 0
 
 
-def _render(stack: str, out: Path, project_dir: Path) -> int:
+def _render(stack: str, overrides: dict[str, str], out: Path, project_dir: Path) -> int:
+    from .api import prepare
     from .render import render, write
 
-    rendered = render(read_stack(stack, project_dir))
+    prepared = prepare(stack, overrides, project_dir)
+    _warn(prepared.settings)
+    rendered = render(prepared.config)
     root = write(rendered, out)
     print("\n".join(summary_lines(rendered.sizing)))
     kinds = Counter(m["kind"] for m in rendered.objects())
@@ -92,6 +107,7 @@ def _preflight(stack: str, overrides: dict[str, str], as_json: bool, project_dir
     from .preflight import exit_code, render_table, run_preflight
 
     prepared = prepare(stack, overrides, project_dir)
+    _warn(prepared.settings)
     checks = run_preflight(prepared.settings, prepared.plan)
     if as_json:
         print(json.dumps(checks_json(checks), indent=2))
@@ -123,7 +139,7 @@ def _operation(args: argparse.Namespace) -> int:
         Operation(args.command),
         args.stack,
         parse_overrides(args.set),
-        yes=args.yes,
+        yes=getattr(args, "yes", False),
         skip_preflight=getattr(args, "skip_preflight", False),
     )
     if outputs:
@@ -137,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "render":
-            return _render(args.stack, args.out, args.project_dir)
+            return _render(args.stack, parse_overrides(args.set), args.out, args.project_dir)
         if args.command == "plan":
             return _plan(args.stack, parse_overrides(args.set), args.json, args.project_dir)
         if args.command == "preflight":

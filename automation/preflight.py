@@ -22,11 +22,12 @@ from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
-    EndpointConnectionError,
+    HTTPClientError,
     NoCredentialsError,
     PartialCredentialsError,
     ProfileNotFound,
 )
+from botocore.exceptions import ConnectionError as AwsConnectionError
 from rich.table import Table
 from rich.text import Text
 
@@ -96,6 +97,55 @@ def _number(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+# Failures to reach AWS at all (DNS, proxy, timeouts): not a verdict on the credentials.
+NETWORK_ERRORS = (AwsConnectionError, HTTPClientError)
+CREDENTIALS = "credentials"
+# Exit code of a missing prerequisite (DESIGN.md: 3 for missing AWS credentials).
+EXIT_MISSING_PREREQUISITE = 3
+
+
+def aws_session(settings: Settings) -> boto3.Session:
+    """A boto3 session with the stack's ``aws:profile`` and ``aws:assumeRoles`` (assumed in order,
+    as the Pulumi AWS provider does), so preflight asks the account ``pulumi up`` deploys to."""
+    aws = settings.aws
+    session = boto3.Session(profile_name=aws.profile, region_name=settings.region)
+    for role in aws.assume_roles:
+        sts = session.client("sts", region_name=settings.region, config=_CLIENT_CONFIG)
+        request: dict[str, Any] = {
+            "RoleArn": role.role_arn,
+            "RoleSessionName": role.session_name or "deepseek-eks-preflight",
+        }
+        if role.external_id:
+            request["ExternalId"] = role.external_id
+        if role.duration_seconds:
+            request["DurationSeconds"] = role.duration_seconds
+        credentials = sts.assume_role(**request)["Credentials"]
+        session = boto3.Session(
+            aws_access_key_id=credentials["AccessKeyId"],
+            aws_secret_access_key=credentials["SecretAccessKey"],
+            aws_session_token=credentials["SessionToken"],
+            region_name=settings.region,
+        )
+    return session
+
+
+def _check_account(settings: Settings, account: str) -> Check | None:
+    """``aws:allowedAccountIds``/``aws:forbiddenAccountIds``, as the provider enforces them."""
+    aws = settings.aws
+    if aws.allowed_account_ids and account not in aws.allowed_account_ids:
+        return Check(
+            "account",
+            Status.FAIL,
+            f"account {account} is not in aws:allowedAccountIds ({_join(aws.allowed_account_ids)}): "
+            "use other credentials (aws:profile) or fix the list.",
+        )
+    if account in aws.forbidden_account_ids:
+        return Check(
+            "account", Status.FAIL, f"account {account} is in aws:forbiddenAccountIds: use other credentials."
+        )
+    return None
+
+
 def _credentials_failure(err: BaseException, region: str) -> Check:
     """The one row shown when no AWS call can be made, with the fix for each cause."""
     if isinstance(err, NoCredentialsError | PartialCredentialsError):
@@ -105,10 +155,13 @@ def _credentials_failure(err: BaseException, region: str) -> Check:
         )
     elif isinstance(err, ProfileNotFound):
         detail = f"{err}: fix AWS_PROFILE or create the profile with `aws configure --profile <name>`."
-    elif isinstance(err, EndpointConnectionError):
-        detail = (
+    elif isinstance(err, NETWORK_ERRORS):
+        # Not a credentials verdict: a failed operation (exit 1), not a missing prerequisite.
+        return Check(
+            "network",
+            Status.FAIL,
             f"could not reach AWS STS in {region} ({err}): check the network or proxy, "
-            "and that aws:region is a real region."
+            "and that aws:region is a real region.",
         )
     elif isinstance(err, ClientError):
         detail = (
@@ -117,7 +170,7 @@ def _credentials_failure(err: BaseException, region: str) -> Check:
         )
     else:
         detail = f"could not use the AWS credentials ({_error(err)}): check `aws sts get-caller-identity`."
-    return Check("credentials", Status.FAIL, detail)
+    return Check(CREDENTIALS, Status.FAIL, detail)
 
 
 # ----------------------------------------------------------------------------------------------- checks
@@ -479,14 +532,17 @@ def run_preflight(
     """Run every check in order and return their rows; never raises for AWS errors."""
     region = settings.region
     try:
-        session = session or boto3.Session(region_name=region)
+        session = session or aws_session(settings)
         sts = session.client("sts", region_name=region, config=_CLIENT_CONFIG)
         identity = sts.get_caller_identity()
     except (BotoCoreError, ClientError) as err:
         return [_credentials_failure(err, region)]
     checks = [
-        Check("credentials", Status.PASS, f"account {identity['Account']} as {identity['Arn']}."),
+        Check(CREDENTIALS, Status.PASS, f"account {identity['Account']} as {identity['Arn']}."),
     ]
+    account_check = _check_account(settings, str(identity["Account"]))
+    if account_check:
+        return [*checks, account_check]  # every later answer would be about the wrong account
 
     ec2 = session.client("ec2", region_name=region, config=_CLIENT_CONFIG)
     region_check = _check_region(ec2, region)
@@ -524,8 +580,12 @@ def run_preflight(
 
 
 def exit_code(checks: Iterable[Check]) -> int:
-    """1 when any check failed: warnings alone do not stop a deployment."""
-    return 1 if any(c.status is Status.FAIL for c in checks) else 0
+    """3 when no credentials could be used (a missing prerequisite), 1 when any other check
+    failed; warnings alone do not stop a deployment."""
+    failed = [c for c in checks if c.status is Status.FAIL]
+    if any(c.name == CREDENTIALS for c in failed):
+        return EXIT_MISSING_PREREQUISITE
+    return 1 if failed else 0
 
 
 _STYLES = {Status.PASS: "bold green", Status.WARN: "bold yellow", Status.FAIL: "bold red"}

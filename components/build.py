@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -66,6 +67,31 @@ def curl_line(url: str, model: str, api_key: bool) -> str:
     return f"curl -s {url}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d '{body}'"
 
 
+def provider_args(settings: Settings) -> dict[str, Any]:
+    """``aws:profile``, ``aws:assumeRoles``, ``aws:allowedAccountIds`` and
+    ``aws:forbiddenAccountIds`` as the explicit AWS provider's arguments (settings refuse the
+    aws:* keys not passed here)."""
+    cfg = settings.aws
+    args: dict[str, Any] = {}
+    if cfg.profile:
+        args["profile"] = cfg.profile
+    if cfg.assume_roles:
+        args["assume_roles"] = [
+            aws.ProviderAssumeRoleArgs(
+                role_arn=r.role_arn,
+                session_name=r.session_name,
+                external_id=r.external_id,
+                duration=r.duration,
+            )
+            for r in cfg.assume_roles
+        ]
+    if cfg.allowed_account_ids:
+        args["allowed_account_ids"] = list(cfg.allowed_account_ids)
+    if cfg.forbidden_account_ids:
+        args["forbidden_account_ids"] = list(cfg.forbidden_account_ids)
+    return args
+
+
 def cluster_name(settings: Settings) -> str:
     """EKS cluster name: one cluster per stack."""
     return f"deepseek-{settings.stack}"
@@ -79,8 +105,12 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
     name = cluster_name(settings)
     auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
 
+    # The stack's aws:* provider settings (an explicit provider reads none of them itself).
     aws_provider = aws.Provider(
-        "aws", region=settings.region, default_tags=aws.ProviderDefaultTagsArgs(tags=tags)
+        "aws",
+        region=settings.region,
+        default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
+        **provider_args(settings),
     )
     aws_opts = pulumi.ResourceOptions(providers={"aws": aws_provider})
     net = settings.network

@@ -7,22 +7,24 @@ or raises ``SettingsError`` listing every problem at once.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import ipaddress
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_catalog
 from sizing.catalog import unknown_family_message
+from sizing.checkpoints import known_checkpoint
+
+from . import safe_yaml
+from .safe_yaml import shown_key
 
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
@@ -64,43 +66,128 @@ class WeightsSource(StrEnum):
     S3 = "s3"
 
 
+INT32_MAX = 2**31 - 1  # Kubernetes replica counts and most API integers are int32
+# Kubernetes is built and tested for clusters of at most 5,000 nodes ("Considerations for large
+# clusters", https://kubernetes.io/docs/setup/best-practices/cluster-large/); a replica holds at
+# least one GPU node, so more replicas than that cannot be scheduled in one cluster.
+MAX_REPLICAS = 5000
+_ASCII_INT = re.compile(r"[-+]?[0-9]+", re.ASCII)
+_ASCII_DECIMAL = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?", re.ASCII)
+_IPV4_CIDR = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}", re.ASCII)
+_REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]", re.ASCII)
+
+
 def _as_list(value: Any) -> Any:
     """Pulumi hands list config to programs as a JSON string; ``--set`` users type commas or
-    YAML flow lists."""
+    YAML flow lists (read with the same safe loader as stack files)."""
     if isinstance(value, str):
         text = value.strip()
         if text.startswith("["):
             try:
-                return yaml.safe_load(text)  # JSON from Pulumi, or YAML flow lists like [g6, g6e]
-            except yaml.YAMLError:
-                return value
+                return safe_yaml.load(text, "list")
+            except safe_yaml.YamlError as e:
+                raise ValueError(e.issues[0].message) from None
         return [p.strip() for p in text.split(",") if p.strip()]
     return value
 
 
+def _distinct(value: Any) -> Any:
+    if isinstance(value, list):
+        seen = [v for i, v in enumerate(value) if v in value[:i]]
+        if seen:
+            raise ValueError(f"{_display(seen[0])} is listed twice")
+    return value
+
+
+def _whole_number(value: Any) -> Any:
+    """Integers as Pulumi and JSON write them: ASCII digits (not ``\\d``, which matches any
+    Unicode digit), an integral number, never a boolean."""
+    if isinstance(value, bool):
+        raise ValueError("must be a whole number, not true/false")
+    if isinstance(value, str):
+        if not _ASCII_INT.fullmatch(value.strip()):
+            raise ValueError("must be a whole number written with the digits 0-9")
+        return int(value.strip())
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("must be a whole number")
+        return int(value)
+    return value
+
+
+def _decimal(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("must be a number, not true/false")
+    if isinstance(value, str):
+        if not _ASCII_DECIMAL.fullmatch(value.strip()):
+            raise ValueError("must be a decimal number written with the digits 0-9")
+        return float(value.strip())
+    return value
+
+
+def _boolean(value: Any) -> Any:
+    """``true``/``false`` as Pulumi's Python SDK reads them (``pulumi/config.py`` ``_get_bool``
+    accepts exactly ``true``, ``True``, ``false`` and ``False``), not pydantic's yes/on/1."""
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "True"):
+        return True
+    if value in ("false", "False"):
+        return False
+    raise ValueError("must be true or false")
+
+
 def _gpu_family(value: Any) -> Any:
     if isinstance(value, str) and value not in GPU_FAMILIES:
-        raise ValueError(unknown_family_message(value))
+        raise ValueError(unknown_family_message(_truncate(value)))
     return value
 
 
-def _cidr(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            ipaddress.ip_network(value, strict=True)
-        except ValueError as e:
-            raise ValueError(f"{value!r} is not a CIDR block ({e})") from None
+def _ipv4_cidr(value: Any) -> Any:
+    """An IPv4 network with an explicit prefix length: the VPC, the ALB and the EKS public
+    endpoint here are IPv4-only, and a bare address or a netmask form is easy to misread."""
+    if not isinstance(value, str):
+        return value
+    if ":" in value:
+        raise ValueError("IPv6 is not supported here (IPv4-only VPC, load balancer and API endpoint)")
+    if not _IPV4_CIDR.fullmatch(value):
+        if "/" not in value:
+            raise ValueError("needs a prefix length, e.g. 203.0.113.7/32 for one address")
+        raise ValueError("not an IPv4 CIDR block like 10.0.0.0/16")
+    try:
+        ipaddress.IPv4Network(value, strict=True)
+    except ValueError as e:
+        if "host bits set" in str(e):
+            network = ipaddress.IPv4Network(value, strict=False)
+            raise ValueError(f"has host bits set; the network is {network}") from None
+        raise ValueError(f"not an IPv4 CIDR block ({e})") from None
     return value
 
 
+WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+Decimal = Annotated[float, BeforeValidator(_decimal)]
+Boolean = Annotated[bool, BeforeValidator(_boolean)]
 GpuFamily = Annotated[str, BeforeValidator(_gpu_family)]
-Cidr = Annotated[str, BeforeValidator(_cidr)]
-IamRoleArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")]
+Cidr = Annotated[str, BeforeValidator(_ipv4_cidr)]
+# ASCII classes only: pydantic's regex engine gives \d and \w their Unicode meaning.
+IamRoleArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$")]
 SubnetId = Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]
+AccountId = Annotated[
+    str,
+    BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v),
+    Field(pattern=r"^[0-9]{12}$"),
+]
+
+
+# A list setting: JSON, YAML flow or comma-separated text (read first), then no item twice.
+_AS_LIST = BeforeValidator(_as_list)
+_DISTINCT = BeforeValidator(_distinct)
 
 
 class _Group(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True, allow_inf_nan=False
+    )
 
 
 class ModelSettings(_Group):
@@ -113,26 +200,29 @@ class ModelSettings(_Group):
     )
     repository: str | None = Field(
         None,
-        pattern=r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/.*)?|[A-Za-z0-9][\w.-]*/[\w.-]+)$",
+        max_length=256,
+        # Hugging Face repo ids are owner/name of ASCII letters, digits, '-', '_' and '.'
+        # (huggingface_hub validate_repo_id); an S3 bucket name is 3-63 lowercase characters.
+        pattern=r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]*)?|[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)$",
         description="Override: a Hugging Face repo id (owner/name) or an s3:// prefix.",
     )
-    max_model_len: int = Field(32768, ge=1024, description="Context window in tokens.")
-    min_full_length_sequences: int = Field(
-        1, ge=1, description="The KV cache must hold this many maxModelLen sequences at once."
+    max_model_len: WholeNumber = Field(32768, ge=1024, le=INT32_MAX, description="Context window in tokens.")
+    min_full_length_sequences: WholeNumber = Field(
+        1, ge=1, le=4096, description="The KV cache must hold this many maxModelLen sequences at once."
     )
 
 
 class GpuSettings(_Group):
     """``gpu.*``: which EC2 GPU instances the node pool may launch."""
 
-    instance_families: Annotated[list[GpuFamily], BeforeValidator(_as_list)] = Field(
-        default_factory=lambda: ["g6", "g6e"], min_length=1
+    instance_families: Annotated[list[GpuFamily], _DISTINCT, _AS_LIST] = Field(
+        default_factory=lambda: ["g6", "g6e"], min_length=1, max_length=len(GPU_FAMILIES)
     )
-    capacity_types: Annotated[list[CapacityType], BeforeValidator(_as_list)] = Field(
-        default_factory=lambda: [CapacityType.SPOT, CapacityType.ON_DEMAND], min_length=1
+    capacity_types: Annotated[list[CapacityType], _DISTINCT, _AS_LIST] = Field(
+        default_factory=lambda: [CapacityType.SPOT, CapacityType.ON_DEMAND], min_length=1, max_length=2
     )
     capacity_reservation_ids: Annotated[
-        list[Annotated[str, Field(pattern=r"^cr-[0-9a-f]{17}$")]], BeforeValidator(_as_list)
+        list[Annotated[str, Field(pattern=r"^cr-[0-9a-f]{17}$")]], _DISTINCT, _AS_LIST
     ] = Field(
         default_factory=list,
         max_length=30,  # EC2NodeClass capacityReservationSelectorTerms maxItems (Karpenter 1.14)
@@ -170,23 +260,27 @@ class AutoscalingSettings(_Group):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
     signal: ScalingSignal = ScalingSignal.GPU_UTILIZATION
-    min_replicas: int = Field(1, ge=0)
-    max_replicas: int = Field(3, ge=1)
-    target_gpu_utilization: int = Field(50, ge=1, le=100, description="Percent.")
-    queue_depth_per_replica: int = Field(5, ge=1, description="Waiting requests per replica.")
+    min_replicas: WholeNumber = Field(1, ge=0, le=MAX_REPLICAS)
+    max_replicas: WholeNumber = Field(
+        3, ge=1, le=MAX_REPLICAS, description=f"At most {MAX_REPLICAS}: one GPU node per replica at least."
+    )
+    target_gpu_utilization: WholeNumber = Field(50, ge=1, le=100, description="Percent.")
+    queue_depth_per_replica: WholeNumber = Field(
+        5, ge=1, le=10_000, description="Waiting requests per replica."
+    )
 
 
 class EndpointSettings(_Group):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
     scheme: EndpointScheme = EndpointScheme.INTERNAL
-    allowed_cidrs: Annotated[list[Cidr], BeforeValidator(_as_list)] = Field(default_factory=list)
+    allowed_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=60)
     certificate_arn: str | None = Field(
         None,
-        pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[0-9a-f-]+$",
+        pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{1,64}$",
         description="ACM certificate: the load balancer then listens on HTTPS 443 only.",
     )
-    drain_seconds: int | None = Field(
+    drain_seconds: WholeNumber | None = Field(
         None,
         ge=30,
         le=3600,
@@ -197,12 +291,15 @@ class EndpointSettings(_Group):
 class ClusterSettings(_Group):
     """``cluster.*``: the EKS control plane."""
 
-    public_access_cidrs: Annotated[list[Cidr], BeforeValidator(_as_list)] = Field(
+    public_access_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
+        max_length=40,  # EKS accepts at most 40 public access CIDR blocks
         description="CIDRs allowed to reach the public API endpoint; empty = private endpoint only.",
     )
-    admin_role_arns: Annotated[list[IamRoleArn], BeforeValidator(_as_list)] = Field(
-        default_factory=list, description="IAM roles given cluster-admin through EKS access entries."
+    admin_role_arns: Annotated[list[IamRoleArn], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list,
+        max_length=100,
+        description="IAM roles given cluster-admin through EKS access entries.",
     )
 
 
@@ -210,30 +307,74 @@ class NetworkSettings(_Group):
     """``network.*``: a new VPC (default) or your own VPC and subnets."""
 
     vpc_cidr: Cidr = Field("10.42.0.0/16", description="CIDR of the VPC the program creates.")
-    availability_zones: int = Field(3, ge=2, le=3, description="AZs of the VPC the program creates.")
+    availability_zones: WholeNumber = Field(3, ge=2, le=3, description="AZs of the VPC the program creates.")
     vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="Bring your own VPC.")
-    private_subnet_ids: Annotated[list[SubnetId], BeforeValidator(_as_list)] = Field(default_factory=list)
-    public_subnet_ids: Annotated[list[SubnetId], BeforeValidator(_as_list)] = Field(default_factory=list)
+    private_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=16
+    )
+    public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=16
+    )
 
 
 class ObservabilitySettings(_Group):
     """``observability.*``: Prometheus, Grafana, Alertmanager and alert thresholds."""
 
     prometheus_retention: str = Field(
-        "15d", pattern=r"^\d+[hdwy]$", description="How long Prometheus keeps data."
+        "15d", pattern=r"^[0-9]{1,5}[hdwy]$", description="How long Prometheus keeps data."
     )
-    prometheus_storage_gib: int = Field(50, ge=10, le=4096, description="Prometheus volume size.")
-    grafana: bool = Field(True, description="Install Grafana with the project's dashboards.")
-    alertmanager: bool = Field(False, description="Install Alertmanager (configure its receivers yourself).")
-    ttft_slo_seconds: float = Field(5.0, gt=0, description="Alert when p95 time to first token exceeds this.")
-    itl_slo_seconds: float = Field(0.15, gt=0, description="Alert when p95 inter-token latency exceeds this.")
-    queue_time_slo_seconds: float = Field(30.0, gt=0, description="Alert when p95 queue time exceeds this.")
+    prometheus_storage_gib: WholeNumber = Field(50, ge=10, le=4096, description="Prometheus volume size.")
+    grafana: Boolean = Field(True, description="Install Grafana with the project's dashboards.")
+    alertmanager: Boolean = Field(
+        False, description="Install Alertmanager (configure its receivers yourself)."
+    )
+    ttft_slo_seconds: Decimal = Field(
+        5.0, gt=0, le=3600, description="Alert when p95 time to first token exceeds this."
+    )
+    itl_slo_seconds: Decimal = Field(
+        0.15, gt=0, le=60, description="Alert when p95 inter-token latency exceeds this."
+    )
+    queue_time_slo_seconds: Decimal = Field(
+        30.0, gt=0, le=3600, description="Alert when p95 queue time exceeds this."
+    )
 
 
 class WeightsSettings(_Group):
     """``weights.*``: where vLLM loads the model from."""
 
     source: WeightsSource = WeightsSource.HUGGINGFACE
+
+
+class AssumeRole(_Group):
+    """One entry of ``aws:assumeRoles`` (pulumi-aws 7 provider config), assumed in order."""
+
+    role_arn: IamRoleArn
+    session_name: str | None = Field(None, pattern=r"^[A-Za-z0-9_+=,.@-]{2,64}$")
+    external_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")
+    duration: str | None = Field(
+        None, pattern=r"^([0-9]{1,2}h)?([0-9]{1,3}m)?([0-9]{1,5}s)?$", description="Go duration, 15m to 12h."
+    )
+
+    @property
+    def duration_seconds(self) -> int | None:
+        if not self.duration:
+            return None
+        units = {"h": 3600, "m": 60, "s": 1}
+        return sum(int(n) * units[u] for n, u in re.findall(r"([0-9]+)([hms])", self.duration, re.ASCII))
+
+
+class AwsSettings(_Group):
+    """The ``aws:*`` provider settings this program honours, in the explicit AWS provider it
+    builds and in preflight's boto3 session alike (``aws:region`` is ``Settings.region``)."""
+
+    profile: str | None = Field(None, pattern=r"^[A-Za-z0-9_.+@=,-]{1,64}$")
+    assume_roles: Annotated[list[AssumeRole], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=5)
+    allowed_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=100
+    )
+    forbidden_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=100
+    )
 
 
 class Settings(BaseModel):
@@ -252,7 +393,10 @@ class Settings(BaseModel):
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     region: str = DEFAULT_REGION
+    aws: AwsSettings = Field(default_factory=AwsSettings)
     stack: str = "dev"
+    # Settings that are valid but have no effect or are risky, shown by every command.
+    warnings: tuple[str, ...] = ()
     # Secret config values, as the loader found them (Pulumi secret Outputs, never plain strings).
     hf_token: object | None = Field(None, exclude=True, repr=False)
     api_key: object | None = Field(None, exclude=True, repr=False)
@@ -276,17 +420,43 @@ class Settings(BaseModel):
         )
 
 
+_MAX_SHOWN = 60  # characters of a value shown in a message; long values are cut
+
+
+def _truncate(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN else f"{text[: _MAX_SHOWN - 3]}..."
+
+
+def _display(value: Any) -> str:
+    """A value for a message: scalars and lists of scalars as JSON, cut when long; never the
+    content of a mapping (it may hold ``secure`` ciphertext)."""
+    if isinstance(value, dict):
+        return "(a mapping)"
+    if isinstance(value, list) and any(isinstance(v, dict | list) for v in value):
+        return "(a nested list)"
+    if isinstance(value, str) and value.lstrip().startswith(("{", "[")) and "secure" in value:
+        return "(hidden: it holds a secure value)"
+    return _truncate(json.dumps(value, default=str, ensure_ascii=True))
+
+
 @dataclass(frozen=True)
 class Problem:
-    """One invalid setting: its key path, the value given and what is allowed."""
+    """One invalid setting: its key path, the value given (unless hidden) and what is allowed.
+
+    ``hidden``: the value is never shown, for unknown keys (a misspelt secret), secrets and
+    values that were encrypted in the stack file."""
 
     key: str
     value: Any
     message: str
+    hidden: bool = False
 
     def __str__(self) -> str:
-        shown = "(not set)" if self.value is _UNSET else json.dumps(self.value, default=str)
-        return f"{self.key} = {shown}: {self.message}"
+        key = shown_key(self.key)
+        if self.hidden:
+            return f"{key}: {self.message}"
+        shown = "(not set)" if self.value is _UNSET else _display(self.value)
+        return f"{key} = {shown}: {self.message}"
 
 
 _UNSET = object()
@@ -315,6 +485,9 @@ _GROUPS: dict[str, type[_Group]] = {
     "observability": ObservabilitySettings,
 }
 _SCALARS = ("computeMode", "kubernetesVersion", *SECRET_KEYS)
+AWS = "aws"
+# aws:* keys passed to the explicit provider (components/build.py) and preflight's session.
+AWS_KEYS = ("region", *(f.alias for f in AwsSettings.model_fields.values()))
 
 
 def known_keys() -> list[str]:
@@ -325,16 +498,244 @@ def known_keys() -> list[str]:
     return keys
 
 
-def _flatten(key: str, value: Any) -> Iterable[tuple[str, Any]]:
-    """``model: {"variant": x}`` (written with ``pulumi config set --path``) -> ``model.variant``."""
-    if isinstance(value, str) and key in _GROUPS and value.strip().startswith("{"):
-        with contextlib.suppress(json.JSONDecodeError):
-            value = json.loads(value)
-    if isinstance(value, dict) and key in _GROUPS:
-        for k, v in value.items():
-            yield f"{key}.{k}", v
-    else:
-        yield key, value
+def _normal(name: str) -> str:
+    return name.lower().replace("_", "-")
+
+
+# Real Pulumi packages whose names are close to ``aws``: their config is theirs, not a typo.
+OTHER_PROVIDERS = frozenset({"awsx", "aws-native", "eks"})
+
+
+def _looks_like(namespace: str, target: str) -> bool:
+    """A misspelling of ``target``: other case, ``_`` for ``-``, or a small edit distance."""
+    if namespace in OTHER_PROVIDERS:
+        return False
+    a, b = _normal(namespace), _normal(target)
+    return _edit_distance(a, b) <= (2 if len(b) > 4 else 1)
+
+
+def _edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions)."""
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def _split_key(full_key: str) -> tuple[str, str] | None:
+    """``ns:name`` or Pulumi's old ``ns:config:name`` (config.ParseKey) -> ``(ns, name)``."""
+    parts = full_key.split(":")
+    if len(parts) == 2:
+        return parts[0], parts[1]
+    if len(parts) == 3 and parts[1] == "config":
+        return parts[0], parts[2]
+    return None
+
+
+def _decode_object(value: Any) -> Any:
+    """A group given with ``--path`` reaches the program as JSON text (engine) or a dict."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _is_default(group: str, field_alias: str, value: Any) -> bool:
+    """Whether ``value`` is that field's default. The engine writes Pulumi.yaml's defaults into
+    a group's object for every key the stack set flat (merge by path), so a flat key wins over
+    an object value that is the default; any other object value is the user's."""
+    cls = _GROUPS[group]
+    try:
+        parsed = cls.model_validate({field_alias: value})
+    except ValidationError:
+        return False
+    return bool(parsed == cls())
+
+
+@dataclass
+class _Collected:
+    """The project namespace's settings by dotted key, and which of them are secret."""
+
+    values: dict[str, Any]
+    secret: set[str]
+    problems: list[Problem]
+
+
+def _collect(config: Mapping[str, Any], secret_keys: set[str]) -> tuple[_Collected, dict[str, Any]]:
+    """Split the engine's config map: this project's settings (both forms merged), the ``aws:*``
+    ones, and problems for keys in namespaces that look like either."""
+    problems: list[Problem] = []
+    flat: dict[str, Any] = {}
+    flat_secret: set[str] = set()
+    objects: dict[str, tuple[dict[str, Any], bool]] = {}
+    aws: dict[str, Any] = {}
+    for full_key, value in sorted(config.items()):
+        split = _split_key(full_key)
+        secret = full_key in secret_keys
+        if split is None:
+            problems.append(Problem(full_key, value, "not a config key: use <namespace>:<name>", hidden=True))
+            continue
+        namespace, name = split
+        if namespace == AWS:
+            aws[name] = (value, secret)
+            continue
+        if namespace != PROJECT:
+            for target in (PROJECT, AWS):
+                if _looks_like(namespace, target):
+                    problems.append(
+                        Problem(
+                            full_key,
+                            None,
+                            f"unknown namespace {namespace!r}; did you mean {target}:{name}?",
+                            hidden=True,
+                        )
+                    )
+            continue  # other namespaces (kubernetes:..., pulumi:...) belong to their providers
+        if name in _GROUPS:
+            decoded = _decode_object(value)
+            if not isinstance(decoded, dict):
+                problems.append(
+                    Problem(
+                        f"{PROJECT}:{name}",
+                        value,
+                        f"must be a mapping of {name}.* settings "
+                        f"(pulumi config set --path {name}.<key> <value>)",
+                        hidden=True,
+                    )
+                )
+                continue
+            if secret:  # a --secret value inside the group: the engine marks the whole key
+                problems.append(
+                    Problem(
+                        f"{PROJECT}:{name}",
+                        None,
+                        f"holds a secret value, but no {name}.* setting is a secret: set it without --secret",
+                        hidden=True,
+                    )
+                )
+                continue
+            objects[name] = (decoded, secret)
+        else:
+            flat[name] = value
+            if secret:
+                flat_secret.add(name)
+    for group, (obj, secret) in objects.items():
+        for field_alias, value in obj.items():
+            key = f"{group}.{field_alias}"
+            if key in flat:
+                if field_alias in _aliases(group) and _is_default(group, field_alias, value):
+                    continue
+                problems.append(
+                    Problem(
+                        f"{PROJECT}:{key}",
+                        None,
+                        f"given twice, as {PROJECT}:{key} and inside {PROJECT}:{group} "
+                        "(--path form): keep one",
+                        hidden=True,
+                    )
+                )
+                continue
+            flat[key] = value
+            if secret:
+                flat_secret.add(key)
+    return _Collected(flat, flat_secret, problems), aws
+
+
+def _aliases(group: str) -> set[str]:
+    return {f.alias for f in _GROUPS[group].model_fields.values() if f.alias}
+
+
+def _key_problems(collected: _Collected) -> list[Problem]:
+    """Unknown keys (values never shown: a misspelt secret must not be echoed) and secrets."""
+    p = f"{PROJECT}:"
+    known = known_keys()
+    lowered = {_normal(k.replace(".", "")): k for k in known}
+    out = []
+    for key in collected.values:
+        if key in known:
+            continue
+        near = difflib.get_close_matches(key, known, n=2)
+        exact = lowered.get(_normal(key.replace(".", "")))
+        if exact and exact not in near:
+            near = [exact, *near][:2]
+        hint = f"did you mean {' or '.join(near)}?" if near else f"known keys: {', '.join(known)}"
+        out.append(Problem(f"{p}{key}", None, f"unknown setting; {hint}", hidden=True))
+    for key in collected.values:
+        if key in SECRET_KEYS and key not in collected.secret:
+            out.append(
+                Problem(
+                    f"{p}{key}",
+                    None,
+                    f"must be a secret: run `pulumi config rm {key}` then "
+                    f"`pulumi config set --secret {key} <value>`",
+                    hidden=True,
+                )
+            )
+        elif key in collected.secret and key in known and key not in SECRET_KEYS:
+            out.append(
+                Problem(
+                    f"{p}{key}",
+                    None,
+                    f"is not a secret setting (only {', '.join(SECRET_KEYS)} are): set it without --secret",
+                    hidden=True,
+                )
+            )
+    return out
+
+
+def _aws_settings(aws: Mapping[str, tuple[Any, bool]]) -> tuple[str, AwsSettings, list[Problem]]:
+    """``aws:region`` and the provider settings this program passes on; any other ``aws:*`` key
+    is refused, because the explicit provider would silently not use it."""
+    problems: list[Problem] = []
+    region_value, region_secret = aws.get("region", (DEFAULT_REGION, False))
+    region = region_value if isinstance(region_value, str) else str(region_value)
+    if not _REGION.fullmatch(region):
+        problems.append(
+            Problem("aws:region", region, "not an AWS region name (e.g. us-east-1)", hidden=region_secret)
+        )
+        region = DEFAULT_REGION
+    raw: dict[str, Any] = {}
+    for name, (value, secret) in aws.items():
+        if name == "region":
+            continue
+        if name not in AWS_KEYS or secret:
+            supported = ", ".join(f"aws:{k}" for k in AWS_KEYS)
+            why = "is a secret here; none of the supported aws:* keys is" if secret else "is not used"
+            problems.append(
+                Problem(
+                    f"aws:{name}",
+                    None,
+                    f"{why} by this program's explicit AWS provider and preflight "
+                    f"(supported: {supported}); remove it, or use AWS_* environment variables",
+                    hidden=True,
+                )
+            )
+            continue
+        raw[name] = _decode_object(value) if name == "assumeRoles" else value
+    settings = AwsSettings()
+    try:
+        settings = AwsSettings.model_validate(raw)
+    except ValidationError as e:
+        problems += _problems(e, "aws:", raw)
+    return region, settings, problems
+
+
+def _group_settings(group: str, raw: dict[str, Any]) -> tuple[_Group, list[Problem], set[str]]:
+    """Validate one group field by field: the invalid fields are reported and take their
+    defaults, so the cross-field rules can still run on the valid ones."""
+    cls = _GROUPS[group]
+    try:
+        return cls.model_validate(raw), [], set()
+    except ValidationError as e:
+        problems = _problems(e, f"{PROJECT}:{group}.", raw)
+        invalid = {str(err["loc"][0]) for err in e.errors() if err["loc"]}
+        partial = {k: v for k, v in raw.items() if k not in invalid}
+        return cls.model_validate(partial), problems, {f"{group}.{k}" for k in invalid}
 
 
 def parse_settings(
@@ -345,74 +746,56 @@ def parse_settings(
 ) -> Settings:
     """Validate a raw Pulumi config map into ``Settings``; raise ``SettingsError`` with all problems.
 
-    ``config`` keys are full Pulumi keys (``deepseek-eks:model.variant``, ``aws:region``).
-    ``secrets`` maps ``hfToken``/``apiKey`` to the secret Outputs the caller read.
+    ``config`` is what the engine hands a program (``automation/stackfile.py`` builds the same
+    map offline): full keys (``deepseek-eks:model.variant``, ``aws:region``), values as text or
+    typed; a group set with ``--path`` is one key (``deepseek-eks:model``) holding a JSON object.
+    ``secrets`` maps ``hfToken``/``apiKey``/``grafanaAdminPassword`` to the secret Outputs the
+    caller read.
     """
     secret_keys = set(secret_keys)
-    problems: list[Problem] = []
-    flat: dict[str, Any] = {}
-    region = DEFAULT_REGION
-    prefix = f"{PROJECT}:"
-    for full_key, value in sorted(config.items()):
-        if full_key == "aws:region":
-            region = str(value)
-            continue
-        if not full_key.startswith(prefix):
-            continue  # other namespaces (aws:profile, kubernetes:...) belong to their providers
-        for key, v in _flatten(full_key[len(prefix) :], value):
-            flat[key] = v
+    collected, aws = _collect(config, secret_keys)
+    problems = collected.problems + _key_problems(collected)
+    flat = collected.values
+    region, aws_settings, aws_problems = _aws_settings(aws)
+    problems += aws_problems
 
-    known = known_keys()
-    for key in flat:
-        if key not in known:
-            near = difflib.get_close_matches(key, known, n=2)
-            hint = f"did you mean {' or '.join(near)}?" if near else f"known keys: {', '.join(known)}"
-            problems.append(Problem(f"{prefix}{key}", flat[key], f"unknown setting; {hint}"))
-
-    for key in SECRET_KEYS:
-        if key in flat and f"{prefix}{key}" not in secret_keys:
-            problems.append(
-                Problem(
-                    f"{prefix}{key}",
-                    "(plaintext value hidden)",
-                    f"must be a secret: run `pulumi config rm {key}` then "
-                    f"`pulumi config set --secret {key} <value>`",
-                )
-            )
-
-    if not re.fullmatch(r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-\d", region):
-        problems.append(Problem("aws:region", region, "not an AWS region name (e.g. us-east-1)"))
+    groups: dict[str, Any] = {}
+    invalid: set[str] = set()
+    for group in _GROUPS:
+        raw = {
+            k.split(".", 1)[1]: v
+            for k, v in flat.items()
+            if k.split(".", 1)[0] == group and "." in k and k.split(".", 1)[1] in _aliases(group)
+        }
+        groups[group], group_problems, group_invalid = _group_settings(group, raw)
+        problems += group_problems
+        invalid |= group_invalid
 
     values: dict[str, Any] = {}
-    groups: dict[str, Any] = {}
-    for group, cls in _GROUPS.items():
-        raw = {k.split(".", 1)[1]: v for k, v in flat.items() if k.split(".", 1)[0] == group and "." in k}
-        raw = {k: v for k, v in raw.items() if k in {f.alias for f in cls.model_fields.values()}}
-        try:
-            groups[group] = cls.model_validate(raw)
-        except ValidationError as e:
-            problems += _problems(e, group, raw)
-
     compute_mode = flat.get("computeMode", ComputeMode.AUTO_MODE.value)
     try:
         values["compute_mode"] = ComputeMode(compute_mode)
-    except ValueError:
+    except (ValueError, TypeError):
         allowed = ", ".join(m.value for m in ComputeMode)
-        problems.append(Problem(f"{prefix}computeMode", compute_mode, f"allowed: {allowed}"))
+        problems.append(Problem(f"{PROJECT}:computeMode", compute_mode, f"allowed: {allowed}"))
 
-    k8s = str(flat.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION))
+    k8s = flat.get("kubernetesVersion", DEFAULT_KUBERNETES_VERSION)
     if k8s not in SUPPORTED_KUBERNETES_VERSIONS:
         problems.append(
             Problem(
-                f"{prefix}kubernetesVersion",
+                f"{PROJECT}:kubernetesVersion",
                 k8s,
                 f"allowed: {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} "
                 "(EKS minor versions this project is tested at)",
             )
         )
+        k8s = DEFAULT_KUBERNETES_VERSION
 
-    problems += _cross_field_problems(groups)
+    cross, warnings = _cross_field_problems(groups, invalid)
+    problems += cross
     problems += _capacity_reservation_problems(groups.get("gpu"), compute_mode)
+    # A value read from a secret (decrypted by the engine) is never shown, whatever the problem.
+    problems = [replace(p, hidden=True) if _setting_of(p.key) in collected.secret else p for p in problems]
     if problems:
         raise SettingsError(problems, stack)
     secrets = secrets or {}
@@ -421,56 +804,92 @@ def parse_settings(
         **groups,
         kubernetes_version=k8s,
         region=region,
+        aws=aws_settings,
         stack=stack,
+        warnings=tuple(warnings),
         hf_token=secrets.get("hfToken"),
         api_key=secrets.get("apiKey"),
         grafana_admin_password=secrets.get("grafanaAdminPassword"),
     )
 
 
-def _problems(error: ValidationError, group: str, raw: Mapping[str, Any]) -> list[Problem]:
+def _setting_of(key: str) -> str:
+    """``deepseek-eks:gpu.instanceFamilies[0]`` -> ``gpu.instanceFamilies``."""
+    return key.removeprefix(f"{PROJECT}:").split("[", 1)[0]
+
+
+def _problems(error: ValidationError, prefix: str, raw: Mapping[str, Any]) -> list[Problem]:
     out = []
     for err in error.errors():
         loc = [str(p) for p in err["loc"]]
         field = loc[0] if loc else ""
-        key = f"{PROJECT}:{group}.{field}"
-        if len(loc) > 1:
-            key += f"[{loc[1]}]"
+        key = f"{prefix}{field}"
+        for part in loc[1:]:
+            key += f"[{part}]" if part.isdigit() else f".{part}"
         value = raw.get(field, _UNSET)
         if len(loc) > 1 and isinstance(err.get("input"), str | int):
             value = err["input"]
         message = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "string_pattern_mismatch" and field == "repository":
-            message = "must be a Hugging Face repo id (owner/name) or an s3://bucket/prefix"
-        out.append(Problem(key, value, message))
+        if err["type"] == "string_pattern_mismatch":
+            message = _PATTERN_MESSAGES.get(field, "not in the expected format")
+        elif err["type"] == "extra_forbidden":
+            message = "unknown setting"
+        out.append(Problem(key, value, message, hidden=err["type"] == "extra_forbidden"))
     return out
 
 
-def _cross_field_problems(groups: Mapping[str, Any]) -> list[Problem]:
-    """Rules that involve two settings; each runs when the settings it reads are valid."""
+# Pattern errors said in words (pydantic would print the regular expression).
+_PATTERN_MESSAGES = {
+    "repository": "must be a Hugging Face repo id (owner/name) or an s3://bucket/prefix",
+    "certificateArn": "must be an ACM certificate ARN (arn:aws:acm:<region>:<account>:certificate/<id>)",
+    "vpcId": "must be a VPC id like vpc-0123456789abcdef0",
+    "privateSubnetIds": "must be a subnet id like subnet-0123456789abcdef0",
+    "publicSubnetIds": "must be a subnet id like subnet-0123456789abcdef0",
+    "capacityReservationIds": "must be a capacity reservation id: cr-[0-9a-f]{17} (cr-0123456789abcdef0)",
+    "adminRoleArns": "must be an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)",
+    "prometheusRetention": "must be a number and one unit of h, d, w or y (e.g. 15d)",
+    "profile": "must be an AWS profile name (letters, digits and _.+@=,-)",
+    "allowedAccountIds": "must be a 12-digit AWS account id",
+    "forbiddenAccountIds": "must be a 12-digit AWS account id",
+    "assumeRoles": "must be a list of {roleArn, sessionName, externalId, duration} (duration like 1h)",
+}
+
+
+def _usable(invalid: set[str], *keys: str) -> bool:
+    """A cross-field rule runs when every setting it reads is valid."""
+    return not invalid.intersection(keys)
+
+
+def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple[list[Problem], list[str]]:
+    """Rules that involve two settings, each run when the settings it reads are valid (even if
+    another field of the same group is not), and the warnings for valid but risky values."""
     out: list[Problem] = []
+    warnings: list[str] = []
     p = f"{PROJECT}:"
-    auto: AutoscalingSettings | None = groups.get("autoscaling")
-    if auto:
-        if auto.min_replicas > auto.max_replicas:
-            out.append(
-                Problem(
-                    f"{p}autoscaling.minReplicas",
-                    auto.min_replicas,
-                    f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
-                )
+    auto: AutoscalingSettings = groups["autoscaling"]
+    both_bounds = _usable(invalid, "autoscaling.minReplicas", "autoscaling.maxReplicas")
+    if both_bounds and auto.min_replicas > auto.max_replicas:
+        out.append(
+            Problem(
+                f"{p}autoscaling.minReplicas",
+                auto.min_replicas,
+                f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
             )
-        if auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
-            out.append(
-                Problem(
-                    f"{p}autoscaling.minReplicas",
-                    0,
-                    "0 needs autoscaling.signal queue-depth or combined: with gpu-utilization "
-                    "no pod is left to report the metric that would scale back up",
-                )
+        )
+    min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")
+    if min_and_signal and auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
+        out.append(
+            Problem(
+                f"{p}autoscaling.minReplicas",
+                0,
+                "0 needs autoscaling.signal queue-depth or combined: with gpu-utilization "
+                "no pod is left to report the metric that would scale back up",
             )
-    endpoint: EndpointSettings | None = groups.get("endpoint")
-    if endpoint:
+        )
+    if _usable(invalid, "autoscaling.signal"):
+        warnings += _signal_warnings(auto)
+    endpoint: EndpointSettings = groups["endpoint"]
+    if _usable(invalid, "endpoint.scheme", "endpoint.allowedCidrs"):
         if endpoint.scheme is EndpointScheme.INTERNET_FACING and not endpoint.allowed_cidrs:
             out.append(
                 Problem(
@@ -487,8 +906,14 @@ def _cross_field_problems(groups: Mapping[str, Any]) -> list[Problem]:
                     "only applies when endpoint.scheme is internet-facing; remove it or change the scheme",
                 )
             )
-    model: ModelSettings | None = groups.get("model")
-    if model:
+        if endpoint.scheme is EndpointScheme.INTERNET_FACING:
+            warnings += _world_open(f"{p}endpoint.allowedCidrs", endpoint.allowed_cidrs, "the inference API")
+    cluster: ClusterSettings = groups["cluster"]
+    warnings += _world_open(
+        f"{p}cluster.publicAccessCidrs", cluster.public_access_cidrs, "the EKS API endpoint"
+    )
+    model: ModelSettings = groups["model"]
+    if _usable(invalid, "model.variant", "model.maxModelLen"):
         spec = model_catalog()[model.variant.value]
         if model.max_model_len > spec.max_position_embeddings:
             out.append(
@@ -498,50 +923,87 @@ def _cross_field_problems(groups: Mapping[str, Any]) -> list[Problem]:
                     f"above {model.variant.value}'s max_position_embeddings ({spec.max_position_embeddings})",
                 )
             )
-        if model.quantization is Quantization.AWQ_INT4 and not model.repository:
-            out.append(
-                Problem(
-                    f"{p}model.repository",
-                    None,
-                    "required with model.quantization awq-int4: name a pre-quantized AWQ "
-                    "checkpoint (Hugging Face repo id or s3:// prefix)",
-                )
+    awq = _usable(invalid, "model.quantization") and model.quantization is Quantization.AWQ_INT4
+    no_known_checkpoint = known_checkpoint(model.variant.value, Quantization.AWQ_INT4.value) is None
+    if awq and _usable(invalid, "model.repository") and not model.repository and no_known_checkpoint:
+        out.append(
+            Problem(
+                f"{p}model.repository",
+                None,
+                "required with model.quantization awq-int4: name a pre-quantized AWQ "
+                "checkpoint (Hugging Face repo id)",
             )
-    network: NetworkSettings | None = groups.get("network")
-    if network:
-        out += _network_problems(network, endpoint)
-    weights: WeightsSettings | None = groups.get("weights")
-    s3_repository = bool(model and model.repository and model.repository.startswith("s3://"))
-    if model and weights and s3_repository and weights.source is not WeightsSource.S3:
+        )
+    if _usable(invalid, "model.repository") and model.repository and model.repository.startswith("s3://"):
+        # The weights stager copies a Hugging Face repo into the project's own bucket and vLLM
+        # reads that bucket (components/inference.py): an s3:// repository would be handed to
+        # the stager as a repo id with weights.source s3, and never read with huggingface.
         out.append(
             Problem(
                 f"{p}model.repository",
                 model.repository,
-                "an s3:// repository needs weights.source s3",
+                "an s3:// repository is not supported yet: the program stages a Hugging Face repo "
+                "into its own bucket (weights.source s3); give the Hugging Face repo id",
             )
         )
-    return out
+    out += _network_problems(groups["network"], endpoint, invalid)
+    return out, warnings
 
 
-def _network_problems(network: NetworkSettings, endpoint: EndpointSettings | None) -> list[Problem]:
+def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
+    """Settings the chosen signal does not read. A warning, not an error: ``--set
+    autoscaling.signal=...`` switches the signal for one run and should keep the stack's other
+    tuning. Only a changed value is reported: the engine passes Pulumi.yaml's default for every
+    key, so an unset key cannot be told from one set to its default."""
+    unused = []
+    if auto.signal is ScalingSignal.QUEUE_DEPTH and auto.target_gpu_utilization != 50:
+        unused.append(("targetGpuUtilization", "gpu-utilization or combined"))
+    if auto.signal is ScalingSignal.GPU_UTILIZATION and auto.queue_depth_per_replica != 5:
+        unused.append(("queueDepthPerReplica", "queue-depth or combined"))
+    return [
+        f"{PROJECT}:autoscaling.{key} has no effect with autoscaling.signal {auto.signal.value} "
+        f"(only with {signals})"
+        for key, signals in unused
+    ]
+
+
+def _world_open(key: str, cidrs: Iterable[str], what: str) -> list[str]:
+    return [
+        f"{key} includes {cidr}: {what} is open to the whole internet; list your clients' CIDRs instead"
+        for cidr in cidrs
+        if ipaddress.IPv4Network(cidr).prefixlen == 0
+    ]
+
+
+def _network_problems(
+    network: NetworkSettings, endpoint: EndpointSettings, invalid: set[str]
+) -> list[Problem]:
     p = f"{PROJECT}:network."
     out = []
+    private, public = network.private_subnet_ids, network.public_subnet_ids
+    both = sorted(set(private) & set(public))
+    if both and _usable(invalid, "network.privateSubnetIds", "network.publicSubnetIds"):
+        out.append(Problem(f"{p}publicSubnetIds", both, "also listed in network.privateSubnetIds"))
     if network.vpc_id:
-        if len(network.private_subnet_ids) < 2:
+        if len(private) < 2 and _usable(invalid, "network.privateSubnetIds"):
             out.append(
                 Problem(
                     f"{p}privateSubnetIds",
-                    network.private_subnet_ids,
-                    "with network.vpcId, list at least 2 private subnets in different AZs",
+                    private,
+                    "with network.vpcId, list at least 2 distinct private subnets in different AZs",
                 )
             )
-        internet_facing = endpoint is not None and endpoint.scheme is EndpointScheme.INTERNET_FACING
-        if internet_facing and len(network.public_subnet_ids) < 2:
+        internet_facing = endpoint.scheme is EndpointScheme.INTERNET_FACING
+        if (
+            internet_facing
+            and len(public) < 2
+            and _usable(invalid, "network.publicSubnetIds", "endpoint.scheme")
+        ):
             out.append(
                 Problem(
                     f"{p}publicSubnetIds",
-                    network.public_subnet_ids,
-                    "an internet-facing endpoint in your VPC needs at least 2 public subnets",
+                    public,
+                    "an internet-facing endpoint in your VPC needs at least 2 distinct public subnets",
                 )
             )
         # Pulumi passes Pulumi.yaml's defaults as config too, so only a changed value is a mistake.
@@ -561,7 +1023,7 @@ def _network_problems(network: NetworkSettings, endpoint: EndpointSettings | Non
                 alias = NetworkSettings.model_fields[key].alias
                 out.append(Problem(f"{p}{alias}", getattr(network, key), "needs network.vpcId"))
         prefix = int(network.vpc_cidr.split("/")[1])
-        if not 16 <= prefix <= 20:
+        if not 16 <= prefix <= 20 and _usable(invalid, "network.vpcCidr"):
             out.append(
                 Problem(
                     f"{p}vpcCidr",

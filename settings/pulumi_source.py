@@ -9,7 +9,10 @@ from .model import PROJECT, SECRET_KEYS, Settings, parse_settings
 
 
 def raw_config() -> tuple[dict[str, object], set[str]]:
-    """Every config value the engine gave this program, and which keys are secret."""
+    """Every config value the engine gave this program, and which keys are secret.
+
+    Structured values (``pulumi config set --path``) arrive as one key holding JSON, e.g.
+    ``deepseek-eks:model`` = ``{"variant": ...}``; ``parse_settings`` reads both forms."""
     values: dict[str, object] = dict(runtime_config.get_config_env())
     values.update(runtime_config.CONFIG.get())
     secret = set(runtime_config.get_config_secret_keys_env())
@@ -18,8 +21,12 @@ def raw_config() -> tuple[dict[str, object], set[str]]:
 
 
 def load_settings() -> Settings:
-    """Validated settings of the current stack; secrets stay Pulumi secret Outputs."""
+    """Validated settings of the current stack; secrets stay Pulumi secret Outputs. Warnings
+    (valid settings with no effect, world-open CIDRs) go to the engine's log."""
     values, secret_keys = raw_config()
     config = pulumi.Config(PROJECT)
     secrets = {key: config.get_secret(key) for key in SECRET_KEYS if f"{PROJECT}:{key}" in values}
-    return parse_settings(values, secret_keys, stack=pulumi.get_stack(), secrets=secrets)
+    settings = parse_settings(values, secret_keys, stack=pulumi.get_stack(), secrets=secrets)
+    for warning in settings.warnings:
+        pulumi.log.warn(warning)
+    return settings

@@ -93,3 +93,10 @@ def serving_facts() -> dict[str, Any]:
     and LeaderWorkerSet annotation keys, each with its source (``serving-facts.json``)."""
     data: dict[str, Any] = json.loads((UPSTREAM / "serving-facts.json").read_text())
     return data
+
+
+@cache
+def pulumi_config_facts() -> dict[str, Any]:
+    """How the Pulumi engine reads stack config, and its YAML parser (see the file's sources)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "pulumi-config" / "facts.json").read_text())
+    return data

@@ -4,6 +4,7 @@ tests/integration and need the CLI."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from automation.api import (
     parse_overrides,
     require_aws_credentials,
 )
-from settings import SettingsError
+from settings import SettingsError, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,7 +92,7 @@ def orchestrator(
         project_dir=ROOT,
         opener=lambda name, path: calls.append(f"open:{name}") or stack,
         check_cli=lambda: calls.append("cli") or "/usr/bin/pulumi",
-        check_credentials=lambda region: calls.append(f"credentials:{region}") or "123456789012",
+        check_credentials=lambda settings: calls.append(f"credentials:{settings.region}") or "123456789012",
         preflight=preflight,
         print=printed.append,
         **kw,
@@ -211,7 +212,7 @@ def test_missing_aws_credentials_is_one_sentence(monkeypatch: pytest.MonkeyPatch
     for var in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(AutomationError) as info:
-        require_aws_credentials("us-east-1")
+        require_aws_credentials(parse_settings({}))
     assert str(info.value) == NO_CREDENTIALS
 
 
@@ -238,3 +239,52 @@ def test_cli_without_pulumi_prints_the_plan_then_one_sentence(tmp_path: Path) ->
     assert proc.returncode == 3
     assert "variant        r1-distill-qwen-32b" in proc.stdout
     assert proc.stderr.strip().splitlines() == [f"error: {INSTALL_PULUMI}"]
+
+
+def test_outputs_of_an_unknown_stack_selects_only_and_never_creates(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pulumi import automation as auto
+    from pulumi.automation._cmd import CommandResult
+
+    from automation import api
+
+    def create_or_select_stack(**_: Any) -> None:
+        raise AssertionError("outputs must not create a stack")
+
+    def select_stack(**kwargs: Any) -> None:
+        raise auto.StackNotFoundError(CommandResult("", f"no stack named {kwargs['stack_name']}", 255))
+
+    monkeypatch.setattr(auto, "create_or_select_stack", create_or_select_stack)
+    monkeypatch.setattr(auto, "select_stack", select_stack)
+    monkeypatch.setattr(api, "require_pulumi_cli", lambda: "/usr/bin/pulumi")
+    with pytest.raises(AutomationError) as info:
+        api.outputs("typo")
+    assert info.value.exit_code == 2 and "no Pulumi stack named 'typo'" in str(info.value)
+
+
+def test_network_failure_is_not_reported_as_rejected_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.exceptions import EndpointConnectionError
+
+    from automation import preflight
+
+    class Unreachable:
+        def client(self, *_: Any, **__: Any) -> Any:
+            raise EndpointConnectionError(endpoint_url="https://sts.us-east-1.amazonaws.com")
+
+    monkeypatch.setattr(preflight, "aws_session", lambda settings: Unreachable())
+    with pytest.raises(AutomationError) as info:
+        require_aws_credentials(parse_settings({}))
+    assert info.value.exit_code == 1
+    assert "Could not reach AWS STS" in str(info.value) and "rejected" not in str(info.value)
+
+
+def test_explicit_provider_gets_the_stacks_aws_settings() -> None:
+    from automation.render import construct
+    from tests.conftest import stack_config
+
+    config = stack_config("dev")
+    config.values["aws:profile"] = "deploy"
+    config.values["aws:allowedAccountIds"] = '["123456789012"]'
+    run = construct(config)
+    (provider,) = [r for r in run.mocks.resources if r.type == "pulumi:providers:aws"]
+    assert provider.inputs["profile"] == "deploy"
+    assert json.loads(provider.inputs["allowedAccountIds"]) == ["123456789012"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from settings import (
@@ -140,7 +142,7 @@ def test_bad_cidr() -> None:
     found = problems(
         {f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": '["10.0.0.1/8"]'}
     )
-    assert "'10.0.0.1/8' is not a CIDR block" in found[f"{P}endpoint.allowedCidrs[0]"]
+    assert "host bits set; the network is 10.0.0.0/8" in found[f"{P}endpoint.allowedCidrs[0]"]
 
 
 def test_max_model_len_above_the_models_context() -> None:
@@ -151,13 +153,18 @@ def test_max_model_len_above_the_models_context() -> None:
     assert found == {f"{P}model.maxModelLen": "above r1-distill-qwen-7b's max_position_embeddings (131072)"}
 
 
-def test_awq_needs_a_repository_and_s3_repository_needs_s3_source() -> None:
+def test_awq_needs_a_repository() -> None:
     found = problems({f"{P}model.quantization": "awq-int4"})
     assert "pre-quantized AWQ" in found[f"{P}model.repository"]
-    found = problems({f"{P}model.repository": "s3://my-bucket/r1"})
-    assert found == {f"{P}model.repository": "an s3:// repository needs weights.source s3"}
-    s = parse_settings({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": "s3"})
-    assert s.model.repository == "s3://my-bucket/r1"
+
+
+@pytest.mark.parametrize("source", ["huggingface", "s3"])
+def test_s3_repository_is_refused_not_silently_replaced(source: str) -> None:
+    """The stager copies a Hugging Face repo into the project's bucket: an s3:// repository
+    would be handed to it as a repo id (with s3) or ignored (with huggingface)."""
+    found = problems({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": source})
+    assert set(found) == {f"{P}model.repository"}
+    assert "s3:// repository is not supported yet" in found[f"{P}model.repository"]
 
 
 def test_repository_format() -> None:
@@ -218,7 +225,7 @@ def test_plan_request_carries_the_settings() -> None:
 def test_bring_your_own_vpc_rules() -> None:
     found = problems({f"{P}network.vpcId": "vpc-0123456789abcdef0", f"{P}network.vpcCidr": "10.1.0.0/16"})
     assert found[f"{P}network.privateSubnetIds"].startswith(
-        "with network.vpcId, list at least 2 private subnets"
+        "with network.vpcId, list at least 2 distinct private subnets"
     )
     assert "only applies to the VPC the program creates" in found[f"{P}network.vpcCidr"]
     found = problems({f"{P}network.privateSubnetIds": '["subnet-0123456789abcdef0"]'})
@@ -250,3 +257,129 @@ def test_vpc_cidr_size_and_admin_role_format() -> None:
     )
     assert "must be a /16 to /20" in found[f"{P}network.vpcCidr"]
     assert f"{P}cluster.adminRoleArns[0]" in found
+
+
+# ------------------------------------------------------- issue 10, item 7: accepted but wrong before
+
+
+@pytest.mark.parametrize("value", ["10" + "0" * 30, str(2**31), "5001", 10**30])
+def test_replicas_have_an_upper_bound(value) -> None:
+    found = problems({f"{P}autoscaling.maxReplicas": value})
+    assert "less than or equal to 5000" in found[f"{P}autoscaling.maxReplicas"]
+
+
+@pytest.mark.parametrize("value", ["١٠", "1_000", "0x10", True, "2.5", "+"])
+def test_numbers_are_ascii_whole_numbers(value) -> None:
+    assert f"{P}autoscaling.maxReplicas" in problems({f"{P}autoscaling.maxReplicas": value})
+
+
+def test_booleans_are_pulumis_true_and_false_only() -> None:
+    assert parse_settings({f"{P}observability.grafana": "False"}).observability.grafana is False
+    for value in ("yes", "on", "1", "t"):
+        assert f"{P}observability.grafana" in problems({f"{P}observability.grafana": value})
+
+
+def test_region_is_ascii() -> None:
+    assert "aws:region" in problems({"aws:region": "us-east-١"})
+
+
+@pytest.mark.parametrize(
+    ("cidr", "message"),
+    [
+        ("2001:db8::/32", "IPv6 is not supported here"),
+        ("203.0.113.7", "needs a prefix length"),
+        ("10.0.0.0/255.0.0.0", "not an IPv4 CIDR block"),
+        ("١.2.3.4/32", "not an IPv4 CIDR block"),
+    ],
+)
+def test_alb_cidrs_are_ipv4_with_a_prefix(cidr: str, message: str) -> None:
+    found = problems(
+        {f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": json.dumps([cidr])}
+    )
+    assert message in found[f"{P}endpoint.allowedCidrs[0]"]
+
+
+def test_the_same_subnet_twice_is_not_two_subnets() -> None:
+    found = problems(
+        {
+            f"{P}network.vpcId": "vpc-0123456789abcdef0",
+            f"{P}network.privateSubnetIds": '["subnet-0123456789abcdef0", "subnet-0123456789abcdef0"]',
+        }
+    )
+    assert "listed twice" in found[f"{P}network.privateSubnetIds"]
+
+
+def test_world_open_cidrs_warn() -> None:
+    s = parse_settings(
+        {
+            f"{P}endpoint.scheme": "internet-facing",
+            f"{P}endpoint.allowedCidrs": '["0.0.0.0/0"]',
+            f"{P}cluster.publicAccessCidrs": '["0.0.0.0/0"]',
+        }
+    )
+    assert any("endpoint.allowedCidrs includes 0.0.0.0/0" in w for w in s.warnings)
+    assert any("cluster.publicAccessCidrs includes 0.0.0.0/0" in w for w in s.warnings)
+
+
+def test_settings_the_signal_does_not_read_warn() -> None:
+    s = parse_settings(
+        {f"{P}autoscaling.signal": "queue-depth", f"{P}autoscaling.targetGpuUtilization": "70"}
+    )
+    assert s.warnings == (
+        f"{P}autoscaling.targetGpuUtilization has no effect with autoscaling.signal queue-depth "
+        "(only with gpu-utilization or combined)",
+    )
+    assert (
+        parse_settings(
+            {f"{P}autoscaling.signal": "combined", f"{P}autoscaling.targetGpuUtilization": "70"}
+        ).warnings
+        == ()
+    )
+
+
+def test_cross_field_rule_reported_with_another_invalid_field_in_the_group() -> None:
+    found = problems(
+        {
+            f"{P}autoscaling.minReplicas": "4",
+            f"{P}autoscaling.maxReplicas": "2",
+            f"{P}autoscaling.targetGpuUtilization": "500",
+        }
+    )
+    assert set(found) == {f"{P}autoscaling.minReplicas", f"{P}autoscaling.targetGpuUtilization"}
+
+
+def test_long_values_are_cut_in_messages() -> None:
+    with pytest.raises(SettingsError) as info:
+        parse_settings({f"{P}model.variant": "x" * 500})
+    assert "x" * 56 + "..." in str(info.value) and "x" * 100 not in str(info.value)
+
+
+def test_secret_value_of_a_known_key_is_never_shown() -> None:
+    with pytest.raises(SettingsError) as info:
+        parse_settings({f"{P}model.repository": "not a repo SECRETVALUE"}, {f"{P}model.repository"})
+    assert "SECRETVALUE" not in str(info.value)
+
+
+# ------------------------------------------------------------------------ item 8: aws:* provider config
+
+
+def test_aws_provider_settings_are_read_and_others_refused() -> None:
+    s = parse_settings(
+        {
+            "aws:profile": "deploy",
+            "aws:assumeRoles": '[{"roleArn": "arn:aws:iam::123456789012:role/deploy", "duration": "1h"}]',
+            "aws:allowedAccountIds": '["123456789012"]',
+        }
+    )
+    assert s.aws.profile == "deploy" and s.aws.allowed_account_ids == ["123456789012"]
+    assert s.aws.assume_roles[0].duration_seconds == 3600
+    found = problems({"aws:skipCredentialsValidation": "true", "aws:secretKey": "AKIASECRET"})
+    assert "not used by this program's explicit AWS provider" in found["aws:secretKey"]
+    with pytest.raises(SettingsError) as info:
+        parse_settings({"aws:secretKey": "AKIASECRET"})
+    assert "AKIASECRET" not in str(info.value)
+
+
+def test_other_providers_namespaces_are_not_typos() -> None:
+    assert parse_settings({"awsx:foo": "x", "eks:bar": "y", "kubernetes:context": "z"}).region == "us-east-1"
+    assert "awx:region" in problems({"awx:region": "us-west-2"})
