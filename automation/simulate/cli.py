@@ -76,26 +76,24 @@ def run(args: argparse.Namespace) -> int:
     )
     curve = load_calibration(args.calibration) if args.calibration else None
     if args.compare:
-        runs, rate = compare(args.stack, spec, overrides, args.project_dir, curve)
-        inputs_curve = curve
+        runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve)
     else:
         inputs = load_stack(args.stack, overrides, args.project_dir)
-        inputs_curve = curve or published_curve(inputs.plan)
-        trace, duration, rate = build_trace(spec, inputs, inputs_curve)
-        runs = [simulate(inputs, trace, duration, inputs_curve)]
+        used = curve or published_curve(inputs.plan)
+        trace, duration, rate = build_trace(spec, inputs, used)
+        runs = [simulate(inputs, trace, duration, used)]
     first = runs[0]
-    source = inputs_curve.source if inputs_curve else "bundled figures"
     header: dict[str, object] = {
         "stack": args.stack,
         "trace": str(args.trace) if args.trace else f"{args.profile}, {args.hours:g} h",
         "seed": args.seed,
         "mean_rate_rps": round(rate, 4),
         "requests": first.summary.requests,
-        "throughput_source": source,
+        "throughput_source": used.source,
     }
     print(
         f"stack {args.stack}: {header['trace']} trace, seed {args.seed}, mean {rate:.3f} req/s, "
-        f"{first.summary.requests} requests"
+        f"{first.summary.requests} requests\nthroughput: {used.source}"
     )
     for run_ in runs:
         print(f"  {run_.summary.autoscaler}")

@@ -223,9 +223,9 @@ def compare(
     overrides: Mapping[str, str] | None = None,
     project_dir: Path = PROJECT_ROOT,
     curve: ThroughputCurve | None = None,
-) -> tuple[list[Run], float]:
+) -> tuple[list[Run], float, ThroughputCurve]:
     """Every scaling signal of the project, rendered, plus the guides' autoscalers, on one trace.
-    Returns the runs and the trace's mean request rate."""
+    Returns the runs, the trace's mean request rate and the throughput curve used."""
     overrides = dict(overrides or {})
     renders = [load_stack(stack, {**overrides, "autoscaling.signal": s}, project_dir, s) for s in SIGNALS]
     base = renders[0]
@@ -239,7 +239,7 @@ def compare(
         ),
     )
     runs += [simulate(base, trace, duration, curve, g) for g in guides]
-    return runs, rate
+    return runs, rate, curve
 
 
 COLUMNS = (

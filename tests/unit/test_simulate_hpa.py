@@ -123,7 +123,8 @@ def test_select_policy_min_and_disabled() -> None:
     hpa = HorizontalController(1, 100, Behavior.from_spec({"scaleDown": {**rules, "selectPolicy": "Min"}}))
     assert hpa.reconcile(0.0, 80, [10]) == 76  # 4 pods is the smaller change than 8
     # "Setting the value to Disabled completely disables scaling in that direction."
-    hpa = HorizontalController(1, 100, Behavior.from_spec({"scaleDown": {**rules, "selectPolicy": "Disabled"}}))
+    disabled = Behavior.from_spec({"scaleDown": {**rules, "selectPolicy": "Disabled"}})
+    hpa = HorizontalController(1, 100, disabled)
     assert hpa.reconcile(0.0, 80, [10]) == 80
 
 
