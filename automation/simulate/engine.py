@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -523,11 +522,3 @@ class Simulation:
             else:
                 out.in_flight += 1
         return out
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The q-quantile (0..1) by the nearest-rank method; NaN for no values."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
