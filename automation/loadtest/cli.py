@@ -56,12 +56,52 @@ def parser() -> argparse.ArgumentParser:
         "--api-key-env", default=API_KEY_ENV, help=f"env var holding the API key (default {API_KEY_ENV})"
     )
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
-    p.add_argument("--json", type=Path, help="write the full report here")
+    p.add_argument("--json", type=Path, help="write the full report here (- for stdout)")
     p.add_argument(
         "--png", type=Path, help="plot TTFT and end-to-end latency over the run (needs matplotlib)"
     )
     p.add_argument("--quiet", action="store_true", help="no live progress line")
+    job = p.add_argument_group("in-cluster run")
+    job.add_argument(
+        "--as-job", action="store_true", help="print a ConfigMap and Job that run this test in the cluster"
+    )
+    job.add_argument("--namespace", default="deepseek", help="namespace of the Job (default deepseek)")
+    job.add_argument(
+        "--job-deadline", type=int, help="seconds before the Job is stopped (default: from the bounds)"
+    )
     return p
+
+
+# Options that shape this process's output, not the test; the Job sets its own.
+LOCAL_ONLY = {"--as-job": 0, "--namespace": 1, "--job-deadline": 1, "--json": 1, "--png": 1, "--quiet": 0}
+
+
+def job_args(argv: list[str]) -> list[str]:
+    """``argv`` without the local-only options, plus a JSON report on stdout for ``kubectl logs``."""
+    out: list[str] = []
+    skip = 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = arg.split("=", 1)[0]
+        if name in LOCAL_ONLY:
+            skip = LOCAL_ONLY[name] if "=" not in arg else 0
+            continue
+        out.append(arg)
+    return [*out, "--quiet", "--json", "-"]
+
+
+def print_job(args: argparse.Namespace, argv: list[str], config: LoadTestConfig) -> None:
+    import yaml
+
+    from .job import manifests
+
+    deadline = args.job_deadline
+    if deadline is None:
+        # Until the last request may start, plus its timeout and five minutes to schedule the pod.
+        deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
+    print(yaml.safe_dump_all(manifests(job_args(argv), args.namespace, deadline), sort_keys=False), end="")
 
 
 def _schedule(text: str) -> tuple[tuple[float, float], ...]:
@@ -144,11 +184,16 @@ def main(argv: list[str]) -> int:
     except (LoadTestError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if args.as_job:
+        print_job(args, argv, config)
+        return 0
     result = asyncio.run(run(config, None if args.quiet else print_progress))
     if not args.quiet:
         sys.stderr.write("\n")
     print("\n".join(summary_lines(result)))
-    if args.json:
+    if args.json == Path("-"):
+        print(json.dumps(result, indent=2))
+    elif args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
         print(f"wrote {args.json}")
     if args.png:

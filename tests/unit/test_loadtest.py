@@ -242,3 +242,64 @@ def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert "--schedule" in capsys.readouterr().err
     assert cli.main(["--url", "http://127.0.0.1:1", "--model", "m"]) == 2
+
+
+JOB_ARGS = ["--url", "http://vllm.deepseek.svc.cluster.local", "--model", "m", "--arrivals", "poisson"]
+JOB_ARGS += ["--rate", "0.5", "--duration", "600", "--json", "local.json", "--as-job"]
+
+
+def job_manifests(capsys: pytest.CaptureFixture[str]) -> list[dict]:
+    import yaml
+
+    assert cli.main(JOB_ARGS) == 0
+    return list(yaml.safe_load_all(capsys.readouterr().out))
+
+
+def test_job_manifests_are_valid_kubernetes(capsys: pytest.CaptureFixture[str]) -> None:
+    import kubernetes_validate
+
+    from settings.model import DEFAULT_KUBERNETES_VERSION
+
+    config_map, job = job_manifests(capsys)
+    for obj in (config_map, job):
+        kubernetes_validate.validate(obj, DEFAULT_KUBERNETES_VERSION, strict=True)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    # The test's own options travel; the local ones are replaced by a report on stdout.
+    assert container["command"][:3] == ["python", "-m", "automation.loadtest"]
+    assert container["command"][3:] == [*JOB_ARGS[:-3], "--quiet", "--json", "-"]
+    assert job["spec"]["activeDeadlineSeconds"] == 600 + 600 + 300  # duration + timeout + scheduling
+    key = next(e for e in container["env"] if e["name"] == "VLLM_API_KEY")["valueFrom"]["secretKeyRef"]
+    assert key["optional"] is True
+
+
+def test_job_code_runs_on_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The ConfigMap's files, laid out as the Job mounts them, run the test with nothing else of
+    the project importable."""
+    import subprocess
+    import sys
+
+    config_map, job = job_manifests(capsys)
+    app = tmp_path / "app"
+    for item in job["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"]:
+        target = app / item["path"]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(config_map["data"][item["key"]])
+
+    async def go() -> subprocess.CompletedProcess[str]:
+        async with streaming_server() as (url, _):
+            args = ["--url", url, "--model", "ok", "--arrivals", "closed", "--requests", "2"]
+            args += ["--prompt-tokens", "5", "--output-tokens", "5", "--quiet", "--json", "-"]
+            return await asyncio.to_thread(
+                subprocess.run,
+                [sys.executable, "-m", "automation.loadtest", *args],
+                cwd=tmp_path,
+                env={"PYTHONPATH": str(app)},
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+
+    done = asyncio.run(go())
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout[done.stdout.index("{") :])
+    assert report["requests"]["completed"] == 2
