@@ -12,8 +12,10 @@ Modelling choices (stated, not hidden):
   queue wait dominates TTFT.
 - KV cache: a sequence reserves prompt + output tokens at admission (vLLM allocates blocks as it
   goes and preempts on overflow; reserving up front never overcommits).
-- GPU utilization (DCGM_FI_DEV_GPU_UTIL) is the fraction of the scrape interval during which the
-  engine had at least one running sequence; a pod loading weights reports 0.
+- GPU utilization (DCGM_FI_DEV_GPU_UTIL) is the fraction of dcgm-exporter's collection interval
+  (``-c``/DCGM_EXPORTER_INTERVAL, default 30000 ms: NVIDIA/dcgm-exporter pkg/cmd/app.go) during
+  which the engine had at least one running sequence; a pod loading weights reports 0; Prometheus
+  scrapes the last collected value.
 - Scale-down removes pods in the ReplicaSet controller's order (pkg/controller/replicaset,
   ``getPodsToDelete``: unscheduled, then pending, then not ready, then the most recently ready).
 """
@@ -60,6 +62,7 @@ class SimConfig:
     consolidate_after_s: float
     replica_hourly_usd: float
     gpus_per_replica: int
+    gpu_collect_s: float = 30.0  # dcgm-exporter's own collection interval
     initial_replicas: int | None = None  # default: the autoscaler's floor, ready at t=0
     fixed_replicas: int | None = None  # no autoscaling (queueing checks)
 
@@ -92,7 +95,7 @@ class _Node:
 class _Pod:
     __slots__ = (
         "busy",
-        "busy_at_scrape",
+        "busy_at_collect",
         "created",
         "id",
         "kv_used",
@@ -102,6 +105,7 @@ class _Pod:
         "ready_at",
         "running",
         "state",
+        "util_collected",
         "util_sample",
         "v",
         "version",
@@ -123,8 +127,9 @@ class _Pod:
         self.rate = 0.0
         self.version = 0
         self.busy = 0.0
-        self.busy_at_scrape = 0.0
-        self.util_sample: float | None = None
+        self.busy_at_collect = 0.0
+        self.util_collected: float | None = None  # dcgm-exporter's last value
+        self.util_sample: float | None = None  # what Prometheus last scraped
         self.waiting_sample: int | None = None
 
 
@@ -145,9 +150,8 @@ class Outcome:
     e2e: list[float] = field(default_factory=list)
     node_seconds: float = 0.0
     busy_seconds: float = 0.0
-    timeline: list[tuple[float, int, int, int, float]] = field(
-        default_factory=list
-    )  # t, desired, ready, queue, rps
+    # (t, desired replicas, ready replicas, waiting requests, arrivals/s over the last step)
+    timeline: list[tuple[float, int, int, int, float]] = field(default_factory=list)
 
 
 (
@@ -162,8 +166,9 @@ class Outcome:
     _POLL,
     _SCRAPE_V,
     _SCRAPE_G,
+    _COLLECT_G,
     _TICK,
-) = range(12)
+) = range(13)
 
 
 class Simulation:
@@ -218,6 +223,7 @@ class Simulation:
                 self._at(c.autoscaler.polling_interval_s, _POLL)
         self._at(c.vllm_scrape_s, _SCRAPE_V)
         self._at(c.gpu_scrape_s, _SCRAPE_G)
+        self._at(c.gpu_collect_s, _COLLECT_G)
         self._at(TIMELINE_STEP_S, _TICK)
         handlers = {
             _ARRIVAL: self._arrival,
@@ -231,6 +237,7 @@ class Simulation:
             _POLL: self._poll,
             _SCRAPE_V: self._scrape_vllm,
             _SCRAPE_G: self._scrape_gpu,
+            _COLLECT_G: self._collect_gpu,
             _TICK: self._tick,
         }
         events = self.events
@@ -358,7 +365,7 @@ class Simulation:
         pod.node.has_image = True
         pod.state = "loading"
         pod.last = self.now
-        pod.busy_at_scrape = pod.busy
+        pod.busy_at_collect = pod.busy
         self._at(self.now + self.c.startup.weights_s, _LOADED, pod)
 
     def _loaded(self, pod_obj: object, _v: int) -> None:
@@ -437,17 +444,25 @@ class Simulation:
             pod.waiting_sample = len(pod.waiting) if pod.state in ("ready", "draining") else None
         self._at(self.now + self.c.vllm_scrape_s, _SCRAPE_V)
 
-    def _scrape_gpu(self, _o: object, _v: int) -> None:
-        interval = self.c.gpu_scrape_s
+    def _collect_gpu(self, _o: object, _v: int) -> None:
+        # dcgm-exporter samples each GPU every collection interval; a pod whose container started
+        # since the last collection has no value yet (the HPA counts it as missing).
+        interval = self.c.gpu_collect_s
         for pod in self.pods:
             if pod.state in ("loading", "ready", "draining"):
                 self._advance(pod)
-                busy = pod.busy - pod.busy_at_scrape
-                pod.util_sample = 100.0 * min(1.0, busy / interval)
-                pod.busy_at_scrape = pod.busy
+                busy = pod.busy - pod.busy_at_collect
+                pod.util_collected = 100.0 * min(1.0, busy / interval)
+                pod.busy_at_collect = pod.busy
             else:
-                pod.util_sample = None
-        self._at(self.now + interval, _SCRAPE_G)
+                pod.util_collected = None
+        self._at(self.now + interval, _COLLECT_G)
+
+    def _scrape_gpu(self, _o: object, _v: int) -> None:
+        for pod in self.pods:
+            running = pod.state in ("loading", "ready", "draining")
+            pod.util_sample = pod.util_collected if running else None
+        self._at(self.now + self.c.gpu_scrape_s, _SCRAPE_G)
 
     def _metric_value(self, measures: str) -> float:
         if measures == QUEUE_TOTAL:

@@ -102,6 +102,7 @@ def sim_config(
         startup=startup,
         vllm_scrape_s=inputs.facts.vllm_scrape_s,
         gpu_scrape_s=inputs.facts.gpu_scrape_s,
+        gpu_collect_s=inputs.facts.gpu_collect_s,
         termination_grace_s=inputs.facts.termination_grace_s,
         consolidate_after_s=inputs.facts.consolidate_after_s,
         replica_hourly_usd=float(plan["replica_hourly_usd"]),

@@ -20,6 +20,9 @@ PROMETHEUS_DEFAULT_SCRAPE_S = 60.0
 KEDA_DEFAULT_POLLING_S = 30.0
 KEDA_DEFAULT_COOLDOWN_S = 300.0
 KEDA_DEFAULT_MAX = 100
+# dcgm-exporter collects every 30000 ms unless -c / DCGM_EXPORTER_INTERVAL says otherwise
+# (NVIDIA/dcgm-exporter pkg/cmd/app.go, CLICollectInterval).
+DCGM_DEFAULT_COLLECT_S = 30.0
 
 GPU_PER_POD = "gpu-utilization per pod"
 GPU_TOTAL = "gpu-utilization total"
@@ -202,6 +205,7 @@ class StackFacts:
     gpu_scrape_s: float
     termination_grace_s: float
     consolidate_after_s: float
+    gpu_collect_s: float = DCGM_DEFAULT_COLLECT_S
 
 
 def _by_kind(objects: Sequence[Mapping[str, Any]], kind: str) -> Sequence[Mapping[str, Any]]:
@@ -217,11 +221,14 @@ def stack_facts(objects: Sequence[Mapping[str, Any]], helm: Mapping[str, Mapping
             if "interval" in endpoint:
                 vllm_scrape = duration_s(endpoint["interval"])
     gpu_scrape = PROMETHEUS_DEFAULT_SCRAPE_S
+    gpu_collect = DCGM_DEFAULT_COLLECT_S
     dcgm = helm.get("dcgm-exporter")
     if dcgm:
-        interval = dcgm.get("values", {}).get("serviceMonitor", {}).get("interval")
+        values = dcgm.get("values", {})
+        interval = values.get("serviceMonitor", {}).get("interval")
         if interval:
             gpu_scrape = duration_s(interval)
+        gpu_collect = _dcgm_collect_s(values)
     grace = 30.0  # the Pod API default
     for workload in [*_by_kind(objects, "Deployment"), *_by_kind(objects, "LeaderWorkerSet")]:
         pod = workload["spec"].get("template", {}).get("spec", {})
@@ -238,4 +245,20 @@ def stack_facts(objects: Sequence[Mapping[str, Any]], helm: Mapping[str, Mapping
         after = pool["spec"].get("disruption", {}).get("consolidateAfter")
         if gpu_pool and after and after != "Never":
             consolidate = duration_s(after)
-    return StackFacts(vllm_scrape, gpu_scrape, grace, consolidate)
+    return StackFacts(vllm_scrape, gpu_scrape, grace, consolidate, gpu_collect)
+
+
+def _dcgm_collect_s(values: Mapping[str, Any]) -> float:
+    """The collection interval the chart values give dcgm-exporter (``arguments`` or
+    ``extraEnv``), in seconds."""
+    args = [str(a) for a in values.get("arguments", [])]
+    for i, arg in enumerate(args):
+        for flag in ("-c", "--collect-interval"):
+            if arg == flag and i + 1 < len(args):
+                return int(args[i + 1]) / 1000
+            if arg.startswith(flag + "="):
+                return int(arg.split("=", 1)[1]) / 1000
+    for env in values.get("extraEnv", []):
+        if env.get("name") == "DCGM_EXPORTER_INTERVAL":
+            return int(env["value"]) / 1000
+    return DCGM_DEFAULT_COLLECT_S

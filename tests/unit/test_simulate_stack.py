@@ -177,3 +177,16 @@ def test_cli_stack_without_figures_needs_a_calibration(
 def test_cli_bad_input_exits_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--stack", "prod", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_dcgm_collection_interval_from_chart_values() -> None:
+    from automation.simulate.stack import stack_facts
+
+    def collect(values: dict) -> float:
+        return stack_facts([], {"dcgm-exporter": {"values": values}}).gpu_collect_s
+
+    assert collect({"arguments": ["-f", "/etc/counters.csv", "-c", "5000"]}) == 5.0
+    assert collect({"arguments": ["--collect-interval=2000"]}) == 2.0
+    assert collect({"extraEnv": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "1000"}]}) == 1.0
+    # Unset: dcgm-exporter's own default, 30000 ms (NVIDIA/dcgm-exporter pkg/cmd/app.go).
+    assert collect({}) == 30.0
