@@ -231,6 +231,10 @@ def test_cli_writes_json_that_calibrates_the_simulator(
     assert asyncio.run(go()) == 0
     printed = capsys.readouterr().out
     assert "TTFT" in printed and "3 completed" in printed
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "report.png"
+    assert cli.plot(json.loads(out.read_text()), png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     curve = load_calibration(out)
     assert curve.points[0][0] == 3
     assert curve.points[0][1] == json.loads(out.read_text())["output_tokens_per_s"]

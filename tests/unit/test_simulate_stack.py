@@ -143,6 +143,13 @@ def test_cli_compare_writes_table_and_json(tmp_path: Path, capsys: pytest.Captur
     report = json.loads((tmp_path / "prod.json").read_text())
     assert report["seed"] == 3 and len(report["runs"]) == 5
     assert "huggingface.co" in report["throughput_source"]
+    png = tmp_path / "prod.png"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not png.exists()  # the plot is optional
+    else:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_stack_without_figures_needs_a_calibration(
