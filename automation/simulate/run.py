@@ -86,16 +86,29 @@ def load_stack(
     )
 
 
+def startup_times(plan: Mapping[str, Any], compute_mode: str) -> StartupTimes:
+    """Pod start stages from the plan's ``startup_breakdown`` (node, image, weights, engine) when
+    the plan carries one, else from the figures above and the plan's startup budget."""
+    stages = plan.get("startup_breakdown")
+    if stages:
+        return StartupTimes(
+            node_s=float(stages["node"]),
+            image_s=float(stages["image"]),
+            weights_s=float(stages["weights"]) + float(stages["engine"]),
+        )
+    return StartupTimes(
+        node_s=NODE_PROVISION_S,
+        image_s=IMAGE_PULL_S[compute_mode],
+        # The plan's startup budget is the expected load time times the probe's safety margin.
+        weights_s=float(plan["startup_seconds"]) / STARTUP_MARGIN,
+    )
+
+
 def sim_config(
     inputs: StackInputs, curve: ThroughputCurve, autoscaler: AutoscalerSpec | None = None
 ) -> SimConfig:
     plan = inputs.plan
-    startup = StartupTimes(
-        node_s=NODE_PROVISION_S,
-        image_s=IMAGE_PULL_S[inputs.compute_mode],
-        # The plan's startup budget is the expected load time times the probe's safety margin.
-        weights_s=float(plan["startup_seconds"]) / STARTUP_MARGIN,
-    )
+    startup = startup_times(plan, inputs.compute_mode)
     return SimConfig(
         autoscaler=autoscaler or inputs.autoscaler,
         replica=ReplicaModel.from_plan(plan, curve),

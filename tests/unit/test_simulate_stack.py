@@ -197,3 +197,16 @@ def test_dcgm_collection_interval_from_chart_values() -> None:
     assert collect({"extraEnv": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "1000"}]}) == 1.0
     # Unset: dcgm-exporter's own default, 30000 ms (NVIDIA/dcgm-exporter pkg/cmd/app.go).
     assert collect({}) == 30.0
+
+
+def test_pod_start_follows_the_plan_breakdown_when_present() -> None:
+    from automation.simulate.run import startup_times
+
+    plan = {
+        "startup_seconds": 900,
+        "startup_breakdown": {"node": 150, "image": 360, "weights": 420, "engine": 150},
+    }
+    times = startup_times(plan, "karpenter")
+    assert (times.node_s, times.image_s, times.weights_s) == (150.0, 360.0, 570.0)
+    # Without a breakdown, the load time is the startup budget less its 1.5 probe margin.
+    assert startup_times({"startup_seconds": 900}, "karpenter").weights_s == 600.0
