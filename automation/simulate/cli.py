@@ -48,7 +48,25 @@ def parser() -> argparse.ArgumentParser:
 def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) -> list[str]:
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    report = {**header, "runs": [r.summary.as_dict() for r in runs]}
+    report = {
+        **header,
+        "runs": [
+            {
+                **r.summary.as_dict(),
+                "timeline": {
+                    "columns": [
+                        "t_s",
+                        "desired_replicas",
+                        "ready_replicas",
+                        "waiting_requests",
+                        "arrivals_rps",
+                    ],
+                    "rows": r.outcome.timeline,
+                },
+            }
+            for r in runs
+        ],
+    }
     json_path = out / f"{stack}.json"
     json_path.write_text(json.dumps(report, indent=2) + "\n")
     written.append(str(json_path))

@@ -146,6 +146,7 @@ class Outcome:
     in_flight: int = 0
     output_tokens: int = 0
     ttft: list[float] = field(default_factory=list)
+    served_arrivals: list[float] = field(default_factory=list)  # arrival time of each ttft entry
     queue_wait: list[float] = field(default_factory=list)
     e2e: list[float] = field(default_factory=list)
     node_seconds: float = 0.0
@@ -528,6 +529,7 @@ class Simulation:
             if req.status == "done":
                 out.completed += 1
                 out.ttft.append(req.first - req.arrival)
+                out.served_arrivals.append(req.arrival)
                 out.queue_wait.append(req.admit - req.arrival)
                 out.e2e.append(req.finish - req.arrival)
             elif req.status == "rejected":

@@ -288,8 +288,20 @@ def table(summaries: list[Summary]) -> str:
     return "\n".join(lines)
 
 
+LATENCY_WINDOW_S = 600.0
+
+
+def p95_ttft_over_time(outcome: Outcome, window_s: float = LATENCY_WINDOW_S) -> list[tuple[float, float]]:
+    """(window start, p95 TTFT of the completed requests that arrived in it), windows in order."""
+    buckets: dict[int, list[float]] = {}
+    for arrival, ttft in zip(outcome.served_arrivals, outcome.ttft, strict=True):
+        buckets.setdefault(int(arrival // window_s), []).append(ttft)
+    return [(k * window_s, percentile(v, 0.95)) for k, v in sorted(buckets.items())]
+
+
 def plot(runs: list[Run], path: Path) -> bool:
-    """Replicas and queue over time per run; False when matplotlib is not installed."""
+    """Arrivals, ready replicas, waiting requests and p95 TTFT over time per run; False when
+    matplotlib is not installed."""
     try:
         import matplotlib
 
@@ -297,7 +309,7 @@ def plot(runs: list[Run], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, (ax_rate, ax_rep, ax_queue) = plt.subplots(3, 1, figsize=(11, 8), sharex=True)
+    fig, (ax_rate, ax_rep, ax_queue, ax_ttft) = plt.subplots(4, 1, figsize=(11, 10), sharex=True)
     first = runs[0].outcome.timeline
     ax_rate.plot([t / 3600 for t, *_ in first], [row[4] for row in first], color="grey")
     ax_rate.set_ylabel("arrivals req/s")
@@ -305,9 +317,13 @@ def plot(runs: list[Run], path: Path) -> bool:
         hours = [t / 3600 for t, *_ in run.outcome.timeline]
         ax_rep.step(hours, [row[2] for row in run.outcome.timeline], where="post", label=run.summary.label)
         ax_queue.plot(hours, [row[3] for row in run.outcome.timeline], label=run.summary.label)
+        latency = p95_ttft_over_time(run.outcome)
+        ax_ttft.step([t / 3600 for t, _ in latency], [v for _, v in latency], where="post")
     ax_rep.set_ylabel("ready replicas")
     ax_queue.set_ylabel("waiting requests")
-    ax_queue.set_xlabel("hours")
+    ax_ttft.set_ylabel(f"p95 TTFT s ({LATENCY_WINDOW_S / 60:.0f} min)")
+    ax_ttft.set_yscale("log")
+    ax_ttft.set_xlabel("hours")
     ax_rep.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=100)

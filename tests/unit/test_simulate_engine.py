@@ -148,3 +148,16 @@ def test_cost_counts_every_node_second() -> None:
     out = Simulation(fixed_config(1, 10.0, replicas=2), trace, 3600.0, "cost").run()
     assert out.node_seconds == pytest.approx(2 * 3600.0)
     assert out.busy_seconds == pytest.approx(1.0)  # 10 tokens at 10 tok/s
+
+
+def test_p95_ttft_over_time_buckets_by_arrival() -> None:
+    from automation.simulate.run import p95_ttft_over_time
+
+    # One server at 100 tok/s, 100-token requests: 1 s each. Two at t=0 (the second waits 1 s),
+    # one alone at t=700.
+    trace = [Request(0.0, 1, 100), Request(0.0, 1, 100), Request(700.0, 1, 100)]
+    out = Simulation(fixed_config(1, 100.0), trace, 1000.0, "ttft").run()
+    windows = p95_ttft_over_time(out, 600.0)
+    assert [t for t, _ in windows] == [0.0, 600.0]
+    assert windows[0][1] == pytest.approx(1.01)  # waited 1 s, then one 10 ms decode step
+    assert windows[1][1] == pytest.approx(0.01)
