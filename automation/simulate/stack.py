@@ -174,9 +174,11 @@ def reference_gpu_hpa(min_replicas: int, max_replicas: int) -> dict[str, Any]:
 
 
 def reference_keda_waiting(min_replicas: int, max_replicas: int) -> dict[str, Any]:
-    """vLLM production-stack's KEDA example (tutorials/20-keda-autoscaling.md): a prometheus
-    trigger on ``vllm:num_requests_waiting`` with threshold 5, pollingInterval 15,
-    cooldownPeriod 360, no HPA behavior."""
+    """vLLM production-stack's KEDA example (tutorials/assets/values-20-keda.yaml @ 9d296458,
+    used by tutorials/20-keda-autoscaling.md): a prometheus trigger on
+    ``vllm:num_requests_waiting`` with threshold 5, pollingInterval 15, cooldownPeriod 360, no
+    HPA behavior. The tutorial's bare query returns one series per pod, which KEDA's Prometheus
+    scaler rejects as soon as there are two pods; it is summed here, as the example intends."""
     return {
         "kind": "ScaledObject",
         "spec": {
