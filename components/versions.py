@@ -73,3 +73,8 @@ PROMETHEUS_ADAPTER = ChartPin(
 DCGM_EXPORTER = ChartPin("dcgm-exporter", "https://nvidia.github.io/dcgm-exporter/helm-charts", "4.8.2")
 # KEDA 2.20.2: matches the ScaledObject schema the manifest gate validates against.
 KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")
+
+# The in-cluster load test (python -m automation loadtest --as-job): the tester is standard
+# library only, so the official Python image runs it from a ConfigMap; the same minor as the
+# project's own runtime (3.11).
+LOADTEST_IMAGE = "python:3.11.7-slim"

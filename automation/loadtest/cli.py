@@ -1,0 +1,201 @@
+"""``python -m automation loadtest --url URL --model NAME ...``: a streaming load test.
+
+Examples:
+  open loop, Poisson at 2 req/s for 5 minutes:
+    python -m automation loadtest --url http://localhost:8000 --model r1-distill-llama-70b \\
+        --arrivals poisson --rate 2 --duration 300 --json out.json
+  closed loop, 16 clients, 200 requests (a calibration point for ``simulate --calibration``):
+    python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .runner import (
+    ARRIVALS,
+    LENGTH_PROFILES,
+    Arrivals,
+    Lengths,
+    LoadTestConfig,
+    LoadTestError,
+    print_progress,
+    run,
+)
+
+API_KEY_ENV = "VLLM_API_KEY"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m automation loadtest",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--url", required=True, help="base URL of the OpenAI-compatible server")
+    p.add_argument("--model", required=True, help="served model name (the stack's model.variant)")
+    p.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
+    p.add_argument("--rate", type=float, default=1.0, help="requests/s for constant and poisson")
+    p.add_argument("--schedule", default="", help="start_s:rate_rps steps, e.g. 0:1,60:4,120:0")
+    p.add_argument("--concurrency", type=int, default=1, help="clients for --arrivals closed")
+    p.add_argument("--requests", type=int, help="stop after this many requests")
+    p.add_argument("--duration", type=float, help="stop starting requests after this many seconds")
+    p.add_argument("--profile", choices=sorted(LENGTH_PROFILES), default="reasoning", help="length profile")
+    p.add_argument("--prompt-tokens", type=int, help="mean prompt tokens (overrides the profile)")
+    p.add_argument("--output-tokens", type=int, help="mean output tokens (overrides the profile)")
+    p.add_argument("--lengths", choices=("fixed", "exponential"), default="fixed")
+    p.add_argument("--timeout", type=float, default=600.0, help="per request, seconds")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--api-key-env", default=API_KEY_ENV, help=f"env var holding the API key (default {API_KEY_ENV})"
+    )
+    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
+    p.add_argument("--json", type=Path, help="write the full report here (- for stdout)")
+    p.add_argument(
+        "--png", type=Path, help="plot TTFT and end-to-end latency over the run (needs matplotlib)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    job = p.add_argument_group("in-cluster run")
+    job.add_argument(
+        "--as-job", action="store_true", help="print a ConfigMap and Job that run this test in the cluster"
+    )
+    job.add_argument("--namespace", default="deepseek", help="namespace of the Job (default deepseek)")
+    job.add_argument(
+        "--job-deadline", type=int, help="seconds before the Job is stopped (default: from the bounds)"
+    )
+    return p
+
+
+# Options that shape this process's output, not the test; the Job sets its own.
+LOCAL_ONLY = {"--as-job": 0, "--namespace": 1, "--job-deadline": 1, "--json": 1, "--png": 1, "--quiet": 0}
+
+
+def job_args(argv: list[str]) -> list[str]:
+    """``argv`` without the local-only options, plus a JSON report on stdout for ``kubectl logs``."""
+    out: list[str] = []
+    skip = 0
+    for arg in argv:
+        if skip:
+            skip -= 1
+            continue
+        name = arg.split("=", 1)[0]
+        if name in LOCAL_ONLY:
+            skip = LOCAL_ONLY[name] if "=" not in arg else 0
+            continue
+        out.append(arg)
+    return [*out, "--quiet", "--json", "-"]
+
+
+def print_job(args: argparse.Namespace, argv: list[str], config: LoadTestConfig) -> None:
+    import yaml
+
+    from .job import manifests
+
+    deadline = args.job_deadline
+    if deadline is None:
+        # Until the last request may start, plus its timeout and five minutes to schedule the pod.
+        deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
+    print(yaml.safe_dump_all(manifests(job_args(argv), args.namespace, deadline), sort_keys=False), end="")
+
+
+def _schedule(text: str) -> tuple[tuple[float, float], ...]:
+    steps = []
+    for item in filter(None, text.split(",")):
+        start, sep, rate = item.partition(":")
+        try:
+            steps.append((float(start), float(rate)))
+        except ValueError:
+            raise LoadTestError(f"--schedule item {item!r}: expected start_s:rate_rps") from None
+        if not sep:
+            raise LoadTestError(f"--schedule item {item!r}: expected start_s:rate_rps")
+    return tuple(steps)
+
+
+def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
+    prompt, output = LENGTH_PROFILES[args.profile]
+    return LoadTestConfig(
+        url=args.url,
+        model=args.model,
+        arrivals=Arrivals(args.arrivals, args.rate, _schedule(args.schedule), args.concurrency),
+        lengths=Lengths(args.prompt_tokens or prompt, args.output_tokens or output, args.lengths),
+        max_requests=args.requests,
+        duration_s=args.duration,
+        timeout_s=args.timeout,
+        seed=args.seed,
+        api_key=os.environ.get(args.api_key_env) or None,
+        ignore_eos=not args.no_ignore_eos,
+    )
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    req = report["requests"]
+    lines = [
+        f"requests       {req['sent']} sent, {req['completed']} completed, {req['failed']} failed "
+        f"in {report['elapsed_s']:.1f} s ({report['achieved_rps']:.2f} req/s, "
+        f"max {report['max_in_flight']} in flight)",
+        f"output         {report['output_tokens']} tokens, {report['output_tokens_per_s']:.1f} tok/s",
+    ]
+    for name in ("ttft_s", "itl_s", "e2e_s"):
+        s = report[name]
+        if s["count"]:
+            lines.append(
+                f"{name[:-2].upper():<14} p50 {s['p50']:.3f} s  p95 {s['p95']:.3f} s  "
+                f"p99 {s['p99']:.3f} s  (n={s['count']})"
+            )
+    if report["errors"]:
+        lines.append("errors         " + ", ".join(f"{k} {v}" for k, v in report["errors"].items()))
+    return lines
+
+
+def plot(report: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [r for r in report["timeline"] if r["error"] is None]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.scatter([r["start_s"] for r in rows], [r["e2e_s"] for r in rows], s=6, label="end-to-end")
+    ax.scatter([r["start_s"] for r in rows], [r["ttft_s"] for r in rows], s=6, label="TTFT")
+    failed = [r["start_s"] for r in report["timeline"] if r["error"]]
+    if failed:
+        ax.scatter(failed, [0] * len(failed), marker="x", color="red", label="failed")
+    ax.set_xlabel("request start, s")
+    ax.set_ylabel("seconds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except (LoadTestError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.as_job:
+        print_job(args, argv, config)
+        return 0
+    result = asyncio.run(run(config, None if args.quiet else print_progress))
+    if not args.quiet:
+        sys.stderr.write("\n")
+    print("\n".join(summary_lines(result)))
+    if args.json == Path("-"):
+        print(json.dumps(result, indent=2))
+    elif args.json:
+        args.json.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.json}")
+    if args.png:
+        print(f"wrote {args.png}" if plot(result, args.png) else "matplotlib is not installed: no PNG")
+    return 1 if result["requests"]["completed"] == 0 else 0

@@ -1,0 +1,374 @@
+"""Streaming load test of an OpenAI-compatible chat-completions endpoint (vLLM's server).
+
+Open loop (``constant``, ``poisson`` or a rate ``schedule``): requests start on their own clock
+whatever the server does, so a slow server faces a growing backlog, as it would in production.
+Closed loop (``closed``): a fixed number of clients each send the next request when the last
+one ends, which measures throughput at a known concurrency (the simulator's calibration).
+Every run is bounded by a request count, a duration or both.
+
+Each request streams (``"stream": true``) and is timed per server-sent event: TTFT is the first
+event carrying generated text, inter-token latency the gaps between such events, end-to-end the
+end of the stream. vLLM streams reasoning text in ``delta.reasoning_content`` (``delta.reasoning``
+in newer releases) and the answer in ``delta.content``; all three count as output. With
+``stream_options.include_usage`` the final event reports ``usage.completion_tokens``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from automation.stats import percentile
+
+from .http import BadResponse, Connection, Endpoint, StreamCut
+
+ARRIVALS = ("constant", "poisson", "schedule", "closed")
+# Mean prompt / output tokens per profile. "reasoning": DeepSeek-R1 emitted ~1,162 completion
+# tokens on a sample prompt (Microsoft Azure HPC blog, "Performance analysis of DeepSeek R1 AI
+# inference using vLLM on ND-H100-v5"); "long-reasoning": traces of thousands of tokens.
+LENGTH_PROFILES = {"chat": (200, 300), "reasoning": (500, 1162), "long-reasoning": (1000, 8000)}
+OUTPUT_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
+
+
+class LoadTestError(ValueError):
+    """A load-test configuration that cannot run."""
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """How requests start: ``rate_rps`` for constant/poisson, ``schedule`` of (start_s, rate_rps)
+    steps, or ``concurrency`` clients for closed."""
+
+    mode: str = "poisson"
+    rate_rps: float = 1.0
+    schedule: tuple[tuple[float, float], ...] = ()
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        if self.mode not in ARRIVALS:
+            raise LoadTestError(f"--arrivals {self.mode!r}: use one of {', '.join(ARRIVALS)}")
+        if self.mode in ("constant", "poisson") and self.rate_rps <= 0:
+            raise LoadTestError(f"--rate must be positive, got {self.rate_rps}")
+        if self.mode == "schedule" and (not self.schedule or any(r < 0 for _, r in self.schedule)):
+            raise LoadTestError("--schedule needs start_s:rate_rps steps with rates >= 0, e.g. 0:1,60:4")
+        if self.mode == "closed" and self.concurrency < 1:
+            raise LoadTestError(f"--concurrency must be at least 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """Prompt and output lengths in tokens; ``exponential`` draws around the means or ``fixed``."""
+
+    prompt_tokens: int = LENGTH_PROFILES["reasoning"][0]
+    output_tokens: int = LENGTH_PROFILES["reasoning"][1]
+    distribution: str = "fixed"
+
+    def draw(self, rng: random.Random) -> tuple[int, int]:
+        if self.distribution == "exponential":
+            return (
+                max(1, round(rng.expovariate(1 / self.prompt_tokens))),
+                max(1, round(rng.expovariate(1 / self.output_tokens))),
+            )
+        return self.prompt_tokens, self.output_tokens
+
+
+@dataclass(frozen=True)
+class LoadTestConfig:
+    url: str
+    model: str
+    arrivals: Arrivals = field(default_factory=Arrivals)
+    lengths: Lengths = field(default_factory=Lengths)
+    max_requests: int | None = None
+    duration_s: float | None = None
+    timeout_s: float = 600.0
+    seed: int = 1
+    api_key: str | None = None
+    ignore_eos: bool = True  # vLLM extension: generate exactly max_tokens, so lengths are known
+
+    def __post_init__(self) -> None:
+        if self.max_requests is None and self.duration_s is None:
+            raise LoadTestError("bound the run: give --requests N, --duration SECONDS or both")
+        if self.max_requests is not None and self.max_requests < 1:
+            raise LoadTestError(f"--requests must be at least 1, got {self.max_requests}")
+        if self.duration_s is not None and self.duration_s <= 0:
+            raise LoadTestError(f"--duration must be positive, got {self.duration_s}")
+        if self.timeout_s <= 0:
+            raise LoadTestError(f"--timeout must be positive, got {self.timeout_s}")
+        Endpoint.parse(self.url)
+
+
+@dataclass
+class RequestResult:
+    start_s: float  # since the run began
+    ttft_s: float | None = None
+    itl_s: list[float] = field(default_factory=list)
+    e2e_s: float | None = None
+    output_tokens: int = 0
+    error: str | None = None
+
+
+def _prompt(index: int, tokens: int) -> str:
+    # A distinct first word per request defeats prefix caching; "go" is one token in the Llama
+    # and Qwen vocabularies, so the prompt is close to ``tokens`` tokens long.
+    return f"request {index}: " + " ".join(["go"] * max(0, tokens - 3))
+
+
+def split_events(buffer: bytearray) -> list[bytes]:
+    """Complete server-sent events taken off the front of ``buffer``."""
+    out: list[bytes] = []
+    while True:
+        cut = min((i for i in (buffer.find(b"\n\n"), buffer.find(b"\r\n\r\n")) if i >= 0), default=-1)
+        if cut < 0:
+            return out
+        sep = 4 if buffer[cut : cut + 4] == b"\r\n\r\n" else 2
+        out.append(bytes(buffer[:cut]))
+        del buffer[: cut + sep]
+
+
+async def _one(
+    config: LoadTestConfig, endpoint: Endpoint, index: int, prompt: int, output: int, t0: float
+) -> RequestResult:
+    start = time.perf_counter()
+    result = RequestResult(start_s=start - t0)
+    body: dict[str, Any] = {
+        "model": config.model,
+        "messages": [{"role": "user", "content": _prompt(index, prompt)}],
+        "max_tokens": output,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if config.ignore_eos:
+        body["ignore_eos"] = True
+    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    connection = Connection(endpoint)
+    last_token: float | None = None
+    chunks_with_text = 0
+    usage_tokens: int | None = None
+    done = False
+    try:
+        async with asyncio.timeout(config.timeout_s):
+            response = await connection.post("/v1/chat/completions", json.dumps(body).encode(), headers)
+            if response.status != 200:
+                await response.read()
+                code = response.status
+                result.error = (
+                    f"http_{code}" if code in (429, 500, 502, 503, 504) else f"http_{code // 100}xx"
+                )
+                return result
+            buffer = bytearray()
+            async for chunk in response.chunks():
+                buffer += chunk
+                for event in split_events(buffer):
+                    for line in event.splitlines():
+                        if not line.startswith(b"data:"):
+                            continue
+                        payload = line[5:].strip()
+                        if payload == b"[DONE]":
+                            done = True
+                            continue
+                        data = json.loads(payload)
+                        if data.get("usage"):
+                            usage_tokens = data["usage"].get("completion_tokens")
+                        delta = (data.get("choices") or [{}])[0].get("delta") or {}
+                        if any(delta.get(k) for k in OUTPUT_TEXT_KEYS):
+                            now = time.perf_counter()
+                            if last_token is None:
+                                result.ttft_s = now - start
+                            else:
+                                result.itl_s.append(now - last_token)
+                            last_token = now
+                            chunks_with_text += 1
+            if not done:
+                raise StreamCut("the stream ended without data: [DONE]")
+            result.e2e_s = time.perf_counter() - start
+            result.output_tokens = usage_tokens if usage_tokens is not None else chunks_with_text
+    except TimeoutError:
+        result.error = "timeout"
+    except StreamCut:
+        result.error = "stream_cut"
+    except (BadResponse, ValueError):
+        result.error = "bad_response"
+    except OSError:
+        result.error = "connection"
+    finally:
+        connection.close()
+    return result
+
+
+def _summary(values: list[float]) -> dict[str, float | None]:
+    def clean(x: float) -> float | None:
+        return None if math.isnan(x) else round(x, 6)
+
+    return {
+        "p50": clean(percentile(values, 0.50)),
+        "p95": clean(percentile(values, 0.95)),
+        "p99": clean(percentile(values, 0.99)),
+        "mean": clean(sum(values) / len(values)) if values else None,
+        "count": len(values),
+    }
+
+
+@dataclass
+class Progress:
+    sent: int = 0
+    finished: int = 0
+    errors: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    output_tokens: int = 0
+
+
+def next_arrival_gap(arrivals: Arrivals, rng: random.Random, now_s: float) -> float | None:
+    """Seconds to the next open-loop arrival after ``now_s``; None when the schedule has ended
+    at rate 0."""
+    if arrivals.mode == "constant":
+        return 1.0 / arrivals.rate_rps
+    if arrivals.mode == "poisson":
+        return rng.expovariate(arrivals.rate_rps)
+    # Piecewise-constant Poisson rate; memorylessness lets each step restart the draw.
+    t = now_s
+    steps = sorted(arrivals.schedule)
+    while True:
+        current = [r for s, r in steps if s <= t]
+        rate = current[-1] if current else 0.0
+        later = [s for s, _ in steps if s > t]
+        if rate > 0:
+            gap = rng.expovariate(rate)
+            if not later or t + gap < later[0]:
+                return t + gap - now_s
+        if not later:
+            return None
+        t = later[0]
+
+
+async def run(
+    config: LoadTestConfig, on_progress: Callable[[Progress, float], None] | None = None
+) -> dict[str, Any]:
+    """Run the load test and return its report (see ``report``)."""
+    endpoint = Endpoint.parse(config.url)
+    rng = random.Random(config.seed)
+    t0 = time.perf_counter()
+    deadline = t0 + config.duration_s if config.duration_s is not None else math.inf
+    limit = config.max_requests if config.max_requests is not None else math.inf
+    progress = Progress()
+    results: list[RequestResult] = []
+    busy_s = 0.0
+
+    async def send(index: int) -> None:
+        nonlocal busy_s
+        prompt, output = config.lengths.draw(rng)
+        progress.sent += 1
+        progress.in_flight += 1
+        progress.max_in_flight = max(progress.max_in_flight, progress.in_flight)
+        try:
+            result = await _one(config, endpoint, index, prompt, output, t0)
+        finally:
+            progress.in_flight -= 1
+        results.append(result)
+        progress.finished += 1
+        progress.errors += result.error is not None
+        progress.output_tokens += result.output_tokens
+        busy_s += result.e2e_s if result.e2e_s is not None else time.perf_counter() - t0 - result.start_s
+
+    def may_send() -> bool:
+        return progress.sent < limit and time.perf_counter() < deadline
+
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            if on_progress:
+                on_progress(progress, time.perf_counter() - t0)
+
+    ticking = asyncio.create_task(ticker())
+    try:
+        if config.arrivals.mode == "closed":
+
+            async def client() -> None:
+                while may_send():
+                    await send(progress.sent)
+
+            await asyncio.gather(*(client() for _ in range(config.arrivals.concurrency)))
+        else:
+            tasks: set[asyncio.Task[None]] = set()
+            next_at = 0.0
+            first = True
+            while True:
+                # A constant rate starts at once; random and scheduled arrivals draw their first gap.
+                gap = (
+                    0.0
+                    if first and config.arrivals.mode == "constant"
+                    else next_arrival_gap(config.arrivals, rng, next_at)
+                )
+                first = False
+                if gap is None:
+                    break
+                next_at += gap
+                wait = t0 + next_at - time.perf_counter()
+                if t0 + next_at >= deadline:
+                    break
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                if not may_send():
+                    break
+                task = asyncio.create_task(send(progress.sent))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+            if tasks:
+                await asyncio.gather(*tasks)
+    finally:
+        ticking.cancel()
+    elapsed = time.perf_counter() - t0
+    if on_progress:
+        on_progress(progress, elapsed)
+    return report(config, results, elapsed, progress.max_in_flight, busy_s)
+
+
+def report(
+    config: LoadTestConfig, results: list[RequestResult], elapsed_s: float, max_in_flight: int, busy_s: float
+) -> dict[str, Any]:
+    """Latency percentiles, throughput, errors by kind, and a calibration point for the simulator
+    (mean concurrency by Little's law: request-seconds / elapsed)."""
+    ok = [r for r in results if r.error is None]
+    output_tokens = sum(r.output_tokens for r in ok)
+    mean_concurrency = busy_s / elapsed_s if elapsed_s else 0.0
+    tokens_per_s = output_tokens / elapsed_s if elapsed_s else 0.0
+    cfg = asdict(config)
+    cfg.pop("api_key")
+    return {
+        "config": cfg,
+        "elapsed_s": round(elapsed_s, 3),
+        "requests": {"sent": len(results), "completed": len(ok), "failed": len(results) - len(ok)},
+        "errors": dict(sorted(Counter(r.error for r in results if r.error).items())),
+        "achieved_rps": round(len(results) / elapsed_s, 4) if elapsed_s else 0.0,
+        "output_tokens": output_tokens,
+        "output_tokens_per_s": round(tokens_per_s, 3),
+        "ttft_s": _summary([r.ttft_s for r in ok if r.ttft_s is not None]),
+        "itl_s": _summary([x for r in ok for x in r.itl_s]),
+        "e2e_s": _summary([r.e2e_s for r in ok if r.e2e_s is not None]),
+        "max_in_flight": max_in_flight,
+        "points": [
+            {"concurrency": max(1, round(mean_concurrency)), "output_tokens_per_s": round(tokens_per_s, 3)}
+        ],
+        "timeline": [
+            {"start_s": round(r.start_s, 4), "ttft_s": r.ttft_s, "e2e_s": r.e2e_s, "error": r.error}
+            for r in sorted(results, key=lambda r: r.start_s)
+        ],
+    }
+
+
+def print_progress(progress: Progress, elapsed_s: float) -> None:
+    """One live status line on stderr."""
+    rate = progress.output_tokens / elapsed_s if elapsed_s else 0.0
+    sys.stderr.write(
+        f"\r{elapsed_s:7.1f}s  sent {progress.sent}  done {progress.finished}  errors {progress.errors}  "
+        f"in flight {progress.in_flight}  {rate:8.1f} output tok/s"
+    )
+    sys.stderr.flush()

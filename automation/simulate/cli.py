@@ -1,0 +1,141 @@
+"""``python -m automation simulate --stack NAME [--trace F] [--seed N] [--compare]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from automation.stackfile import PROJECT_ROOT, StackFileError
+from components import SizingError
+from settings import SettingsError
+
+from .hpa import AutoscalerSpecError
+from .replica import CalibrationError, load_calibration, published_curve
+from .run import Run, TraceSpec, build_trace, compare, load_stack, plot, simulate, table
+from .traffic import PROFILES, LengthProfile, TraceError
+
+DEFAULT_OUT = Path("build/simulate")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m automation simulate", description=__doc__)
+    p.add_argument("--stack", required=True)
+    p.add_argument("--project-dir", type=Path, default=PROJECT_ROOT)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
+    p.add_argument(
+        "--trace", type=Path, help="CSV: arrival_s[,prompt_tokens,output_tokens] or start_s,rate_rps"
+    )
+    p.add_argument("--profile", choices=PROFILES, default="bursty", help="built-in trace (default bursty)")
+    p.add_argument("--hours", type=float, default=24.0, help="length of a built-in trace (default 24)")
+    p.add_argument("--rate", type=float, help="mean requests/s (default: 1.5 saturated replicas' worth)")
+    p.add_argument(
+        "--prompt-tokens", type=int, default=LengthProfile().prompt_tokens, help="mean prompt length"
+    )
+    p.add_argument(
+        "--output-tokens", type=int, default=LengthProfile().output_tokens, help="mean output length"
+    )
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--calibration", type=Path, help="load-test JSON with measured throughput points")
+    p.add_argument("--compare", action="store_true", help="every scaling signal plus the guides' autoscalers")
+    p.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"PNG and JSON go here (default {DEFAULT_OUT})"
+    )
+    return p
+
+
+def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) -> list[str]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    report = {
+        **header,
+        "runs": [
+            {
+                **r.summary.as_dict(),
+                "timeline": {
+                    "columns": [
+                        "t_s",
+                        "desired_replicas",
+                        "ready_replicas",
+                        "waiting_requests",
+                        "arrivals_rps",
+                    ],
+                    "rows": r.outcome.timeline,
+                },
+            }
+            for r in runs
+        ],
+    }
+    json_path = out / f"{stack}.json"
+    json_path.write_text(json.dumps(report, indent=2) + "\n")
+    written.append(str(json_path))
+    png = out / f"{stack}.png"
+    if plot(runs, png):
+        written.append(str(png))
+    return written
+
+
+def run(args: argparse.Namespace) -> int:
+    from automation.api import parse_overrides
+
+    overrides = parse_overrides(args.set)
+    for name in ("hours", "rate", "prompt_tokens", "output_tokens"):
+        value = getattr(args, name)
+        if value is not None and value <= 0:
+            raise TraceError(f"--{name.replace('_', '-')} must be positive, got {value}")
+    spec = TraceSpec(
+        profile=args.profile,
+        hours=args.hours,
+        rate_rps=args.rate,
+        csv=args.trace,
+        seed=args.seed,
+        lengths=LengthProfile(args.prompt_tokens, args.output_tokens),
+    )
+    curve = load_calibration(args.calibration) if args.calibration else None
+    if args.compare:
+        runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve)
+    else:
+        inputs = load_stack(args.stack, overrides, args.project_dir)
+        used = curve or published_curve(inputs.plan)
+        trace, duration, rate = build_trace(spec, inputs, used)
+        runs = [simulate(inputs, trace, duration, used)]
+    first = runs[0]
+    header: dict[str, object] = {
+        "stack": args.stack,
+        "trace": str(args.trace) if args.trace else f"{args.profile}, {args.hours:g} h",
+        "seed": args.seed,
+        "mean_rate_rps": round(rate, 4),
+        "requests": first.summary.requests,
+        "throughput_source": used.source,
+    }
+    print(
+        f"stack {args.stack}: {header['trace']} trace, seed {args.seed}, mean {rate:.3f} req/s, "
+        f"{first.summary.requests} requests\nthroughput: {used.source}"
+    )
+    for run_ in runs:
+        print(f"  {run_.summary.autoscaler}")
+    print(table([r.summary for r in runs]))
+    for path in _write(runs, header, args.out, args.stack):
+        print(f"wrote {path}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    from automation.api import AutomationError
+
+    args = parser().parse_args(argv)
+    try:
+        return run(args)
+    except (SettingsError, StackFileError, TraceError, AutoscalerSpecError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except SizingError as error:
+        print(str(error), file=sys.stderr)
+        return 1
+    except CalibrationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 3
+    except AutomationError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return error.exit_code

@@ -1,0 +1,541 @@
+"""The discrete-event simulation: requests arrive, a load balancer routes each to the ready
+replica with the fewest outstanding requests (no ready replica: HTTP 503, rejected), vLLM admits
+them FIFO while ``max_num_seqs`` and the KV cache allow, and decodes every admitted sequence at
+``curve.aggregate(n) / n`` tokens/s (processor sharing); the autoscaler reads scraped metrics and
+resizes the Deployment; new pods wait for a node, pull the image and load weights; removed pods
+drain. Deterministic: the only randomness is in the trace, which comes from a seed.
+
+Modelling choices (stated, not hidden):
+- First token = admission + one decode step at the batch's rate. Prefill of a few hundred tokens
+  is well under a second on these GPUs (TTFT stayed below 1 s up to ~8 concurrent 1024-token
+  prompts for R1 671B on 8x H100: github.com/dzhsurf/deepseek-v3-r1-deploy-and-benchmarks), so
+  queue wait dominates TTFT.
+- KV cache: a sequence reserves prompt + output tokens at admission (vLLM allocates blocks as it
+  goes and preempts on overflow; reserving up front never overcommits).
+- GPU utilization (DCGM_FI_DEV_GPU_UTIL) is the fraction of dcgm-exporter's collection interval
+  (``-c``/DCGM_EXPORTER_INTERVAL, default 30000 ms: NVIDIA/dcgm-exporter pkg/cmd/app.go) during
+  which the engine had at least one running sequence; a pod loading weights reports 0; Prometheus
+  scrapes the last collected value.
+- Scale-down removes pods in the ReplicaSet controller's order (pkg/controller/replicaset,
+  ``getPodsToDelete``: unscheduled, then pending, then not ready, then the most recently ready).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+
+from .hpa import (
+    SYNC_PERIOD_S,
+    HorizontalController,
+    KedaActivation,
+    PodSample,
+    external_average_value_replicas,
+)
+from .hpa import pods_metric_replicas as pods_proposal
+from .replica import ReplicaModel
+from .stack import GPU_PER_POD, QUEUE_TOTAL, AutoscalerSpec
+from .traffic import Request
+
+TIMELINE_STEP_S = 60.0
+
+
+@dataclass(frozen=True)
+class StartupTimes:
+    """Seconds from a pod's creation to ready, by stage."""
+
+    node_s: float  # a new GPU node: launch, join, GPU registered (only when no idle node)
+    image_s: float  # first pull of the vLLM image on a node
+    weights_s: float  # weight download/load, compile and warm-up (from the plan)
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    autoscaler: AutoscalerSpec
+    replica: ReplicaModel
+    startup: StartupTimes
+    vllm_scrape_s: float
+    gpu_scrape_s: float
+    termination_grace_s: float
+    consolidate_after_s: float
+    replica_hourly_usd: float
+    gpus_per_replica: int
+    gpu_collect_s: float = 30.0  # dcgm-exporter's own collection interval
+    initial_replicas: int | None = None  # default: the autoscaler's floor, ready at t=0
+    fixed_replicas: int | None = None  # no autoscaling (queueing checks)
+
+
+class _Req:
+    __slots__ = ("admit", "arrival", "finish", "first", "need", "output", "status")
+
+    def __init__(self, r: Request) -> None:
+        self.arrival = r.arrival_s
+        self.output = r.output_tokens
+        self.need = r.prompt_tokens + r.output_tokens
+        self.admit = -1.0
+        self.first = -1.0
+        self.finish = -1.0
+        self.status = "new"  # queued, running, done, rejected, cut
+
+
+class _Node:
+    __slots__ = ("has_image", "pod", "ready", "released", "requested", "version")
+
+    def __init__(self, now: float) -> None:
+        self.requested = now
+        self.ready = False
+        self.has_image = False
+        self.pod: _Pod | None = None
+        self.released = -1.0
+        self.version = 0
+
+
+class _Pod:
+    __slots__ = (
+        "busy",
+        "busy_at_collect",
+        "created",
+        "id",
+        "kv_used",
+        "last",
+        "node",
+        "rate",
+        "ready_at",
+        "running",
+        "state",
+        "util_collected",
+        "util_sample",
+        "v",
+        "version",
+        "waiting",
+        "waiting_sample",
+    )
+
+    def __init__(self, pid: int, now: float) -> None:
+        self.id = pid
+        self.created = now
+        self.state = "scheduling"  # scheduling, pulling, loading, ready, draining, gone
+        self.node: _Node | None = None
+        self.ready_at = -1.0
+        self.waiting: deque[_Req] = deque()
+        self.running: list[tuple[float, int, _Req]] = []
+        self.kv_used = 0
+        self.v = 0.0
+        self.last = now
+        self.rate = 0.0
+        self.version = 0
+        self.busy = 0.0
+        self.busy_at_collect = 0.0
+        self.util_collected: float | None = None  # dcgm-exporter's last value
+        self.util_sample: float | None = None  # what Prometheus last scraped
+        self.waiting_sample: int | None = None
+
+
+@dataclass
+class Outcome:
+    """Everything one run measured."""
+
+    label: str
+    duration_s: float
+    requests: int = 0
+    completed: int = 0
+    rejected: int = 0
+    cut: int = 0
+    in_flight: int = 0
+    output_tokens: int = 0
+    ttft: list[float] = field(default_factory=list)
+    served_arrivals: list[float] = field(default_factory=list)  # arrival time of each ttft entry
+    queue_wait: list[float] = field(default_factory=list)
+    e2e: list[float] = field(default_factory=list)
+    node_seconds: float = 0.0
+    busy_seconds: float = 0.0
+    # (t, desired replicas, ready replicas, waiting requests, arrivals/s over the last step)
+    timeline: list[tuple[float, int, int, int, float]] = field(default_factory=list)
+
+
+(
+    _ARRIVAL,
+    _FINISH,
+    _NODE_READY,
+    _PULLED,
+    _LOADED,
+    _DRAIN_END,
+    _RELEASE,
+    _SYNC,
+    _POLL,
+    _SCRAPE_V,
+    _SCRAPE_G,
+    _COLLECT_G,
+    _TICK,
+) = range(13)
+
+
+class Simulation:
+    """One run of one autoscaler over one trace."""
+
+    def __init__(self, config: SimConfig, trace: list[Request], duration_s: float, label: str) -> None:
+        self.c = config
+        self.trace = trace
+        self.duration = duration_s
+        self.out = Outcome(label, duration_s)
+        self.events: list[tuple[float, int, int, object, int]] = []
+        self.seq = itertools.count()
+        self.pods: list[_Pod] = []
+        self.nodes: list[_Node] = []
+        self.pod_ids = itertools.count()
+        self.reqs: list[_Req] = []
+        self.now = 0.0
+        spec = config.autoscaler
+        self.hpa = HorizontalController(spec.min_replicas, spec.max_replicas, spec.behavior)
+        self.keda = (
+            KedaActivation(spec.keda_min_replicas, spec.polling_interval_s, spec.cooldown_s)
+            if spec.is_keda
+            else None
+        )
+        self.arrivals_this_tick = 0
+
+    # ---- event plumbing -------------------------------------------------------------------
+
+    def _at(self, t: float, kind: int, obj: object = None, version: int = 0) -> None:
+        heapq.heappush(self.events, (t, next(self.seq), kind, obj, version))
+
+    def run(self) -> Outcome:
+        c = self.c
+        initial = c.fixed_replicas if c.fixed_replicas is not None else c.initial_replicas
+        if initial is None:
+            initial = c.autoscaler.floor
+        for _ in range(initial):
+            pod = self._new_pod()
+            node = _Node(0.0)
+            node.ready = node.has_image = True
+            node.pod = pod
+            pod.node = node
+            self.nodes.append(node)
+            pod.state = "ready"
+            pod.ready_at = 0.0
+        for i, r in enumerate(self.trace):
+            if r.arrival_s < self.duration:
+                self._at(r.arrival_s, _ARRIVAL, i)
+        if c.fixed_replicas is None:
+            self._at(SYNC_PERIOD_S, _SYNC)
+            if self.keda:
+                self._at(c.autoscaler.polling_interval_s, _POLL)
+        self._at(c.vllm_scrape_s, _SCRAPE_V)
+        self._at(c.gpu_scrape_s, _SCRAPE_G)
+        self._at(c.gpu_collect_s, _COLLECT_G)
+        self._at(TIMELINE_STEP_S, _TICK)
+        handlers = {
+            _ARRIVAL: self._arrival,
+            _FINISH: self._finish,
+            _NODE_READY: self._node_ready,
+            _PULLED: self._pulled,
+            _LOADED: self._loaded,
+            _DRAIN_END: self._drain_end,
+            _RELEASE: self._release,
+            _SYNC: self._sync,
+            _POLL: self._poll,
+            _SCRAPE_V: self._scrape_vllm,
+            _SCRAPE_G: self._scrape_gpu,
+            _COLLECT_G: self._collect_gpu,
+            _TICK: self._tick,
+        }
+        events = self.events
+        while events and events[0][0] <= self.duration:
+            t, _, kind, obj, version = heapq.heappop(events)
+            self.now = t
+            handlers[kind](obj, version)
+        self.now = self.duration
+        return self._finish_accounting()
+
+    # ---- requests -------------------------------------------------------------------------
+
+    def _arrival(self, index: object, _v: int) -> None:
+        req = _Req(self.trace[index])  # type: ignore[call-overload]
+        self.reqs.append(req)
+        self.arrivals_this_tick += 1
+        best: _Pod | None = None
+        best_load = 0
+        for pod in self.pods:
+            if pod.state == "ready":
+                load = len(pod.waiting) + len(pod.running)
+                if best is None or load < best_load:
+                    best, best_load = pod, load
+        if best is None:
+            req.status = "rejected"
+            return
+        req.status = "queued"
+        best.waiting.append(req)
+        self._admit(best)
+
+    def _advance(self, pod: _Pod) -> None:
+        dt = self.now - pod.last
+        if dt > 0 and pod.running:
+            pod.v += dt * pod.rate
+            pod.busy += dt
+        pod.last = self.now
+
+    def _reschedule(self, pod: _Pod) -> None:
+        pod.version += 1
+        n = len(pod.running)
+        pod.rate = self.c.replica.curve.per_sequence(n)
+        if n:
+            self._at(self.now + max(0.0, (pod.running[0][0] - pod.v) / pod.rate), _FINISH, pod, pod.version)
+
+    def _admit(self, pod: _Pod) -> None:
+        self._advance(pod)
+        model = self.c.replica
+        admitted = False
+        while pod.waiting and len(pod.running) < model.max_num_seqs:
+            req = pod.waiting[0]
+            if pod.kv_used + req.need > model.kv_cache_tokens and pod.running:
+                break
+            pod.waiting.popleft()
+            pod.kv_used += req.need
+            req.admit = self.now
+            req.status = "running"
+            heapq.heappush(pod.running, (pod.v + req.output, id(req), req))
+            admitted = True
+        if admitted:
+            step = 1.0 / self.c.replica.curve.per_sequence(len(pod.running))
+            for _, _, req in pod.running:
+                if req.first < 0:
+                    req.first = self.now + step
+        self._reschedule(pod)
+
+    def _finish(self, pod_obj: object, version: int) -> None:
+        pod: _Pod = pod_obj  # type: ignore[assignment]
+        if version != pod.version or pod.state == "gone":
+            return
+        self._advance(pod)
+        while pod.running and pod.running[0][0] <= pod.v + 1e-6:
+            _, _, req = heapq.heappop(pod.running)
+            req.finish = self.now
+            req.status = "done"
+            pod.kv_used -= req.need
+            self.out.output_tokens += req.output
+        if pod.state == "draining" and not pod.running and not pod.waiting:
+            self._terminate(pod)
+            return
+        self._admit(pod)
+
+    # ---- pods and nodes -------------------------------------------------------------------
+
+    def _new_pod(self) -> _Pod:
+        pod = _Pod(next(self.pod_ids), self.now)
+        self.pods.append(pod)
+        return pod
+
+    def _create_pod(self) -> None:
+        pod = self._new_pod()
+        idle = [n for n in self.nodes if n.pod is None and n.released < 0]
+        if idle:
+            node = max(idle, key=lambda n: (n.ready, n.has_image))
+            node.version += 1
+        else:
+            node = _Node(self.now)
+            self.nodes.append(node)
+            self._at(self.now + self.c.startup.node_s, _NODE_READY, node)
+        node.pod = pod
+        pod.node = node
+        if node.ready:
+            self._start_on_node(pod)
+
+    def _start_on_node(self, pod: _Pod) -> None:
+        assert pod.node is not None
+        if pod.node.has_image:
+            self._pulled(pod, 0)
+        else:
+            pod.state = "pulling"
+            self._at(self.now + self.c.startup.image_s, _PULLED, pod)
+
+    def _node_ready(self, node_obj: object, _v: int) -> None:
+        node: _Node = node_obj  # type: ignore[assignment]
+        node.ready = True
+        if node.pod is None:
+            self._idle(node)
+        else:
+            self._start_on_node(node.pod)
+
+    def _pulled(self, pod_obj: object, _v: int) -> None:
+        pod: _Pod = pod_obj  # type: ignore[assignment]
+        if pod.state == "gone":
+            return
+        assert pod.node is not None
+        pod.node.has_image = True
+        pod.state = "loading"
+        pod.last = self.now
+        pod.busy_at_collect = pod.busy
+        self._at(self.now + self.c.startup.weights_s, _LOADED, pod)
+
+    def _loaded(self, pod_obj: object, _v: int) -> None:
+        pod: _Pod = pod_obj  # type: ignore[assignment]
+        if pod.state != "loading":
+            return
+        pod.state = "ready"
+        pod.ready_at = self.now
+        pod.last = self.now
+
+    def _idle(self, node: _Node) -> None:
+        node.pod = None
+        node.version += 1
+        if node.ready:
+            self._at(self.now + self.c.consolidate_after_s, _RELEASE, node, node.version)
+
+    def _release(self, node_obj: object, version: int) -> None:
+        node: _Node = node_obj  # type: ignore[assignment]
+        if node.version == version and node.pod is None and node.released < 0:
+            node.released = self.now
+
+    def _delete_pod(self, pod: _Pod) -> None:
+        if pod.state == "ready":
+            pod.state = "draining"
+            self._at(self.now + self.c.termination_grace_s, _DRAIN_END, pod)
+            if not pod.running and not pod.waiting:
+                self._terminate(pod)
+            return
+        pod.state = "gone"
+        self.out.busy_seconds += pod.busy
+        if pod.node is not None:
+            self._idle(pod.node)
+
+    def _terminate(self, pod: _Pod) -> None:
+        self._advance(pod)
+        pod.state = "gone"
+        pod.version += 1
+        self.out.busy_seconds += pod.busy
+        if pod.node is not None:
+            self._idle(pod.node)
+
+    def _drain_end(self, pod_obj: object, _v: int) -> None:
+        pod: _Pod = pod_obj  # type: ignore[assignment]
+        if pod.state != "draining":
+            return
+        for _, _, req in pod.running:
+            req.status = "cut"
+        for req in pod.waiting:
+            req.status = "cut"
+        pod.running.clear()
+        pod.waiting.clear()
+        self._terminate(pod)
+
+    def _deletion_rank(self, pod: _Pod) -> tuple[int, float]:
+        order = {"scheduling": 0, "pulling": 1, "loading": 2, "ready": 3}[pod.state]
+        if pod.state == "scheduling" and pod.node is not None and pod.node.ready:
+            order = 1
+        return (order, -(pod.ready_at if pod.state == "ready" else pod.created))
+
+    def _live(self) -> list[_Pod]:
+        return [p for p in self.pods if p.state in ("scheduling", "pulling", "loading", "ready")]
+
+    def _scale_to(self, desired: int) -> None:
+        live = self._live()
+        for _ in range(desired - len(live)):
+            self._create_pod()
+        if desired < len(live):
+            for pod in sorted(live, key=self._deletion_rank)[: len(live) - desired]:
+                self._delete_pod(pod)
+        self.pods = [p for p in self.pods if p.state != "gone"]
+
+    # ---- metrics and the autoscaler -------------------------------------------------------
+
+    def _scrape_vllm(self, _o: object, _v: int) -> None:
+        for pod in self.pods:
+            pod.waiting_sample = len(pod.waiting) if pod.state in ("ready", "draining") else None
+        self._at(self.now + self.c.vllm_scrape_s, _SCRAPE_V)
+
+    def _collect_gpu(self, _o: object, _v: int) -> None:
+        # dcgm-exporter samples each GPU every collection interval; a pod whose container started
+        # since the last collection has no value yet (the HPA counts it as missing).
+        interval = self.c.gpu_collect_s
+        for pod in self.pods:
+            if pod.state in ("loading", "ready", "draining"):
+                self._advance(pod)
+                busy = pod.busy - pod.busy_at_collect
+                pod.util_collected = 100.0 * min(1.0, busy / interval)
+                pod.busy_at_collect = pod.busy
+            else:
+                pod.util_collected = None
+        self._at(self.now + interval, _COLLECT_G)
+
+    def _scrape_gpu(self, _o: object, _v: int) -> None:
+        for pod in self.pods:
+            running = pod.state in ("loading", "ready", "draining")
+            pod.util_sample = pod.util_collected if running else None
+        self._at(self.now + self.c.gpu_scrape_s, _SCRAPE_G)
+
+    def _metric_value(self, measures: str) -> float:
+        if measures == QUEUE_TOTAL:
+            return float(sum(p.waiting_sample or 0 for p in self.pods))
+        return sum(p.util_sample or 0.0 for p in self.pods)
+
+    def _proposal(self, measures: str, target: float, current: int) -> int | None:
+        behavior = self.c.autoscaler.behavior
+        if measures == GPU_PER_POD:
+            samples = [
+                PodSample(
+                    "Pending" if p.state in ("scheduling", "pulling") else "Running",
+                    p.state == "draining",
+                    p.util_sample,
+                )
+                for p in self.pods
+            ]
+            return pods_proposal(current, samples, target, behavior)
+        return external_average_value_replicas(current, self._metric_value(measures), target, behavior)
+
+    def _sync(self, _o: object, _v: int) -> None:
+        current = len(self._live())
+        spec = self.c.autoscaler
+        proposals = [self._proposal(m.measures, m.target, current) for m in spec.metrics]
+        desired = self.hpa.reconcile(self.now, current, proposals)
+        if desired != current:
+            self._scale_to(desired)
+        self._at(self.now + SYNC_PERIOD_S, _SYNC)
+
+    def _poll(self, _o: object, _v: int) -> None:
+        assert self.keda is not None
+        spec = self.c.autoscaler
+        active = any(
+            self._metric_value(m.measures) > m.activation for m in spec.metrics if m.measures != GPU_PER_POD
+        )
+        current = len(self._live())
+        desired = self.keda.poll(self.now, current, active)
+        if desired != current:
+            self._scale_to(desired)
+        self._at(self.now + spec.polling_interval_s, _POLL)
+
+    def _tick(self, _o: object, _v: int) -> None:
+        ready = sum(1 for p in self.pods if p.state == "ready")
+        queue = sum(len(p.waiting) for p in self.pods)
+        rps = self.arrivals_this_tick / TIMELINE_STEP_S
+        self.arrivals_this_tick = 0
+        self.out.timeline.append((self.now, len(self._live()), ready, queue, rps))
+        self._at(self.now + TIMELINE_STEP_S, _TICK)
+
+    # ---- results --------------------------------------------------------------------------
+
+    def _finish_accounting(self) -> Outcome:
+        out = self.out
+        end = self.duration
+        for pod in self.pods:
+            if pod.state != "gone":
+                self._advance(pod)
+                out.busy_seconds += pod.busy
+        for node in self.nodes:
+            out.node_seconds += (node.released if node.released >= 0 else end) - node.requested
+        out.requests = len(self.reqs)
+        for req in self.reqs:
+            if req.status == "done":
+                out.completed += 1
+                out.ttft.append(req.first - req.arrival)
+                out.served_arrivals.append(req.arrival)
+                out.queue_wait.append(req.admit - req.arrival)
+                out.e2e.append(req.finish - req.arrival)
+            elif req.status == "rejected":
+                out.rejected += 1
+            elif req.status == "cut":
+                out.cut += 1
+            else:
+                out.in_flight += 1
+        return out

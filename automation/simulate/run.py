@@ -1,0 +1,331 @@
+"""Simulate a stack: render it offline, read its autoscaler and limits, run a trace through it,
+and summarize SLO attainment, GPU-hours and cost; ``compare`` does so for every scaling signal
+and the reference guides' autoscalers on one trace."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from automation.stackfile import PROJECT_ROOT, read_stack
+from automation.stats import percentile
+from settings import PROJECT, parse_settings
+from sizing.planner import STARTUP_MARGIN
+
+from .engine import Outcome, SimConfig, Simulation, StartupTimes
+from .replica import ReplicaModel, ThroughputCurve, published_curve
+from .stack import (
+    AutoscalerSpec,
+    StackFacts,
+    autoscaler_from_objects,
+    from_hpa,
+    from_scaled_object,
+    reference_gpu_hpa,
+    reference_keda_waiting,
+    stack_facts,
+)
+from .traffic import LengthProfile, Request, generate, read_csv
+
+SIGNALS = ("gpu-utilization", "queue-depth", "combined")
+
+# A new GPU node: ~30 s from nomination to the pod scheduled on it (EKS user guide,
+# ml-inference-load-serve-model, g6e.4xlarge on Auto Mode), plus up to ~60 s until the node
+# advertises nvidia.com/gpu after Ready (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357).
+NODE_PROVISION_S = 90.0
+# Image pull: the 8.8 GB AWS DLC vLLM image in ~48 s with SOCI parallel pull, which Auto Mode
+# turns on for G/P instances (same EKS guide; ml-node-pools); 15-20 GB images take 4-6 min per
+# instance with standard pulls (AWS ML blog "Reducing container cold start times using SOCI
+# index on DLAMI and DLC", 2026): 300 s on self-managed Karpenter nodes.
+IMAGE_PULL_S = {"auto-mode": 48.0, "karpenter": 300.0}
+
+
+@dataclass(frozen=True)
+class StackInputs:
+    """One rendered stack, as the simulator reads it."""
+
+    stack: str
+    label: str
+    plan: Mapping[str, Any]
+    autoscaler: AutoscalerSpec
+    facts: StackFacts
+    compute_mode: str
+    min_replicas: int
+    max_replicas: int
+    ttft_slo_s: float
+    queue_slo_s: float
+
+
+def load_stack(
+    stack: str,
+    overrides: Mapping[str, str] | None = None,
+    project_dir: Path = PROJECT_ROOT,
+    label: str | None = None,
+) -> StackInputs:
+    """Render ``stack`` (with ``--set`` overrides) offline and read what the simulator needs."""
+    from automation.render import render
+
+    config = read_stack(stack, project_dir).with_overrides(dict(overrides or {}), PROJECT)
+    settings = parse_settings(config.values, config.secret_keys, stack)
+    rendered = render(config)
+    objects = rendered.objects()
+    label = label or settings.autoscaling.signal.value
+    return StackInputs(
+        stack=stack,
+        label=label,
+        plan=rendered.plan,
+        autoscaler=autoscaler_from_objects(objects, label),
+        facts=stack_facts(objects, rendered.helm),
+        compute_mode=settings.compute_mode.value,
+        min_replicas=settings.autoscaling.min_replicas,
+        max_replicas=settings.autoscaling.max_replicas,
+        ttft_slo_s=settings.observability.ttft_slo_seconds,
+        queue_slo_s=settings.observability.queue_time_slo_seconds,
+    )
+
+
+def startup_times(plan: Mapping[str, Any], compute_mode: str) -> StartupTimes:
+    """Pod start stages from the plan's ``startup_breakdown`` (node, image, weights, engine) when
+    the plan carries one, else from the figures above and the plan's startup budget."""
+    stages = plan.get("startup_breakdown")
+    if stages:
+        return StartupTimes(
+            node_s=float(stages["node"]),
+            image_s=float(stages["image"]),
+            weights_s=float(stages["weights"]) + float(stages["engine"]),
+        )
+    return StartupTimes(
+        node_s=NODE_PROVISION_S,
+        image_s=IMAGE_PULL_S[compute_mode],
+        # The plan's startup budget is the expected load time times the probe's safety margin.
+        weights_s=float(plan["startup_seconds"]) / STARTUP_MARGIN,
+    )
+
+
+def sim_config(
+    inputs: StackInputs, curve: ThroughputCurve, autoscaler: AutoscalerSpec | None = None
+) -> SimConfig:
+    plan = inputs.plan
+    startup = startup_times(plan, inputs.compute_mode)
+    return SimConfig(
+        autoscaler=autoscaler or inputs.autoscaler,
+        replica=ReplicaModel.from_plan(plan, curve),
+        startup=startup,
+        vllm_scrape_s=inputs.facts.vllm_scrape_s,
+        gpu_scrape_s=inputs.facts.gpu_scrape_s,
+        gpu_collect_s=inputs.facts.gpu_collect_s,
+        termination_grace_s=inputs.facts.termination_grace_s,
+        consolidate_after_s=inputs.facts.consolidate_after_s,
+        replica_hourly_usd=float(plan["replica_hourly_usd"]),
+        gpus_per_replica=int(plan["gpus_per_replica"]),
+    )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The figures one run is judged by."""
+
+    label: str
+    autoscaler: str
+    requests: int
+    completed: int
+    rejected: int
+    cut: int
+    in_flight: int
+    p50_ttft_s: float
+    p95_ttft_s: float
+    p95_queue_wait_s: float
+    ttft_slo_attainment: float  # share of finished or refused requests whose TTFT met the SLO
+    queue_slo_attainment: float
+    mean_replicas: float
+    peak_replicas: int
+    gpu_hours: float
+    gpu_utilization: float  # busy share of provisioned GPU time
+    cost_usd: float
+    usd_per_million_output_tokens: float
+    output_tokens: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
+
+
+def summarize(out: Outcome, config: SimConfig, ttft_slo_s: float, queue_slo_s: float) -> Summary:
+    judged = out.completed + out.rejected + out.cut
+    ttft_ok = sum(1 for x in out.ttft if x <= ttft_slo_s)
+    queue_ok = sum(1 for x in out.queue_wait if x <= queue_slo_s)
+    replica_hours = out.node_seconds / 3600
+    cost = replica_hours * config.replica_hourly_usd
+    return Summary(
+        label=out.label,
+        autoscaler=config.autoscaler.describe(),
+        requests=out.requests,
+        completed=out.completed,
+        rejected=out.rejected,
+        cut=out.cut,
+        in_flight=out.in_flight,
+        p50_ttft_s=percentile(out.ttft, 0.5),
+        p95_ttft_s=percentile(out.ttft, 0.95),
+        p95_queue_wait_s=percentile(out.queue_wait, 0.95),
+        ttft_slo_attainment=ttft_ok / judged if judged else math.nan,
+        queue_slo_attainment=queue_ok / judged if judged else math.nan,
+        mean_replicas=out.node_seconds / out.duration_s,
+        peak_replicas=max((row[1] for row in out.timeline), default=0),
+        gpu_hours=replica_hours * config.gpus_per_replica,
+        gpu_utilization=out.busy_seconds / out.node_seconds if out.node_seconds else 0.0,
+        cost_usd=cost,
+        usd_per_million_output_tokens=cost / out.output_tokens * 1e6 if out.output_tokens else math.inf,
+        output_tokens=out.output_tokens,
+    )
+
+
+@dataclass(frozen=True)
+class TraceSpec:
+    """Where the requests come from."""
+
+    profile: str = "bursty"
+    hours: float = 24.0
+    rate_rps: float | None = None  # default: 1.5 saturated replicas' worth of requests
+    csv: Path | None = None
+    seed: int = 1
+    lengths: LengthProfile = field(default_factory=LengthProfile)
+
+
+def default_rate(inputs: StackInputs, curve: ThroughputCurve, lengths: LengthProfile) -> float:
+    """1.5 replicas' worth of work at the plan's max_num_seqs: enough that scaling matters."""
+    replica = ReplicaModel.from_plan(inputs.plan, curve)
+    return 1.5 * replica.saturated_tokens_per_s() / lengths.output_tokens
+
+
+def build_trace(
+    spec: TraceSpec, inputs: StackInputs, curve: ThroughputCurve
+) -> tuple[list[Request], float, float]:
+    """Requests, duration and mean rate for ``spec``."""
+    max_len = int(inputs.plan["max_model_len"])
+    if spec.csv is not None:
+        requests, duration = read_csv(spec.csv, spec.seed, spec.lengths, max_len)
+        return requests, duration, len(requests) / duration
+    rate = spec.rate_rps if spec.rate_rps is not None else default_rate(inputs, curve, spec.lengths)
+    duration = spec.hours * 3600
+    return generate(spec.profile, rate, duration, spec.seed, spec.lengths, max_len), duration, rate
+
+
+@dataclass(frozen=True)
+class Run:
+    summary: Summary
+    outcome: Outcome
+
+
+def simulate(
+    inputs: StackInputs,
+    trace: list[Request],
+    duration_s: float,
+    curve: ThroughputCurve | None = None,
+    autoscaler: AutoscalerSpec | None = None,
+) -> Run:
+    """One stack (or one alternative autoscaler for it) over one trace."""
+    curve = curve or published_curve(inputs.plan)
+    config = sim_config(inputs, curve, autoscaler)
+    label = autoscaler.label if autoscaler else inputs.label
+    outcome = Simulation(config, trace, duration_s, label).run()
+    return Run(summarize(outcome, config, inputs.ttft_slo_s, inputs.queue_slo_s), outcome)
+
+
+def compare(
+    stack: str,
+    trace_spec: TraceSpec,
+    overrides: Mapping[str, str] | None = None,
+    project_dir: Path = PROJECT_ROOT,
+    curve: ThroughputCurve | None = None,
+) -> tuple[list[Run], float, ThroughputCurve]:
+    """Every scaling signal of the project, rendered, plus the guides' autoscalers, on one trace.
+    Returns the runs, the trace's mean request rate and the throughput curve used."""
+    overrides = dict(overrides or {})
+    renders = [load_stack(stack, {**overrides, "autoscaling.signal": s}, project_dir, s) for s in SIGNALS]
+    base = renders[0]
+    curve = curve or published_curve(base.plan)
+    trace, duration, rate = build_trace(trace_spec, base, curve)
+    runs = [simulate(r, trace, duration, curve) for r in renders]
+    guides = (
+        from_hpa(reference_gpu_hpa(base.min_replicas or 1, base.max_replicas), "guide: HPA GPU 50%"),
+        from_scaled_object(
+            reference_keda_waiting(base.min_replicas, base.max_replicas), "guide: KEDA waiting>5"
+        ),
+    )
+    runs += [simulate(base, trace, duration, curve, g) for g in guides]
+    return runs, rate, curve
+
+
+COLUMNS = (
+    ("autoscaler", "label", "{}"),
+    ("p95 TTFT s", "p95_ttft_s", "{:.1f}"),
+    ("p95 wait s", "p95_queue_wait_s", "{:.1f}"),
+    ("TTFT SLO", "ttft_slo_attainment", "{:.1%}"),
+    ("rejected", "rejected", "{}"),
+    ("cut", "cut", "{}"),
+    ("mean rep", "mean_replicas", "{:.2f}"),
+    ("peak", "peak_replicas", "{}"),
+    ("GPU util", "gpu_utilization", "{:.0%}"),
+    ("GPU-h", "gpu_hours", "{:.0f}"),
+    ("cost $", "cost_usd", "{:,.0f}"),
+    ("$/M out tok", "usd_per_million_output_tokens", "{:.2f}"),
+)
+
+
+def table(summaries: list[Summary]) -> str:
+    """One aligned text table, a row per run."""
+    rows = [[h for h, _, _ in COLUMNS]]
+    for s in summaries:
+        rows.append([fmt.format(getattr(s, key)) for _, key, fmt in COLUMNS])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:], strict=True)]
+        lines.append("  ".join(cells))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+LATENCY_WINDOW_S = 600.0
+
+
+def p95_ttft_over_time(outcome: Outcome, window_s: float = LATENCY_WINDOW_S) -> list[tuple[float, float]]:
+    """(window start, p95 TTFT of the completed requests that arrived in it), windows in order."""
+    buckets: dict[int, list[float]] = {}
+    for arrival, ttft in zip(outcome.served_arrivals, outcome.ttft, strict=True):
+        buckets.setdefault(int(arrival // window_s), []).append(ttft)
+    return [(k * window_s, percentile(v, 0.95)) for k, v in sorted(buckets.items())]
+
+
+def plot(runs: list[Run], path: Path) -> bool:
+    """Arrivals, ready replicas, waiting requests and p95 TTFT over time per run; False when
+    matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, (ax_rate, ax_rep, ax_queue, ax_ttft) = plt.subplots(4, 1, figsize=(11, 10), sharex=True)
+    first = runs[0].outcome.timeline
+    ax_rate.plot([t / 3600 for t, *_ in first], [row[4] for row in first], color="grey")
+    ax_rate.set_ylabel("arrivals req/s")
+    for run in runs:
+        hours = [t / 3600 for t, *_ in run.outcome.timeline]
+        ax_rep.step(hours, [row[2] for row in run.outcome.timeline], where="post", label=run.summary.label)
+        ax_queue.plot(hours, [row[3] for row in run.outcome.timeline], label=run.summary.label)
+        latency = p95_ttft_over_time(run.outcome)
+        ax_ttft.step([t / 3600 for t, _ in latency], [v for _, v in latency], where="post")
+    ax_rep.set_ylabel("ready replicas")
+    ax_queue.set_ylabel("waiting requests")
+    ax_ttft.set_ylabel(f"p95 TTFT s ({LATENCY_WINDOW_S / 60:.0f} min)")
+    ax_ttft.set_yscale("log")
+    ax_ttft.set_xlabel("hours")
+    ax_rep.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True

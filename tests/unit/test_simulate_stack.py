@@ -1,0 +1,212 @@
+"""The simulator reads the autoscaler the stack renders (never its own copy of the thresholds),
+its figures move when the rendered thresholds move, runs are reproducible from a seed, and the
+command line reports bad input with the right exit code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from automation.render import render
+from automation.simulate import cli
+from automation.simulate.hpa import Behavior
+from automation.simulate.run import TraceSpec, build_trace, compare, load_stack, simulate
+from automation.simulate.stack import GPU_TOTAL, QUEUE_TOTAL, duration_s
+from automation.simulate.traffic import LengthProfile, TraceError, read_csv
+
+from ..conftest import stack_config
+
+
+@pytest.fixture(scope="module")
+def prod_render():
+    return render(stack_config("prod", autoscaling__queueDepthPerReplica="3"))
+
+
+def test_autoscaler_is_the_rendered_scaled_object(prod_render) -> None:
+    inputs = load_stack("prod", {"autoscaling.queueDepthPerReplica": "3"})
+    rendered = next(o for o in prod_render.objects() if o["kind"] == "ScaledObject")["spec"]
+    spec = inputs.autoscaler
+    assert spec.kind == "ScaledObject"
+    by_measure = {m.measures: m for m in spec.metrics}
+    triggers = {t["name"]: t["metadata"] for t in rendered["triggers"]}
+    assert by_measure[QUEUE_TOTAL].target == float(triggers["queue-depth"]["threshold"]) == 3.0
+    assert by_measure[QUEUE_TOTAL].activation == float(triggers["queue-depth"]["activationThreshold"])
+    assert by_measure[GPU_TOTAL].target == float(triggers["gpu-utilization"]["threshold"])
+    assert (spec.keda_min_replicas, spec.max_replicas) == (
+        rendered["minReplicaCount"],
+        rendered["maxReplicaCount"],
+    )
+    assert (spec.polling_interval_s, spec.cooldown_s) == (
+        rendered["pollingInterval"],
+        rendered["cooldownPeriod"],
+    )
+    behavior = rendered["advanced"]["horizontalPodAutoscalerConfig"]["behavior"]
+    assert spec.behavior == Behavior.from_spec(behavior)
+    assert spec.behavior.scale_down.stabilization_s == behavior["scaleDown"]["stabilizationWindowSeconds"]
+
+
+def test_stack_facts_come_from_the_render(prod_render) -> None:
+    inputs = load_stack("prod", {"autoscaling.queueDepthPerReplica": "3"})
+    objects = {o["kind"]: o for o in prod_render.objects()}
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    assert inputs.facts.termination_grace_s == pod["terminationGracePeriodSeconds"]
+    monitor = objects["PodMonitor"]["spec"]["podMetricsEndpoints"][0]
+    assert inputs.facts.vllm_scrape_s == duration_s(monitor["interval"])
+    gpu_pool = next(
+        o
+        for o in prod_render.objects()
+        if o["kind"] == "NodePool" and "nvidia.com/gpu" in o["spec"].get("limits", {})
+    )
+    assert inputs.facts.consolidate_after_s == duration_s(gpu_pool["spec"]["disruption"]["consolidateAfter"])
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("15s", 15), ("10m", 600), ("1h30m", 5400), (30, 30)])
+def test_durations(text: str | int, seconds: float) -> None:
+    assert duration_s(text) == seconds
+
+
+def short_trace(inputs, seed: int = 5):
+    return build_trace(TraceSpec(profile="bursty", hours=6, seed=seed), inputs, _curve(inputs))
+
+
+def _curve(inputs):
+    from automation.simulate.replica import published_curve
+
+    return published_curve(inputs.plan)
+
+
+def test_figures_move_when_the_queue_threshold_moves() -> None:
+    low = load_stack("prod", {"autoscaling.queueDepthPerReplica": "1", "autoscaling.signal": "queue-depth"})
+    high = load_stack("prod", {"autoscaling.queueDepthPerReplica": "50", "autoscaling.signal": "queue-depth"})
+    trace, duration, _ = short_trace(low)
+    eager = simulate(low, trace, duration).summary
+    lazy = simulate(high, trace, duration).summary
+    assert eager.requests == lazy.requests
+    # A lower waiting-requests threshold asks for more replicas sooner: more GPU-hours, shorter waits.
+    assert eager.gpu_hours > lazy.gpu_hours
+    assert eager.p95_queue_wait_s < lazy.p95_queue_wait_s
+
+
+def test_figures_move_when_the_gpu_target_moves() -> None:
+    # Near-idle traffic: the busy fraction sits between the two targets.
+    base = {"autoscaling.signal": "gpu-utilization", "autoscaling.minReplicas": "1"}
+    low = load_stack("prod", {**base, "autoscaling.targetGpuUtilization": "10"})
+    high = load_stack("prod", {**base, "autoscaling.targetGpuUtilization": "90"})
+    spec = TraceSpec(profile="steady", hours=6, rate_rps=0.01, seed=2, lengths=LengthProfile(200, 400))
+    trace, duration, _ = build_trace(spec, low, _curve(low))
+    assert (
+        simulate(low, trace, duration).summary.gpu_hours > simulate(high, trace, duration).summary.gpu_hours
+    )
+
+
+def test_compare_is_reproducible_with_a_seed() -> None:
+    spec = TraceSpec(profile="bursty", hours=3, seed=11)
+    first, rate, _ = compare("prod", spec)
+    again, rate_again, _ = compare("prod", spec)
+    other, _, _ = compare("prod", TraceSpec(profile="bursty", hours=3, seed=12))
+    assert [r.summary for r in first] == [r.summary for r in again] and rate == rate_again
+    assert [r.summary for r in first] != [r.summary for r in other]
+    labels = [r.summary.label for r in first]
+    assert labels[:3] == ["gpu-utilization", "queue-depth", "combined"]
+    assert len(labels) == 5  # plus the two reference guides' autoscalers
+
+
+def test_csv_traces(tmp_path: Path) -> None:
+    per_request = tmp_path / "requests.csv"
+    per_request.write_text("arrival_s,prompt_tokens,output_tokens\n5,100,200\n1,50,60\n")
+    requests, duration = read_csv(per_request, 1, LengthProfile(), 32768)
+    assert [(r.arrival_s, r.prompt_tokens, r.output_tokens) for r in requests] == [
+        (1.0, 50, 60),
+        (5.0, 100, 200),
+    ]
+    assert duration == 6.0
+    schedule = tmp_path / "schedule.csv"
+    schedule.write_text("start_s,rate_rps\n0,0\n1000,2\n2000,0\n")
+    requests, duration = read_csv(schedule, 1, LengthProfile(), 32768)
+    assert duration == 3000.0
+    assert all(1000 <= r.arrival_s < 2000 for r in requests)
+    assert 1800 < len(requests) < 2200  # Poisson at 2/s for 1000 s: 2000 +- 3 sigma
+    bad = tmp_path / "bad.csv"
+    bad.write_text("when,what\n1,2\n")
+    with pytest.raises(TraceError, match="expected arrival_s"):
+        read_csv(bad, 1, LengthProfile(), 32768)
+
+
+def test_cli_compare_writes_table_and_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        cli.main(["--stack", "prod", "--compare", "--hours", "2", "--seed", "3", "--out", str(tmp_path)]) == 0
+    )
+    printed = capsys.readouterr().out
+    assert "guide: KEDA waiting>5" in printed and "$/M out tok" in printed
+    report = json.loads((tmp_path / "prod.json").read_text())
+    assert report["seed"] == 3 and len(report["runs"]) == 5
+    assert "huggingface.co" in report["throughput_source"]
+    png = tmp_path / "prod.png"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not png.exists()  # the plot is optional
+    else:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_stack_without_figures_needs_a_calibration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["--stack", "dev", "--hours", "1", "--out", str(tmp_path)]) == 3
+    assert "--calibration" in capsys.readouterr().err
+    measured = tmp_path / "loadtest.json"
+    measured.write_text(
+        json.dumps(
+            {
+                "points": [
+                    {"concurrency": 1, "output_tokens_per_s": 40},
+                    {"concurrency": 8, "output_tokens_per_s": 200},
+                ]
+            }
+        )
+    )
+    args = ["--stack", "dev", "--hours", "1", "--calibration", str(measured), "--out", str(tmp_path)]
+    assert cli.main(args) == 0
+    assert json.loads((tmp_path / "dev.json").read_text())["throughput_source"] == "measured: loadtest.json"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--rate", "0"], "--rate must be positive"),
+        (["--trace", "/nonexistent.csv"], "--trace /nonexistent.csv"),
+        (["--set", "autoscaling.signal=sometimes"], "autoscaling.signal"),
+    ],
+)
+def test_cli_bad_input_exits_2(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--stack", "prod", *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_dcgm_collection_interval_from_chart_values() -> None:
+    from automation.simulate.stack import stack_facts
+
+    def collect(values: dict) -> float:
+        return stack_facts([], {"dcgm-exporter": {"values": values}}).gpu_collect_s
+
+    assert collect({"arguments": ["-f", "/etc/counters.csv", "-c", "5000"]}) == 5.0
+    assert collect({"arguments": ["--collect-interval=2000"]}) == 2.0
+    assert collect({"extraEnv": [{"name": "DCGM_EXPORTER_INTERVAL", "value": "1000"}]}) == 1.0
+    # Unset: dcgm-exporter's own default, 30000 ms (NVIDIA/dcgm-exporter pkg/cmd/app.go).
+    assert collect({}) == 30.0
+
+
+def test_pod_start_follows_the_plan_breakdown_when_present() -> None:
+    from automation.simulate.run import startup_times
+
+    plan = {
+        "startup_seconds": 900,
+        "startup_breakdown": {"node": 150, "image": 360, "weights": 420, "engine": 150},
+    }
+    times = startup_times(plan, "karpenter")
+    assert (times.node_s, times.image_s, times.weights_s) == (150.0, 360.0, 570.0)
+    # Without a breakdown, the load time is the startup budget less its 1.5 probe margin.
+    assert startup_times({"startup_seconds": 900}, "karpenter").weights_s == 600.0
