@@ -13,7 +13,7 @@ import hashlib
 import json
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -37,6 +37,9 @@ class Recorded:
     urn: str = ""
     parent: str = ""  # the parent's URN; "" for the stack's own children
     aliases: tuple[str, ...] = ()  # every old URN this resource answers to (its own + inherited)
+    # input name -> URNs of the resources whose outputs fed it (what a policy pack sees as
+    # property dependencies)
+    dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _short_hash(text: str, length: int = 8) -> str:
@@ -240,7 +243,8 @@ class RecordingMocks(Mocks):
                 f"no mock for resource type {token!r} ({args.name}); add it to COMPUTED_OUTPUTS "
                 "in automation/mocks.py with the outputs the real provider computes"
             )
-        where = getattr(_registering, "urns", ("", "", ()))
+        where: tuple[str, str, tuple[str, ...], dict[str, tuple[str, ...]]]
+        where = getattr(_registering, "urns", ("", "", (), {}))
         self.resources.append(Recorded(token, args.name, inputs, state, bool(args.custom), *where))
         return resource_id(token, args.name), state
 
@@ -322,11 +326,12 @@ class AliasRecordingMonitor(MockMonitor):
         aliases = self._aliases(request)
         self.alias_urns[urn] = aliases
         self.names[urn] = request.name
-        _registering.urns = (urn, request.parent, aliases)
+        dependencies = {key: tuple(deps.urns) for key, deps in request.propertyDependencies.items()}
+        _registering.urns = (urn, request.parent, aliases, dependencies)
         try:
             return super().RegisterResource(request)
         finally:
-            _registering.urns = ("", "", ())
+            _registering.urns = ("", "", (), {})
 
 
 def _type_and_name(urn: str) -> tuple[str, str]:
