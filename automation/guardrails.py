@@ -45,6 +45,9 @@ def _pins(args: argparse.Namespace) -> int:
 
     pins = collect_pins()
     print(pin_table(pins))
+    for pin in pins:
+        if pin.unchecked:
+            print(f"UNCHECKED {pin.kind} {pin.name}: {pin.unchecked}", file=sys.stderr)
     problems = check_pins(pins)
     for problem in problems:
         print(f"STALE {problem}", file=sys.stderr)
