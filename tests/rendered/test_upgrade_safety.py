@@ -3,6 +3,7 @@ the check itself catching a rename, a re-parent and a replacing input change."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -20,6 +21,8 @@ from automation.stackfile import read_stack, stack_names
 from tests.rendered.test_render import automation
 
 FACTS = urns.replace_on_change()
+# The module, not the ``build`` function the package re-exports under the same name.
+BUILD_MODULE = importlib.import_module("components.build")
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +149,43 @@ def test_diff_against_a_ref_shows_the_render_change(monkeypatch: pytest.MonkeyPa
 def test_diff_names_a_ref_git_cannot_read() -> None:
     with pytest.raises(diff_module.DiffError, match="no-such-ref"):
         diff_module.diff("dev", "no-such-ref")
+
+
+def _namespaces_under_a_new_top_component(monkeypatch: pytest.MonkeyPatch, alias: bool) -> None:
+    """The planned refactor: components move under one top-level component. The moved component
+    says where it was (``Alias(parent=None)``: at the top); its children inherit that alias."""
+    real = BUILD_MODULE.Namespaces
+
+    def moved(name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> Any:
+        service = pulumi.ComponentResource("deepseek-eks:index:DeepSeekService", "deepseek")
+        aliases = [pulumi.Alias(parent=None)] if alias else None
+        return real(
+            name,
+            args,
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=service, aliases=aliases)),
+        )
+
+    monkeypatch.setattr(BUILD_MODULE, "Namespaces", moved)
+
+
+def test_moving_a_component_under_a_new_parent_keeps_its_children_through_inherited_aliases(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _namespaces_under_a_new_top_component(monkeypatch, alias=True)
+    run = urns.run_resources(read_stack("dev"))
+    namespace = next(r for r in run if r.name == "namespaces-deepseek")
+    assert namespace.urn.endswith(
+        "DeepSeekService$deepseek-eks:index:Namespaces$kubernetes:core/v1:Namespace::namespaces-deepseek"
+    )
+    problems = urns.check(urns.load_snapshot("dev"), run, FACTS)
+    # Only the new parent is unknown to the snapshot; nothing is lost.
+    assert [p.urn.rsplit("::", 1)[1] for p in problems] == ["deepseek"]
+
+
+def test_moving_a_component_without_an_alias_loses_it_and_its_children(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _namespaces_under_a_new_top_component(monkeypatch, alias=False)
+    problems = urns.check(urns.load_snapshot("dev"), urns.run_resources(read_stack("dev")), FACTS)
+    gone = {p.urn.rsplit("::", 1)[1] for p in problems if "no resource lists it in aliases" in p.message}
+    assert gone == {"namespaces", "namespaces-deepseek", "namespaces-monitoring"}
