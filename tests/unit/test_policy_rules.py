@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import runpy
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
+from google.protobuf import empty_pb2, struct_pb2
+from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from policy import rules
 from policy.rules import Resource
@@ -422,3 +427,38 @@ def test_the_pack_manifest_runs_python_from_the_repository_venv() -> None:
     assert (ROOT / "policy" / manifest["runtime"]["options"]["virtualenv"]).resolve() == (
         ROOT / ".venv"
     ).resolve()
+
+
+def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation() -> None:
+    """What `pulumi preview --policy-pack policy` starts: pulumi's own runner
+    (sdk/python/lib/pulumi/policy/__main__.py runs the pack folder's __main__.py), which serves the
+    analyzer on a port it prints; Analyze is called as the engine calls it."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:0", str(ROOT / "policy")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT / "policy",
+    )
+    try:
+        assert server.stdout is not None
+        port = int(server.stdout.readline())
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            analyzer = analyzer_pb2_grpc.AnalyzerStub(channel)
+            info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
+            assert info.name == "deepseek-eks-guardrails"
+            assert [p.name for p in info.policies] == [
+                r.name for r in (*rules.RESOURCE_RULES, *rules.STACK_RULES)
+            ]
+            props = struct_pb2.Struct()
+            props.update(
+                ingress(**{rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/0"})
+            )
+            request = analyzer_pb2.AnalyzeRequest(type=INGRESS, properties=props, urn="urn:x", name="vllm")
+            diagnostics = analyzer.Analyze(request, timeout=30).diagnostics
+            assert [(d.policyName, d.enforcementLevel) for d in diagnostics] == [
+                ("endpoint-not-open-to-world", analyzer_pb2.MANDATORY)
+            ]
+            assert "admits the whole internet (0.0.0.0/0)" in diagnostics[0].message
+    finally:
+        server.kill()
+        server.wait(timeout=30)
