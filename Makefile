@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv checkov-venv render plan test lint typecheck check clean
+.PHONY: venv checkov-venv render plan urns urns-update pins test lint typecheck check clean
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,15 @@ render: venv ## offline render of STACK (default dev) into OUT/STACK
 
 plan: venv ## the sizing plan of STACK
 	$(PY) -m automation plan --stack $(STACK)
+
+urns: venv ## check every stack's resource URNs against tests/snapshots (upgrade safety)
+	$(PY) -m automation urns
+
+urns-update: venv ## rewrite tests/snapshots after a reviewed URN change (commit the diff)
+	$(PY) -m automation urns --update
+
+pins: venv ## every pinned version with its upstream source; fails when reference data lags
+	$(PY) -m automation pins
 
 test: venv checkov-venv ## the whole test suite
 	$(PY) -m pytest

@@ -61,12 +61,20 @@ def _parser() -> argparse.ArgumentParser:
     out = sub.add_parser("outputs", help="the stack's outputs (secrets masked)")
     out.add_argument("--stack", required=True)
     out.add_argument("--json", action="store_true")
+    _guardrail_commands(sub)
     return p
 
 
 def _warn(settings: Any) -> None:
     for warning in settings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def _guardrail_commands(sub: Any) -> None:
+    """``diff``, ``urns`` and ``pins`` (upgrade safety and pin hygiene; see automation/guardrails.py)."""
+    from .guardrails import add_commands
+
+    add_commands(sub)
 
 
 def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Path) -> int:
@@ -158,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             return _plan(args.stack, parse_overrides(args.set), args.json, args.project_dir)
         if args.command == "preflight":
             return _preflight(args.stack, parse_overrides(args.set), args.json, args.project_dir)
+        if args.command in ("diff", "urns", "pins"):
+            return int(args.run(args))
         if args.command == "outputs":
             from .api import outputs
 

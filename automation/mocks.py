@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
+from pulumi.runtime.mocks import MockMonitor
 
 ACCOUNT_ID = "123456789012"
 SECRET_MASK = "[secret]"  # what every secret value becomes in a render
@@ -32,6 +34,12 @@ class Recorded:
     inputs: dict[str, Any]
     state: dict[str, Any]
     custom: bool
+    urn: str = ""
+    parent: str = ""  # the parent's URN; "" for the stack's own children
+    aliases: tuple[str, ...] = ()  # every old URN this resource answers to (its own + inherited)
+    # input name -> URNs of the resources whose outputs fed it (what a policy pack sees as
+    # property dependencies)
+    dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _short_hash(text: str, length: int = 8) -> str:
@@ -235,7 +243,9 @@ class RecordingMocks(Mocks):
                 f"no mock for resource type {token!r} ({args.name}); add it to COMPUTED_OUTPUTS "
                 "in automation/mocks.py with the outputs the real provider computes"
             )
-        self.resources.append(Recorded(token, args.name, inputs, state, bool(args.custom)))
+        where: tuple[str, str, tuple[str, ...], dict[str, tuple[str, ...]]]
+        where = getattr(_registering, "urns", ("", "", (), {}))
+        self.resources.append(Recorded(token, args.name, inputs, state, bool(args.custom), *where))
         return resource_id(token, args.name), state
 
     def call(self, args: MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
@@ -252,6 +262,82 @@ class RecordingMocks(Mocks):
         if len(matches) != 1:
             raise KeyError(f"{len(matches)} resources named {name!r}")
         return matches[0]
+
+
+# The URN, parent and alias URNs of the registration being handled on this thread; the monitor
+# sets it around ``Mocks.new_resource``, which only receives type, name and inputs.
+_registering = threading.local()
+ROOT_STACK_TYPE = "pulumi:pulumi:Stack"
+
+
+class AliasRecordingMonitor(MockMonitor):
+    """pulumi's mock monitor, also resolving each registration's aliases to URNs as the engine does.
+
+    The SDK sends alias *specs* (name/type/parent, each defaulting to the resource's own) and
+    leaves the aliases a child inherits from its parent's aliases to the engine
+    (pulumi/pulumi ``sdk/python/lib/pulumi/runtime/resource.py`` ``prepare_aliases``; engine side
+    ``pkg/resource/deploy/step_generator.go`` ``generateAliases``/``inheritedChildAlias``).
+    """
+
+    def __init__(self, mocks: Mocks) -> None:
+        super().__init__(mocks)
+        self.alias_urns: dict[str, tuple[str, ...]] = {}
+        self.names: dict[str, str] = {}
+
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """The URN the engine gives: the parent's whole type chain, without the root stack's type
+        (pulumi/pulumi ``pkg/resource/deploy/step_generator.go`` ``generateURN``; the stock mock
+        keeps only the parent's last type and keeps the stack's)."""
+        if parent:
+            parent_type = parent.split("::")[2]
+            if parent_type != ROOT_STACK_TYPE:
+                type_ = f"{parent_type}${type_}"
+        return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_}::{name}"
+
+    def _own_aliases(self, request: Any) -> list[str]:
+        """The URN of each alias given on the resource itself."""
+        own = list(request.aliasURNs)
+        for alias in request.aliases:
+            if alias.WhichOneof("alias") == "urn":
+                own.append(alias.urn)
+                continue
+            spec = alias.spec
+            parent = "" if spec.noParent else (spec.parentUrn or request.parent)
+            own.append(self.make_urn(parent, spec.type or request.type, spec.name or request.name))
+        return own
+
+    def _aliases(self, request: Any) -> tuple[str, ...]:
+        urns = self._own_aliases(request)
+        # Under each old URN of the parent, the child (by its name and by each of its own aliases)
+        # had an old URN too; a child named "<parent>-x" was named after the parent, so its old
+        # name follows the parent's old name.
+        parent_name = self.names.get(request.parent, "")
+        candidates = [(request.type, request.name), *(_type_and_name(urn) for urn in urns)]
+        for parent_alias in self.alias_urns.get(request.parent, ()):
+            old_parent_name = parent_alias.rsplit("::", 1)[-1]
+            for typ, name in candidates:
+                if parent_name and name.startswith(parent_name):
+                    name = old_parent_name + name[len(parent_name) :]
+                urns.append(self.make_urn(parent_alias, typ, name))
+        return tuple(sorted(set(urns)))
+
+    def RegisterResource(self, request: Any) -> Any:
+        urn = self.make_urn(request.parent, request.type, request.name)
+        aliases = self._aliases(request)
+        self.alias_urns[urn] = aliases
+        self.names[urn] = request.name
+        dependencies = {key: tuple(deps.urns) for key, deps in request.propertyDependencies.items()}
+        _registering.urns = (urn, request.parent, aliases, dependencies)
+        try:
+            return super().RegisterResource(request)
+        finally:
+            _registering.urns = ("", "", (), {})
+
+
+def _type_and_name(urn: str) -> tuple[str, str]:
+    """The resource type and name a URN ends with (``urn:pulumi:stack::project::a$b::name``)."""
+    qualified_type, name = urn.split("::", 3)[2:]
+    return qualified_type.split("$")[-1], name
 
 
 def run_with_mocks(
@@ -282,7 +368,9 @@ def run_with_mocks(
 
     try:
         pulumi.runtime.settings.reset_options(project=project, stack=stack, preview=False)
-        pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False)
+        pulumi.runtime.set_mocks(
+            mocks, project=project, stack=stack, preview=False, monitor=AliasRecordingMonitor(mocks)
+        )
         pulumi.runtime.set_all_config(config, secret_keys)
 
         @pulumi.runtime.test

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
+from automation import pins as pin_inventory
+from automation.manifest_gate import schema_dir
 from components import versions
 from settings.model import SUPPORTED_KUBERNETES_VERSIONS
 from sizing import instance_catalog
@@ -40,10 +47,11 @@ def test_pinned_ami_release_exists_and_covers_every_supported_kubernetes(release
         assert minor in images["x86_64-standard"], (release, minor)
 
 
-@pytest.mark.parametrize("pin", [versions.AWS_LOAD_BALANCER_CONTROLLER], ids=lambda p: p.chart)
-def test_eks_chart_pins_are_the_released_charts(pin: versions.ChartPin) -> None:
-    assert pin.repository == "https://aws.github.io/eks-charts"
-    assert pin.version == eks_chart_versions()[pin.chart]["version"]
+def test_the_eks_chart_pin_comes_from_eks_charts() -> None:
+    # Its version against the released chart (eks-charts-versions.json) is checked by the pins
+    # inventory below, with the controller's IAM policy snapshot.
+    assert versions.AWS_LOAD_BALANCER_CONTROLLER.repository == "https://aws.github.io/eks-charts"
+    assert versions.AWS_LOAD_BALANCER_CONTROLLER.chart in eks_chart_versions()
 
 
 @pytest.mark.parametrize("name", sorted(instance_catalog().instances))
@@ -64,3 +72,95 @@ def test_kube_reserved_memory_is_karpenters_formula_over_eni_limited_pods() -> N
 def test_unknown_instance_type_names_the_table_to_extend() -> None:
     with pytest.raises(ValueError, match="ENI_LIMITS"):
         eni_limited_pods("g7.xlarge")
+
+
+# --- pin hygiene: `python -m automation pins` (automation/pins.py) ------------------------------
+
+
+def real_schema_dir() -> Path:
+    found = schema_dir()
+    if found is None:
+        if os.environ.get("DEEPSEEK_EKS_REQUIRE_TOOLS") == "1":
+            pytest.fail("the CRD schema index is required in CI (../shared/reference/schemas)")
+        pytest.skip("no CRD schema index here: set DEEPSEEK_EKS_CRD_SCHEMAS to check chart pins against it")
+    return found
+
+
+def test_every_pin_moves_with_its_reference_data() -> None:
+    pins = pin_inventory.collect_pins(real_schema_dir())
+    assert pin_inventory.check_pins(pins) == []
+    assert not [p for p in pins if p.unchecked]
+    listed = {(p.kind, p.name) for p in pins}
+    charts = [v for v in vars(versions).values() if isinstance(v, versions.ChartPin)]
+    assert {("chart", c.chart.rsplit("/", 1)[-1]) for c in charts} <= listed
+    assert {("image", versions.VLLM_IMAGE.rsplit(":", 1)[0]), ("ami", "al2023")} <= listed
+    schema_files = {s["file"] for s in json.loads((real_schema_dir() / "index.json").read_text())["schemas"]}
+    assert {p.reference.removeprefix("schemas/") for p in pins if p.kind == "crd-schema"} == schema_files
+
+
+def fake_schema_index(tmp_path: Path) -> Path:
+    """A schema index shaped like the real one, at the releases the charts pin today."""
+    entries = [
+        ("karpenter.sh", "NodePool", "aws/karpenter-provider-aws", versions.KARPENTER.version),
+        ("keda.sh", "ScaledObject", "kedacore/keda", versions.KEDA.version),
+        (
+            "leaderworkerset.x-k8s.io",
+            "LeaderWorkerSet",
+            "kubernetes-sigs/lws",
+            versions.LEADER_WORKER_SET.version,
+        ),
+    ]
+    schemas = [
+        {
+            "file": f"{g}_v1_{k}.json",
+            "group": g,
+            "version": "v1",
+            "kind": k,
+            "upstream": {"repo": r, "tag": f"v{v}"},
+        }
+        for g, k, r, v in entries
+    ]
+    (tmp_path / "index.json").write_text(json.dumps({"schemas": schemas}))
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("attribute", "moved", "expected"),
+    [
+        (
+            "VLLM_IMAGE",
+            "vllm/vllm-openai:v0.34.0",
+            "reference/upstream/vllm-0.34.0/serve-flags.json is missing",
+        ),
+        ("KARPENTER", "1.15.0", "CRD schemas of aws/karpenter-provider-aws are v1.14.1"),
+        ("KEDA", "2.21.0", "CRD schemas of kedacore/keda are v2.20.2"),
+        ("LEADER_WORKER_SET", "0.11.0", "CRD schemas of kubernetes-sigs/lws are v0.10.0"),
+        ("AWS_LOAD_BALANCER_CONTROLLER", "3.6.0", "eks-charts-versions.json has 3.5.0"),
+        ("AL2023_AMI_RELEASE", "v20990101", "v20990101 is not an awslabs/amazon-eks-ami release tag"),
+    ],
+)
+def test_a_pin_moved_without_its_reference_data_fails(
+    attribute: str, moved: str, expected: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    index = fake_schema_index(tmp_path)
+    assert pin_inventory.check_pins(pin_inventory.collect_pins(index)) == []
+    current = getattr(versions, attribute)
+    value = (
+        current.__class__(current.chart, current.repository, moved)
+        if isinstance(current, versions.ChartPin)
+        else moved
+    )
+    monkeypatch.setattr(versions, attribute, value)
+    problems = pin_inventory.check_pins(pin_inventory.collect_pins(index))
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_the_pins_command_lists_and_passes() -> None:
+    env = {**os.environ, "DEEPSEEK_EKS_CRD_SCHEMAS": str(real_schema_dir())}
+    proc = subprocess.run(
+        [sys.executable, "-m", "automation", "pins"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    header, *rows = proc.stdout.splitlines()
+    assert header.split() == ["KIND", "NAME", "VERSION", "SOURCE", "REFERENCE"]
+    assert any(r.split()[:3] == ["chart", "karpenter", versions.KARPENTER.version] for r in rows)

@@ -1,0 +1,68 @@
+"""The ``diff``, ``urns`` and ``pins`` subcommands of ``python -m automation`` (upgrade safety and
+pin hygiene); each parser carries its handler as ``run``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import DiffError, diff
+
+    try:
+        lines, problems = diff(args.stack, args.against, args.project_dir)
+    except DiffError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"UNSAFE {problem}")
+    sys.stdout.writelines(lines)
+    if not lines and not problems:
+        print(f"{args.stack}: the render at {args.against} and the working tree are identical")
+    return 1 if problems else 0
+
+
+def _urns(args: argparse.Namespace) -> int:
+    from . import urns
+
+    if args.update:
+        for path in urns.write_snapshots(args.project_dir):
+            print(f"wrote {path}")
+        return 0
+    failed = False
+    for stack, problems in urns.check_stacks(args.project_dir).items():
+        print(f"{stack}: {'ok' if not problems else f'{len(problems)} problem(s)'}")
+        for problem in problems:
+            print(f"  {problem}")
+        failed = failed or bool(problems)
+    return 1 if failed else 0
+
+
+def _pins(args: argparse.Namespace) -> int:
+    from .pins import check_pins, collect_pins, pin_table
+
+    pins = collect_pins()
+    print(pin_table(pins))
+    for pin in pins:
+        if pin.unchecked:
+            print(f"UNCHECKED {pin.kind} {pin.name}: {pin.unchecked}", file=sys.stderr)
+    problems = check_pins(pins)
+    for problem in problems:
+        print(f"STALE {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def add_commands(sub: Any) -> None:
+    d = sub.add_parser("diff", help="review the render of a stack against a git ref, offline")
+    d.add_argument("--stack", required=True)
+    d.add_argument("--against", required=True, metavar="REF", help="git ref to compare with, e.g. main")
+    d.set_defaults(run=_diff)
+    u = sub.add_parser("urns", help="check every stack's URNs against tests/snapshots (or --update them)")
+    u.add_argument(
+        "--update", action="store_true", help="rewrite the snapshots; review the diff before committing"
+    )
+    u.set_defaults(run=_urns)
+    p = sub.add_parser("pins", help="list every pinned version with its upstream source and reference data")
+    p.set_defaults(run=_pins)
