@@ -61,6 +61,20 @@ def _parser() -> argparse.ArgumentParser:
     out = sub.add_parser("outputs", help="the stack's outputs (secrets masked)")
     out.add_argument("--stack", required=True)
     out.add_argument("--json", action="store_true")
+    # The performance instruments keep their own options and handlers (automation/simulate/cli.py,
+    # automation/loadtest/cli.py).
+    from .loadtest import cli as loadtest_cli
+    from .simulate import cli as simulate_cli
+
+    for name, module in (("simulate", simulate_cli), ("loadtest", loadtest_cli)):
+        instrument = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(instrument)
+        instrument.set_defaults(instrument=module.run_command)
     return p
 
 
@@ -151,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     from .api import AutomationError, parse_overrides
 
     args = _parser().parse_args(argv)
+    if "instrument" in args:
+        return int(args.instrument(args))
     try:
         if args.command == "render":
             return _render(args.stack, parse_overrides(args.set), args.out, args.project_dir)
