@@ -40,6 +40,11 @@ class ServerStats:
     bodies: list[dict] = field(default_factory=list)
 
 
+# The server closes every connection after one response and says so (RFC 9112 section 9.6), so
+# the client's pool never reuses a socket that is closing.
+CLOSE = b"\r\nConnection: close\r\n"
+
+
 def _chunk(data: bytes) -> bytes:
     return f"{len(data):x}\r\n".encode() + data + b"\r\n"
 
@@ -64,7 +69,7 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
         if behaviour in ("limited", "broken"):
             status = b"429 Too Many Requests" if behaviour == "limited" else b"500 Internal Server Error"
             text = b'{"error": "no"}'
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: %d\r\n\r\n" % len(text) + text)
+            writer.write(b"HTTP/1.1 " + status + CLOSE + b"Content-Length: %d\r\n\r\n" % len(text) + text)
             return
         if behaviour == "stall":
             await asyncio.sleep(5)
@@ -72,7 +77,9 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
         if behaviour == "hangup":
             return  # the connection closes with no response at all
         writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"HTTP/1.1 200 OK"
+            + CLOSE
+            + b"Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         await writer.drain()
         tokens = body["max_tokens"]
