@@ -16,7 +16,9 @@ from typing import Any
 from components import SizingError
 from settings import SettingsError
 from sizing.cli import summary_lines
+from sizing.stack_cost import summary_lines as stack_cost_lines
 
+from .costing import whole_stack_cost
 from .stackfile import PROJECT_ROOT, StackFileError
 
 DEFAULT_OUT = Path("build/rendered")
@@ -88,10 +90,11 @@ def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Pat
 
     prepared = prepare(stack, overrides, project_dir)
     _warn(prepared.settings)
+    cost = whole_stack_cost(prepared.settings, prepared.plan)
     if as_json:
-        print(json.dumps(prepared.plan.to_dict(), indent=2))
+        print(json.dumps({**prepared.plan.to_dict(), **cost.to_dict()}, indent=2))
     else:
-        print("\n".join(summary_lines(prepared.plan)))
+        print("\n".join([*summary_lines(prepared.plan), *stack_cost_lines(cost)]))
     return 0
 
 
@@ -104,6 +107,8 @@ def _render(stack: str, overrides: dict[str, str], out: Path, project_dir: Path)
     rendered = render(prepared.config)
     root = write(rendered, out)
     print("\n".join(summary_lines(rendered.sizing)))
+    if rendered.stack_cost:
+        print("\n".join(stack_cost_lines(rendered.stack_cost)))
     kinds = Counter(m["kind"] for m in rendered.objects())
     kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     print(
