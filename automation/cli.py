@@ -16,7 +16,9 @@ from typing import Any
 from components import SizingError
 from settings import SettingsError
 from sizing.cli import summary_lines
+from sizing.stack_cost import summary_lines as stack_cost_lines
 
+from .costing import whole_stack_cost
 from .stackfile import PROJECT_ROOT, StackFileError
 
 DEFAULT_OUT = Path("build/rendered")
@@ -62,6 +64,20 @@ def _parser() -> argparse.ArgumentParser:
     out.add_argument("--stack", required=True)
     out.add_argument("--json", action="store_true")
     _guardrail_commands(sub)
+    # The performance instruments keep their own options and handlers (automation/simulate/cli.py,
+    # automation/loadtest/cli.py).
+    from .loadtest import cli as loadtest_cli
+    from .simulate import cli as simulate_cli
+
+    for name, module in (("simulate", simulate_cli), ("loadtest", loadtest_cli)):
+        instrument = sub.add_parser(
+            name,
+            help=module.HELP,
+            description=module.__doc__,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(instrument)
+        instrument.set_defaults(instrument=module.run_command)
     return p
 
 
@@ -82,10 +98,11 @@ def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Pat
 
     prepared = prepare(stack, overrides, project_dir)
     _warn(prepared.settings)
+    cost = whole_stack_cost(prepared.settings, prepared.plan)
     if as_json:
-        print(json.dumps(prepared.plan.to_dict(), indent=2))
+        print(json.dumps({**prepared.plan.to_dict(), **cost.to_dict()}, indent=2))
     else:
-        print("\n".join(summary_lines(prepared.plan)))
+        print("\n".join([*summary_lines(prepared.plan), *stack_cost_lines(cost)]))
     return 0
 
 
@@ -98,6 +115,8 @@ def _render(stack: str, overrides: dict[str, str], out: Path, project_dir: Path)
     rendered = render(prepared.config)
     root = write(rendered, out)
     print("\n".join(summary_lines(rendered.sizing)))
+    if rendered.stack_cost:
+        print("\n".join(stack_cost_lines(rendered.stack_cost)))
     kinds = Counter(m["kind"] for m in rendered.objects())
     kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     print(
@@ -159,6 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     from .api import AutomationError, parse_overrides
 
     args = _parser().parse_args(argv)
+    if "instrument" in args:
+        return int(args.instrument(args))
     try:
         if args.command == "render":
             return _render(args.stack, parse_overrides(args.set), args.out, args.project_dir)

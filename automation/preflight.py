@@ -34,21 +34,12 @@ from rich.text import Text
 from settings import CapacityType, ComputeMode, Settings
 from sizing.catalog import InstanceCatalog, instance_catalog
 from sizing.planner import SizingPlan
+from sizing.quotas import QUOTA_SERVICE_CODE, quota_for, quota_needs
 from sizing.refresh import refresh_hardware
 
 # Fail fast on a bad network instead of botocore's long default retry/timeouts: a preflight that
 # hangs is worse than one that says "could not reach".
 _CLIENT_CONFIG = Config(connect_timeout=5, read_timeout=20, retries={"max_attempts": 3, "mode": "standard"})
-
-# EC2 vCPU quotas for GPU instances, per (capacity type, family class). Service Quotas names them
-# by instance class ("G and VT" covers every g* family, "P" every p* family) and counts vCPUs.
-QUOTAS: dict[tuple[CapacityType, str], tuple[str, str]] = {
-    (CapacityType.ON_DEMAND, "g"): ("L-DB2E81BA", "Running On-Demand G and VT instances"),
-    (CapacityType.ON_DEMAND, "p"): ("L-417A185B", "Running On-Demand P instances"),
-    (CapacityType.SPOT, "g"): ("L-3819A6DF", "All G and VT Spot Instance Requests"),
-    (CapacityType.SPOT, "p"): ("L-7212CCBC", "All P Spot Instance Requests"),
-}
-QUOTA_SERVICE_CODE = "ec2"
 
 # EKS refuses a cluster whose subnets do not span two zones.
 MIN_CLUSTER_ZONES = 2
@@ -355,13 +346,12 @@ def _quota_value(quotas: Any, code: str) -> float:
 
 def _check_quotas(quotas: Any, settings: Settings, plan: SizingPlan, node_vcpu: int) -> list[Check]:
     family = plan.chosen.instance.family
-    klass = family[0]
     max_replicas = settings.autoscaling.max_replicas
     replica_vcpu = node_vcpu * plan.nodes_per_replica
-    needed = replica_vcpu * max_replicas
     allowed = list(dict.fromkeys(settings.gpu.capacity_types))  # settings order, no repeats
+    needed = quota_needs(family, node_vcpu, plan.nodes_per_replica, max_replicas, tuple(allowed))[0].vcpus
 
-    if any((c, klass) not in QUOTAS for c in allowed):
+    if any(quota_for(c, family) is None for c in allowed):
         return [
             Check(
                 f"quota {family}",
@@ -374,7 +364,7 @@ def _check_quotas(quotas: Any, settings: Settings, plan: SizingPlan, node_vcpu: 
     values: dict[CapacityType, float | None] = {}
     errors: dict[CapacityType, str] = {}
     for capacity in allowed:
-        code, _ = QUOTAS[(capacity, klass)]
+        code, _ = quota_for(capacity, family) or ("", "")
         try:
             values[capacity] = _quota_value(quotas, code)
         except (BotoCoreError, ClientError) as err:
@@ -382,7 +372,7 @@ def _check_quotas(quotas: Any, settings: Settings, plan: SizingPlan, node_vcpu: 
 
     checks = []
     for capacity in allowed:
-        code, quota_name = QUOTAS[(capacity, klass)]
+        code, quota_name = quota_for(capacity, family) or ("", "")
         name = f"quota {capacity.value} {code}"
         value = values[capacity]
         if value is None:

@@ -23,7 +23,9 @@ from components import BuildResult, build, size
 from settings import parse_settings
 from settings.pulumi_source import load_settings
 from sizing import SizingPlan
+from sizing.stack_cost import StackCost
 
+from .costing import whole_stack_cost
 from .mocks import SECRET_MASK as MASK
 from .mocks import Recorded, RecordingMocks, run_with_mocks
 from .stackfile import SECRET_PLACEHOLDER, StackConfig
@@ -45,10 +47,12 @@ class Rendered:
     helm: dict[str, dict[str, Any]] = field(default_factory=dict)  # release -> description
     aws: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
+    stack_cost: StackCost | None = None  # the whole-stack cost (automation/costing.py)
 
     @property
     def plan(self) -> dict[str, Any]:
-        return self.sizing.to_dict()
+        cost = self.stack_cost.to_dict() if self.stack_cost else {}
+        return {**self.sizing.to_dict(), **cost}
 
     def objects(self) -> list[dict[str, Any]]:
         return list(self.kubernetes.values())
@@ -188,13 +192,15 @@ def render(config: StackConfig) -> Rendered:
     Raises ``SettingsError`` or ``SizingError`` when the stack cannot be built.
     """
     # Validate settings and size first so errors surface plainly, not from inside the engine.
-    size(parse_settings(config.values, config.secret_keys, config.stack))
+    settings = parse_settings(config.values, config.secret_keys, config.stack)
+    size(settings)
     run = construct(config)
     mask = _masker([config.values[k] for k in config.secret_keys])
     rendered = Rendered(
         stack=config.stack,
         sizing=run.result.plan,
         outputs=mask(run.outputs),
+        stack_cost=whole_stack_cost(settings, run.result.plan),
     )
     manifests = []
     for record in run.mocks.resources:

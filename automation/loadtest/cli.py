@@ -1,10 +1,10 @@
-"""``python -m automation loadtest --url URL --model NAME ...``: a streaming load test.
+"""python -m automation loadtest --url URL --model NAME ...: a streaming load test.
 
 Examples:
   open loop, Poisson at 2 req/s for 5 minutes:
     python -m automation loadtest --url http://localhost:8000 --model r1-distill-llama-70b \\
         --arrivals poisson --rate 2 --duration 300 --json out.json
-  closed loop, 16 clients, 200 requests (a calibration point for ``simulate --calibration``):
+  closed loop, 16 clients, 200 requests (a calibration point for simulate --calibration):
     python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
 """
 
@@ -32,12 +32,22 @@ from .runner import (
 API_KEY_ENV = "VLLM_API_KEY"
 
 
+HELP = "streaming load test of an OpenAI-compatible endpoint (or a Job that runs it in the cluster)"
+
+
 def parser() -> argparse.ArgumentParser:
+    """The load tester's own command line (python -m automation.loadtest)."""
     p = argparse.ArgumentParser(
         prog="python -m automation loadtest",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The load tester's options, on its own parser or on python -m automation's subcommand."""
     p.add_argument("--url", required=True, help="base URL of the OpenAI-compatible server")
     p.add_argument("--model", required=True, help="served model name (the stack's model.variant)")
     p.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
@@ -50,7 +60,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-tokens", type=int, help="mean prompt tokens (overrides the profile)")
     p.add_argument("--output-tokens", type=int, help="mean output tokens (overrides the profile)")
     p.add_argument("--lengths", choices=("fixed", "exponential"), default="fixed")
-    p.add_argument("--timeout", type=float, default=600.0, help="per request, seconds")
+    p.add_argument("--timeout", type=float, default=600.0, help="whole request, seconds (default 600)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, help="TCP/TLS connect, seconds")
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        default=300.0,
+        help="longest silence between bytes, first token included, seconds (default 300)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=1024,
+        help="open loop: connections at once (closed loop uses --concurrency)",
+    )
     p.add_argument("--seed", type=int, default=1)
     p.add_argument(
         "--api-key-env", default=API_KEY_ENV, help=f"env var holding the API key (default {API_KEY_ENV})"
@@ -69,30 +92,33 @@ def parser() -> argparse.ArgumentParser:
     job.add_argument(
         "--job-deadline", type=int, help="seconds before the Job is stopped (default: from the bounds)"
     )
-    return p
+    job.add_argument(
+        "--image",
+        help="an image with httpx already installed (default: the pinned Python image, which installs "
+        "httpx from PyPI as it starts)",
+    )
 
 
-# Options that shape this process's output, not the test; the Job sets its own.
-LOCAL_ONLY = {"--as-job": 0, "--namespace": 1, "--job-deadline": 1, "--json": 1, "--png": 1, "--quiet": 0}
+# Options that shape this process's output or the Job itself, not the test; the Job sets its own.
+LOCAL_ONLY = {"as_job", "namespace", "job_deadline", "image", "json", "png", "quiet", "help"}
 
 
-def job_args(argv: list[str]) -> list[str]:
-    """``argv`` without the local-only options, plus a JSON report on stdout for ``kubectl logs``."""
+def job_args(args: argparse.Namespace) -> list[str]:
+    """The test's options in ``args`` that differ from their defaults, as a command line, plus a
+    JSON report on stdout for kubectl logs."""
     out: list[str] = []
-    skip = 0
-    for arg in argv:
-        if skip:
-            skip -= 1
+    for action in parser()._actions:
+        if action.dest in LOCAL_ONLY or not action.option_strings:
             continue
-        name = arg.split("=", 1)[0]
-        if name in LOCAL_ONLY:
-            skip = LOCAL_ONLY[name] if "=" not in arg else 0
+        value = getattr(args, action.dest, action.default)
+        if value == action.default:
             continue
-        out.append(arg)
+        flag = max(action.option_strings, key=len)
+        out += [flag] if action.nargs == 0 else [flag, str(value)]
     return [*out, "--quiet", "--json", "-"]
 
 
-def print_job(args: argparse.Namespace, argv: list[str], config: LoadTestConfig) -> None:
+def print_job(args: argparse.Namespace, config: LoadTestConfig) -> None:
     import yaml
 
     from .job import manifests
@@ -101,7 +127,10 @@ def print_job(args: argparse.Namespace, argv: list[str], config: LoadTestConfig)
     if deadline is None:
         # Until the last request may start, plus its timeout and five minutes to schedule the pod.
         deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
-    print(yaml.safe_dump_all(manifests(job_args(argv), args.namespace, deadline), sort_keys=False), end="")
+    print(
+        yaml.safe_dump_all(manifests(job_args(args), args.namespace, deadline, args.image), sort_keys=False),
+        end="",
+    )
 
 
 def _schedule(text: str) -> tuple[tuple[float, float], ...]:
@@ -127,6 +156,9 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
         max_requests=args.requests,
         duration_s=args.duration,
         timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout,
+        read_timeout_s=args.read_timeout,
+        max_connections=args.max_connections,
         seed=args.seed,
         api_key=os.environ.get(args.api_key_env) or None,
         ignore_eos=not args.no_ignore_eos,
@@ -178,14 +210,18 @@ def plot(report: dict[str, Any], path: Path) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
+    return run_command(parser().parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the load test (or print its Job) as parsed by ``add_arguments``; the exit code."""
     try:
         config = config_from_args(args)
     except (LoadTestError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.as_job:
-        print_job(args, argv, config)
+        print_job(args, config)
         return 0
     result = asyncio.run(run(config, None if args.quiet else print_progress))
     if not args.quiet:

@@ -6,7 +6,9 @@ Closed loop (``closed``): a fixed number of clients each send the next request w
 one ends, which measures throughput at a known concurrency (the simulator's calibration).
 Every run is bounded by a request count, a duration or both.
 
-Each request streams (``"stream": true``) and is timed per server-sent event: TTFT is the first
+Requests go through one httpx ``AsyncClient`` (https://www.python-httpx.org/async/) whose
+connection pool is sized to the concurrency, so the client never becomes the bottleneck it
+measures. Each request streams (``"stream": true``) and is timed per server-sent event: TTFT is the first
 event carrying generated text, inter-token latency the gaps between such events, end-to-end the
 end of the stream. vLLM streams reasoning text in ``delta.reasoning_content`` (``delta.reasoning``
 in newer releases) and the answer in ``delta.content``; all three count as output. With
@@ -25,10 +27,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
 
 from automation.stats import percentile
-
-from .http import BadResponse, Connection, Endpoint, StreamCut
 
 ARRIVALS = ("constant", "poisson", "schedule", "closed")
 # Mean prompt / output tokens per profile. "reasoning": DeepSeek-R1 emitted ~1,162 completion
@@ -40,6 +43,18 @@ OUTPUT_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
 
 class LoadTestError(ValueError):
     """A load-test configuration that cannot run."""
+
+
+class StreamCut(Exception):
+    """The response body ended before the stream's ``data: [DONE]``."""
+
+
+def check_url(url: str) -> str:
+    """``url`` if it is an http(s) base URL with a host; a LoadTestError naming --url if not."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise LoadTestError(f"--url {url!r}: expected http://host[:port] or https://host[:port]")
+    return url.rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -88,7 +103,12 @@ class LoadTestConfig:
     lengths: Lengths = field(default_factory=Lengths)
     max_requests: int | None = None
     duration_s: float | None = None
-    timeout_s: float = 600.0
+    timeout_s: float = 600.0  # whole request, connection to the last event
+    connect_timeout_s: float = 10.0
+    # Longest silence between bytes: the wait for the first token (queueing and prefill) counts.
+    read_timeout_s: float = 300.0
+    # Open loop only: connections at once; later arrivals wait for one inside their timeout.
+    max_connections: int = 1024
     seed: int = 1
     api_key: str | None = None
     ignore_eos: bool = True  # vLLM extension: generate exactly max_tokens, so lengths are known
@@ -100,9 +120,37 @@ class LoadTestConfig:
             raise LoadTestError(f"--requests must be at least 1, got {self.max_requests}")
         if self.duration_s is not None and self.duration_s <= 0:
             raise LoadTestError(f"--duration must be positive, got {self.duration_s}")
-        if self.timeout_s <= 0:
-            raise LoadTestError(f"--timeout must be positive, got {self.timeout_s}")
-        Endpoint.parse(self.url)
+        for flag, value in (
+            ("--timeout", self.timeout_s),
+            ("--connect-timeout", self.connect_timeout_s),
+            ("--read-timeout", self.read_timeout_s),
+            ("--max-connections", self.max_connections),
+        ):
+            if value <= 0:
+                raise LoadTestError(f"{flag} must be positive, got {value}")
+        check_url(self.url)
+
+    def connections(self) -> int:
+        """Pool size: one connection per closed-loop client, else ``max_connections``."""
+        if self.arrivals.mode == "closed":
+            return self.arrivals.concurrency
+        return self.max_connections
+
+    def client(self) -> httpx.AsyncClient:
+        """The HTTP client for one run: the pool sized to ``connections()``, per-phase timeouts
+        (waiting for a pooled connection is bounded by the whole-request timeout)."""
+        size = self.connections()
+        return httpx.AsyncClient(
+            base_url=check_url(self.url),
+            timeout=httpx.Timeout(
+                connect=self.connect_timeout_s,
+                read=self.read_timeout_s,
+                write=self.connect_timeout_s,
+                pool=self.timeout_s,
+            ),
+            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+            headers={"Accept": "text/event-stream"},
+        )
 
 
 @dataclass
@@ -133,8 +181,37 @@ def split_events(buffer: bytearray) -> list[bytes]:
         del buffer[: cut + sep]
 
 
+# HTTP statuses reported on their own; any other failure status counts by class (http_4xx).
+NAMED_STATUSES = (429, 500, 502, 503, 504)
+
+
+def status_error(code: int) -> str:
+    """The error kind of a non-200 response."""
+    return f"http_{code}" if code in NAMED_STATUSES else f"http_{code // 100}xx"
+
+
+def error_kind(error: BaseException, streaming: bool) -> str:
+    """The error kind of a failed request; ``streaming`` once the 200 status has arrived.
+
+    httpx raises ConnectTimeout, ReadTimeout, WriteTimeout or PoolTimeout per phase, ConnectError
+    when nothing accepts the connection, RemoteProtocolError or ReadError when the peer closes
+    (httpx/_exceptions.py); asyncio.timeout raises TimeoutError at the whole-request bound.
+    """
+    if isinstance(error, httpx.ConnectTimeout):
+        return "connect_timeout"
+    if isinstance(error, TimeoutError | httpx.TimeoutException):
+        return "timeout"
+    if isinstance(error, StreamCut):
+        return "stream_cut"
+    if isinstance(error, httpx.ConnectError):
+        return "connection"
+    if isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
+        return "stream_cut" if streaming else "no_response"
+    return "bad_response"  # an event that is not JSON, or any other protocol error
+
+
 async def _one(
-    config: LoadTestConfig, endpoint: Endpoint, index: int, prompt: int, output: int, t0: float
+    config: LoadTestConfig, client: httpx.AsyncClient, index: int, prompt: int, output: int, t0: float
 ) -> RequestResult:
     start = time.perf_counter()
     result = RequestResult(start_s=start - t0)
@@ -148,23 +225,23 @@ async def _one(
     if config.ignore_eos:
         body["ignore_eos"] = True
     headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-    connection = Connection(endpoint)
     last_token: float | None = None
     chunks_with_text = 0
     usage_tokens: int | None = None
     done = False
+    streaming = False
     try:
-        async with asyncio.timeout(config.timeout_s):
-            response = await connection.post("/v1/chat/completions", json.dumps(body).encode(), headers)
-            if response.status != 200:
-                await response.read()
-                code = response.status
-                result.error = (
-                    f"http_{code}" if code in (429, 500, 502, 503, 504) else f"http_{code // 100}xx"
-                )
+        async with (
+            asyncio.timeout(config.timeout_s),
+            client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response,
+        ):
+            if response.status_code != 200:
+                await response.aread()
+                result.error = status_error(response.status_code)
                 return result
+            streaming = True
             buffer = bytearray()
-            async for chunk in response.chunks():
+            async for chunk in response.aiter_bytes():
                 buffer += chunk
                 for event in split_events(buffer):
                     for line in event.splitlines():
@@ -190,16 +267,8 @@ async def _one(
                 raise StreamCut("the stream ended without data: [DONE]")
             result.e2e_s = time.perf_counter() - start
             result.output_tokens = usage_tokens if usage_tokens is not None else chunks_with_text
-    except TimeoutError:
-        result.error = "timeout"
-    except StreamCut:
-        result.error = "stream_cut"
-    except (BadResponse, ValueError):
-        result.error = "bad_response"
-    except OSError:
-        result.error = "connection"
-    finally:
-        connection.close()
+    except (TimeoutError, StreamCut, ValueError, httpx.HTTPError) as error:
+        result.error = error_kind(error, streaming)
     return result
 
 
@@ -253,8 +322,8 @@ async def run(
     config: LoadTestConfig, on_progress: Callable[[Progress, float], None] | None = None
 ) -> dict[str, Any]:
     """Run the load test and return its report (see ``report``)."""
-    endpoint = Endpoint.parse(config.url)
     rng = random.Random(config.seed)
+    http_client = config.client()
     t0 = time.perf_counter()
     deadline = t0 + config.duration_s if config.duration_s is not None else math.inf
     limit = config.max_requests if config.max_requests is not None else math.inf
@@ -269,7 +338,7 @@ async def run(
         progress.in_flight += 1
         progress.max_in_flight = max(progress.max_in_flight, progress.in_flight)
         try:
-            result = await _one(config, endpoint, index, prompt, output, t0)
+            result = await _one(config, http_client, index, prompt, output, t0)
         finally:
             progress.in_flight -= 1
         results.append(result)
@@ -325,6 +394,7 @@ async def run(
                 await asyncio.gather(*tasks)
     finally:
         ticking.cancel()
+        await http_client.aclose()
     elapsed = time.perf_counter() - t0
     if on_progress:
         on_progress(progress, elapsed)

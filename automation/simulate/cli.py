@@ -1,4 +1,5 @@
-"""``python -m automation simulate --stack NAME [--trace F] [--seed N] [--compare]``."""
+"""python -m automation simulate --stack NAME [--trace F] [--seed N] [--compare]: a discrete-event
+simulation of the stack's autoscaler, as rendered, under a traffic trace."""
 
 from __future__ import annotations
 
@@ -19,10 +20,27 @@ from .traffic import PROFILES, LengthProfile, TraceError
 DEFAULT_OUT = Path("build/simulate")
 
 
+HELP = "simulate the stack's autoscaler under a traffic trace: replicas, latency, SLOs, cost"
+
+
 def parser() -> argparse.ArgumentParser:
+    """The simulator's own command line."""
     p = argparse.ArgumentParser(prog="python -m automation simulate", description=__doc__)
+    add_arguments(p)
+    p.set_defaults(project_dir=PROJECT_ROOT)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The simulator's options, on its own parser or on python -m automation's subcommand."""
     p.add_argument("--stack", required=True)
-    p.add_argument("--project-dir", type=Path, default=PROJECT_ROOT)
+    # No default here: under python -m automation the top-level --project-dir supplies it.
+    p.add_argument(
+        "--project-dir",
+        type=Path,
+        default=argparse.SUPPRESS,
+        help="folder with Pulumi.yaml and the stack files",
+    )
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting")
     p.add_argument(
         "--trace", type=Path, help="CSV: arrival_s[,prompt_tokens,output_tokens] or start_s,rate_rps"
@@ -42,7 +60,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"PNG and JSON go here (default {DEFAULT_OUT})"
     )
-    return p
 
 
 def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) -> list[str]:
@@ -76,7 +93,7 @@ def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) ->
     return written
 
 
-def run(args: argparse.Namespace) -> int:
+def _simulate(args: argparse.Namespace) -> int:
     from automation.api import parse_overrides
 
     overrides = parse_overrides(args.set)
@@ -122,11 +139,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
+    return run_command(parser().parse_args(argv))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Simulate as parsed by ``add_arguments``; the exit code (2 bad input, 1 infeasible plan,
+    3 unusable calibration)."""
     from automation.api import AutomationError
 
-    args = parser().parse_args(argv)
     try:
-        return run(args)
+        return _simulate(args)
     except (SettingsError, StackFileError, TraceError, AutoscalerSpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

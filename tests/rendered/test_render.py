@@ -38,7 +38,8 @@ def test_render_writes_the_design_layout_and_is_byte_identical(tmp_path: Path) -
         assert len(list(yaml.safe_load_all((root / "kubernetes" / f).read_text()))) == 1
     plan = json.loads((root / "plan.json").read_text())
     assert plan["variant"] == "r1-distill-qwen-7b" and plan["feasible"] is True
-    assert "instance type  g6.xlarge" in proc.stdout
+    assert plan["stack_hourly_usd_at_max"] > plan["hourly_usd_at_max"]  # GPU nodes plus the rest
+    assert "instance type  g6.xlarge" in proc.stdout and "stack cost     $" in proc.stdout
     assert f"rendered       {len(files)} Kubernetes objects (" in proc.stdout
     first = snapshot(root)
     assert automation("render", "--stack", "dev", "--out", str(tmp_path)).returncode == 0

@@ -25,6 +25,7 @@ from automation.loadtest.runner import (
     split_events,
 )
 from automation.simulate.replica import load_calibration
+from components.versions import LOADTEST_PACKAGES
 
 FIRST_TOKEN_S = 0.200
 PER_TOKEN_S = 0.020
@@ -37,6 +38,11 @@ class ServerStats:
     in_flight: int = 0
     peak_in_flight: int = 0
     bodies: list[dict] = field(default_factory=list)
+
+
+# The server closes every connection after one response and says so (RFC 9112 section 9.6), so
+# the client's pool never reuses a socket that is closing.
+CLOSE = b"\r\nConnection: close\r\n"
 
 
 def _chunk(data: bytes) -> bytes:
@@ -63,13 +69,17 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
         if behaviour in ("limited", "broken"):
             status = b"429 Too Many Requests" if behaviour == "limited" else b"500 Internal Server Error"
             text = b'{"error": "no"}'
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: %d\r\n\r\n" % len(text) + text)
+            writer.write(b"HTTP/1.1 " + status + CLOSE + b"Content-Length: %d\r\n\r\n" % len(text) + text)
             return
         if behaviour == "stall":
             await asyncio.sleep(5)
             return
+        if behaviour == "hangup":
+            return  # the connection closes with no response at all
         writer.write(
-            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"HTTP/1.1 200 OK"
+            + CLOSE
+            + b"Content-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
         )
         await writer.drain()
         tokens = body["max_tokens"]
@@ -163,25 +173,50 @@ def test_schedule_waits_for_its_first_nonzero_step() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "timeout_s", "kind"),
+    ("model", "timeouts", "kind"),
     [
-        ("limited", 5.0, "http_429"),
-        ("broken", 5.0, "http_500"),
-        ("cut", 5.0, "stream_cut"),
-        ("stall", 0.3, "timeout"),
+        ("limited", {"timeout_s": 5.0}, "http_429"),
+        ("broken", {"timeout_s": 5.0}, "http_500"),
+        ("cut", {"timeout_s": 5.0}, "stream_cut"),
+        ("hangup", {"timeout_s": 5.0}, "no_response"),
+        ("stall", {"timeout_s": 0.3}, "timeout"),  # the whole-request bound
+        ("stall", {"timeout_s": 5.0, "read_timeout_s": 0.3}, "timeout"),  # silence between bytes
     ],
 )
-def test_errors_by_kind(model: str, timeout_s: float, kind: str) -> None:
+def test_errors_by_kind(model: str, timeouts: dict[str, float], kind: str) -> None:
     report, _ = load_test(
-        model,
-        arrivals=Arrivals("closed", concurrency=2),
-        lengths=TEN_TOKENS,
-        max_requests=2,
-        timeout_s=timeout_s,
+        model, arrivals=Arrivals("closed", concurrency=2), lengths=TEN_TOKENS, max_requests=2, **timeouts
     )
     assert report["errors"] == {kind: 2}
     assert report["requests"]["completed"] == 0
     assert report["ttft_s"]["count"] == 0
+    assert report["elapsed_s"] < 2.0  # the stalls were cut at 0.3 s, not waited out (5 s)
+
+
+def test_open_loop_connections_are_bounded_by_the_pool() -> None:
+    # 20 req/s of 0.38 s streams would hold ~8 at once; a pool of 3 lets only 3 reach the server.
+    report, stats = load_test(
+        "ok",
+        arrivals=Arrivals("constant", rate_rps=20),
+        lengths=TEN_TOKENS,
+        duration_s=0.5,
+        timeout_s=5,
+        max_connections=3,
+    )
+    assert stats.peak_in_flight == 3
+    assert report["requests"]["completed"] == 10
+    assert report["max_in_flight"] >= 6  # started on their own clock, queued in the client
+    # Waiting for a connection is part of the measured latency, as a user would see it.
+    assert report["ttft_s"]["p99"] > 0.4
+
+
+def test_closed_loop_pool_matches_the_clients() -> None:
+    config = LoadTestConfig(
+        url="http://127.0.0.1:1", model="m", arrivals=Arrivals("closed", concurrency=7), max_requests=1
+    )
+    assert config.connections() == 7
+    with pytest.raises(LoadTestError, match="--read-timeout must be positive"):
+        LoadTestConfig(url="http://127.0.0.1:1", model="m", max_requests=1, read_timeout_s=0)
 
 
 def test_connection_refused_is_reported() -> None:
@@ -268,12 +303,64 @@ def test_job_manifests_are_valid_kubernetes(capsys: pytest.CaptureFixture[str]) 
     for obj in (config_map, job):
         kubernetes_validate.validate(obj, DEFAULT_KUBERNETES_VERSION, strict=True)
     container = job["spec"]["template"]["spec"]["containers"][0]
-    # The test's own options travel; the local ones are replaced by a report on stdout.
-    assert container["command"][:3] == ["python", "-m", "automation.loadtest"]
-    assert container["command"][3:] == [*JOB_ARGS[:-3], "--quiet", "--json", "-"]
+    # The test's own options travel (and parse back to the same test); the local ones are replaced
+    # by a report on stdout.
+    shell, flag, script, name, *args = container["command"]
+    assert (shell, flag, name) == ("sh", "-c", "loadtest")
+    assert args[-3:] == ["--quiet", "--json", "-"]
+    sent, local = cli.parser().parse_args(args), cli.parser().parse_args(JOB_ARGS)
+    assert cli.config_from_args(sent) == cli.config_from_args(local)
+    assert "local.json" not in args and "--as-job" not in args
+    # httpx is installed, pinned and without dependency resolution, into an emptyDir on PYTHONPATH
+    # before the tester starts; the root filesystem stays read-only.
+    install, _, run = script.partition(" && ")
+    assert run == 'exec python -m automation.loadtest "$@"'
+    assert "--no-deps" in install.split() and install.split()[-len(LOADTEST_PACKAGES) :] == [
+        *LOADTEST_PACKAGES
+    ]
+    target = install.split()[install.split().index("--target") + 1]
+    pod = job["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts[target])
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert target in env["PYTHONPATH"].split(":")
+    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts[env["TMPDIR"]])
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert job["spec"]["activeDeadlineSeconds"] == 600 + 600 + 300  # duration + timeout + scheduling
     key = next(e for e in container["env"] if e["name"] == "VLLM_API_KEY")["valueFrom"]["secretKeyRef"]
     assert key["optional"] is True
+
+
+def test_job_with_a_prebuilt_image_installs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    assert cli.main([*JOB_ARGS, "--image", "registry.example/loadtest:1"]) == 0
+    _, job = yaml.safe_load_all(capsys.readouterr().out)
+    container = job["spec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == "registry.example/loadtest:1"
+    assert container["command"][:3] == ["python", "-m", "automation.loadtest"]
+    assert "registry.example/loadtest:1" not in container["command"]
+
+
+def test_job_packages_are_the_tested_httpx_and_its_whole_closure() -> None:
+    """The Job installs with --no-deps, so its list must be complete and match what the tests ran:
+    every pin is the installed version here, requirements.txt pins the same httpx, and every
+    dependency each package declares for Python 3.11 is in the list."""
+    from importlib.metadata import requires, version
+
+    from packaging.requirements import Requirement
+
+    pins = dict(p.split("==") for p in LOADTEST_PACKAGES)
+    for package, pinned in pins.items():
+        assert version(package) == pinned, package
+        for text in requires(package) or []:
+            requirement = Requirement(text)
+            if requirement.marker is None or requirement.marker.evaluate(
+                {"python_version": "3.11", "extra": ""}
+            ):
+                assert requirement.name.replace("-", "_") in pins, (package, text)
+    requirements = (Path(__file__).parents[2] / "requirements.txt").read_text().split()
+    assert f"httpx=={pins['httpx']}" in requirements
 
 
 def test_job_code_runs_on_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
