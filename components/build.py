@@ -1,5 +1,6 @@
-"""``build()``: the one program. ``__main__.py``, the tests, the offline render and the Automation
-API all call it; there is no second copy of what the stack creates."""
+"""``build_service()``: the body of ``DeepSeekService`` (components/service.py), the one program.
+``__main__.py``, the tests, the offline render and the Automation API all reach it through that
+component; there is no second copy of what the stack creates."""
 
 from __future__ import annotations
 
@@ -97,9 +98,18 @@ def cluster_name(settings: Settings) -> str:
     return f"deepseek-{settings.stack}"
 
 
-def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildResult:
-    """Create every resource of the stack described by ``settings`` and export its outputs."""
+# The stack's top-level components were created at the root before DeepSeekService parented them;
+# this alias keeps each one's URN (and, through the engine's inherited child aliases, its whole
+# subtree's) so an upgrade does not replace the cluster.
+WAS_AT_ROOT = pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)
+
+
+def build_service(
+    parent: pulumi.ComponentResource, settings: Settings, sizing_plan: SizingPlan | None = None
+) -> BuildResult:
+    """Create every resource of the service described by ``settings`` as children of ``parent``."""
     sizing_plan = sizing_plan or size(settings)
+    child = pulumi.ResourceOptions(parent=parent, aliases=[WAS_AT_ROOT])
     labels = common_labels(settings)
     tags = aws_tags(settings)
     name = cluster_name(settings)
@@ -111,8 +121,9 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         region=settings.region,
         default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
         **provider_args(settings),
+        opts=child,
     )
-    aws_opts = pulumi.ResourceOptions(providers={"aws": aws_provider})
+    aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers={"aws": aws_provider}))
     net = settings.network
     network = Network(
         "network",
@@ -143,7 +154,9 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         ),
         opts=aws_opts,
     )
-    k8s_opts = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider, "aws": aws_provider})
+    k8s_opts = pulumi.ResourceOptions.merge(
+        child, pulumi.ResourceOptions(providers={"kubernetes": cluster.provider, "aws": aws_provider})
+    )
     capacity: AutoModeCapacity | KarpenterCapacity
     common = CapacityArgs(
         plan=sizing_plan,
@@ -321,8 +334,6 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         "inferenceNamespace": namespaces.names[INFERENCE_NAMESPACE],
         "monitoringNamespace": namespaces.names[MONITORING_NAMESPACE],
     }
-    for key, value in outputs.items():
-        pulumi.export(key, value)
     return BuildResult(
         plan=sizing_plan,
         outputs=outputs,
