@@ -2,10 +2,10 @@
 
 import pulumi
 
-from components import DeepSeekService, SizingError
-from components.service import PROGRAM_SERVICE_NAME, export_outputs
-from settings import SettingsError
-from settings.pulumi_source import load_settings
+from deepseek_eks.components import DeepSeekService, SizingError
+from deepseek_eks.components.service import PROGRAM_SERVICE_NAME, export_outputs
+from deepseek_eks.settings import SettingsError
+from deepseek_eks.settings.pulumi_source import load_settings
 
 try:
     export_outputs(DeepSeekService(PROGRAM_SERVICE_NAME, {}, settings=load_settings()))

@@ -13,9 +13,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from components import SizingError
-from settings import SettingsError
-from sizing.cli import summary_lines
+from deepseek_eks.components import SizingError
+from deepseek_eks.settings import SettingsError
+from deepseek_eks.sizing.cli import summary_lines
 
 from .stackfile import PROJECT_ROOT, StackFileError
 

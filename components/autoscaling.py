@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-import promql
-from settings import ScalingSignal
+from deepseek_eks import promql
+from deepseek_eks.settings import ScalingSignal
 
 from .helm import helm_release
 from .manifests import custom_resource

@@ -11,10 +11,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-import promql
-from settings import ComputeMode, EndpointScheme, Settings, WeightsSource
-from sizing import Infeasible, SizingPlan, plan
-from sizing.cli import summary_lines
+from deepseek_eks import promql
+from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings, WeightsSource
+from deepseek_eks.sizing import Infeasible, SizingPlan, plan
+from deepseek_eks.sizing.cli import summary_lines
 
 from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
 from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs

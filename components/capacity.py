@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_kubernetes as k8s
 
-from settings import ComputeMode
-from sizing import SizingPlan
+from deepseek_eks.settings import ComputeMode
+from deepseek_eks.sizing import SizingPlan
 
 from .manifests import custom_resource
 from .nodepools import (

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from settings import ComputeMode
+from deepseek_eks.settings import ComputeMode
 
 from .capacity import (
     INGRESS_CLASS,

@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-import promql
+from deepseek_eks import promql
 
 from .capacity import GpuPlacement
 from .helm import helm_release

@@ -16,8 +16,8 @@ from typing import Any, TypedDict
 
 import pulumi
 
-from settings import PROJECT, SECRET_KEYS, Settings, parse_settings
-from sizing import SizingPlan
+from deepseek_eks.settings import PROJECT, SECRET_KEYS, Settings, parse_settings
+from deepseek_eks.sizing import SizingPlan
 
 from .build import BuildResult, build_service
 

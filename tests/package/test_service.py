@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from automation.mocks import RecordingMocks, run_with_mocks
-from components import DeepSeekService, DeepSeekServiceArgs
-from components.service import GpuArgs, ModelArgs, ScalingArgs, camel, service_settings
-from settings import PROJECT, Settings, SettingsError
-from settings.model import _GROUPS
+from deepseek_eks.components import DeepSeekService, DeepSeekServiceArgs
+from deepseek_eks.components.service import GpuArgs, ModelArgs, ScalingArgs, camel, service_settings
+from deepseek_eks.settings import PROJECT, Settings, SettingsError
+from deepseek_eks.settings.model import _GROUPS
 from tests.conftest import stack_config
 
 PROD_AS_ARGS: DeepSeekServiceArgs = {

@@ -38,7 +38,7 @@ def test_without_the_aliases_the_cluster_would_be_replaced(monkeypatch: pytest.M
 
     import pulumi
 
-    from components.build import build_service
+    from deepseek_eks.components.build import build_service
 
     monkeypatch.setattr(sys.modules[build_service.__module__], "WAS_AT_ROOT", pulumi.Alias(name="never-used"))
     regs = registrations(read_stack("dev"))
