@@ -360,7 +360,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
         # No EFA device plugin: the pinned vLLM image has no libfabric/aws-ofi-nccl, so no pod requests
         # vpc.amazonaws.com/efa (the plan warns that multi-node NCCL runs over TCP).
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement(gpu_ready)
+        self.placement = gpu_placement(gpu_ready, args.pool_prefix)
         self.register_outputs(
             {
                 "nodePool": self.placement.node_pool,

@@ -19,7 +19,7 @@ import pulumi
 from deepseek_eks.settings import PROJECT, SECRET_KEYS, Settings, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
-from .build import BuildResult, build_service
+from .build import INFERENCE_NAMESPACE, BuildResult, ExistingCluster, ServiceScope, build_service
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
@@ -129,8 +129,29 @@ class AwsArgs(TypedDict, total=False):
     forbidden_account_ids: list[str]
 
 
+class ExistingClusterArgs(TypedDict, total=False):
+    """An EKS Auto Mode cluster to join instead of creating one (and its VPC). Pass its Kubernetes
+    provider as the component's ``kubernetes`` provider, and its VPC and node subnets as
+    ``network.vpc_id`` / ``network.private_subnet_ids``."""
+
+    cluster_name: str
+    """The cluster's name."""
+    node_role_name: str
+    """Auto Mode's node IAM role name (for the NodeClass of GPU nodes that need a larger disk)."""
+
+
 class DeepSeekServiceArgs(TypedDict, total=False):
-    """The stack settings (README "Settings"), snake_case; every key is optional."""
+    """The stack settings (README "Settings"), snake_case, and where the service goes; every key
+    is optional."""
+
+    existing_cluster: ExistingClusterArgs
+    """Join this cluster instead of creating a VPC and a cluster."""
+    namespace: str
+    """The inference namespace the service creates (default: the service's name)."""
+    install_shared_addons: bool
+    """Install the cluster-wide add-ons (monitoring stack, KEDA, ALB IngressClass, gp3
+    StorageClass, network-policy switch). Default: true with a cluster of its own, false in an
+    existing cluster (set it on one service per cluster, or bring your own)."""
 
     compute_mode: str
     """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
@@ -154,6 +175,8 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     """Grafana admin password (kept secret; generated when unset)."""
 
 
+# Where the service goes, not stack settings (see ``service_scope``).
+PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons")
 _GROUPS = ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network", "observability")
 
 
@@ -187,7 +210,7 @@ def args_config(args: DeepSeekServiceArgs) -> tuple[dict[str, Any], list[str], d
     secret_keys: list[str] = []
     secrets: dict[str, object] = {}
     for key, value in dict(args).items():
-        if value is None:
+        if value is None or key in PLACEMENT_KEYS:
             continue
         if key in _SECRETS:
             full = f"{PROJECT}:{_SECRETS[key]}"
@@ -263,10 +286,29 @@ class DeepSeekService(pulumi.ComponentResource):
             raise ValueError("DeepSeekService: give either args or settings, not both")
         super().__init__(TYPE, name, None, opts)
         settings = settings or service_settings(args, pulumi.get_stack())
-        self.result: BuildResult = build_service(self, settings, sizing_plan)
+        self.result: BuildResult = build_service(self, settings, sizing_plan, self._scope(name, args))
         for key, value in self.result.outputs.items():
             setattr(self, snake(key), pulumi.Output.from_input(value))
         self.register_outputs(self.result.outputs)
+
+    def _scope(self, name: str, args: DeepSeekServiceArgs) -> ServiceScope:
+        """The stack program's service keeps today's names; any other prefixes its own with its
+        name, so two services (two variants, one per team) share a cluster."""
+        if name == PROGRAM_SERVICE_NAME:
+            prefix, namespace = "", args.get("namespace", INFERENCE_NAMESPACE)
+        else:
+            prefix, namespace = f"{name}-", args.get("namespace", name)
+        joined = args.get("existing_cluster")
+        if not joined:
+            return ServiceScope(prefix, namespace, None, args.get("install_shared_addons", True))
+        provider = self.get_provider("kubernetes::")
+        if provider is None or not joined.get("cluster_name"):
+            raise ValueError(
+                "existing_cluster: give cluster_name, and the cluster's Kubernetes provider as this "
+                "component's provider (opts=ResourceOptions(providers={'kubernetes': provider}))"
+            )
+        existing = ExistingCluster(joined["cluster_name"], provider, joined.get("node_role_name", ""))
+        return ServiceScope(prefix, namespace, existing, args.get("install_shared_addons", False))
 
 
 def export_outputs(service: DeepSeekService) -> None:

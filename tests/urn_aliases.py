@@ -11,6 +11,7 @@ only its top-level component is aliased.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,11 @@ def urn(stack: str, project: str, qualified_type: str, name: str) -> str:
 def registrations(config: StackConfig) -> list[Registration]:
     """Run the program for ``config`` under the recording mocks and keep each registration's
     parent and alias specs (the mock engine's ``RegisterResource`` request carries both)."""
+    return recording(lambda: construct(config), config.project, config.stack)
+
+
+def recording(run: Callable[[], Any], project: str, stack: str) -> list[Registration]:
+    """Each registration ``run()`` makes under the mock engine, with its parent and aliases."""
     by_mock_urn: dict[str, Registration] = {}
     recorded: list[Registration] = []
     original = MockMonitor.RegisterResource
@@ -90,15 +96,15 @@ def registrations(config: StackConfig) -> list[Registration]:
             request.name,
             parent,
             list(request.aliases),
-            project=config.project,
-            stack=config.stack,
+            project=project,
+            stack=stack,
         )
         by_mock_urn[response.urn] = reg
         recorded.append(reg)
         return response
 
     with mock.patch.object(MockMonitor, "RegisterResource", register):
-        construct(config)
+        run()
     return recorded
 
 

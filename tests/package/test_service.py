@@ -9,7 +9,14 @@ import pytest
 
 from automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.components import DeepSeekService, DeepSeekServiceArgs
-from deepseek_eks.components.service import GpuArgs, ModelArgs, ScalingArgs, camel, service_settings
+from deepseek_eks.components.service import (
+    PLACEMENT_KEYS,
+    GpuArgs,
+    ModelArgs,
+    ScalingArgs,
+    camel,
+    service_settings,
+)
 from deepseek_eks.settings import PROJECT, Settings, SettingsError
 from deepseek_eks.settings.model import _GROUPS
 from tests.conftest import stack_config
@@ -46,7 +53,7 @@ def test_args_have_every_setting_of_each_group(group: str) -> None:
 
 def test_top_level_args_are_the_settings_fields() -> None:
     settings_fields = set(Settings.model_fields) - {"stack", "warnings"}
-    assert set(DeepSeekServiceArgs.__annotations__) == settings_fields
+    assert set(DeepSeekServiceArgs.__annotations__) - set(PLACEMENT_KEYS) == settings_fields
 
 
 def test_bad_args_are_all_reported_at_once_by_config_key() -> None:
