@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pulumi
 import pytest
 
 from automation.mocks import RecordingMocks, run_with_mocks
@@ -107,3 +108,41 @@ def test_args_and_settings_together_are_refused() -> None:
 
     with pytest.raises(Exception, match="either args or settings"):
         run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
+
+
+def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> None:
+    import pulumi_kubernetes as k8s
+
+    def program() -> dict[str, Any]:
+        opts = None
+        if with_provider:
+            provider = k8s.Provider("existing", kubeconfig="{}")
+            opts = pulumi.ResourceOptions(providers={"kubernetes": provider})
+        DeepSeekService("team-a", args, opts)
+        return {}
+
+    run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
+
+
+JOIN: DeepSeekServiceArgs = {
+    "existing_cluster": {"cluster_name": "platform"},
+    "network": {
+        "vpc_id": "vpc-0a1b2c3d4e5f60718",
+        "private_subnet_ids": ["subnet-0a1b2c3d", "subnet-0b1b2c3d"],
+    },
+}
+
+
+def test_joining_needs_the_clusters_kubernetes_provider() -> None:
+    with pytest.raises(Exception, match="Kubernetes provider as this component's provider"):
+        _joining(JOIN, with_provider=False)
+
+
+def test_joining_needs_the_clusters_vpc() -> None:
+    with pytest.raises(Exception, match=r"set network.vpc_id and network.private_subnet_ids"):
+        _joining({"existing_cluster": {"cluster_name": "platform"}})
+
+
+def test_karpenter_mode_cannot_join_a_cluster() -> None:
+    with pytest.raises(Exception, match="only computeMode auto-mode can join"):
+        _joining({**JOIN, "compute_mode": "karpenter"})
