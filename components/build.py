@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 
 from deepseek_eks import promql
-from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings, WeightsSource
+from deepseek_eks.settings import ComputeMode, EndpointScheme, ScalingSignal, Settings, WeightsSource
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
@@ -24,7 +24,7 @@ from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
-from .observability import Observability, ObservabilityArgs, ObservabilityOptions, prometheus_url
+from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
 from .vllm import APP, READINESS_GATE_LABELS, Endpoint, zone_refusal
 
@@ -148,6 +148,12 @@ def build_service(
         raise ValueError(
             "existing_cluster: only computeMode auto-mode can join an existing cluster (karpenter mode "
             "installs Karpenter, a cluster-wide controller, with the cluster)"
+        )
+    if not scope.shared_addons and settings.autoscaling.signal is ScalingSignal.GPU_UTILIZATION:
+        raise ValueError(
+            "autoscaling.signal gpu-utilization needs this service's prometheus-adapter rule, which "
+            "comes with install_shared_addons: use queue-depth or combined (KEDA queries Prometheus "
+            "itself), or install the shared add-ons with this service"
         )
     if existing and not settings.network.vpc_id:
         raise ValueError(
@@ -306,34 +312,31 @@ def build_service(
     )
     queries = promql.Scope(namespace=scope.namespace, model_name=inference.served_model_name)
     obs = settings.observability
-    observability = (
-        None
-        if not scope.shared_addons
-        else Observability(
-            f"{scope.prefix}observability",
-            ObservabilityArgs(
-                namespace=MONITORING_NAMESPACE,
-                scope=queries,
-                slo=promql.Slo(
-                    ttft_p95_seconds=obs.ttft_slo_seconds,
-                    itl_p95_seconds=obs.itl_slo_seconds,
-                    queue_time_p95_seconds=obs.queue_time_slo_seconds,
-                ),
-                hpa_name=hpa_name(settings.autoscaling.signal),
-                options=ObservabilityOptions(
-                    retention=obs.prometheus_retention,
-                    storage_gib=obs.prometheus_storage_gib,
-                    storage_class=capacity.placement.storage_class,
-                    grafana=obs.grafana,
-                    alertmanager=obs.alertmanager,
-                ),
-                placement=capacity.placement,
-                labels=labels,
-                grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
-                depends_on=[namespaces],
+    observability = Observability(
+        f"{scope.prefix}observability",
+        ObservabilityArgs(
+            namespace=MONITORING_NAMESPACE,
+            scope=queries,
+            slo=promql.Slo(
+                ttft_p95_seconds=obs.ttft_slo_seconds,
+                itl_p95_seconds=obs.itl_slo_seconds,
+                queue_time_p95_seconds=obs.queue_time_slo_seconds,
             ),
-            opts=k8s_opts,
-        )
+            hpa_name=hpa_name(settings.autoscaling.signal),
+            options=ObservabilityOptions(
+                retention=obs.prometheus_retention,
+                storage_gib=obs.prometheus_storage_gib,
+                storage_class=capacity.placement.storage_class,
+                grafana=obs.grafana,
+                alertmanager=obs.alertmanager,
+            ),
+            placement=capacity.placement,
+            labels=labels,
+            grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
+            depends_on=[namespaces],
+            shared=scope.shared_addons,
+        ),
+        opts=k8s_opts,
     )
     auto = settings.autoscaling
     autoscaling = Autoscaling(
@@ -349,10 +352,10 @@ def build_service(
                 queue_depth_per_replica=auto.queue_depth_per_replica,
                 startup_seconds=sizing_plan.startup_seconds,
                 scope=queries,
-                prometheus_url=prometheus_url(MONITORING_NAMESPACE),
+                prometheus_url=observability.prometheus_url,
                 labels=labels,
             ),
-            depends_on=[inference, *([observability] if observability else [])],
+            depends_on=[inference, observability],
             install_keda=scope.shared_addons,
         ),
         opts=k8s_opts,
@@ -388,10 +391,8 @@ def build_service(
         "weightsBucket": inference.weights_bucket,
         "scalingSignal": auto.signal.value,
         "hpaName": autoscaling.hpa_name,
-        "prometheusUrl": prometheus_url(MONITORING_NAMESPACE),
-        "grafanaAdminPassword": observability.grafana_admin_password
-        if observability
-        else pulumi.Output.secret(""),
+        "prometheusUrl": observability.prometheus_url,
+        "grafanaAdminPassword": observability.grafana_admin_password,
         "inferenceNamespace": namespaces.names[scope.namespace],
         "monitoringNamespace": MONITORING_NAMESPACE,
     }

@@ -129,10 +129,12 @@ class AwsArgs(TypedDict, total=False):
     forbidden_account_ids: list[str]
 
 
+# Docstrings the schema shows are one line each: Python 3.13 strips the indentation of longer
+# ones and 3.11 does not, which would make the generated schema depend on the interpreter.
+
+
 class ExistingClusterArgs(TypedDict, total=False):
-    """An EKS Auto Mode cluster to join instead of creating one (and its VPC). Pass its Kubernetes
-    provider as the component's ``kubernetes`` provider, and its VPC and node subnets as
-    ``network.vpc_id`` / ``network.private_subnet_ids``."""
+    """An EKS Auto Mode cluster to join (its Kubernetes provider is the component's provider)."""
 
     cluster_name: str
     """The cluster's name."""
@@ -141,17 +143,14 @@ class ExistingClusterArgs(TypedDict, total=False):
 
 
 class DeepSeekServiceArgs(TypedDict, total=False):
-    """The stack settings (README "Settings"), snake_case, and where the service goes; every key
-    is optional."""
+    """The stack settings in snake_case, and where the service goes; every key is optional."""
 
     existing_cluster: ExistingClusterArgs
     """Join this cluster instead of creating a VPC and a cluster."""
     namespace: str
     """The inference namespace the service creates (default: the service's name)."""
     install_shared_addons: bool
-    """Install the cluster-wide add-ons (monitoring stack, KEDA, ALB IngressClass, gp3
-    StorageClass, network-policy switch). Default: true with a cluster of its own, false in an
-    existing cluster (set it on one service per cluster, or bring your own)."""
+    """Install the cluster-wide add-ons (default: only with a cluster of its own); README explains."""
 
     compute_mode: str
     """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
@@ -237,8 +236,10 @@ def service_settings(args: DeepSeekServiceArgs, stack: str) -> Settings:
 
 
 class DeepSeekService(pulumi.ComponentResource):
-    """A private, autoscaled DeepSeek-R1 vLLM service on Amazon EKS: network, cluster, GPU capacity,
-    inference, observability and autoscaling, sized by the project's planner."""
+    """A private, autoscaled DeepSeek-R1 vLLM service on Amazon EKS, sized by the project's planner."""
+
+    # It builds network, cluster, GPU capacity, inference, observability and autoscaling (or, in an
+    # existing cluster, only what is the service's own): components/build.py build_service.
 
     compute_mode: pulumi.Output[str]
     cluster_name: pulumi.Output[str]

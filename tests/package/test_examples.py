@@ -177,3 +177,10 @@ def test_the_schema_check_refuses_a_misspelt_property() -> None:
         jsonschema.validate({"model": {"varient": "r1-671b"}}, _json_schema())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"autoscaling": {"maxReplicas": "three"}}, _json_schema())
+
+
+def test_every_service_scrapes_and_alerts_on_its_own_vllm(two_services) -> None:
+    mocks, _ = two_services
+    objects = _objects(mocks)
+    for kind in ("PodMonitor", "PrometheusRule"):
+        assert {m["metadata"]["namespace"] for m in objects if m["kind"] == kind} == {"team-a", "team-b"}

@@ -126,6 +126,7 @@ def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> None:
 
 JOIN: DeepSeekServiceArgs = {
     "existing_cluster": {"cluster_name": "platform"},
+    "autoscaling": {"signal": "queue-depth"},
     "network": {
         "vpc_id": "vpc-0a1b2c3d4e5f60718",
         "private_subnet_ids": ["subnet-0a1b2c3d", "subnet-0b1b2c3d"],
@@ -140,9 +141,14 @@ def test_joining_needs_the_clusters_kubernetes_provider() -> None:
 
 def test_joining_needs_the_clusters_vpc() -> None:
     with pytest.raises(Exception, match=r"set network.vpc_id and network.private_subnet_ids"):
-        _joining({"existing_cluster": {"cluster_name": "platform"}})
+        _joining({"existing_cluster": {"cluster_name": "platform"}, "autoscaling": {"signal": "queue-depth"}})
 
 
 def test_karpenter_mode_cannot_join_a_cluster() -> None:
     with pytest.raises(Exception, match="only computeMode auto-mode can join"):
         _joining({**JOIN, "compute_mode": "karpenter"})
+
+
+def test_a_service_without_shared_addons_cannot_scale_on_the_adapter() -> None:
+    with pytest.raises(Exception, match="gpu-utilization needs this service's prometheus-adapter rule"):
+        _joining({**JOIN, "autoscaling": {"signal": "gpu-utilization"}})
