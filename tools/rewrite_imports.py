@@ -60,7 +60,8 @@ def files() -> list[Path]:
     found = []
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT)
-        if rel.parts[0] in SKIP or path.resolve() == Path(__file__).resolve():
+        # Also the virtualenvs Pulumi makes for provider/ and examples/*/ (PulumiPlugin.yaml, Pulumi.yaml).
+        if rel.parts[0] in SKIP or "venv" in rel.parts or path.resolve() == Path(__file__).resolve():
             continue
         found.append(path)
     return found
