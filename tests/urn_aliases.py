@@ -2,10 +2,11 @@
 
 The mock monitor's own URNs keep only the parent's last type, so they are not the engine's. The
 engine qualifies a child's type with its parent's whole type chain (``parent$child``) and leaves
-the root stack out (pulumi/pulumi ``sdk/go/common/resource/urn.go`` ``NewURN`` and
-``pkg/resource/deploy/step_generator.go``): a child of an aliased parent inherits one alias per
-alias of its parent (``inheritedChildAlias``), which is what keeps a whole subtree in place when
-only its top-level component is aliased.
+the root stack out. A child of an aliased parent inherits one alias per alias of its parent, which
+is what keeps a whole subtree in place when only its top-level component is aliased: pulumi/pulumi
+``tests/integration/aliases/python/rename_component`` (step 2 aliases only the component; its
+children, unaliased, must not be replaced) and pulumi-java's ``Urn.inheritedChildAlias``. (Children
+named with their parent's name as prefix also get that prefix renamed; no alias here renames.)
 """
 
 from __future__ import annotations
