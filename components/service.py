@@ -220,7 +220,9 @@ def args_config(args: DeepSeekServiceArgs) -> tuple[dict[str, Any], list[str], d
             config["aws:region"] = value
         elif key == "aws" and isinstance(value, dict):
             for name, item in value.items():
-                config[f"aws:{camel(name)}"] = json.dumps(_camel_keys(item))
+                # Structured aws:* values reach a program as JSON text (settings/pulumi_source.py).
+                structured = isinstance(item, list | dict)
+                config[f"aws:{camel(name)}"] = json.dumps(_camel_keys(item)) if structured else item
         elif key in _GROUPS and isinstance(value, dict):
             for name, item in value.items():
                 config[f"{PROJECT}:{key}.{camel(name)}"] = item

@@ -152,3 +152,22 @@ def test_karpenter_mode_cannot_join_a_cluster() -> None:
 def test_a_service_without_shared_addons_cannot_scale_on_the_adapter() -> None:
     with pytest.raises(Exception, match="gpu-utilization needs this service's prometheus-adapter rule"):
         _joining({**JOIN, "autoscaling": {"signal": "gpu-utilization"}})
+
+
+def test_aws_provider_args_reach_the_settings() -> None:
+    role = "arn:aws:iam::123456789012:role/deployer"
+    settings = service_settings(
+        {
+            "region": "eu-west-1",
+            "aws": {
+                "profile": "platform",
+                "assume_roles": [{"role_arn": role, "session_name": "deepseek"}],
+                "allowed_account_ids": ["123456789012"],
+            },
+        },
+        "dev",
+    )
+    assert settings.region == "eu-west-1"
+    assert settings.aws.profile == "platform"
+    assert [(r.role_arn, r.session_name) for r in settings.aws.assume_roles] == [(role, "deepseek")]
+    assert settings.aws.allowed_account_ids == ["123456789012"]
