@@ -1,7 +1,7 @@
 """Two DeepSeek-R1 services on an EKS Auto Mode cluster you already run: team A serves the 7B
-distill on L4s and installs the cluster-wide add-ons (monitoring, KEDA, ALB IngressClass);
-team B serves the 70B distill on L40S. No VPC and no cluster are created; each service's
-objects take its name (namespace, GPU node pools, AWS resources), so they do not collide."""
+distill on L4s and installs the cluster-wide add-ons (monitoring, KEDA, ALB IngressClass); team B
+serves the 70B distill on L40S from its own S3 weights bucket. No VPC and no cluster are created;
+each service's objects take its name (namespace, GPU node pools, AWS resources): no collisions."""
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -32,6 +32,7 @@ team_b = DeepSeekService(
         existing_cluster=joined,
         network=network,
         model={"variant": "r1-distill-llama-70b"},
+        weights={"source": "s3"},
         gpu={"instance_families": ["g6e"], "capacity_types": ["on-demand"]},
         autoscaling={"signal": "queue-depth", "min_replicas": 1, "max_replicas": 2},
     ),

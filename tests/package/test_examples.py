@@ -184,3 +184,13 @@ def test_every_service_scrapes_and_alerts_on_its_own_vllm(two_services) -> None:
     objects = _objects(mocks)
     for kind in ("PodMonitor", "PrometheusRule"):
         assert {m["metadata"]["namespace"] for m in objects if m["kind"] == kind} == {"team-a", "team-b"}
+
+
+def test_aws_resources_take_the_services_name(two_services) -> None:
+    mocks, _ = two_services
+    aws = [r for r in mocks.resources if r.type.startswith("aws:")]
+    assert aws and all(r.name.startswith("team-b-") for r in aws)  # team B's S3 weights
+    associations = [
+        r.inputs for r in aws if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    ]
+    assert {(a["clusterName"], a["namespace"]) for a in associations} == {("platform", "team-b")}
