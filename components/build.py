@@ -106,7 +106,11 @@ WAS_AT_ROOT = pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)
 
 @dataclass(frozen=True)
 class ExistingCluster:
-    """An EKS cluster the service joins instead of creating its own (and its VPC)."""
+    """An EKS cluster the service joins instead of creating its own (and its VPC).
+
+    Auto Mode only: its Pod Identity agent (the S3 weights' credentials) is built in (EKS User Guide,
+    "Set up the Amazon EKS Pod Identity Agent": no need to install it on Auto Mode clusters), and so
+    are the load balancer controller and the GPU drivers the service relies on."""
 
     cluster_name: str
     """The cluster's name (Pod Identity associations, NodeClass discovery)."""
