@@ -31,9 +31,9 @@ from typing import Any
 
 import yaml
 
-from components import size
-from settings import PROJECT, Settings, parse_settings
-from sizing import SizingPlan
+from deepseek_eks.components import size
+from deepseek_eks.settings import PROJECT, Settings, parse_settings
+from deepseek_eks.sizing import SizingPlan
 
 from .stackfile import PROJECT_ROOT, StackConfig, read_stack, stack_document
 
@@ -202,7 +202,7 @@ class Orchestrator:
     ) -> dict[str, Any]:
         """Run ``operation`` on ``stack``; returns the stack outputs (``{name: value}``)."""
         prepared = prepare(stack, overrides, self.project_dir)
-        from sizing.cli import summary_lines
+        from deepseek_eks.sizing.cli import summary_lines
 
         for line in summary_lines(prepared.plan):
             self.print(line)

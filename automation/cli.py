@@ -13,10 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from components import SizingError
-from settings import SettingsError
-from sizing.cli import summary_lines
-from sizing.stack_cost import summary_lines as stack_cost_lines
+from deepseek_eks.components import SizingError
+from deepseek_eks.settings import SettingsError
+from deepseek_eks.sizing.cli import summary_lines
+from deepseek_eks.sizing.stack_cost import summary_lines as stack_cost_lines
 
 from .costing import whole_stack_cost
 from .stackfile import PROJECT_ROOT, StackFileError

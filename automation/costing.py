@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from components.versions import SYSTEM_NODE_INSTANCE_TYPES
-from settings import Settings
-from sizing import SizingPlan
-from sizing.stack_cost import StackCost, StackShape, stack_cost
+from deepseek_eks.components.versions import SYSTEM_NODE_INSTANCE_TYPES
+from deepseek_eks.settings import Settings
+from deepseek_eks.sizing import SizingPlan
+from deepseek_eks.sizing.stack_cost import StackCost, StackShape, stack_cost
 
 
 def stack_shape(settings: Settings) -> StackShape:

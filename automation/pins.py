@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from components import versions
-from components.versions import ChartPin
+from deepseek_eks.components import versions
+from deepseek_eks.components.versions import ChartPin
 
 from .manifest_gate import schema_dir
 from .stackfile import PROJECT_ROOT

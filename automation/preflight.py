@@ -31,11 +31,11 @@ from botocore.exceptions import ConnectionError as AwsConnectionError
 from rich.table import Table
 from rich.text import Text
 
-from settings import CapacityType, ComputeMode, Settings
-from sizing.catalog import InstanceCatalog, instance_catalog
-from sizing.planner import SizingPlan
-from sizing.quotas import QUOTA_SERVICE_CODE, quota_for, quota_needs
-from sizing.refresh import refresh_hardware
+from deepseek_eks.settings import CapacityType, ComputeMode, Settings
+from deepseek_eks.sizing.catalog import InstanceCatalog, instance_catalog
+from deepseek_eks.sizing.planner import SizingPlan
+from deepseek_eks.sizing.quotas import QUOTA_SERVICE_CODE, quota_for, quota_needs
+from deepseek_eks.sizing.refresh import refresh_hardware
 
 # Fail fast on a bad network instead of botocore's long default retry/timeouts: a preflight that
 # hangs is worse than one that says "could not reach".
@@ -466,7 +466,7 @@ KARPENTER_AMI_VARIANTS = (("x86_64", "nvidia"), ("x86_64", "standard"))
 
 def pinned_ami_release() -> str:
     """The AL2023 release components/versions.py pins (imported late: ``components`` loads Pulumi)."""
-    from components.versions import AL2023_AMI_RELEASE
+    from deepseek_eks.components.versions import AL2023_AMI_RELEASE
 
     return AL2023_AMI_RELEASE
 

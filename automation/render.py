@@ -19,11 +19,11 @@ from typing import Any
 import yaml
 from pulumi.runtime import rpc
 
-from components import BuildResult, build, size
-from settings import parse_settings
-from settings.pulumi_source import load_settings
-from sizing import SizingPlan
-from sizing.stack_cost import StackCost
+from deepseek_eks.components import BuildResult, build, size
+from deepseek_eks.settings import parse_settings
+from deepseek_eks.settings.pulumi_source import load_settings
+from deepseek_eks.sizing import SizingPlan
+from deepseek_eks.sizing.stack_cost import StackCost
 
 from .costing import whole_stack_cost
 from .mocks import SECRET_MASK as MASK

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from settings import safe_yaml
-from settings.safe_yaml import shown_key
+from deepseek_eks.settings import safe_yaml
+from deepseek_eks.settings.safe_yaml import shown_key
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "[secret]"

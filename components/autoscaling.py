@@ -10,8 +10,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-import promql
-from settings import ScalingSignal
+from deepseek_eks import promql
+from deepseek_eks.settings import ScalingSignal
 
 from .helm import helm_release
 from .manifests import custom_resource
@@ -166,6 +166,8 @@ class AutoscalingArgs:
     """Signal, bounds, targets and the queries' scope."""
     depends_on: list[pulumi.Resource]
     """The workload and the metrics pipeline."""
+    install_keda: bool = True
+    """Install KEDA (cluster-wide; one service per cluster does) for a ScaledObject signal."""
 
 
 class Autoscaling(pulumi.ComponentResource):
@@ -184,19 +186,23 @@ class Autoscaling(pulumi.ComponentResource):
                 f"{name}-hpa", metadata=hpa["metadata"], spec=hpa["spec"], opts=after
             )
         else:
-            keda = helm_release(
-                f"{name}-keda",
-                "keda",
-                KEDA,
-                KEDA_NAMESPACE,
-                {"crds": {"install": True}},
-                pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
-                create_namespace=True,
-            )
+            keda: list[pulumi.Resource] = []
+            if args.install_keda:
+                keda.append(
+                    helm_release(
+                        f"{name}-keda",
+                        "keda",
+                        KEDA,
+                        KEDA_NAMESPACE,
+                        {"crds": {"install": True}},
+                        pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
+                        create_namespace=True,
+                    )
+                )
             custom_resource(
                 f"{name}-scaledobject",
                 scaled_object(spec),
-                pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, keda]),
+                pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *keda]),
             )
         self.hpa_name = hpa_name(spec.signal)
         self.register_outputs({"hpaName": self.hpa_name})

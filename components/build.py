@@ -1,5 +1,6 @@
-"""``build()``: the one program. ``__main__.py``, the tests, the offline render and the Automation
-API all call it; there is no second copy of what the stack creates."""
+"""``build_service()``: the body of ``DeepSeekService`` (components/service.py), the one program.
+``__main__.py``, the tests, the offline render and the Automation API all reach it through that
+component; there is no second copy of what the stack creates."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-import promql
-from settings import ComputeMode, EndpointScheme, Settings, WeightsSource
-from sizing import Infeasible, SizingPlan, plan
-from sizing.cli import summary_lines
+from deepseek_eks import promql
+from deepseek_eks.settings import ComputeMode, EndpointScheme, ScalingSignal, Settings, WeightsSource
+from deepseek_eks.sizing import Infeasible, SizingPlan, plan
+from deepseek_eks.sizing.cli import summary_lines
 
 from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
 from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
@@ -97,25 +98,89 @@ def cluster_name(settings: Settings) -> str:
     return f"deepseek-{settings.stack}"
 
 
-def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildResult:
-    """Create every resource of the stack described by ``settings`` and export its outputs."""
+# The stack's top-level components were created at the root before DeepSeekService parented them;
+# this alias keeps each one's URN (and, through the engine's inherited child aliases, its whole
+# subtree's) so an upgrade does not replace the cluster.
+WAS_AT_ROOT = pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)
+
+
+@dataclass(frozen=True)
+class ExistingCluster:
+    """An EKS cluster the service joins instead of creating its own (and its VPC).
+
+    Auto Mode only: its Pod Identity agent (the S3 weights' credentials) is built in (EKS User Guide,
+    "Set up the Amazon EKS Pod Identity Agent": no need to install it on Auto Mode clusters), and so
+    are the load balancer controller and the GPU drivers the service relies on."""
+
+    cluster_name: str
+    """The cluster's name (Pod Identity associations, NodeClass discovery)."""
+    provider: pulumi.ProviderResource
+    """A Kubernetes provider for the cluster (from another language: a provider reference)."""
+    node_role_name: str = ""
+    """Auto Mode's node role, for the NodeClass of GPU nodes that need a larger disk."""
+
+
+@dataclass(frozen=True)
+class ServiceScope:
+    """Where a service goes and what it may name: the stack program's service owns its cluster and
+    keeps today's names; any other service prefixes its names and may join an existing cluster."""
+
+    prefix: str = ""
+    """Put before the logical names of the top-level components and the GPU node pools' names."""
+    namespace: str = INFERENCE_NAMESPACE
+    """The inference namespace (created by the service)."""
+    existing_cluster: ExistingCluster | None = None
+    shared_addons: bool = True
+    """Install the cluster-wide singletons: the monitoring stack (namespace, kube-prometheus-stack,
+    dcgm-exporter, prometheus-adapter, dashboards, vLLM rules), KEDA, the ALB IngressClass, the gp3
+    StorageClass and the VPC CNI network-policy switch. One service per cluster does."""
+
+
+def build_service(
+    parent: pulumi.ComponentResource,
+    settings: Settings,
+    sizing_plan: SizingPlan | None = None,
+    scope: ServiceScope | None = None,
+) -> BuildResult:
+    """Create every resource of the service described by ``settings`` as children of ``parent``."""
+    scope = scope or ServiceScope()
     sizing_plan = sizing_plan or size(settings)
+    # Only the stack program's service (unprefixed names) has resources created before it existed.
+    child = pulumi.ResourceOptions(parent=parent, aliases=None if scope.prefix else [WAS_AT_ROOT])
+    existing = scope.existing_cluster
+    if existing and settings.compute_mode is not ComputeMode.AUTO_MODE:
+        raise ValueError(
+            "existing_cluster: only computeMode auto-mode can join an existing cluster (karpenter mode "
+            "installs Karpenter, a cluster-wide controller, with the cluster)"
+        )
+    if not scope.shared_addons and settings.autoscaling.signal is ScalingSignal.GPU_UTILIZATION:
+        raise ValueError(
+            "autoscaling.signal gpu-utilization needs this service's prometheus-adapter rule, which "
+            "comes with install_shared_addons: use queue-depth or combined (KEDA queries Prometheus "
+            "itself), or install the shared add-ons with this service"
+        )
+    if existing and not settings.network.vpc_id:
+        raise ValueError(
+            "existing_cluster: set network.vpc_id and network.private_subnet_ids to the cluster's VPC "
+            "and node subnets (the service creates no VPC)"
+        )
     labels = common_labels(settings)
     tags = aws_tags(settings)
-    name = cluster_name(settings)
+    name = existing.cluster_name if existing else cluster_name(settings)
     auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
 
     # The stack's aws:* provider settings (an explicit provider reads none of them itself).
     aws_provider = aws.Provider(
-        "aws",
+        f"{scope.prefix}aws",
         region=settings.region,
         default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
         **provider_args(settings),
+        opts=child,
     )
-    aws_opts = pulumi.ResourceOptions(providers={"aws": aws_provider})
+    aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers={"aws": aws_provider}))
     net = settings.network
     network = Network(
-        "network",
+        f"{scope.prefix}network",
         NetworkArgs(
             cluster_name=name,
             region=settings.region,
@@ -128,22 +193,29 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         ),
         opts=aws_opts,
     )
-    cluster = Cluster(
-        "cluster",
-        ClusterArgs(
-            cluster_name=name,
-            kubernetes_version=settings.kubernetes_version,
-            auto_mode=auto_mode,
-            vpc_id=network.vpc_id,
-            private_subnet_ids=network.private_subnet_ids,
-            public_subnet_ids=network.public_subnet_ids,
-            public_access_cidrs=settings.cluster.public_access_cidrs,
-            admin_role_arns=settings.cluster.admin_role_arns,
-            tags=tags,
-        ),
-        opts=aws_opts,
+    cluster = (
+        None
+        if existing
+        else Cluster(
+            "cluster",
+            ClusterArgs(
+                cluster_name=name,
+                kubernetes_version=settings.kubernetes_version,
+                auto_mode=auto_mode,
+                vpc_id=network.vpc_id,
+                private_subnet_ids=network.private_subnet_ids,
+                public_subnet_ids=network.public_subnet_ids,
+                public_access_cidrs=settings.cluster.public_access_cidrs,
+                admin_role_arns=settings.cluster.admin_role_arns,
+                tags=tags,
+            ),
+            opts=aws_opts,
+        )
     )
-    k8s_opts = pulumi.ResourceOptions(providers={"kubernetes": cluster.provider, "aws": aws_provider})
+    k8s_provider = existing.provider if existing else cluster.provider  # type: ignore[union-attr]
+    k8s_opts = pulumi.ResourceOptions.merge(
+        child, pulumi.ResourceOptions(providers={"kubernetes": k8s_provider, "aws": aws_provider})
+    )
     capacity: AutoModeCapacity | KarpenterCapacity
     common = CapacityArgs(
         plan=sizing_plan,
@@ -155,11 +227,16 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         labels=labels,
         tags=tags,
         capacity_reservation_ids=list(settings.gpu.capacity_reservation_ids),
+        pool_prefix=scope.prefix,
     )
     if auto_mode:
         capacity = AutoModeCapacity(
-            "capacity",
-            AutoModeCapacityArgs(**vars(common), node_role_name=cluster.auto_mode_node_role_name),
+            f"{scope.prefix}capacity",
+            AutoModeCapacityArgs(
+                **vars(common),
+                node_role_name=existing.node_role_name if existing else cluster.auto_mode_node_role_name,  # type: ignore[union-attr]
+                cluster_singletons=scope.shared_addons,
+            ),
             opts=k8s_opts,
         )
     else:
@@ -167,20 +244,20 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             "capacity",
             KarpenterCapacityArgs(
                 **vars(common),
-                cluster=cluster,
+                cluster=cluster,  # type: ignore[arg-type]
                 region=settings.region,
                 vpc_id=network.vpc_id,
-                k8s_provider=cluster.provider,
+                k8s_provider=cluster.provider,  # type: ignore[union-attr]  # karpenter: own cluster
             ),
             opts=k8s_opts,
         )
 
     namespaces = Namespaces(
-        "namespaces",
+        f"{scope.prefix}namespaces",
         NamespacesArgs(
             namespaces=[
                 NamespaceSpec(
-                    INFERENCE_NAMESPACE,
+                    scope.namespace,
                     "restricted",
                     labels=READINESS_GATE_LABELS[settings.compute_mode.value],
                 ),
@@ -189,15 +266,15 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
                     "privileged",
                     reason="node-exporter and dcgm-exporter read host PID/network and GPU devices",
                 ),
-            ],
+            ][: 2 if scope.shared_addons else 1],  # the monitoring namespace is a shared add-on
             labels=labels,
         ),
         opts=k8s_opts,
     )
     secrets = ApiSecrets(
-        "api-secrets",
+        f"{scope.prefix}api-secrets",
         ApiSecretsArgs(
-            namespace=namespaces.names[INFERENCE_NAMESPACE],
+            namespace=namespaces.names[scope.namespace],
             labels=labels,
             hf_token=settings.hf_token,  # type: ignore[arg-type]
             api_key=settings.api_key,  # type: ignore[arg-type]
@@ -208,10 +285,10 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
     drain = sizing_plan.drain_seconds  # endpoint.drainSeconds when set (the plan's request carries it)
     internet_facing = settings.endpoint.scheme is EndpointScheme.INTERNET_FACING
     inference = Inference(
-        "inference",
+        f"{scope.prefix}inference",
         InferenceArgs(
             plan=sizing_plan,
-            namespace=namespaces.names[INFERENCE_NAMESPACE],
+            namespace=namespaces.names[scope.namespace],
             monitoring_namespace=MONITORING_NAMESPACE,
             placement=capacity.placement,
             endpoint=Endpoint(
@@ -237,13 +314,13 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         ),
         opts=k8s_opts,
     )
-    scope = promql.Scope(namespace=INFERENCE_NAMESPACE, model_name=inference.served_model_name)
+    queries = promql.Scope(namespace=scope.namespace, model_name=inference.served_model_name)
     obs = settings.observability
     observability = Observability(
-        "observability",
+        f"{scope.prefix}observability",
         ObservabilityArgs(
             namespace=MONITORING_NAMESPACE,
-            scope=scope,
+            scope=queries,
             slo=promql.Slo(
                 ttft_p95_seconds=obs.ttft_slo_seconds,
                 itl_p95_seconds=obs.itl_slo_seconds,
@@ -261,41 +338,43 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             labels=labels,
             grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
             depends_on=[namespaces],
+            shared=scope.shared_addons,
         ),
         opts=k8s_opts,
     )
     auto = settings.autoscaling
     autoscaling = Autoscaling(
-        "autoscaling",
+        f"{scope.prefix}autoscaling",
         AutoscalingArgs(
             spec=ScalingSpec(
                 signal=auto.signal,
-                namespace=INFERENCE_NAMESPACE,
+                namespace=scope.namespace,
                 target=inference.scale_target,
                 min_replicas=auto.min_replicas,
                 max_replicas=auto.max_replicas,
                 target_gpu_utilization=auto.target_gpu_utilization,
                 queue_depth_per_replica=auto.queue_depth_per_replica,
                 startup_seconds=sizing_plan.startup_seconds,
-                scope=scope,
+                scope=queries,
                 prometheus_url=observability.prometheus_url,
                 labels=labels,
             ),
             depends_on=[inference, observability],
+            install_keda=scope.shared_addons,
         ),
         opts=k8s_opts,
     )
 
     scheme = "https" if settings.endpoint.certificate_arn else "http"
     endpoint_url = inference.endpoint_host.apply(lambda h: f"{scheme}://{h}" if h else "")
-    in_cluster_url = f"http://{APP}.{INFERENCE_NAMESPACE}.svc.cluster.local"
+    in_cluster_url = f"http://{APP}.{scope.namespace}.svc.cluster.local"
 
     d = sizing_plan.to_dict()
     outputs: dict[str, object] = {
         "plan": d,
         "computeMode": settings.compute_mode.value,
-        "clusterName": cluster.cluster_name,
-        "kubeconfig": cluster.kubeconfig,
+        "clusterName": cluster.cluster_name if cluster else name,
+        "kubeconfig": cluster.kubeconfig if cluster else pulumi.Output.secret(""),  # yours, not ours
         "vpcId": network.vpc_id,
         "gpuNodePool": capacity.placement.node_pool,
         "gpuLimit": capacity.gpu_limit,
@@ -318,22 +397,24 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
         "hpaName": autoscaling.hpa_name,
         "prometheusUrl": observability.prometheus_url,
         "grafanaAdminPassword": observability.grafana_admin_password,
-        "inferenceNamespace": namespaces.names[INFERENCE_NAMESPACE],
-        "monitoringNamespace": namespaces.names[MONITORING_NAMESPACE],
+        "inferenceNamespace": namespaces.names[scope.namespace],
+        "monitoringNamespace": MONITORING_NAMESPACE,
     }
-    for key, value in outputs.items():
-        pulumi.export(key, value)
     return BuildResult(
         plan=sizing_plan,
         outputs=outputs,
         components={
-            "network": network,
-            "cluster": cluster,
-            "capacity": capacity,
-            "namespaces": namespaces,
-            "secrets": secrets,
-            "inference": inference,
-            "observability": observability,
-            "autoscaling": autoscaling,
+            key: component
+            for key, component in {
+                "network": network,
+                "cluster": cluster,
+                "capacity": capacity,
+                "namespaces": namespaces,
+                "secrets": secrets,
+                "inference": inference,
+                "observability": observability,
+                "autoscaling": autoscaling,
+            }.items()
+            if component is not None
         },
     )

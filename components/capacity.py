@@ -4,12 +4,13 @@ components (observability, inference, autoscaling) so those never look at the mo
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from settings import ComputeMode
-from sizing import SizingPlan
+from deepseek_eks.settings import ComputeMode
+from deepseek_eks.sizing import SizingPlan
 
 from .manifests import custom_resource
 from .nodepools import (
@@ -50,11 +51,11 @@ class GpuPlacement:
     """Resources GPU workloads must wait for (node pool, device plugin)."""
 
 
-def gpu_placement(depends_on: list[pulumi.Resource]) -> GpuPlacement:
+def gpu_placement(depends_on: list[pulumi.Resource], pool_prefix: str = "") -> GpuPlacement:
     return GpuPlacement(
-        node_selector={NODE_ROLE_LABEL: GPU_NODE_ROLE},
+        node_selector={NODE_ROLE_LABEL: pool_prefix + GPU_NODE_ROLE},
         tolerations=[dict(GPU_TOLERATION)],
-        node_pool=GPU_NODE_POOL,
+        node_pool=pool_prefix + GPU_NODE_POOL,
         ingress_class=INGRESS_CLASS,
         storage_class=STORAGE_CLASS,
         depends_on=depends_on,
@@ -99,6 +100,9 @@ class CapacityArgs:
     """AWS tags for the nodes."""
     capacity_reservation_ids: list[str]
     """EC2 capacity reservations / Capacity Blocks the GPU nodes may use (Karpenter mode only)."""
+    pool_prefix: str
+    """Put before the GPU pools' names and their nodes' role label, so the pools of two services
+    in one cluster (two variants need two instance shapes) keep apart ("" = today's names)."""
 
     def gpu_node_pools(
         self, name: str, mode: ComputeMode, node_class: NodeClassRef, opts: pulumi.ResourceOptions
@@ -114,13 +118,36 @@ class CapacityArgs:
         return [
             custom_resource(
                 f"{name}-{POOL_RESOURCE_SUFFIX[spec.name]}",
-                gpu_node_pool(
-                    spec=spec, plan=self.plan, mode=mode, node_class=node_class, labels=self.labels
+                prefixed_pool(
+                    gpu_node_pool(
+                        spec=spec, plan=self.plan, mode=mode, node_class=node_class, labels=self.labels
+                    ),
+                    self.pool_prefix,
                 ),
                 opts,
             )
             for spec in specs
         ]
+
+
+def prefixed_pool(pool: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """A GPU NodePool named ``<prefix><name>`` whose nodes carry ``<prefix>`` + the GPU role label."""
+    if not prefix:
+        return pool
+    template = pool["spec"]["template"]
+    return {
+        **pool,
+        "metadata": {**pool["metadata"], "name": prefix + pool["metadata"]["name"]},
+        "spec": {
+            **pool["spec"],
+            "template": {
+                **template,
+                "metadata": {
+                    "labels": {**template["metadata"]["labels"], NODE_ROLE_LABEL: prefix + GPU_NODE_ROLE}
+                },
+            },
+        },
+    }
 
 
 @dataclass
@@ -129,6 +156,9 @@ class AutoModeCapacityArgs(CapacityArgs):
 
     node_role_name: pulumi.Input[str] = ""
     """Auto Mode's node role (only used when a custom NodeClass is needed)."""
+    cluster_singletons: bool = True
+    """Create the ALB IngressClass, the gp3 StorageClass and the network-policy switch (one
+    service per cluster does)."""
 
 
 class AutoModeCapacity(pulumi.ComponentResource):
@@ -152,17 +182,22 @@ class AutoModeCapacity(pulumi.ComponentResource):
             raise ValueError("capacity reservations are Karpenter-mode only (settings refuse them here)")
         if needs_auto_mode_node_class(args.plan):
             manifest = auto_mode_node_class(
-                name="gpu-inference",
+                name=f"{args.pool_prefix}gpu-inference",
                 role=args.node_role_name,
                 cluster_name=args.cluster_name,
                 subnet_ids=args.private_subnet_ids,
                 disk_gib=args.plan.ephemeral_storage_gib,
             )
             depends.append(custom_resource(f"{name}-nodeclass", manifest, child))
-            node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", "gpu-inference")
+            node_class = NodeClassRef("eks.amazonaws.com", "NodeClass", f"{args.pool_prefix}gpu-inference")
         pools = args.gpu_node_pools(
             name, ComputeMode.AUTO_MODE, node_class, pulumi.ResourceOptions(parent=self, depends_on=depends)
         )
+        self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
+        self.placement = gpu_placement(list(pools), args.pool_prefix)
+        self.register_outputs({"nodePool": self.placement.node_pool, "gpuLimit": self.gpu_limit})
+        if not args.cluster_singletons:
+            return
         k8s.networking.v1.IngressClass(
             f"{name}-alb",
             metadata=k8s.meta.v1.ObjectMetaArgs(name=INGRESS_CLASS, labels=args.labels),
@@ -179,6 +214,3 @@ class AutoModeCapacity(pulumi.ComponentResource):
             data={"enable-network-policy-controller": "true"},
             opts=child,
         )
-        self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement(list(pools))
-        self.register_outputs({"nodePool": GPU_NODE_POOL, "gpuLimit": self.gpu_limit})

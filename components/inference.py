@@ -12,8 +12,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from sizing import SizingPlan
-from sizing.planner import HF_DOWNLOAD_GIB_PER_S
+from deepseek_eks.sizing import SizingPlan
+from deepseek_eks.sizing.planner import HF_DOWNLOAD_GIB_PER_S
 
 from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
 from .capacity import GpuPlacement

@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from settings import ComputeMode
+from deepseek_eks.settings import ComputeMode
 
 from .capacity import (
     INGRESS_CLASS,
@@ -360,7 +360,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
         # No EFA device plugin: the pinned vLLM image has no libfabric/aws-ofi-nccl, so no pod requests
         # vpc.amazonaws.com/efa (the plan warns that multi-node NCCL runs over TCP).
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement(gpu_ready)
+        self.placement = gpu_placement(gpu_ready, args.pool_prefix)
         self.register_outputs(
             {
                 "nodePool": self.placement.node_pool,

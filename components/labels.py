@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from settings import Settings
+from deepseek_eks.settings import Settings
 
 PART_OF = "deepseek-eks"
 

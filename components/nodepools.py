@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from settings import ComputeMode
-from sizing import SizingPlan, instance_catalog
+from deepseek_eks.settings import ComputeMode
+from deepseek_eks.sizing import SizingPlan, instance_catalog
 
 from .versions import AL2023_AMI_ALIAS
 

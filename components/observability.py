@@ -12,7 +12,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-import promql
+from deepseek_eks import promql
 
 from .capacity import GpuPlacement
 from .helm import helm_release
@@ -189,6 +189,9 @@ class ObservabilityArgs:
     grafana_admin_password: pulumi.Input[str] | None = None
     """Grafana admin password (a secret); generated when not given."""
     depends_on: list[pulumi.Resource] | None = None
+    shared: bool = True
+    """Install the cluster's monitoring stack too (one service per cluster does); without it, only
+    this service's PodMonitor and alert rules, picked up by the stack another service installed."""
     """Resources to wait for (namespaces, capacity)."""
 
 
@@ -204,6 +207,12 @@ class Observability(pulumi.ComponentResource):
         super().__init__("deepseek-eks:index:Observability", name, None, opts)
         deps = list(args.depends_on or [])
         after = pulumi.ResourceOptions(parent=self, depends_on=deps)
+        self.prometheus_url = prometheus_url(args.namespace)
+        if not args.shared:
+            self.grafana_admin_password = pulumi.Output.secret("")  # the stack's owner has it
+            self._service_monitoring(name, args, after)
+            self.register_outputs({"prometheusUrl": self.prometheus_url})
+            return
         password: pulumi.Input[str]
         if args.grafana_admin_password is not None:
             password = args.grafana_admin_password
@@ -228,6 +237,7 @@ class Observability(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[*deps, admin, *args.placement.depends_on]),
         )
         crds_ready = pulumi.ResourceOptions(parent=self, depends_on=[*deps, stack])
+        self._service_monitoring(name, args, crds_ready)
         helm_release(
             f"{name}-dcgm-exporter",
             "dcgm-exporter",
@@ -244,11 +254,6 @@ class Observability(pulumi.ComponentResource):
             adapter_values(args.scope, args.namespace),
             crds_ready,
         )
-        for kind, manifest in (
-            ("podmonitor", vllm_pod_monitor(args.scope, args.labels)),
-            ("rules", prometheus_rule(args.scope, args.slo, args.hpa_name, args.labels)),
-        ):
-            custom_resource(f"{name}-vllm-{kind}", manifest, crds_ready)
         if args.options.grafana:
             for uid, title, panels in (
                 ("deepseek-vllm", "DeepSeek vLLM", promql.vllm_panels(args.scope)),
@@ -264,5 +269,12 @@ class Observability(pulumi.ComponentResource):
                     data={f"{uid}.json": json.dumps(dashboard(title, uid, panels), indent=2, sort_keys=True)},
                     opts=after,
                 )
-        self.prometheus_url = prometheus_url(args.namespace)
         self.register_outputs({"prometheusUrl": self.prometheus_url})
+
+    def _service_monitoring(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
+        """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace."""
+        for kind, manifest in (
+            ("podmonitor", vllm_pod_monitor(args.scope, args.labels)),
+            ("rules", prometheus_rule(args.scope, args.slo, args.hpa_name, args.labels)),
+        ):
+            custom_resource(f"{name}-vllm-{kind}", manifest, opts)

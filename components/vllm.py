@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sizing import SizingPlan
-from sizing.planner import VLLM_PORT
+from deepseek_eks.sizing import SizingPlan
+from deepseek_eks.sizing.planner import VLLM_PORT
 
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET

@@ -19,9 +19,9 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_catalog
-from sizing.catalog import unknown_family_message
-from sizing.checkpoints import known_checkpoint
+from deepseek_eks.sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_catalog
+from deepseek_eks.sizing.catalog import unknown_family_message
+from deepseek_eks.sizing.checkpoints import known_checkpoint
 
 from . import safe_yaml
 from .safe_yaml import shown_key

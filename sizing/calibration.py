@@ -116,7 +116,7 @@ def measure(
 
 
 def _bundled_path() -> Path:
-    return Path(str(resources.files("sizing").joinpath(BUNDLED)))
+    return Path(str(resources.files(__package__ or "sizing").joinpath(BUNDLED)))
 
 
 @cache

@@ -165,7 +165,7 @@ class InstanceCatalog:
 
 
 def _read_data(name: str) -> dict:
-    text = resources.files("sizing").joinpath("data", name).read_text(encoding="utf-8")
+    text = resources.files(__package__ or "sizing").joinpath("data", name).read_text(encoding="utf-8")
     return json.loads(text)
 
 

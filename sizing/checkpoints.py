@@ -9,7 +9,11 @@ from importlib import resources
 
 @cache
 def _table() -> dict[str, dict[str, dict[str, str]]]:
-    text = resources.files("sizing").joinpath("data", "checkpoints.json").read_text(encoding="utf-8")
+    text = (
+        resources.files(__package__ or "sizing")
+        .joinpath("data", "checkpoints.json")
+        .read_text(encoding="utf-8")
+    )
     table: dict[str, dict[str, dict[str, str]]] = json.loads(text)["checkpoints"]
     return table
 

@@ -16,7 +16,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError
 
-from sizing.catalog import GPU_ARCHS, InstanceCatalog, InstanceType, cuda_memory_table, gpu_memory_key
+from .catalog import GPU_ARCHS, InstanceCatalog, InstanceType, cuda_memory_table, gpu_memory_key
 
 # DescribeInstanceTypes rejects more names than this in one request.
 MAX_NAMES_PER_CALL = 100

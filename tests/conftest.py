@@ -10,7 +10,7 @@ import pytest
 from automation.render import Construction
 from automation.render import construct as run_build
 from automation.stackfile import StackConfig, read_stack
-from settings import PROJECT
+from deepseek_eks.settings import PROJECT
 
 
 @pytest.fixture(autouse=True)

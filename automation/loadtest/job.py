@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from components.secrets import API_KEY_KEY, API_KEY_SECRET
-from components.versions import LOADTEST_IMAGE, LOADTEST_PACKAGES
+from deepseek_eks.components.secrets import API_KEY_KEY, API_KEY_SECRET
+from deepseek_eks.components.versions import LOADTEST_IMAGE, LOADTEST_PACKAGES
 
 from .cli import API_KEY_ENV
 

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 from automation.stackfile import PROJECT_ROOT, StackFileError
-from components import SizingError
-from settings import SettingsError
+from deepseek_eks.components import SizingError
+from deepseek_eks.settings import SettingsError
 
 from .hpa import AutoscalerSpecError
 from .replica import CalibrationError, load_calibration, published_curve

@@ -12,8 +12,8 @@ from typing import Any
 
 from automation.stackfile import PROJECT_ROOT, read_stack
 from automation.stats import percentile
-from settings import PROJECT, parse_settings
-from sizing.planner import STARTUP_MARGIN
+from deepseek_eks.settings import PROJECT, parse_settings
+from deepseek_eks.sizing.planner import STARTUP_MARGIN
 
 from .engine import Outcome, SimConfig, Simulation, StartupTimes
 from .replica import ReplicaModel, ThroughputCurve, published_curve

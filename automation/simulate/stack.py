@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import promql
+from deepseek_eks import promql
 
 from .hpa import AutoscalerSpecError, Behavior
 

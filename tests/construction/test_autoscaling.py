@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-import promql
 from automation.render import Rendered, render
-from components.autoscaling import behavior
+from deepseek_eks import promql
+from deepseek_eks.components.autoscaling import behavior
 from tests.conftest import stack_config
 
 SCOPE = promql.Scope(namespace="deepseek", model_name="r1-distill-qwen-7b")

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from automation.render import Construction
-from components.iam_policies import assert_least_privilege
-from sizing import instance_catalog
+from deepseek_eks.components.iam_policies import assert_least_privilege
+from deepseek_eks.sizing import instance_catalog
 from tests.conftest import stack_config
 from tests.upstream import eks_ami_release_tags
 from tests.upstream_platform import al2023_images, platform_facts

@@ -10,7 +10,7 @@ import pytest
 
 from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
-from components import SizingError
+from deepseek_eks.components import SizingError
 from tests.conftest import stack_config
 from tests.upstream import serving_facts
 
@@ -318,7 +318,7 @@ def test_outputs_name_the_model_and_a_working_request() -> None:
 
 
 def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() -> None:
-    from components.inference import stage_seconds
+    from deepseek_eks.components.inference import stage_seconds
 
     rendered = render(stack_config("dev"))
     svc = next(o for o in rendered.objects() if o["kind"] == "Service")

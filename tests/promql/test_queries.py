@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from promql import (
+from deepseek_eks.promql import (
     DCGM_GPU_UTIL,
     DCGM_XID,
     KSM_HPA_CURRENT,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from automation.cli import main
 from automation.stackfile import read_stack
-from settings import parse_settings
+from deepseek_eks.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "sk-live-NEVER-PRINT-0042"
@@ -250,7 +250,7 @@ def test_arbitrary_config_is_read_or_refused_never_crashes(config) -> None:
 @given(st.dictionaries(_KEYS, _VALUES | _VALUES.map(json.dumps), max_size=6), st.sets(_KEYS, max_size=3))
 def test_any_engine_config_map_gives_settings_or_settings_error(config, secret_keys) -> None:
     """The runtime path: whatever map the engine hands the program, typed or as JSON text."""
-    from settings import SettingsError
+    from deepseek_eks.settings import SettingsError
 
     try:
         parse_settings(config, secret_keys)

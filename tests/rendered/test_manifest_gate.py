@@ -14,7 +14,7 @@ import pytest
 from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir, strictify
 from automation.render import Rendered, render
 from automation.stackfile import read_stack, stack_names
-from settings import parse_settings
+from deepseek_eks.settings import parse_settings
 
 STACKS = stack_names()
 CRD_DIR = schema_dir()

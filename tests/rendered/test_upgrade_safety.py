@@ -22,7 +22,7 @@ from tests.rendered.test_render import automation
 
 FACTS = urns.replace_on_change()
 # The module, not the ``build`` function the package re-exports under the same name.
-BUILD_MODULE = importlib.import_module("components.build")
+BUILD_MODULE = importlib.import_module("deepseek_eks.components.build")
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,8 @@ def test_the_snapshot_records_the_parent_chain_and_replacing_inputs() -> None:
     group = entries["capacity-system"]
     assert group["type"] == "aws:eks/nodeGroup:NodeGroup"
     assert group["urn"].endswith(
-        "::deepseek-eks:index:KarpenterCapacity$aws:eks/nodeGroup:NodeGroup::capacity-system"
+        "::deepseek-eks:index:DeepSeekService$deepseek-eks:index:KarpenterCapacity"
+        "$aws:eks/nodeGroup:NodeGroup::capacity-system"
     )
     assert group["parent"] == entries["capacity"]["urn"]
     assert set(group["replaceOnChange"]) <= set(FACTS["aws:eks/nodeGroup:NodeGroup"])
@@ -151,18 +152,21 @@ def test_diff_names_a_ref_git_cannot_read() -> None:
         diff_module.diff("dev", "no-such-ref")
 
 
-def _namespaces_under_a_new_top_component(monkeypatch: pytest.MonkeyPatch, alias: bool) -> None:
-    """The planned refactor: components move under one top-level component. The moved component
-    says where it was (``Alias(parent=None)``: at the top); its children inherit that alias."""
+def _namespaces_under_a_new_component(monkeypatch: pytest.MonkeyPatch, alias: bool) -> None:
+    """A refactor that groups components under a new intermediate component. The moved component
+    says where it was (``Alias(parent=<its old parent>)``); its children inherit that alias."""
     real = BUILD_MODULE.Namespaces
 
     def moved(name: str, args: Any, opts: pulumi.ResourceOptions | None = None) -> Any:
-        service = pulumi.ComponentResource("deepseek-eks:index:DeepSeekService", "deepseek")
-        aliases = [pulumi.Alias(parent=None)] if alias else None
+        old_parent = opts.parent if opts else None
+        group = pulumi.ComponentResource(
+            "deepseek-eks:index:Platform", "platform", opts=pulumi.ResourceOptions(parent=old_parent)
+        )
+        aliases = [pulumi.Alias(parent=old_parent)] if alias else None
         return real(
             name,
             args,
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=service, aliases=aliases)),
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=group, aliases=aliases)),
         )
 
     monkeypatch.setattr(BUILD_MODULE, "Namespaces", moved)
@@ -171,21 +175,22 @@ def _namespaces_under_a_new_top_component(monkeypatch: pytest.MonkeyPatch, alias
 def test_moving_a_component_under_a_new_parent_keeps_its_children_through_inherited_aliases(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _namespaces_under_a_new_top_component(monkeypatch, alias=True)
+    _namespaces_under_a_new_component(monkeypatch, alias=True)
     run = urns.run_resources(read_stack("dev"))
     namespace = next(r for r in run if r.name == "namespaces-deepseek")
     assert namespace.urn.endswith(
-        "DeepSeekService$deepseek-eks:index:Namespaces$kubernetes:core/v1:Namespace::namespaces-deepseek"
+        "DeepSeekService$deepseek-eks:index:Platform$deepseek-eks:index:Namespaces"
+        "$kubernetes:core/v1:Namespace::namespaces-deepseek"
     )
     problems = urns.check(urns.load_snapshot("dev"), run, FACTS)
     # Only the new parent is unknown to the snapshot; nothing is lost.
-    assert [p.urn.rsplit("::", 1)[1] for p in problems] == ["deepseek"]
+    assert [p.urn.rsplit("::", 1)[1] for p in problems] == ["platform"]
 
 
 def test_moving_a_component_without_an_alias_loses_it_and_its_children(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _namespaces_under_a_new_top_component(monkeypatch, alias=False)
+    _namespaces_under_a_new_component(monkeypatch, alias=False)
     problems = urns.check(urns.load_snapshot("dev"), urns.run_resources(read_stack("dev")), FACTS)
     gone = {p.urn.rsplit("::", 1)[1] for p in problems if "no resource lists it in aliases" in p.message}
     assert gone == {"namespaces", "namespaces-deepseek", "namespaces-monitoring"}

@@ -24,7 +24,7 @@ from automation.api import (
     parse_overrides,
     require_aws_credentials,
 )
-from settings import SettingsError, parse_settings
+from deepseek_eks.settings import SettingsError, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 

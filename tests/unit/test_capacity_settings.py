@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from settings import SettingsError, parse_settings
+from deepseek_eks.settings import SettingsError, parse_settings
 
 P = "deepseek-eks:"
 KEY = f"{P}gpu.capacityReservationIds"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from automation.stackfile import parse_key
-from settings import parse_settings, safe_yaml
-from settings.model import AWS_KEYS, MAX_REPLICAS, SettingsError, _boolean
+from deepseek_eks.settings import parse_settings, safe_yaml
+from deepseek_eks.settings.model import AWS_KEYS, MAX_REPLICAS, SettingsError, _boolean
 from tests.upstream import pulumi_config_facts
 
 FACTS = pulumi_config_facts()

@@ -25,7 +25,7 @@ from automation.loadtest.runner import (
     split_events,
 )
 from automation.simulate.replica import load_calibration
-from components.versions import LOADTEST_PACKAGES
+from deepseek_eks.components.versions import LOADTEST_PACKAGES
 
 FIRST_TOKEN_S = 0.200
 PER_TOKEN_S = 0.020
@@ -297,7 +297,7 @@ def job_manifests(capsys: pytest.CaptureFixture[str]) -> list[dict]:
 def test_job_manifests_are_valid_kubernetes(capsys: pytest.CaptureFixture[str]) -> None:
     import kubernetes_validate
 
-    from settings.model import DEFAULT_KUBERNETES_VERSION
+    from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
 
     config_map, job = job_manifests(capsys)
     for obj in (config_map, job):

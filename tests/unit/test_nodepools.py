@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from components.network import plan_subnets
-from components.nodepools import (
+from deepseek_eks.components.network import plan_subnets
+from deepseek_eks.components.nodepools import (
     GPU_FLOOR_NODE_POOL,
     GPU_NODE_POOL,
     SERVING_POD_ANNOTATIONS,
@@ -25,8 +25,8 @@ from components.nodepools import (
     needs_auto_mode_node_class,
     node_disk_gib,
 )
-from settings import ComputeMode
-from sizing import PlanRequest, SizingPlan, instance_catalog, plan
+from deepseek_eks.settings import ComputeMode
+from deepseek_eks.sizing import PlanRequest, SizingPlan, instance_catalog, plan
 from tests.upstream_platform import platform_facts
 
 

@@ -28,10 +28,10 @@ from rich.text import Text
 
 from automation import preflight
 from automation.preflight import Check, Status, as_json, exit_code, offered_zones, render_table, run_preflight
-from components import SizingError, size
-from settings import Settings, parse_settings
-from sizing.catalog import instance_catalog
-from sizing.planner import SizingPlan
+from deepseek_eks.components import SizingError, size
+from deepseek_eks.settings import Settings, parse_settings
+from deepseek_eks.sizing.catalog import instance_catalog
+from deepseek_eks.sizing.planner import SizingPlan
 from tests.upstream_platform import platform_facts
 
 REGION = "us-east-1"

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from automation.stackfile import read_stack, stack_names
-from components import size
-from settings import known_keys, parse_settings
+from deepseek_eks.components import size
+from deepseek_eks.settings import known_keys, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_FILE = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())

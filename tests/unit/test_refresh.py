@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from moto import mock_aws
 
-from sizing import refresh
-from sizing.catalog import InstanceCatalog, instance_catalog
-from sizing.refresh import Drift, ec2_client, refresh_hardware
+from deepseek_eks.sizing import refresh
+from deepseek_eks.sizing.catalog import InstanceCatalog, instance_catalog
+from deepseek_eks.sizing.refresh import Drift, ec2_client, refresh_hardware
 
 HARDWARE = ("gpu_model", "gpu_count", "gpu_memory_mib", "vcpu", "memory_mib", "efa_supported")
 
@@ -153,8 +153,8 @@ def test_sizing_cli_refreshes_from_ec2(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`python -m sizing --refresh-hardware` sizes on EC2's facts and reports drift on stderr."""
-    from sizing import catalog as catalog_module
-    from sizing.cli import main
+    from deepseek_eks.sizing import catalog as catalog_module
+    from deepseek_eks.sizing.cli import main
 
     bundled = catalog_module.instance_catalog()
     corrupted = bundled.replace_instances(
@@ -163,7 +163,7 @@ def test_sizing_cli_refreshes_from_ec2(
             "g6.xlarge": replace(bundled.instances["g6.xlarge"], gpu_memory_mib=4096, cuda_memory_mib=4096),
         }
     )
-    monkeypatch.setattr("sizing.cli.instance_catalog", lambda: corrupted)
+    monkeypatch.setattr("deepseek_eks.sizing.cli.instance_catalog", lambda: corrupted)
     args = ["--variant", "r1-distill-qwen-7b", "--families", "g6", "--json"]
     assert main(args) == 0  # 4 GiB cannot hold 14 GiB of weights: the corrupted catalog avoids g6.xlarge
     assert '"instance_type": "g6.xlarge"' not in capsys.readouterr().out

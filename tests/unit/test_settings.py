@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from settings import (
+from deepseek_eks.settings import (
     CapacityType,
     ComputeMode,
     EndpointScheme,
@@ -15,7 +15,7 @@ from settings import (
     WeightsSource,
     parse_settings,
 )
-from sizing import Quantization
+from deepseek_eks.sizing import Quantization
 
 P = "deepseek-eks:"
 

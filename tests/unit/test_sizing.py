@@ -8,15 +8,23 @@ import math
 
 import pytest
 
-from sizing import Infeasible, PlanRequest, Quantization, SizingPlan, instance_catalog, model_catalog, plan
-from sizing.memory import (
+from deepseek_eks.sizing import (
+    Infeasible,
+    PlanRequest,
+    Quantization,
+    SizingPlan,
+    instance_catalog,
+    model_catalog,
+    plan,
+)
+from deepseek_eks.sizing.memory import (
     GIB,
     kv_bytes_per_token,
     kv_bytes_per_token_per_gpu,
     valid_tensor_parallel,
     weight_bytes,
 )
-from sizing.nodes import kube_reserved_millicores, pod_room
+from deepseek_eks.sizing.nodes import kube_reserved_millicores, pod_room
 from tests.upstream import cuda_gpu_memory_gib, model_configs
 from tests.upstream_platform import eni_limited_pods, platform_facts
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from sizing import PlanRequest, SizingPlan, plan
-from sizing.calibration import CalibrationError, measure
+from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
+from deepseek_eks.sizing.calibration import CalibrationError, measure
 from tests.upstream import cuda_gpu_memory_gib
 
 GIB = 1024**3

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sizing import (
+from deepseek_eks.sizing import (
     GPU_FAMILIES,
     VARIANTS,
     PlanRequest,
@@ -19,9 +19,9 @@ from sizing import (
     model_catalog,
     plan,
 )
-from sizing.catalog import InstanceType
-from sizing.memory import kv_bytes_per_token_per_gpu, load_peak_bytes_per_gpu
-from sizing.planner import Fit, Rejection
+from deepseek_eks.sizing.catalog import InstanceType
+from deepseek_eks.sizing.memory import kv_bytes_per_token_per_gpu, load_peak_bytes_per_gpu
+from deepseek_eks.sizing.planner import Fit, Rejection
 from tests.upstream import cuda_gpu_memory_gib, model_configs
 
 CATALOG = instance_catalog()

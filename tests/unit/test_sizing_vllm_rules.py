@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from sizing import Infeasible, PlanRequest, Quantization, SizingPlan, plan
-from sizing.catalog import instance_catalog, model_catalog
-from sizing.memory import (
+from deepseek_eks.sizing import Infeasible, PlanRequest, Quantization, SizingPlan, plan
+from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
+from deepseek_eks.sizing.memory import (
     FP8_BYTES_PER_PARAM,
     GIB,
     load_peak_bytes_per_gpu,
@@ -18,8 +18,8 @@ from sizing.memory import (
     weight_bytes,
     weight_bytes_per_gpu,
 )
-from sizing.overhead import runtime_overhead
-from sizing.planner import evaluate
+from deepseek_eks.sizing.overhead import runtime_overhead
+from deepseek_eks.sizing.planner import evaluate
 from tests.upstream import cuda_gpu_memory_gib, model_configs
 
 MIB = 1024**2

@@ -10,8 +10,8 @@ import pytest
 from automation import cli
 from automation.api import prepare
 from automation.costing import stack_shape, whole_stack_cost
-from sizing import PlanRequest, SizingPlan, plan
-from sizing.stack_cost import StackShape, stack_cost
+from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
+from deepseek_eks.sizing.stack_cost import StackShape, stack_cost
 from tests.conftest import stack_config
 
 # us-east-1 list prices, USD per hour, from the sources the data file cites.

@@ -12,7 +12,7 @@ import pytest
 
 from automation.cli import main
 from automation.stackfile import StackFileError, read_stack
-from settings import parse_settings
+from deepseek_eks.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CIPHERTEXT = "v1:c2VjcmV0LWNpcGhlcnRleHQtdGhhdC1tdXN0LW5ldmVyLWxlYWs="

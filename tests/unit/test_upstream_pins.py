@@ -13,10 +13,10 @@ import pytest
 
 from automation import pins as pin_inventory
 from automation.manifest_gate import schema_dir
-from components import versions
-from settings.model import SUPPORTED_KUBERNETES_VERSIONS
-from sizing import instance_catalog
-from sizing.nodes import ENI_LIMITS, eni_limited_pods, kube_reserved_memory_mib
+from deepseek_eks.components import versions
+from deepseek_eks.settings.model import SUPPORTED_KUBERNETES_VERSIONS
+from deepseek_eks.sizing import instance_catalog
+from deepseek_eks.sizing.nodes import ENI_LIMITS, eni_limited_pods, kube_reserved_memory_mib
 from tests.upstream import eks_ami_release_tags
 from tests.upstream_platform import al2023_images, eks_chart_versions, platform_facts
 from tests.upstream_platform import eni_limited_pods as upstream_eni_limited_pods

@@ -1,0 +1,196 @@
+"""examples/: the Python program that adds two services to an existing cluster renders offline with
+no VPC and no cluster, and nothing collides; the YAML program uses only what the schema offers."""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from automation.mocks import Recorded, RecordingMocks, run_with_mocks
+from automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
+from automation.stackfile import read_stack
+
+ROOT = Path(__file__).resolve().parents[2]
+EXISTING = ROOT / "examples" / "existing-cluster"
+YAML_EXAMPLE = ROOT / "examples" / "yaml-existing-cluster" / "Pulumi.yaml"
+SCHEMA = json.loads((ROOT / "provider" / "schema.json").read_text())
+# What creating a network or a cluster registers (components/network.py, components/cluster.py).
+CLUSTER_OR_NETWORK = ("aws:ec2/vpc:", "aws:ec2/subnet:", "aws:ec2/natGateway:", "eks:", "aws:eks/cluster:")
+
+
+@pytest.fixture(scope="module")
+def two_services() -> tuple[RecordingMocks, list[Recorded]]:
+    config = read_stack("example", EXISTING)
+    mocks = RecordingMocks(region="us-east-1")
+
+    def program() -> dict[str, Any]:
+        runpy.run_path(str(EXISTING / "__main__.py"))
+        return {}
+
+    def run() -> None:
+        run_with_mocks(
+            program,
+            mocks,
+            project=config.project,
+            stack=config.stack,
+            config=config.values,
+            secret_keys=config.secret_keys,
+        )
+
+    run()
+    return mocks, mocks.resources
+
+
+def test_no_vpc_and_no_cluster_are_created(two_services) -> None:
+    mocks, _ = two_services
+    made = [r.type for r in mocks.resources]
+    assert not [t for t in made if t.startswith(CLUSTER_OR_NETWORK)]
+    assert made.count("deepseek-eks:index:DeepSeekService") == 2
+    assert "deepseek-eks:index:Cluster" not in made
+
+
+def test_urns_are_unique(two_services) -> None:
+    _, regs = two_services
+    repeated = [u for u, n in Counter(r.urn for r in regs).items() if n > 1]
+    assert not repeated
+
+
+def _objects(mocks: RecordingMocks) -> list[dict[str, Any]]:
+    return [
+        kubernetes_manifest(r)
+        for r in mocks.resources
+        if r.type.startswith("kubernetes:") and r.type not in HELM_TOKENS and r.custom
+    ]
+
+
+def test_kubernetes_objects_and_releases_do_not_collide(two_services) -> None:
+    mocks, _ = two_services
+    files = Counter(_file_name(m) for m in _objects(mocks))
+    assert [f for f, n in files.items() if n > 1] == []
+    releases: list[Recorded] = [r for r in mocks.resources if r.type in HELM_TOKENS]
+    names = Counter(_helm_release(r)[0] for r in releases)
+    assert [n for n, count in names.items() if count > 1] == []
+
+
+def test_each_service_has_its_namespace_and_gpu_pools(two_services) -> None:
+    mocks, _ = two_services
+    objects = _objects(mocks)
+    deployments = {
+        (m["metadata"]["namespace"], m["metadata"]["name"]) for m in objects if m["kind"] == "Deployment"
+    }
+    assert {ns for ns, _ in deployments} == {"team-a", "team-b"}
+    pools = {m["metadata"]["name"]: m for m in objects if m["kind"] == "NodePool"}
+    assert {"team-a-gpu-inference", "team-b-gpu-inference"} <= set(pools)
+    role = "deepseek-eks/node-role"
+    for team in ("team-a", "team-b"):
+        deployment = next(
+            m for m in objects if m["kind"] == "Deployment" and m["metadata"]["namespace"] == team
+        )
+        selector = deployment["spec"]["template"]["spec"]["nodeSelector"][role]
+        assert selector == pools[f"{team}-gpu-inference"]["spec"]["template"]["metadata"]["labels"][role]
+    # The 7B and the 70B need different instance shapes: each pool keeps its own.
+    types = {
+        name: next(
+            r["values"]
+            for r in pool["spec"]["template"]["spec"]["requirements"]
+            if r["key"] == "node.kubernetes.io/instance-type"
+        )
+        for name, pool in pools.items()
+        if name.endswith("gpu-inference")
+    }
+    assert not set(types["team-a-gpu-inference"]) & set(types["team-b-gpu-inference"])
+
+
+def test_cluster_wide_addons_come_once(two_services) -> None:
+    mocks, _ = two_services
+    kinds = Counter(m["kind"] for m in _objects(mocks))
+    assert kinds["IngressClass"] == kinds["StorageClass"] == 1
+    releases = Counter(_helm_release(r)[0] for r in mocks.resources if r.type in HELM_TOKENS)
+    assert releases["kube-prometheus-stack"] == 1
+
+
+# --- the YAML program, checked against the committed schema ---------------------------------------
+
+_INTERPOLATION = re.compile(r"^\$\{([^}]+)\}$")
+_SAMPLE = {"String": "x", "List<String>": ["x"], "Integer": 1, "Boolean": True, "Number": 1.0}
+
+
+def _json_schema() -> dict[str, Any]:
+    """The component's inputs as a JSON Schema: Pulumi schema types are JSON Schema types, and
+    ``#/types/<token>`` refs point into ``definitions``; unknown properties are refused."""
+
+    def convert(spec: dict[str, Any]) -> dict[str, Any]:
+        if "$ref" in spec:
+            return {"$ref": "#/definitions/" + spec["$ref"].removeprefix("#/types/")}
+        out: dict[str, Any] = {"type": spec["type"]}
+        if spec["type"] == "array":
+            out["items"] = convert(spec["items"])
+        if spec["type"] == "object" and "properties" in spec:
+            out["properties"] = {k: convert(v) for k, v in spec["properties"].items()}
+            out["additionalProperties"] = False
+            out["required"] = spec.get("required", [])
+        return out
+
+    service = SCHEMA["resources"]["deepseek-eks:index:DeepSeekService"]
+    return {
+        "type": "object",
+        "properties": {k: convert(v) for k, v in service["inputProperties"].items()},
+        "required": service.get("requiredInputs", []),
+        "additionalProperties": False,
+        "definitions": {token: convert(t) for token, t in SCHEMA["types"].items()},
+    }
+
+
+def _resolve(value: Any, config: dict[str, Any]) -> Any:
+    """A config reference (``${vpcId}``) stands for a value of the type its declaration gives."""
+    if isinstance(value, str) and (m := _INTERPOLATION.match(value)) and m[1] in config:
+        return _SAMPLE[config[m[1]]["type"]]
+    if isinstance(value, dict):
+        return {k: _resolve(v, config) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve(v, config) for v in value]
+    return value
+
+
+def test_yaml_program_uses_the_component_through_the_schema() -> None:
+    program = yaml.safe_load(YAML_EXAMPLE.read_text())
+    services = [r for r in program["resources"].values() if r["type"] == "deepseek-eks:index:DeepSeekService"]
+    assert len(services) == 2
+    schema = _json_schema()
+    for service in services:
+        jsonschema.validate(_resolve(service["properties"], program.get("config", {})), schema)
+    outputs = SCHEMA["resources"]["deepseek-eks:index:DeepSeekService"]["properties"]
+    for expression in program["outputs"].values():
+        assert expression.removeprefix("${").removesuffix("}").split(".", 1)[1] in outputs
+
+
+def test_the_schema_check_refuses_a_misspelt_property() -> None:
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"model": {"varient": "r1-671b"}}, _json_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"autoscaling": {"maxReplicas": "three"}}, _json_schema())
+
+
+def test_every_service_scrapes_and_alerts_on_its_own_vllm(two_services) -> None:
+    mocks, _ = two_services
+    objects = _objects(mocks)
+    for kind in ("PodMonitor", "PrometheusRule"):
+        assert {m["metadata"]["namespace"] for m in objects if m["kind"] == kind} == {"team-a", "team-b"}
+
+
+def test_aws_resources_take_the_services_name(two_services) -> None:
+    mocks, _ = two_services
+    aws = [r for r in mocks.resources if r.type.startswith("aws:")]
+    assert aws and all(r.name.startswith("team-b-") for r in aws)  # team B's S3 weights
+    associations = [
+        r.inputs for r in aws if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    ]
+    assert {(a["clusterName"], a["namespace"]) for a in associations} == {("platform", "team-b")}

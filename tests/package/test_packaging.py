@@ -1,0 +1,179 @@
+"""The checkout builds one import package, ``deepseek_eks``, that works outside the checkout; in the
+checkout each project module is loaded under one name only."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GENERIC = ("components", "settings", "sizing", "promql", "automation")
+
+
+def _build_wheel(out: Path) -> Path:
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(out),
+            ".",
+        ],
+        cwd=ROOT,
+        check=True,
+    )
+    (wheel,) = out.glob("deepseek_eks-*.whl")
+    return wheel
+
+
+def _build_tree(out: Path) -> Path:
+    """What the wheel holds, built with setuptools alone (``build_py`` reads the same
+    pyproject.toml mapping ``bdist_wheel`` packs)."""
+    subprocess.run(
+        [sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py", "-d", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+HAS_WHEEL = importlib.util.find_spec("wheel") is not None
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The package installed (without dependencies) into a directory outside the checkout."""
+    target = tmp_path_factory.mktemp("target")
+    if HAS_WHEEL:
+        wheel = _build_wheel(tmp_path_factory.mktemp("wheel"))
+        with zipfile.ZipFile(wheel) as archive:
+            archive.extractall(target)  # a wheel is installed by unpacking it
+    else:
+        _build_tree(target)
+    return target
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="the `wheel` package (requirements-dev.txt) is not installed")
+def test_wheel_holds_only_deepseek_eks(tmp_path: Path) -> None:
+    wheel = _build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    top = {n.split("/", 1)[0] for n in names}
+    assert top == {"deepseek_eks", wheel.name.split("-py3")[0] + ".dist-info"}
+    assert "deepseek_eks/sizing/data/models.json" in names
+    pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line]
+    requires = [
+        line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if "Requires-Dist" in line
+    ]
+    assert requires == pins
+
+
+def test_installed_tree_has_no_generic_top_level_name(installed: Path) -> None:
+    top = {p.name for p in installed.iterdir() if not p.name.endswith(".dist-info")}
+    assert top == {"deepseek_eks"}
+    assert not any(p.is_symlink() for p in installed.rglob("*"))
+
+
+def test_installed_package_imports_from_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    site = sysconfig.get_paths()["purelib"]  # the venv's dependencies, not the checkout
+    code = (
+        "import sys, deepseek_eks\n"
+        "from deepseek_eks import DeepSeekService, DeepSeekServiceArgs, PlanRequest, plan\n"
+        "p = plan(PlanRequest(variant='r1-distill-qwen-7b', families=('g6',)))\n"
+        "print(deepseek_eks.__file__)\n"
+        "print(type(p).__name__, DeepSeekService.__name__, DeepSeekServiceArgs.__name__)\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({GENERIC!r})))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(installed), site])
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    file, names, generic = result.stdout.splitlines()
+    assert Path(file).is_relative_to(installed)
+    assert names == "SizingPlan DeepSeekService DeepSeekServiceArgs"
+    assert generic == "[]"
+
+
+def _modules_after(code: str) -> set[str]:
+    result = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print('\\n'.join(sys.modules))"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return set(result.stdout.split())
+
+
+def test_the_program_and_tools_load_each_module_once() -> None:
+    """Everything in the checkout imports ``deepseek_eks.<name>``; a generic name beside it would be
+    a second copy of the same file (two ``ComputeMode`` enums that never compare equal)."""
+    modules = _modules_after(
+        "import automation.cli, automation.api, automation.render, deepseek_eks, tests.conftest"
+    )
+    assert "deepseek_eks.components.service" in modules
+    assert not {m for m in modules if m.split(".")[0] in GENERIC[:-1]}
+
+
+def test_python_m_sizing_loads_the_folder_alone() -> None:
+    """``python -m sizing`` (DESIGN.md) runs the folder as ``sizing``; nothing in it reaches for
+    ``deepseek_eks.sizing``, which would load the same files again."""
+    modules = _modules_after(
+        "import runpy, sys\n"
+        "sys.argv = ['sizing', '--variant', 'r1-distill-qwen-7b', '--families', 'g6']\n"
+        "try:\n    runpy.run_module('sizing', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+    )
+    assert "sizing.planner" in modules
+    assert not {m for m in modules if m.startswith("deepseek_eks")}
+
+
+def test_checkout_subpackages_are_the_top_level_folders() -> None:
+    for name in GENERIC[:-1]:
+        link = ROOT / "deepseek_eks" / name
+        assert link.is_symlink() and link.resolve() == ROOT / name
+
+
+def test_no_file_uses_the_old_import_style() -> None:
+    """tools/rewrite_imports.py has been run (re-run it after merging an older branch)."""
+    result = subprocess.run(
+        [sys.executable, "tools/rewrite_imports.py", "--check"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.returncode == 0, f"run `python tools/rewrite_imports.py`; old style in:\n{result.stdout}"
+
+
+def test_rewrite_is_mechanical_and_idempotent() -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from rewrite_imports import rewrite
+    finally:
+        sys.path.pop(0)
+    old = (
+        "import promql\nfrom sizing import plan\n    from settings.model import X\n"
+        "monkeypatch.setattr(" + '"sizing.cli.f", g)\nassert "sizing.planner" in modules\n'
+    )  # split so the check below does not read this file's own text as old style
+    new = rewrite(old, None, 0)
+    assert new == (
+        "from deepseek_eks import promql\nfrom deepseek_eks.sizing import plan\n"
+        "    from deepseek_eks.settings.model import X\n"
+        'monkeypatch.setattr("deepseek_eks.sizing.cli.f", g)\nassert "sizing.planner" in modules\n'
+    )
+    assert rewrite(new, None, 0) == new
+    assert rewrite("from sizing.catalog import A\nfrom settings import B\n", "sizing", 1) == (
+        "from .catalog import A\nfrom deepseek_eks.settings import B\n"
+    )
