@@ -28,6 +28,10 @@ SKIP = {".venv", ".venv-checkov", "build", PACKAGE, ".git", "reference", "node_m
 _NAMES = "|".join(SUBPACKAGES)
 _FROM = re.compile(rf"^(?P<indent>[ \t]*)from (?P<pkg>{_NAMES})(?P<rest>(\.[A-Za-z_][\w.]*)?) import ", re.M)
 _IMPORT = re.compile(rf"^(?P<indent>[ \t]*)import (?P<pkg>{_NAMES})[ \t]*$", re.M)
+# ``import sizing.cli`` binds ``sizing`` and loads ``sizing.cli``: keep both, under the one package.
+_IMPORT_SUB = re.compile(
+    rf"^(?P<indent>[ \t]*)import (?P<pkg>{_NAMES})(?P<rest>(\.[A-Za-z_]\w*)+)[ \t]*$", re.M
+)
 # A module path given as text to the calls that import it (monkeypatch.setattr, mock.patch, ...).
 _STRING = re.compile(
     rf"(?P<call>(setattr|patch|import_module|find_spec)\(\s*)(?P<quote>[\"'])(?P<pkg>{_NAMES})"
@@ -50,10 +54,17 @@ def rewrite(text: str, own: str | None, depth: int) -> str:
     def import_(m: re.Match[str]) -> str:
         return f"{m['indent']}from {PACKAGE} import {m['pkg']}"
 
+    def import_sub(m: re.Match[str]) -> str:
+        i = m["indent"]
+        # The submodule import loads it (kept from F401); the code refers to it through the package name.
+        loaded = f"{i}import {PACKAGE}.{m['pkg']}{m['rest']}  # noqa: F401"
+        return f"{loaded}\n{i}from {PACKAGE} import {m['pkg']}"
+
     def string(m: re.Match[str]) -> str:
         return f"{m['call']}{m['quote']}{PACKAGE}.{m['pkg']}{m['rest']}{m['quote']}"
 
-    return _STRING.sub(string, _IMPORT.sub(import_, _FROM.sub(from_, text)))
+    text = _IMPORT_SUB.sub(import_sub, _IMPORT.sub(import_, _FROM.sub(from_, text)))
+    return _STRING.sub(string, text)
 
 
 def files() -> list[Path]:

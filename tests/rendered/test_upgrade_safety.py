@@ -12,12 +12,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 
-import components.karpenter
-import components.namespaces
+import deepseek_eks.components.karpenter
+import deepseek_eks.components.namespaces  # noqa: F401
 from automation import diff as diff_module
 from automation import urns
 from automation.mocks import Recorded
 from automation.stackfile import read_stack, stack_names
+from deepseek_eks import components
 from tests.rendered.test_render import automation
 
 FACTS = urns.replace_on_change()
