@@ -127,10 +127,7 @@ class Inference(pulumi.ComponentResource):
             # vLLM's service account gets a Pod Identity association exactly when it reads S3.
             pod_identity=args.weights_from_s3,
         )
-        # Pulumi waits for the first replica to become ready: give it the plan's start-up budget plus
-        # a GPU node launch and the image pull, instead of the provider's default 10 minutes.
-        rollout = f"{plan.startup_seconds + NODE_AND_IMAGE_S + 300}s"
-        timeouts = pulumi.CustomTimeouts(create=rollout, update=rollout)
+        timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
             parent=self, depends_on=workload_deps, custom_timeouts=timeouts
         )
@@ -333,6 +330,14 @@ class Inference(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{stage_seconds(args.plan)}s"),
             ),
         )
+
+
+def rollout_timeouts(plan: SizingPlan) -> pulumi.CustomTimeouts:
+    """Pulumi waits for the first replica to become ready: as long as the plan's cold start for
+    its weights source (node, image, weights, engine) with slack, instead of the provider's
+    default 10 minutes."""
+    rollout = f"{plan.rollout_seconds}s"
+    return pulumi.CustomTimeouts(create=rollout, update=rollout)
 
 
 def stage_seconds(plan: SizingPlan) -> int:

@@ -326,7 +326,7 @@ def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() 
     r1 = render(stack_config("r1")).sizing
     # 641 GiB down and up again at 0.046 GiB/s, plus node, image and margin: hours, not 10 minutes.
     assert r1.weights_download_gib == 0  # replicas stream from S3; only the stager downloads
-    assert stage_seconds(r1) == int(2 * 688_586_727_753 / 2**30 / 0.046) + 600 + 600
+    assert stage_seconds(r1) == int(2 * 688_586_727_753 / 2**30 / 0.046) + (90 + 60) + 6 * 60 + 600
     assert stage_seconds(r1) > 8 * 3600
 
 
@@ -364,3 +364,17 @@ def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None
     monkeypatch.setattr(sys, "argv", ["-c", match.group(2)])
     exec(match.group(1), {})
     assert len(polls) == 3
+
+
+@pytest.mark.parametrize("source", ["huggingface", "s3"])
+def test_pulumi_waits_for_the_plans_cold_start_of_each_weights_source(source: str) -> None:
+    from components.inference import rollout_timeouts
+
+    rendered = render(stack_config("prod", weights__source=source))
+    stages = rendered.plan["startup_breakdown"]
+    timeouts = rollout_timeouts(rendered.sizing)
+    seconds = int(timeouts.create.removesuffix("s"))
+    assert timeouts.update == timeouts.create
+    # Every stage of a cold start fits, and the container's own stages with the probe's margin.
+    assert seconds >= stages["node"] + stages["image"] + rendered.plan["startup_seconds"]
+    assert seconds == rendered.plan["rollout_seconds"]
