@@ -11,7 +11,7 @@ import pulumi
 import pulumi_aws as aws
 
 import promql
-from settings import ComputeMode, EndpointScheme, Settings, WeightsSource
+from settings import ComputeMode, EndpointScheme, Settings
 from sizing import Infeasible, SizingPlan, plan
 from sizing.cli import summary_lines
 
@@ -229,7 +229,7 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             cluster_name=name,
             region=settings.region,
             labels=labels,
-            weights_from_s3=settings.weights.source is WeightsSource.S3,
+            weights_source=settings.weights.source.value,
             max_replicas=settings.autoscaling.max_replicas,
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,

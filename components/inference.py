@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,18 @@ from .helm import helm_release
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
-from .versions import LEADER_WORKER_SET, VLLM_IMAGE
+from .versions import (
+    LEADER_WORKER_SET,
+    MOUNTPOINT_S3_CSI_ADDON,
+    MOUNTPOINT_S3_CSI_ADDON_VERSION,
+    VLLM_IMAGE,
+)
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
     LWS_API_VERSION,
+    RUN_AS_USER,
+    WEIGHTS_MOUNT_PATH,
     Endpoint,
     Workload,
     checkov_annotations,
@@ -45,6 +53,11 @@ STAGER = "weights-stager"
 # The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
 # distill, ~5 GB for r1-671b's 163 shards), not the checkpoint.
 STAGE_DISK_GIB = 20
+# The read-only claim on the weights bucket (weights.source s3-mountpoint) and its volume.
+WEIGHTS_CLAIM = "vllm-weights"
+# Mountpoint for Amazon S3 CSI driver v2.7.0: its CSIDriver name (charts/.../csidriver.yaml) and
+# pod-level credentials, the workload pod's own Pod Identity association (docs/CONFIGURATION.md).
+MOUNTPOINT_DRIVER = "s3.csi.aws.com"
 
 
 @dataclass
@@ -70,8 +83,9 @@ class InferenceArgs:
     """AWS region (S3 client of vLLM and the stager)."""
     labels: dict[str, str]
     """Labels on every object."""
-    weights_from_s3: bool = False
-    """Stage the weights into an encrypted S3 bucket and stream them from there."""
+    weights_source: str = "huggingface"
+    """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
+    there; ``s3-mountpoint`` mounts that bucket read-only; ``huggingface`` downloads at start."""
     max_replicas: int = 1
     """Most replicas; a PodDisruptionBudget is created when above one."""
     api_key: bool = False
@@ -92,7 +106,7 @@ class Inference(pulumi.ComponentResource):
     served_model_name: str
     """The ``model`` clients pass in requests."""
     weights_bucket: pulumi.Output[str] | None
-    """Bucket holding the staged weights (weights.source s3)."""
+    """Bucket holding the staged weights (weights.source s3 or s3-mountpoint)."""
     scale_target: ScaleTarget
     """The workload an autoscaler resizes (Deployment or LeaderWorkerSet)."""
 
@@ -109,12 +123,19 @@ class Inference(pulumi.ComponentResource):
         )
         workload_deps: list[pulumi.Resource] = list(args.depends_on) + list(args.placement.depends_on)
         model_uri: pulumi.Input[str] | None = None
+        weights_volume: dict[str, Any] | None = None
         self.weights_bucket = None
-        if args.weights_from_s3:
+        streamed = args.weights_source == "s3"
+        if args.weights_source in ("s3", "s3-mountpoint"):
             bucket, prefix, stage_job = self._s3_weights()
             self.weights_bucket = bucket.bucket
-            model_uri = pulumi.Output.concat("s3://", bucket.bucket, "/", prefix)
             workload_deps.append(stage_job)
+            if streamed:
+                model_uri = pulumi.Output.concat("s3://", bucket.bucket, "/", prefix)
+            else:
+                workload_deps.append(self._mountpoint_claim(bucket, prefix))
+                model_uri = WEIGHTS_MOUNT_PATH
+                weights_volume = {"persistentVolumeClaim": {"claimName": WEIGHTS_CLAIM, "readOnly": True}}
 
         workload = Workload(
             namespace="",  # filled below: the namespace is an Output
@@ -123,9 +144,11 @@ class Inference(pulumi.ComponentResource):
             tolerations=args.placement.tolerations,
             api_key=args.api_key,
             hf_token=args.hf_token,
-            aws_region=args.region if args.weights_from_s3 else None,
-            # vLLM's service account gets a Pod Identity association exactly when it reads S3.
-            pod_identity=args.weights_from_s3,
+            aws_region=args.region if streamed else None,
+            # vLLM itself calls S3 (and the Pod Identity agent) only with the streamer; with
+            # Mountpoint the driver's pod fetches the credentials of vLLM's service account.
+            pod_identity=streamed,
+            weights_volume=weights_volume,
         )
         timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
@@ -273,6 +296,40 @@ class Inference(pulumi.ComponentResource):
         job = self._stage_job(bucket, prefix)
         return bucket, prefix, job
 
+    def _mountpoint_claim(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
+        """The Mountpoint CSI driver (EKS add-on) and a static, read-only PersistentVolume of the
+        variant's prefix of the bucket, bound to the claim vLLM mounts."""
+        name, args = self._name, self._args
+        addon = aws.eks.Addon(
+            f"{name}-mountpoint-s3-csi",
+            cluster_name=args.cluster_name,
+            addon_name=MOUNTPOINT_S3_CSI_ADDON,
+            addon_version=MOUNTPOINT_S3_CSI_ADDON_VERSION,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
+        )
+        manifests = pulumi.Output.all(bucket.bucket, args.namespace).apply(
+            lambda v: mountpoint_volume(
+                bucket=v[0],
+                prefix=prefix,
+                region=args.region,
+                namespace=v[1],
+                capacity_gib=math.ceil(args.plan.checkpoint_gib),
+                labels=args.labels,
+            )
+        )
+        volume = k8s.core.v1.PersistentVolume(
+            f"{name}-weights-pv",
+            metadata=manifests["volume"]["metadata"],
+            spec=manifests["volume"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon]),
+        )
+        return k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-weights-pvc",
+            metadata=manifests["claim"]["metadata"],
+            spec=manifests["claim"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, volume]),
+        )
+
     def _stage_job(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
         """A Job (in the vLLM image, which has huggingface_hub and boto3) that copies the model
         from Hugging Face into the bucket once; Pulumi waits for it before starting vLLM."""
@@ -409,6 +466,56 @@ def stage_job_spec(
                     {"name": "stage", "emptyDir": {"sizeLimit": f"{disk_gib}Gi"}},
                     {"name": "scripts", "configMap": {"name": STAGER}},
                 ],
+            },
+        },
+    }
+
+
+def mountpoint_volume(
+    *, bucket: str, prefix: str, region: str, namespace: str, capacity_gib: int, labels: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """A static PersistentVolume of ``s3://bucket/prefix`` through Mountpoint, and the one claim
+    allowed to bind it (``claimRef``). Read-only everywhere: the access mode, the mount option and
+    the IAM role (s3:GetObject and a prefix-limited ListBucket). Files are owned by vLLM's UID;
+    ``allow-other`` lets that UID read a FUSE mount made by the driver's own pod."""
+    volume_name = f"{namespace}-{WEIGHTS_CLAIM}"
+    storage = {"storage": f"{capacity_gib}Gi"}  # required by the API, ignored by the driver
+    return {
+        "volume": {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume_name, "labels": labels},
+            "spec": {
+                "capacity": storage,
+                "accessModes": ["ReadOnlyMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",  # static provisioning: no class, no dynamic volume
+                "claimRef": {"namespace": namespace, "name": WEIGHTS_CLAIM},
+                "mountOptions": [
+                    "read-only",
+                    "allow-other",
+                    f"uid={RUN_AS_USER}",
+                    f"gid={RUN_AS_USER}",
+                    f"prefix {prefix}",
+                    f"region {region}",
+                ],
+                "csi": {
+                    "driver": MOUNTPOINT_DRIVER,
+                    "volumeHandle": volume_name,
+                    "readOnly": True,
+                    "volumeAttributes": {"bucketName": bucket, "authenticationSource": "pod"},
+                },
+            },
+        },
+        "claim": {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": WEIGHTS_CLAIM, "namespace": namespace, "labels": labels},
+            "spec": {
+                "accessModes": ["ReadOnlyMany"],
+                "storageClassName": "",
+                "volumeName": volume_name,
+                "resources": {"requests": storage},
             },
         },
     }

@@ -73,3 +73,11 @@ PROMETHEUS_ADAPTER = ChartPin(
 DCGM_EXPORTER = ChartPin("dcgm-exporter", "https://nvidia.github.io/dcgm-exporter/helm-charts", "4.8.2")
 # KEDA 2.20.2: matches the ScaledObject schema the manifest gate validates against.
 KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")
+
+# Mountpoint for Amazon S3 CSI driver as an EKS add-on (weights.source s3-mountpoint). Driver v2.7.0
+# (awslabs/mountpoint-s3-csi-driver CHANGELOG.md, tag v2.7.0) is the first major that takes
+# credentials from the workload pod's own EKS Pod Identity association (docs/CONFIGURATION.md,
+# "Pod-Level Credentials"); the EKS build suffix is the add-on's first for that release: confirm it
+# with `aws eks describe-addon-versions --addon-name aws-mountpoint-s3-csi-driver`.
+MOUNTPOINT_S3_CSI_ADDON = "aws-mountpoint-s3-csi-driver"
+MOUNTPOINT_S3_CSI_ADDON_VERSION = "v2.7.0-eksbuild.1"

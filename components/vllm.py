@@ -94,6 +94,11 @@ READINESS_GATE_LABELS = {
 }
 STARTUP_PROBE_PERIOD_S = 10
 
+# Where a weights volume (Mountpoint bucket or snapshot volume) is mounted read-only; vLLM's
+# --model then names this directory.
+WEIGHTS_MOUNT_PATH = "/weights"
+WEIGHTS_VOLUME = "weights"
+
 CACHE_MOUNTS = {
     # volume name -> mount path; HOME, Hugging Face, vLLM, Triton and FlashInfer caches
     "home": "/home/vllm",
@@ -116,6 +121,9 @@ class Workload:
     aws_region: str | None = None
     pod_identity: bool = False  # the service account has an EKS Pod Identity association
     extra_env: dict[str, str] = field(default_factory=dict)
+    # A volume source (e.g. {"persistentVolumeClaim": ...}) holding the weights, mounted read-only
+    # at WEIGHTS_MOUNT_PATH; None when vLLM downloads or streams them.
+    weights_volume: dict[str, Any] | None = None
 
 
 def selector_labels() -> dict[str, str]:
@@ -234,23 +242,29 @@ def pod_security_context() -> dict[str, Any]:
     }
 
 
-def _volumes(plan: SizingPlan) -> list[dict[str, Any]]:
+def _volumes(plan: SizingPlan, workload: Workload) -> list[dict[str, Any]]:
     scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
-    return [
+    volumes = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib(plan)}Gi"}},
         {"name": "models", "emptyDir": {"sizeLimit": f"{scratch_gib}Gi"}},
         {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
     ]
+    if workload.weights_volume:
+        volumes.append({"name": WEIGHTS_VOLUME, **workload.weights_volume})
+    return volumes
 
 
-def _mounts() -> list[dict[str, Any]]:
-    return [
+def _mounts(workload: Workload) -> list[dict[str, Any]]:
+    mounts = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "models", "mountPath": "/models"},
         {"name": "home", "mountPath": CACHE_MOUNTS["home"]},
         {"name": "tmp", "mountPath": CACHE_MOUNTS["tmp"]},
     ]
+    if workload.weights_volume:
+        mounts.append({"name": WEIGHTS_VOLUME, "mountPath": WEIGHTS_MOUNT_PATH, "readOnly": True})
+    return mounts
 
 
 def _probe(path: str, period: int, failures: int, timeout: int = 5) -> dict[str, Any]:
@@ -273,7 +287,7 @@ def server_container(
         "ports": [{"name": PORT_NAME, "containerPort": VLLM_PORT, "protocol": "TCP"}],
         "env": _env(plan, workload),
         "resources": _resources(plan, plan.tensor_parallel_size),
-        "volumeMounts": _mounts(),
+        "volumeMounts": _mounts(workload),
         "securityContext": container_security_context(),
         # Startup covers download, load and compile: the plan's estimate, in 10 s periods.
         "startupProbe": _probe(
@@ -303,7 +317,7 @@ def pod_spec(plan: SizingPlan, workload: Workload, containers: list[dict[str, An
         "terminationGracePeriodSeconds": termination_grace_seconds(plan),
         "securityContext": pod_security_context(),
         "containers": containers,
-        "volumes": _volumes(plan),
+        "volumes": _volumes(plan, workload),
     }
 
 

@@ -62,8 +62,11 @@ class EndpointScheme(StrEnum):
 
 
 class WeightsSource(StrEnum):
+    """Where vLLM loads the model from (README "Weights" compares them)."""
+
     HUGGINGFACE = "huggingface"
-    S3 = "s3"
+    S3 = "s3"  # Run:ai streamer from the project's bucket
+    S3_MOUNTPOINT = "s3-mountpoint"  # the same bucket mounted read-only by the Mountpoint CSI driver
 
 
 INT32_MAX = 2**31 - 1  # Kubernetes replica counts and most API integers are int32

@@ -10,7 +10,7 @@ import sys
 from .calibration import CalibrationError
 from .catalog import GPU_FAMILIES, VARIANTS, instance_catalog
 from .memory import Quantization
-from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, plan
+from .planner import WEIGHTS_SOURCES, Infeasible, PlanError, PlanRequest, SizingPlan, plan
 
 
 def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
@@ -61,7 +61,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--min-full-length-sequences", type=int, default=1)
     p.add_argument("--capacity-type", choices=["on-demand", "spot"], help="default: both, spot preferred")
     p.add_argument("--region", default="us-east-1")
-    p.add_argument("--weights-source", choices=["huggingface", "s3"], default="huggingface")
+    p.add_argument("--weights-source", choices=WEIGHTS_SOURCES, default="huggingface")
     p.add_argument("--repository", help="override the Hugging Face repo id or s3:// prefix")
     p.add_argument("--min-replicas", type=int, default=1)
     p.add_argument("--max-replicas", type=int, default=3)

@@ -65,6 +65,8 @@ TYPICAL_SEQUENCE_TOKENS = 4096
 MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
 
 PRICE_FALLBACK_REGION = "us-east-1"
+# Where a replica's weights come from (settings.WeightsSource holds the same values).
+WEIGHTS_SOURCES = ("huggingface", "s3", "s3-mountpoint")
 
 # Slowest published single-stream decode rate among the variants: ~20 tok/s for the 70B distill
 # on 4x L40S (huggingface.co/deepseek-ai/DeepSeek-R1/discussions/32; 8B on A10G ~29 tok/s,

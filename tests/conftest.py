@@ -49,3 +49,19 @@ def construct() -> Callable[[StackConfig], Construction]:
 def construct_module() -> Callable[[StackConfig], Construction]:
     """Like ``construct``, for module-scoped fixtures that share one run among tests."""
     return run_build
+
+
+# Settings the stack files leave at their defaults, rendered on a distill (dev) and on r1-671b (r1)
+# so the manifest gate and checkov see every object they add.
+FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
+    "s3-mountpoint": {"weights__source": "s3-mountpoint"},
+}
+
+
+def feature_configs() -> dict[str, StackConfig]:
+    """``<stack>-<feature>`` -> that stack's config with the feature's overrides."""
+    return {
+        f"{stack}-{feature}": stack_config(stack, **overrides)
+        for stack in ("dev", "r1")
+        for feature, overrides in FEATURE_OVERRIDES.items()
+    }

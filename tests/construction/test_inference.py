@@ -12,7 +12,7 @@ from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
 from components import SizingError
 from tests.conftest import stack_config
-from tests.upstream import serving_facts
+from tests.upstream import mountpoint_csi_facts, serving_facts
 
 # A family list that fits each variant (stack: prod, Karpenter), cheapest first.
 VARIANTS = {
@@ -378,3 +378,64 @@ def test_pulumi_waits_for_the_plans_cold_start_of_each_weights_source(source: st
     # Every stage of a cold start fits, and the container's own stages with the probe's margin.
     assert seconds >= stages["node"] + stages["image"] + rendered.plan["startup_seconds"]
     assert seconds == rendered.plan["rollout_seconds"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "r1"])
+def test_mountpoint_weights_are_a_read_only_static_volume_of_the_staged_prefix(construct, stack: str) -> None:
+    facts = mountpoint_csi_facts()
+    run = construct(stack_config(stack, weights__source="s3-mountpoint"))
+    rendered = render(stack_config(stack, weights__source="s3-mountpoint"))
+    assert gate(rendered) == []
+    variant = rendered.plan["variant"]
+    (volume,) = [o for o in rendered.objects() if o["kind"] == "PersistentVolume"]
+    (claim,) = [o for o in rendered.objects() if o["kind"] == "PersistentVolumeClaim"]
+    csi = volume["spec"]["csi"]
+    assert csi["driver"] == facts["driver_name"]["value"]
+    assert set(csi["volumeAttributes"]) <= set(facts["volume_attributes"]["value"])
+    # Pod-level credentials: the vLLM service account's own read-only Pod Identity role.
+    assert csi["volumeAttributes"]["authenticationSource"] == facts["authentication_source_pod"]["value"]
+    assert (
+        volume["spec"]["accessModes"]
+        == claim["spec"]["accessModes"]
+        == facts["read_only_access_modes"]["value"]
+    )
+    assert volume["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
+    options = volume["spec"]["mountOptions"]
+    keys = {o.split("=")[0].split(" ")[0] for o in options}
+    assert keys <= set(facts["mount_option_keys"]["value"]) and "read-only" in keys
+    assert f"prefix {variant}/" in options
+    assert volume["spec"]["claimRef"] == {"namespace": "deepseek", "name": claim["metadata"]["name"]}
+    assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
+    # vLLM reads the mounted directory with its default loader: no streamer, no download.
+    obj = workload(rendered)
+    container = server(obj)
+    args = container["args"] if "args" in container else container["command"][-1].split()
+    model = args[args.index("--model") + 1]
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == model)
+    assert mount["readOnly"] is True
+    pod = obj["spec"]["template"]["spec"] if obj["kind"] == "Deployment" else obj["spec"][
+        "leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # fmt: skip
+    volume_source = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert volume_source["persistentVolumeClaim"] == {
+        "claimName": claim["metadata"]["name"],
+        "readOnly": True,
+    }
+    assert "runai_streamer" not in args and "s3://" not in " ".join(args)
+    # The driver comes as the EKS add-on, at a pinned version; the stager fills the bucket first.
+    (addon,) = [a.inputs for a in run.mocks.of_type("aws:eks/addon:Addon")
+                if a.inputs["addonName"] == facts["eks_addon_name"]["value"]]  # fmt: skip
+    assert addon["addonVersion"].startswith("v2.")
+    assert run.mocks.of_type("kubernetes:batch/v1:Job")
+    policies = {
+        r.name: json.loads(r.inputs["policy"]) for r in run.mocks.of_type("aws:iam/rolePolicy:RolePolicy")
+    }
+    reader = policies["inference-reader"]["Statement"]
+    assert [s["Action"] for s in reader] == [["s3:ListBucket"], ["s3:GetObject"]]
+    assert reader[1]["Resource"].endswith(f"/{variant}/*")
+    # vLLM itself makes no AWS call: its NetworkPolicy lets out no Pod Identity agent traffic.
+    (policy,) = [
+        o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"
+    ]
+    agent = serving_facts()["eks_pod_identity_agent"]
+    assert agent["ipv4"] not in json.dumps(policy["spec"]["egress"])
+    assert rendered.plan["weights_download_gib"] == 0

@@ -15,8 +15,10 @@ from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir, s
 from automation.render import Rendered, render
 from automation.stackfile import read_stack, stack_names
 from settings import parse_settings
+from tests.conftest import feature_configs
 
 STACKS = stack_names()
+FEATURES = feature_configs()
 CRD_DIR = schema_dir()
 NO_CRD_REASON = (
     "CRD schemas not found (../shared/reference/schemas, or set DEEPSEEK_EKS_CRD_SCHEMAS): "
@@ -27,10 +29,10 @@ NO_CRD_REASON = (
 @pytest.fixture(scope="module")
 def renders() -> dict[str, tuple[Rendered, str]]:
     out = {}
-    for stack in STACKS:
-        config = read_stack(stack)
-        version = parse_settings(config.values, config.secret_keys, stack).kubernetes_version
-        out[stack] = (render(config), version)
+    configs = {stack: read_stack(stack) for stack in STACKS} | FEATURES
+    for label, config in configs.items():
+        version = parse_settings(config.values, config.secret_keys, config.stack).kubernetes_version
+        out[label] = (render(config), version)
     return out
 
 
@@ -38,7 +40,7 @@ def test_every_stack_file_is_covered() -> None:
     assert {"dev", "prod"} <= set(STACKS)
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", [*STACKS, *FEATURES])
 def test_builtin_kinds_pass_strict_validation(renders, stack: str) -> None:
     rendered, version = renders[stack]
     problems, custom = [], 0

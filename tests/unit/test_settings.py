@@ -383,3 +383,9 @@ def test_aws_provider_settings_are_read_and_others_refused() -> None:
 def test_other_providers_namespaces_are_not_typos() -> None:
     assert parse_settings({"awsx:foo": "x", "eks:bar": "y", "kubernetes:context": "z"}).region == "us-east-1"
     assert "awx:region" in problems({"awx:region": "us-west-2"})
+
+
+def test_weights_sources_agree_with_the_sizing_engine() -> None:
+    from sizing.planner import WEIGHTS_SOURCES
+
+    assert [s.value for s in WeightsSource] == list(WEIGHTS_SOURCES)
