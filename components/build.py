@@ -16,7 +16,7 @@ from sizing import Infeasible, SizingPlan, plan
 from sizing.cli import summary_lines
 
 from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
-from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
+from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .inference import Inference, InferenceArgs
 from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
@@ -230,6 +230,8 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             region=settings.region,
             labels=labels,
             weights_source=settings.weights.source.value,
+            snapshot_id=settings.weights.snapshot_id,
+            ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,

@@ -14,11 +14,12 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from sizing import SizingPlan
-from sizing.planner import HF_DOWNLOAD_GIB_PER_S
+from sizing.planner import HF_DOWNLOAD_GIB_PER_S, SNAPSHOT_VOLUME_IOPS, SNAPSHOT_VOLUME_THROUGHPUT_MIBPS
 
 from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
 from .capacity import GpuPlacement
 from .helm import helm_release
+from .manifests import TopLevelCustomResource
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
@@ -26,6 +27,8 @@ from .versions import (
     LEADER_WORKER_SET,
     MOUNTPOINT_S3_CSI_ADDON,
     MOUNTPOINT_S3_CSI_ADDON_VERSION,
+    SNAPSHOT_CONTROLLER_ADDON,
+    SNAPSHOT_CONTROLLER_ADDON_VERSION,
     VLLM_IMAGE,
 )
 from .vllm import (
@@ -58,6 +61,16 @@ WEIGHTS_CLAIM = "vllm-weights"
 # Mountpoint for Amazon S3 CSI driver v2.7.0: its CSIDriver name (charts/.../csidriver.yaml) and
 # pod-level credentials, the workload pod's own Pod Identity association (docs/CONFIGURATION.md).
 MOUNTPOINT_DRIVER = "s3.csi.aws.com"
+# weights.source ebs-snapshot: the pre-provisioned snapshot (its VolumeSnapshotContent names the
+# baked EBS snapshot), the class both belong to, and the StorageClass of the volumes made from it.
+SNAPSHOT_API = "snapshot.storage.k8s.io"
+WEIGHTS_SNAPSHOT = "vllm-weights"
+WEIGHTS_SNAPSHOT_CLASS = "deepseek-weights"
+WEIGHTS_STORAGE_CLASS = "gp3-weights-from-snapshot"
+# EBS Provisioned Rate for Volume Initialization, in MiB/s (valid 100-300; EC2 CreateVolume): the
+# aws-ebs-csi-driver StorageClass parameter volumeInitializationRate (docs/parameters.md, v1.64.0).
+# The plan's weight-load estimate assumes this rate.
+SNAPSHOT_INIT_RATE_MIBPS = 100
 
 
 @dataclass
@@ -85,7 +98,12 @@ class InferenceArgs:
     """Labels on every object."""
     weights_source: str = "huggingface"
     """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
-    there; ``s3-mountpoint`` mounts that bucket read-only; ``huggingface`` downloads at start."""
+    there; ``s3-mountpoint`` mounts that bucket read-only; ``ebs-snapshot`` gives each pod a volume
+    restored from ``snapshot_id``; ``huggingface`` downloads at start."""
+    snapshot_id: str | None = None
+    """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
+    ebs_driver: str = "ebs.csi.aws.com"
+    """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
     """Most replicas; a PodDisruptionBudget is created when above one."""
     api_key: bool = False
@@ -136,6 +154,10 @@ class Inference(pulumi.ComponentResource):
                 workload_deps.append(self._mountpoint_claim(bucket, prefix))
                 model_uri = WEIGHTS_MOUNT_PATH
                 weights_volume = {"persistentVolumeClaim": {"claimName": WEIGHTS_CLAIM, "readOnly": True}}
+        elif args.weights_source == "ebs-snapshot":
+            snapshot, weights_volume = self._snapshot_volume()
+            workload_deps.append(snapshot)
+            model_uri = WEIGHTS_MOUNT_PATH
 
         workload = Workload(
             namespace="",  # filled below: the namespace is an Output
@@ -330,6 +352,67 @@ class Inference(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, volume]),
         )
 
+    def _snapshot_volume(self) -> tuple[pulumi.Resource, dict[str, Any]]:
+        """The snapshot controller (EKS add-on, with the VolumeSnapshot CRDs), the baked snapshot
+        as a pre-provisioned VolumeSnapshot, and the pod volume restored from it."""
+        name, args = self._name, self._args
+        if not args.snapshot_id:
+            raise ValueError("weights.source ebs-snapshot needs weights.snapshotId (automation bake-weights)")
+        addon = aws.eks.Addon(
+            f"{name}-snapshot-controller",
+            cluster_name=args.cluster_name,
+            addon_name=SNAPSHOT_CONTROLLER_ADDON,
+            addon_version=SNAPSHOT_CONTROLLER_ADDON_VERSION,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
+        )
+        snapshot_id, plan = args.snapshot_id, args.plan
+
+        def manifests(namespace: str) -> dict[str, dict[str, Any]]:
+            return snapshot_weights(
+                snapshot_id=snapshot_id,
+                driver=args.ebs_driver,
+                namespace=namespace,
+                volume_gib=plan.weights_volume_gib,
+                labels=args.labels,
+                fast_snapshot_restore=plan.request.fast_snapshot_restore,
+            )
+
+        fixed = manifests("")  # the class, StorageClass and pod volume name no namespace
+        placed = pulumi.Output.from_input(args.namespace).apply(manifests)
+        snapshot_class = TopLevelCustomResource(
+            f"{name}-weights-snapshot-class",
+            fixed["class"],
+            pulumi.ResourceOptions(parent=self, depends_on=[addon]),
+        )
+        content = k8s.apiextensions.CustomResource(
+            f"{name}-weights-snapshot-content",
+            api_version=f"{SNAPSHOT_API}/v1",
+            kind="VolumeSnapshotContent",
+            metadata=placed["content"]["metadata"],
+            spec=placed["content"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, snapshot_class]),
+        )
+        sc = fixed["storage_class"]
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-weights-storage-class",
+            metadata=sc["metadata"],
+            provisioner=sc["provisioner"],
+            parameters=sc["parameters"],
+            volume_binding_mode=sc["volumeBindingMode"],
+            reclaim_policy=sc["reclaimPolicy"],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        snapshot = k8s.apiextensions.CustomResource(
+            f"{name}-weights-snapshot",
+            api_version=f"{SNAPSHOT_API}/v1",
+            kind="VolumeSnapshot",
+            metadata=placed["snapshot"]["metadata"],
+            spec=placed["snapshot"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, content, storage_class]),
+        )
+        volume = fixed["volume"]
+        return snapshot, volume
+
     def _stage_job(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
         """A Job (in the vLLM image, which has huggingface_hub and boto3) that copies the model
         from Hugging Face into the bucket once; Pulumi waits for it before starting vLLM."""
@@ -517,6 +600,89 @@ def mountpoint_volume(
                 "volumeName": volume_name,
                 "resources": {"requests": storage},
             },
+        },
+    }
+
+
+def snapshot_weights(
+    *,
+    snapshot_id: str,
+    driver: str,
+    namespace: str,
+    volume_gib: int,
+    labels: dict[str, str],
+    fast_snapshot_restore: bool,
+) -> dict[str, dict[str, Any]]:
+    """The baked EBS snapshot as a pre-provisioned VolumeSnapshot (external-snapshotter v1 API:
+    a VolumeSnapshotContent naming ``snapshot_id``, bound both ways to a VolumeSnapshot), the
+    StorageClass of the volumes restored from it (encrypted gp3 at the throughput the plan
+    assumes), and the pod's generic ephemeral volume: one volume per pod, made when the pod is
+    scheduled (in its zone) and deleted with it. ``Retain``: deleting the stack never deletes the
+    snapshot ``bake-weights`` made."""
+    content_name = f"{namespace or 'ns'}-{WEIGHTS_SNAPSHOT}"
+    parameters = {
+        "type": "gp3",
+        "encrypted": "true",
+        "throughput": str(SNAPSHOT_VOLUME_THROUGHPUT_MIBPS),
+        "iops": str(SNAPSHOT_VOLUME_IOPS),
+    }
+    if not fast_snapshot_restore:
+        # With fast snapshot restore the volume is initialised at creation; a rate would override it.
+        parameters["volumeInitializationRate"] = str(SNAPSHOT_INIT_RATE_MIBPS)
+    return {
+        "class": {
+            "apiVersion": f"{SNAPSHOT_API}/v1",
+            "kind": "VolumeSnapshotClass",
+            "metadata": {"name": WEIGHTS_SNAPSHOT_CLASS, "labels": labels},
+            "driver": driver,
+            "deletionPolicy": "Retain",
+        },
+        "content": {
+            "apiVersion": f"{SNAPSHOT_API}/v1",
+            "kind": "VolumeSnapshotContent",
+            "metadata": {"name": content_name, "labels": labels},
+            "spec": {
+                "deletionPolicy": "Retain",
+                "driver": driver,
+                "source": {"snapshotHandle": snapshot_id},
+                "volumeSnapshotClassName": WEIGHTS_SNAPSHOT_CLASS,
+                "volumeSnapshotRef": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace},
+            },
+        },
+        "snapshot": {
+            "apiVersion": f"{SNAPSHOT_API}/v1",
+            "kind": "VolumeSnapshot",
+            "metadata": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace, "labels": labels},
+            "spec": {
+                "volumeSnapshotClassName": WEIGHTS_SNAPSHOT_CLASS,
+                "source": {"volumeSnapshotContentName": content_name},
+            },
+        },
+        "storage_class": {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": WEIGHTS_STORAGE_CLASS, "labels": labels},
+            "provisioner": driver,
+            "parameters": parameters,
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "reclaimPolicy": "Delete",
+        },
+        "volume": {
+            "ephemeral": {
+                "volumeClaimTemplate": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": WEIGHTS_STORAGE_CLASS,
+                        "dataSource": {
+                            "apiGroup": SNAPSHOT_API,
+                            "kind": "VolumeSnapshot",
+                            "name": WEIGHTS_SNAPSHOT,
+                        },
+                        "resources": {"requests": {"storage": f"{volume_gib}Gi"}},
+                    },
+                }
+            }
         },
     }
 

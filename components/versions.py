@@ -81,3 +81,11 @@ KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")
 # with `aws eks describe-addon-versions --addon-name aws-mountpoint-s3-csi-driver`.
 MOUNTPOINT_S3_CSI_ADDON = "aws-mountpoint-s3-csi-driver"
 MOUNTPOINT_S3_CSI_ADDON_VERSION = "v2.7.0-eksbuild.1"
+
+# CSI snapshot controller and the VolumeSnapshot CRDs as an EKS add-on (weights.source
+# ebs-snapshot); Auto Mode does not include it but its storage is compatible with it (EKS User
+# Guide, csi-snapshot-controller.html). v8.2.0 is the external-snapshotter release whose CRD
+# schemas the manifest gate validates against (reference/schemas/index.json); confirm the build
+# suffix with `aws eks describe-addon-versions --addon-name snapshot-controller`.
+SNAPSHOT_CONTROLLER_ADDON = "snapshot-controller"
+SNAPSHOT_CONTROLLER_ADDON_VERSION = "v8.2.0-eksbuild.1"

@@ -66,7 +66,7 @@ MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
 
 PRICE_FALLBACK_REGION = "us-east-1"
 # Where a replica's weights come from (settings.WeightsSource holds the same values).
-WEIGHTS_SOURCES = ("huggingface", "s3", "s3-mountpoint")
+WEIGHTS_SOURCES = ("huggingface", "s3", "s3-mountpoint", "ebs-snapshot")
 
 # Slowest published single-stream decode rate among the variants: ~20 tok/s for the 70B distill
 # on 4x L40S (huggingface.co/deepseek-ai/DeepSeek-R1/discussions/32; 8B on A10G ~29 tok/s,
@@ -103,6 +103,15 @@ DEFAULT_LOADER_GIB_PER_S = 15e9 / 48.0 / 2**30
 SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
 # torch.compile (53-80 s uncached) plus CUDA graph capture and warm-up.
 COMPILE_AND_WARMUP_S = 150
+# The snapshot volume (weights.source ebs-snapshot): gp3 at its documented maximum of 1000 MiB/s
+# below 16,000 IOPS, which needs 4,000 IOPS (throughput at most 0.25 MiB/s per IOPS; EBS user
+# guide, "General Purpose SSD volumes", gp3), so the disk is never slower than the loader; ext4
+# metadata and reserved blocks take ~7 % of the filesystem: 10 % plus a little headroom.
+SNAPSHOT_VOLUME_THROUGHPUT_MIBPS = 1000
+SNAPSHOT_VOLUME_IOPS = 4000
+# EBS fast snapshot restore: $0.75 per DSU-hour, per snapshot per Availability Zone, US East
+# (N. Virginia) (https://aws.amazon.com/ebs/pricing/, "Fast snapshot restore", read 2026-12).
+FAST_SNAPSHOT_RESTORE_USD_PER_ZONE_HOUR = 0.75
 STARTUP_MARGIN = 1.5
 MIN_STARTUP_S = 300
 # Scheduling retries, a spot capacity miss and a second instance type on top of a cold start.
@@ -127,6 +136,7 @@ class PlanRequest:
     weights_source: str = "huggingface"
     # weights.fastSnapshotRestore: volumes from the baked snapshot are fully initialised at creation.
     fast_snapshot_restore: bool = False
+    zones: int = 3  # Availability Zones the GPU nodes use (fast snapshot restore is billed per zone)
     repository: str | None = None
     min_replicas: int = 1
     max_replicas: int = 3
@@ -263,6 +273,18 @@ class SizingPlan:
         return self.checkpoint_gib
 
     @property
+    def weights_volume_gib(self) -> int:
+        """Size of the baked weights volume (and of each volume restored from its snapshot)."""
+        return math.ceil(self.checkpoint_gib * 1.1) + 5
+
+    @property
+    def fast_snapshot_restore_hourly_usd(self) -> float:
+        """What fast snapshot restore on the weights snapshot costs per hour, in every zone."""
+        if self.request.weights_source != "ebs-snapshot" or not self.request.fast_snapshot_restore:
+            return 0.0
+        return FAST_SNAPSHOT_RESTORE_USD_PER_ZONE_HOUR * self.request.zones
+
+    @property
     def ephemeral_storage_gib(self) -> int:
         return math.ceil(VLLM_IMAGE_GIB + self.weights_download_gib * 1.1 + SCRATCH_GIB)
 
@@ -382,6 +404,8 @@ class SizingPlan:
             "ephemeral_storage_gib": self.ephemeral_storage_gib,
             "startup_seconds": self.startup_seconds,
             "startup_breakdown": self.startup_breakdown,
+            "weights_volume_gib": self.weights_volume_gib if r.weights_source == "ebs-snapshot" else None,
+            "fast_snapshot_restore_hourly_usd": self.fast_snapshot_restore_hourly_usd,
             "rollout_seconds": self.rollout_seconds,
             "drain_seconds": self.drain_seconds,
             "capacity_types": list(r.capacity_types),

@@ -55,6 +55,16 @@ def construct_module() -> Callable[[StackConfig], Construction]:
 # so the manifest gate and checkov see every object they add.
 FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
     "s3-mountpoint": {"weights__source": "s3-mountpoint"},
+    "ebs-snapshot-fsr": {
+        "weights__source": "ebs-snapshot",
+        "weights__snapshotId": "snap-0123456789abcdef0",
+        "weights__fastSnapshotRestore": "true",
+    },
+    "ebs-snapshot-karpenter": {
+        "computeMode": "karpenter",
+        "weights__source": "ebs-snapshot",
+        "weights__snapshotId": "snap-0123456789abcdef0",
+    },
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 
 import pytest
 
@@ -439,3 +440,84 @@ def test_mountpoint_weights_are_a_read_only_static_volume_of_the_staged_prefix(c
     agent = serving_facts()["eks_pod_identity_agent"]
     assert agent["ipv4"] not in json.dumps(policy["spec"]["egress"])
     assert rendered.plan["weights_download_gib"] == 0
+
+
+SNAPSHOT = "snap-0123456789abcdef0"
+
+
+@pytest.mark.parametrize(
+    ("stack", "mode", "fast_restore"),
+    [("dev", "auto-mode", "true"), ("dev", "karpenter", "false"), ("r1", "karpenter", "false")],
+)
+def test_snapshot_weights_give_each_pod_a_volume_restored_from_the_baked_snapshot(
+    construct, stack: str, mode: str, fast_restore: str
+) -> None:
+    config = stack_config(
+        stack,
+        computeMode=mode,
+        weights__source="ebs-snapshot",
+        weights__snapshotId=SNAPSHOT,
+        weights__fastSnapshotRestore=fast_restore,
+    )
+    rendered = render(config)
+    assert gate(rendered) == []
+    by_kind = {
+        o["kind"]: o for o in rendered.objects() if o["apiVersion"].startswith("snapshot.storage.k8s.io/")
+    }
+    content, snapshot, snapshot_class = by_kind["VolumeSnapshotContent"], by_kind["VolumeSnapshot"], by_kind[
+        "VolumeSnapshotClass"]  # fmt: skip
+    # Pre-provisioned: the content names the baked snapshot and the VolumeSnapshot, which names it back.
+    assert content["spec"]["source"] == {"snapshotHandle": SNAPSHOT}
+    assert content["spec"]["volumeSnapshotRef"] == {
+        "name": snapshot["metadata"]["name"],
+        "namespace": "deepseek",
+    }
+    assert snapshot["spec"]["source"] == {"volumeSnapshotContentName": content["metadata"]["name"]}
+    # Destroying the stack never deletes the snapshot bake-weights made.
+    assert content["spec"]["deletionPolicy"] == snapshot_class["deletionPolicy"] == "Retain"
+    driver = {"auto-mode": "ebs.csi.eks.amazonaws.com", "karpenter": "ebs.csi.aws.com"}[mode]
+    assert snapshot_class["driver"] == content["spec"]["driver"] == driver
+    (storage_class,) = [
+        o for o in rendered.objects()
+        if o["kind"] == "StorageClass" and o["metadata"]["name"] != "gp3-encrypted"
+    ]  # fmt: skip
+    assert storage_class["provisioner"] == driver
+    params = storage_class["parameters"]
+    assert params["encrypted"] == "true" and params["type"] == "gp3"
+    # gp3 limits (EBS user guide): throughput at most 1000 MiB/s and 0.25 MiB/s per provisioned IOPS.
+    assert int(params["throughput"]) <= 1000 and int(params["throughput"]) <= int(params["iops"]) / 4
+    if fast_restore == "true":
+        assert "volumeInitializationRate" not in params  # it would override fast snapshot restore
+    else:
+        # The plan's estimate reads at the provisioned initialization rate (100-300 MiB/s, EC2 API).
+        assert 100 <= int(params["volumeInitializationRate"]) <= 300
+        assert rendered.plan["startup_breakdown"]["weights"] == math.ceil(
+            rendered.sizing.checkpoint_gib / (int(params["volumeInitializationRate"]) / 1024)
+        )
+    obj = workload(rendered)
+    container = server(obj)
+    args = container["args"] if "args" in container else container["command"][-1].split()
+    model = args[args.index("--model") + 1]
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == model)
+    assert mount["readOnly"] is True
+    pod = obj["spec"]["template"]["spec"] if obj["kind"] == "Deployment" else obj["spec"][
+        "leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # fmt: skip
+    claim = next(v for v in pod["volumes"] if v["name"] == mount["name"])["ephemeral"]["volumeClaimTemplate"]
+    assert claim["spec"]["dataSource"] == {
+        "apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": snapshot["metadata"]["name"]
+    }  # fmt: skip
+    assert claim["spec"]["storageClassName"] == storage_class["metadata"]["name"]
+    requested = int(claim["spec"]["resources"]["requests"]["storage"].removesuffix("Gi"))
+    assert requested == rendered.plan["weights_volume_gib"] >= rendered.sizing.checkpoint_gib
+    assert "s3://" not in " ".join(args) and "runai_streamer" not in args
+    assert not [o for o in rendered.objects() if o["kind"] == "Job"]  # bake-weights, not a stager, fills it
+    run = construct(config)
+    (addon,) = [
+        a.inputs
+        for a in run.mocks.of_type("aws:eks/addon:Addon")
+        if a.inputs["addonName"] == "snapshot-controller"
+    ]
+    assert addon["addonVersion"].startswith("v8.")
+    # Fast snapshot restore is priced per zone-hour ($0.75, EBS pricing), in each of the VPC's 3 zones.
+    expected = 0.75 * 3 if fast_restore == "true" else 0.0
+    assert rendered.plan["fast_snapshot_restore_hourly_usd"] == expected

@@ -169,3 +169,18 @@ def test_strictify_only_closes_objects_with_properties() -> None:
     assert "additionalProperties" not in strict["properties"]["free"]
     assert strict["properties"]["map"]["additionalProperties"] == {"type": "string"}
     assert "additionalProperties" not in schema  # the input is left alone
+
+
+def test_repo_local_snapshot_schemas_check_volume_snapshots_without_the_shared_set() -> None:
+    snapshot = {
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {"name": "vllm-weights", "namespace": "deepseek"},
+        "spec": {"source": {"volumeSnapshotContentName": "deepseek-vllm-weights"}},
+    }
+    assert check(snapshot, "1.34", None) == []
+    broken = copy.deepcopy(snapshot)
+    broken["spec"]["source"]["snapshotHandel"] = "snap-0123456789abcdef0"
+    assert any("'snapshotHandel' was unexpected" in p for p in check(broken, "1.34", None))
+    cluster_scoped = copy.deepcopy(snapshot) | {"kind": "VolumeSnapshotContent"}
+    assert any("cluster-scoped" in p for p in check(cluster_scoped, "1.34", None))

@@ -389,3 +389,42 @@ def test_weights_sources_agree_with_the_sizing_engine() -> None:
     from sizing.planner import WEIGHTS_SOURCES
 
     assert [s.value for s in WeightsSource] == list(WEIGHTS_SOURCES)
+
+
+def test_ebs_snapshot_needs_a_snapshot_id_and_says_how_to_make_one() -> None:
+    found = problems({f"{P}weights.source": "ebs-snapshot", f"{P}computeMode": "karpenter"})
+    assert set(found) == {f"{P}weights.snapshotId"}
+    assert "python -m automation bake-weights" in found[f"{P}weights.snapshotId"]
+
+
+@pytest.mark.parametrize(
+    "bad", ["snap-123", "vol-0123456789abcdef0", "snap-0123456789ABCDEF0", "snap-０１２３４５６７８"]
+)
+def test_snapshot_id_pattern_is_ascii_lowercase_hex(bad: str) -> None:
+    config = {
+        f"{P}weights.source": "ebs-snapshot",
+        f"{P}computeMode": "karpenter",
+        f"{P}weights.snapshotId": bad,
+    }
+    assert "snap-0123456789abcdef0" in problems(config)[f"{P}weights.snapshotId"]
+
+
+def test_snapshot_settings_belong_to_ebs_snapshot() -> None:
+    found = problems(
+        {f"{P}weights.snapshotId": "snap-0123456789abcdef0", f"{P}weights.fastSnapshotRestore": "true"}
+    )
+    assert set(found) == {f"{P}weights.snapshotId", f"{P}weights.fastSnapshotRestore"}
+    assert all("only applies to weights.source ebs-snapshot" in m for m in found.values())
+
+
+def test_ebs_snapshot_on_auto_mode_needs_fast_snapshot_restore() -> None:
+    snapshot = {f"{P}weights.source": "ebs-snapshot", f"{P}weights.snapshotId": "snap-0123456789abcdef0"}
+    found = problems(snapshot)
+    assert (
+        "Auto Mode's EBS provisioner has no provisioned initialization rate"
+        in found[f"{P}weights.fastSnapshotRestore"]
+    )
+    settings = parse_settings({**snapshot, f"{P}weights.fastSnapshotRestore": "true"})
+    assert settings.plan_request().fast_snapshot_restore is True
+    karpenter = parse_settings({**snapshot, f"{P}computeMode": "karpenter"})
+    assert karpenter.weights.snapshot_id == "snap-0123456789abcdef0"
