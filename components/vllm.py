@@ -256,7 +256,7 @@ def _volumes(plan: SizingPlan, workload: Workload) -> list[dict[str, Any]]:
 
 
 def _mounts(workload: Workload) -> list[dict[str, Any]]:
-    mounts = [
+    mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "models", "mountPath": "/models"},
         {"name": "home", "mountPath": CACHE_MOUNTS["home"]},
