@@ -233,6 +233,7 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
             snapshot_id=settings.weights.snapshot_id,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
+            warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,
             depends_on=[namespaces, secrets],

@@ -50,6 +50,7 @@ from .vllm import (
     pod_security_context,
     service,
 )
+from .warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 STAGER = "weights-stager"
@@ -106,6 +107,8 @@ class InferenceArgs:
     """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
     """Most replicas; a PodDisruptionBudget is created when above one."""
+    warm_spare_nodes: int = 0
+    """GPU nodes held by placeholder pods that vLLM replicas preempt (``autoscaling.warmSpareNodes``)."""
     api_key: bool = False
     """An API key Secret exists: vLLM requires it on every request."""
     hf_token: bool = False
@@ -244,6 +247,8 @@ class Inference(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
         )
+        if args.warm_spare_nodes:
+            self._warm_spares(ns_workload)
         if args.max_replicas > 1:
             pdb = ns_workload.apply(disruption_budget)
             k8s.policy.v1.PodDisruptionBudget(
@@ -317,6 +322,37 @@ class Inference(pulumi.ComponentResource):
             )
         job = self._stage_job(bucket, prefix)
         return bucket, prefix, job
+
+    def _warm_spares(self, workload: pulumi.Output[Workload]) -> None:
+        """The placeholder pods' PriorityClass, Deployment and (closed) NetworkPolicy."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self)
+        klass = priority_class(args.labels)
+        priority = k8s.scheduling.v1.PriorityClass(
+            f"{name}-warm-spare-priority",
+            metadata=klass["metadata"],
+            value=klass["value"],
+            global_default=klass["globalDefault"],
+            preemption_policy=klass["preemptionPolicy"],
+            description=klass["description"],
+            opts=child,
+        )
+        spares = workload.apply(lambda w: placeholder_deployment(args.plan, w, args.warm_spare_nodes))
+        k8s.apps.v1.Deployment(
+            f"{name}-warm-spare",
+            metadata=spares["metadata"],
+            spec=spares["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*args.depends_on, *args.placement.depends_on, priority]
+            ),
+        )
+        closed = workload.apply(placeholder_network_policy)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-warm-spare-netpol",
+            metadata=closed["metadata"],
+            spec=closed["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
 
     def _mountpoint_claim(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
         """The Mountpoint CSI driver (EKS add-on) and a static, read-only PersistentVolume of the

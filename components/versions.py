@@ -89,3 +89,8 @@ MOUNTPOINT_S3_CSI_ADDON_VERSION = "v2.7.0-eksbuild.1"
 # suffix with `aws eks describe-addon-versions --addon-name snapshot-controller`.
 SNAPSHOT_CONTROLLER_ADDON = "snapshot-controller"
 SNAPSHOT_CONTROLLER_ADDON_VERSION = "v8.2.0-eksbuild.1"
+
+# The placeholder pods of autoscaling.warmSpareNodes run the Kubernetes pause image: they only hold
+# resources. 3.10 (kubernetes/kubernetes build/pause/CHANGELOG.md) is the one kubeadm uses for
+# Kubernetes 1.31 and later.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"

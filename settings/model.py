@@ -272,6 +272,12 @@ class AutoscalingSettings(_Group):
     queue_depth_per_replica: WholeNumber = Field(
         5, ge=1, le=10_000, description="Waiting requests per replica."
     )
+    warm_spare_nodes: WholeNumber = Field(
+        0,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="GPU nodes held by low-priority placeholder pods, so a new replica skips node launch.",
+    )
 
 
 class EndpointSettings(_Group):
@@ -433,6 +439,7 @@ class Settings(BaseModel):
             region=self.region,
             weights_source=self.weights.source.value,
             fast_snapshot_restore=self.weights.fast_snapshot_restore,
+            warm_spare_nodes=self.autoscaling.warm_spare_nodes,
             zones=self.network_zones,
             repository=self.model.repository,
             min_replicas=self.autoscaling.min_replicas,
@@ -897,6 +904,16 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 f"{p}autoscaling.minReplicas",
                 auto.min_replicas,
                 f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
+            )
+        )
+    spares = _usable(invalid, "autoscaling.warmSpareNodes", "autoscaling.maxReplicas")
+    if spares and auto.warm_spare_nodes > auto.max_replicas:
+        out.append(
+            Problem(
+                f"{p}autoscaling.warmSpareNodes",
+                auto.warm_spare_nodes,
+                f"more than autoscaling.maxReplicas ({auto.max_replicas}): the GPU pool's limit is sized "
+                "for maxReplicas, so the extra spares could never get a node",
             )
         )
     min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")

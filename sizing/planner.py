@@ -137,6 +137,7 @@ class PlanRequest:
     # weights.fastSnapshotRestore: volumes from the baked snapshot are fully initialised at creation.
     fast_snapshot_restore: bool = False
     zones: int = 3  # Availability Zones the GPU nodes use (fast snapshot restore is billed per zone)
+    warm_spare_nodes: int = 0  # autoscaling.warmSpareNodes: GPU nodes held by placeholder pods
     repository: str | None = None
     min_replicas: int = 1
     max_replicas: int = 3
@@ -285,6 +286,11 @@ class SizingPlan:
         return FAST_SNAPSHOT_RESTORE_USD_PER_ZONE_HOUR * self.request.zones
 
     @property
+    def warm_spare_hourly_usd(self) -> float:
+        """The GPU nodes placeholder pods hold warm, at the cheapest feasible type's price."""
+        return round(self.chosen.node_usd_per_hour * self.request.warm_spare_nodes, 4)
+
+    @property
     def ephemeral_storage_gib(self) -> int:
         return math.ceil(VLLM_IMAGE_GIB + self.weights_download_gib * 1.1 + SCRATCH_GIB)
 
@@ -406,6 +412,8 @@ class SizingPlan:
             "startup_breakdown": self.startup_breakdown,
             "weights_volume_gib": self.weights_volume_gib if r.weights_source == "ebs-snapshot" else None,
             "fast_snapshot_restore_hourly_usd": self.fast_snapshot_restore_hourly_usd,
+            "warm_spare_nodes": r.warm_spare_nodes,
+            "warm_spare_hourly_usd": self.warm_spare_hourly_usd,
             "rollout_seconds": self.rollout_seconds,
             "drain_seconds": self.drain_seconds,
             "capacity_types": list(r.capacity_types),

@@ -60,6 +60,7 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
         "weights__snapshotId": "snap-0123456789abcdef0",
         "weights__fastSnapshotRestore": "true",
     },
+    "warm-spare": {"autoscaling__warmSpareNodes": 1},
     "ebs-snapshot-karpenter": {
         "computeMode": "karpenter",
         "weights__source": "ebs-snapshot",

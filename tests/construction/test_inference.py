@@ -28,7 +28,10 @@ VARIANTS = {
 
 
 def workload(rendered: Rendered) -> dict:
-    kinds = [o for o in rendered.objects() if o["kind"] in ("Deployment", "LeaderWorkerSet")]
+    kinds = [
+        o for o in rendered.objects()
+        if o["kind"] in ("Deployment", "LeaderWorkerSet") and o["metadata"]["name"] == "vllm"
+    ]  # fmt: skip
     assert len(kinds) == 1
     return kinds[0]
 
@@ -521,3 +524,49 @@ def test_snapshot_weights_give_each_pod_a_volume_restored_from_the_baked_snapsho
     # Fast snapshot restore is priced per zone-hour ($0.75, EBS pricing), in each of the VPC's 3 zones.
     expected = 0.75 * 3 if fast_restore == "true" else 0.0
     assert rendered.plan["fast_snapshot_restore_hourly_usd"] == expected
+
+
+@pytest.mark.parametrize(("stack", "spares"), [("dev", 2), ("r1", 1)])
+def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
+    stack: str, spares: int
+) -> None:
+    rendered = render(stack_config(stack, autoscaling__warmSpareNodes=spares))
+    assert gate(rendered) == []
+    (klass,) = [o for o in rendered.objects() if o["kind"] == "PriorityClass"]
+    (spare,) = [
+        o
+        for o in rendered.objects()
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == klass["metadata"]["name"]
+    ]
+    pod = spare["spec"]["template"]["spec"]
+    assert spare["spec"]["replicas"] == spares and pod["priorityClassName"] == klass["metadata"]["name"]
+    # Pods without a priority class get priority 0 when no class is the global default (Kubernetes
+    # "Pod Priority and Preemption"): every vLLM pod outranks a placeholder and preempts it, and a
+    # placeholder never preempts anything.
+    assert klass["value"] < 0 and klass["globalDefault"] is False and klass["preemptionPolicy"] == "Never"
+    obj = workload(rendered)
+    vllm_pod = obj["spec"]["template"]["spec"] if obj["kind"] == "Deployment" else obj["spec"][
+        "leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # fmt: skip
+    assert "priorityClassName" not in vllm_pod
+    # Same shape and place as one vLLM pod: evicting one frees exactly what a replica pod needs.
+    assert pod["containers"][0]["resources"] == server(obj)["resources"]
+    assert pod["nodeSelector"] == vllm_pod["nodeSelector"] and pod["tolerations"] == vllm_pod["tolerations"]
+    assert (
+        int(pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"])
+        == rendered.plan["tensor_parallel_size"]
+    )
+    # Priced: the nodes they hold, at the plan's node price.
+    node_price = rendered.plan["replica_hourly_usd"] / rendered.plan["nodes_per_replica"]
+    assert rendered.plan["warm_spare_hourly_usd"] == pytest.approx(node_price * spares, abs=1e-3)
+    (closed,) = [
+        o
+        for o in rendered.objects()
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == klass["metadata"]["name"]
+    ]
+    assert closed["spec"]["ingress"] == [] and closed["spec"]["egress"] == []
+
+
+def test_no_warm_spares_by_default() -> None:
+    rendered = render(stack_config("dev"))
+    assert not [o for o in rendered.objects() if o["kind"] == "PriorityClass"]
+    assert rendered.plan["warm_spare_hourly_usd"] == 0

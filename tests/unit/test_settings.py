@@ -428,3 +428,10 @@ def test_ebs_snapshot_on_auto_mode_needs_fast_snapshot_restore() -> None:
     assert settings.plan_request().fast_snapshot_restore is True
     karpenter = parse_settings({**snapshot, f"{P}computeMode": "karpenter"})
     assert karpenter.weights.snapshot_id == "snap-0123456789abcdef0"
+
+
+def test_warm_spares_beyond_max_replicas_are_refused() -> None:
+    found = problems({f"{P}autoscaling.warmSpareNodes": "4", f"{P}autoscaling.maxReplicas": "3"})
+    assert "more than autoscaling.maxReplicas (3)" in found[f"{P}autoscaling.warmSpareNodes"]
+    assert parse_settings({f"{P}autoscaling.warmSpareNodes": "3"}).plan_request().warm_spare_nodes == 3
+    assert "autoscaling.warmSpareNodes" in problems({f"{P}autoscaling.warmSpareNodes": "-1"}).__repr__()
