@@ -25,7 +25,7 @@ from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
-from .vllm import APP, READINESS_GATE_LABELS, Endpoint, zone_refusal
+from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, zone_refusal
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
@@ -220,7 +220,10 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
                 allowed_cidrs=settings.endpoint.allowed_cidrs,
                 certificate_arn=settings.endpoint.certificate_arn,
                 drain_seconds=drain,
+                load_balancer=settings.endpoint.load_balancer.value,
+                nlb_class=NLB_CLASSES[settings.compute_mode.value],
             ),
+            vpc_cidr=network.vpc_cidr,
             # The ALB takes addresses in the subnets the load balancer controller discovers for its
             # scheme: public (kubernetes.io/role/elb) or private (kubernetes.io/role/internal-elb).
             load_balancer_cidrs=network.public_subnet_cidrs

@@ -47,6 +47,7 @@ from .vllm import (
     ingress,
     leader_worker_set,
     network_policy,
+    nlb_service,
     pod_security_context,
     service,
 )
@@ -88,6 +89,8 @@ class InferenceArgs:
     """GPU node selector, tolerations and IngressClass from the capacity layer."""
     endpoint: Endpoint
     """Load balancer scheme, allowed CIDRs, TLS certificate and drain time."""
+    vpc_cidr: pulumi.Input[str]
+    """The VPC's CIDR: who may reach an internal NLB (it has no path rules; see ``nlb_service``)."""
     load_balancer_cidrs: pulumi.Input[list[str]]
     """CIDRs of the subnets the load balancer lives in: the only addresses admitted to port 8000
     besides Prometheus (the ALB reaches pods from its own addresses there)."""
@@ -232,13 +235,7 @@ class Inference(pulumi.ComponentResource):
             spec=svc_manifest["spec"],
             opts=after,
         )
-        ing_manifest = ns_workload.apply(lambda w: ingress(w, args.endpoint))
-        ing = k8s.networking.v1.Ingress(
-            f"{name}-ingress",
-            metadata=ing_manifest["metadata"],
-            spec=ing_manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on]),
-        )
+        self.endpoint_host = self._load_balancer(ns_workload, svc, multi_node)
         policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs).apply(
             lambda v: network_policy(
                 v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
@@ -256,7 +253,6 @@ class Inference(pulumi.ComponentResource):
             )
 
         self.service_name = svc.metadata.apply(lambda m: str(m.name))
-        self.endpoint_host = ing.status.apply(_ingress_host)
         self.served_model_name = plan.model.variant
         self.register_outputs(
             {
@@ -322,6 +318,30 @@ class Inference(pulumi.ComponentResource):
             )
         job = self._stage_job(bucket, prefix)
         return bucket, prefix, job
+
+    def _load_balancer(
+        self, workload: pulumi.Output[Workload], svc: pulumi.Resource, multi_node: bool
+    ) -> pulumi.Output[str]:
+        """The ALB Ingress (default) or the NLB Service; returns its DNS name once provisioned."""
+        args = self._args
+        endpoint = args.endpoint
+        opts = pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on])
+        if endpoint.load_balancer == "nlb":
+            sources = pulumi.Output.from_input(args.vpc_cidr).apply(
+                lambda cidr: list(endpoint.allowed_cidrs) if endpoint.internet_facing else [cidr]
+            )
+            manifest = pulumi.Output.all(workload, sources).apply(
+                lambda v: nlb_service(v[0], endpoint, v[1], leader_only=multi_node)
+            )
+            nlb = k8s.core.v1.Service(
+                f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
+            )
+            return nlb.status.apply(_ingress_host)
+        ing_manifest = workload.apply(lambda w: ingress(w, endpoint))
+        ing = k8s.networking.v1.Ingress(
+            f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
+        )
+        return ing.status.apply(_ingress_host)
 
     def _warm_spares(self, workload: pulumi.Output[Workload]) -> None:
         """The placeholder pods' PriorityClass, Deployment and (closed) NetworkPolicy."""
@@ -780,7 +800,8 @@ def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[
 
 
 def _ingress_host(status: Any) -> str:
-    """The load balancer's DNS name from the Ingress status ("" until AWS has provisioned it)."""
+    """The load balancer's DNS name from an Ingress or Service status ("" until AWS has
+    provisioned it)."""
     try:
         return str(status.load_balancer.ingress[0].hostname or "")
     except (AttributeError, IndexError, TypeError):

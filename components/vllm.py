@@ -436,13 +436,25 @@ def service(workload: Workload, name: str = APP, leader_only: bool = False) -> d
 
 @dataclass(frozen=True)
 class Endpoint:
-    """How the ALB in front of vLLM is set up."""
+    """How the load balancer in front of vLLM is set up."""
 
     ingress_class: str
     internet_facing: bool
     allowed_cidrs: list[str]
     certificate_arn: str | None
     drain_seconds: int
+    load_balancer: str = "alb"
+    """``alb`` (an Ingress) or ``nlb`` (a Service of type LoadBalancer)."""
+    nlb_class: str = "service.k8s.aws/nlb"
+    """loadBalancerClass of the NLB controller: the AWS Load Balancer Controller's, or Auto Mode's
+    ``eks.amazonaws.com/nlb`` (NLB_CLASSES)."""
+
+
+# The controller that provisions an NLB for a Service of type LoadBalancer: the AWS Load Balancer
+# Controller (docs/guide/service/annotations.md, v3.5.0: loadBalancerClass service.k8s.aws/nlb) in
+# Karpenter mode; EKS Auto Mode's own (EKS User Guide, auto-configure-nlb: eks.amazonaws.com/nlb).
+NLB_CLASSES = {"karpenter": "service.k8s.aws/nlb", "auto-mode": "eks.amazonaws.com/nlb"}
+NLB_ANNOTATION = "service.beta.kubernetes.io/"
 
 
 def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str, Any]:
@@ -495,6 +507,63 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
                     }
                 }
             ],
+        },
+    }
+
+
+def nlb_service(
+    workload: Workload,
+    endpoint: Endpoint,
+    source_cidrs: list[str],
+    *,
+    leader_only: bool = False,
+    name: str = "vllm-nlb",
+) -> dict[str, Any]:
+    """An NLB (L4) in front of vLLM: ip targets health-checked over HTTP on /health, internal
+    unless configured otherwise, reachable only from ``source_cidrs`` (the allowed CIDRs, or the
+    VPC for an internal one: the controllers default to 0.0.0.0/0), TLS on 443 with the
+    certificate when one is given. Client IP preservation stays off, so targets see the NLB's own
+    addresses in its subnets, which the NetworkPolicy admits. Every path reaches vLLM: settings
+    refuse ``nlb`` with an API key (see settings._nlb_problems)."""
+    if not source_cidrs:
+        raise ValueError("nlb_service: no source CIDRs; the NLB would be open to 0.0.0.0/0")
+    a = NLB_ANNOTATION
+    annotations = {
+        f"{a}aws-load-balancer-scheme": "internet-facing" if endpoint.internet_facing else "internal",
+        f"{a}aws-load-balancer-nlb-target-type": "ip",
+        f"{a}aws-load-balancer-healthcheck-protocol": "http",
+        f"{a}aws-load-balancer-healthcheck-path": "/health",
+        f"{a}aws-load-balancer-healthcheck-port": "traffic-port",
+        f"{a}aws-load-balancer-target-group-attributes": (
+            f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)},"
+            "preserve_client_ip.enabled=false"
+        ),
+    }
+    # Pulumi would wait for endpoints, which exist only once a replica has loaded (see ``service``).
+    annotations["pulumi.com/skipAwait"] = "true"
+    port = SERVICE_PORT
+    if endpoint.certificate_arn:
+        port = 443
+        annotations |= {
+            f"{a}aws-load-balancer-ssl-cert": endpoint.certificate_arn,
+            f"{a}aws-load-balancer-ssl-ports": "443",
+            f"{a}aws-load-balancer-ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": name,
+            "namespace": workload.namespace,
+            "labels": {**workload.labels, **selector_labels()},
+            "annotations": annotations,
+        },
+        "spec": {
+            "type": "LoadBalancer",
+            "loadBalancerClass": endpoint.nlb_class,
+            "loadBalancerSourceRanges": list(source_cidrs),
+            "selector": {**selector_labels(), **({"deepseek-eks/role": "leader"} if leader_only else {})},
+            "ports": [{"name": PORT_NAME, "port": port, "targetPort": PORT_NAME, "protocol": "TCP"}],
         },
     }
 

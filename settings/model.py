@@ -61,6 +61,13 @@ class EndpointScheme(StrEnum):
     INTERNET_FACING = "internet-facing"
 
 
+class LoadBalancerKind(StrEnum):
+    """What fronts vLLM: an ALB (L7, routes only the key-guarded API) or an NLB (L4)."""
+
+    ALB = "alb"
+    NLB = "nlb"
+
+
 class WeightsSource(StrEnum):
     """Where vLLM loads the model from (README "Weights" compares them)."""
 
@@ -284,6 +291,7 @@ class EndpointSettings(_Group):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
     scheme: EndpointScheme = EndpointScheme.INTERNAL
+    load_balancer: LoadBalancerKind = LoadBalancerKind.ALB
     allowed_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=60)
     certificate_arn: str | None = Field(
         None,
@@ -823,6 +831,9 @@ def parse_settings(
     problems += cross
     problems += _capacity_reservation_problems(groups.get("gpu"), compute_mode)
     problems += _weights_problems(groups["weights"], compute_mode, invalid)
+    api_key_set = "apiKey" in flat or "apiKey" in (secrets or {})
+    if api_key_set and _usable(invalid, "endpoint.loadBalancer"):
+        problems += _nlb_problems(groups["endpoint"])
     # A value read from a secret (decrypted by the engine) is never shown, whatever the problem.
     problems = [replace(p, hidden=True) if _setting_of(p.key) in collected.secret else p for p in problems]
     if problems:
@@ -988,6 +999,25 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
         )
     out += _network_problems(groups["network"], endpoint, invalid)
     return out, warnings
+
+
+def _nlb_problems(endpoint: EndpointSettings) -> list[Problem]:
+    """An NLB forwards every path (L4), and vLLM checks the API key only under its guarded
+    prefixes (vllm 0.33.0 entrypoints/serve/middleware/authenticate.py GUARDED_PREFIX): /tokenize,
+    /metrics, /invocations and the admin routes would answer without it. An API key that guards
+    only some routes is refused (issue 9), so ``nlb`` goes with no key, inside allowed CIDRs."""
+    if endpoint.load_balancer is not LoadBalancerKind.NLB:
+        return []
+    return [
+        Problem(
+            f"{PROJECT}:endpoint.loadBalancer",
+            endpoint.load_balancer.value,
+            "nlb cannot be used with apiKey: an NLB forwards every path and vLLM checks the key only "
+            "under /v1 (and /v2, /inference, /cohere), so /tokenize, /metrics and /invocations would "
+            "answer without it; use alb (it routes only /v1), or remove apiKey and rely on the "
+            "private scheme and allowed CIDRs",
+        )
+    ]
 
 
 def _weights_problems(weights: WeightsSettings, compute_mode: str, invalid: set[str]) -> list[Problem]:

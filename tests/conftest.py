@@ -61,6 +61,12 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
         "weights__fastSnapshotRestore": "true",
     },
     "warm-spare": {"autoscaling__warmSpareNodes": 1},
+    "nlb-tls": {
+        "endpoint__loadBalancer": "nlb",
+        "endpoint__scheme": "internet-facing",
+        "endpoint__allowedCidrs": "198.51.100.0/24",
+        "endpoint__certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
+    },
     "ebs-snapshot-karpenter": {
         "computeMode": "karpenter",
         "weights__source": "ebs-snapshot",

@@ -13,7 +13,7 @@ from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
 from components import SizingError
 from tests.conftest import stack_config
-from tests.upstream import mountpoint_csi_facts, serving_facts
+from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
 
 # A family list that fits each variant (stack: prod, Karpenter), cheapest first.
 VARIANTS = {
@@ -570,3 +570,63 @@ def test_no_warm_spares_by_default() -> None:
     rendered = render(stack_config("dev"))
     assert not [o for o in rendered.objects() if o["kind"] == "PriorityClass"]
     assert rendered.plan["warm_spare_hourly_usd"] == 0
+
+
+@pytest.mark.parametrize(("stack", "mode"), [("dev", "auto-mode"), ("dev", "karpenter"), ("r1", "karpenter")])
+def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode: str) -> None:
+    facts = nlb_facts()
+    rendered = render(stack_config(stack, computeMode=mode, endpoint__loadBalancer="nlb"))
+    assert gate(rendered) == []
+    assert not [o for o in rendered.objects() if o["kind"] == "Ingress"]
+    (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
+    klass = {"auto-mode": facts["eks_auto_mode"], "karpenter": facts["aws_load_balancer_controller"]}[mode]
+    assert nlb["spec"]["loadBalancerClass"] == klass["load_balancer_class"]
+    annotations = nlb["metadata"]["annotations"]
+    documented = set(facts["aws_load_balancer_controller"]["service_annotations"]) | {"pulumi.com/skipAwait"}
+    assert set(annotations) <= documented
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"] == "/health"
+    # The controllers default to 0.0.0.0/0: an internal NLB is limited to the VPC explicitly.
+    assert facts["aws_load_balancer_controller"]["default_source_range_ipv4"] == "0.0.0.0/0"
+    (vpc,) = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/vpc:Vpc"]
+    assert nlb["spec"]["loadBalancerSourceRanges"] == [vpc["cidrBlock"]]
+    # Targets see the NLB's own addresses (the NetworkPolicy admits its subnets), and drain as long
+    # as a stream may run, within the NLB's limit.
+    attributes = dict(
+        kv.split("=")
+        for kv in annotations["service.beta.kubernetes.io/aws-load-balancer-target-group-attributes"].split(
+            ","
+        )
+    )
+    assert attributes[facts["nlb_target_group"]["preserve_client_ip_attribute"]] == "false"
+    assert (
+        int(attributes["deregistration_delay.timeout_seconds"])
+        <= facts["nlb_target_group"]["deregistration_delay_max_s"]
+    )
+    assert nlb["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    if rendered.plan["nodes_per_replica"] > 1:
+        assert nlb["spec"]["selector"]["deepseek-eks/role"] == "leader"
+
+
+def test_internet_facing_nlb_takes_the_allowed_cidrs_and_tls() -> None:
+    arn = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
+    rendered = render(
+        stack_config(
+            "dev",
+            endpoint__loadBalancer="nlb",
+            endpoint__scheme="internet-facing",
+            endpoint__allowedCidrs="198.51.100.0/24",
+            endpoint__certificateArn=arn,
+        )
+    )
+    (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
+    annotations = nlb["metadata"]["annotations"]
+    assert nlb["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == arn
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
+    assert nlb["spec"]["ports"][0]["port"] == 443
+    assert rendered.outputs["endpointUrl"] in ("", "https://") or rendered.outputs["endpointUrl"].startswith(
+        "https://"
+    )

