@@ -549,23 +549,15 @@ def nlb_service(
             f"{a}aws-load-balancer-ssl-ports": "443",
             f"{a}aws-load-balancer-ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
         }
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": name,
-            "namespace": workload.namespace,
-            "labels": {**workload.labels, **selector_labels()},
-            "annotations": annotations,
-        },
-        "spec": {
-            "type": "LoadBalancer",
-            "loadBalancerClass": endpoint.nlb_class,
-            "loadBalancerSourceRanges": list(source_cidrs),
-            "selector": {**selector_labels(), **({"deepseek-eks/role": "leader"} if leader_only else {})},
-            "ports": [{"name": PORT_NAME, "port": port, "targetPort": PORT_NAME, "protocol": "TCP"}],
-        },
+    nlb = service(workload, name, leader_only=leader_only)
+    nlb["metadata"]["annotations"] = annotations
+    nlb["spec"] |= {
+        "type": "LoadBalancer",
+        "loadBalancerClass": endpoint.nlb_class,
+        "loadBalancerSourceRanges": list(source_cidrs),
     }
+    nlb["spec"]["ports"][0]["port"] = port
+    return nlb
 
 
 def egress_rules(*, pod_identity: bool, ip_family: str = "ipv4") -> list[dict[str, Any]]:

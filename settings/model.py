@@ -908,25 +908,18 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     warnings: list[str] = []
     p = f"{PROJECT}:"
     auto: AutoscalingSettings = groups["autoscaling"]
-    both_bounds = _usable(invalid, "autoscaling.minReplicas", "autoscaling.maxReplicas")
-    if both_bounds and auto.min_replicas > auto.max_replicas:
-        out.append(
-            Problem(
-                f"{p}autoscaling.minReplicas",
-                auto.min_replicas,
-                f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
-            )
-        )
-    spares = _usable(invalid, "autoscaling.warmSpareNodes", "autoscaling.maxReplicas")
-    if spares and auto.warm_spare_nodes > auto.max_replicas:
-        out.append(
-            Problem(
-                f"{p}autoscaling.warmSpareNodes",
-                auto.warm_spare_nodes,
-                f"more than autoscaling.maxReplicas ({auto.max_replicas}): the GPU pool's limit is sized "
-                "for maxReplicas, so the extra spares could never get a node",
-            )
-        )
+    above_max = (
+        ("minReplicas", auto.min_replicas, f"greater than autoscaling.maxReplicas ({auto.max_replicas})"),
+        (
+            "warmSpareNodes",
+            auto.warm_spare_nodes,
+            f"more than autoscaling.maxReplicas ({auto.max_replicas}): the GPU pool's limit is sized "
+            "for maxReplicas, so the extra spares could never get a node",
+        ),
+    )
+    for key, value, message in above_max:
+        if _usable(invalid, f"autoscaling.{key}", "autoscaling.maxReplicas") and value > auto.max_replicas:
+            out.append(Problem(f"{p}autoscaling.{key}", value, message))
     min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")
     if min_and_signal and auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
         out.append(

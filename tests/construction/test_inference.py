@@ -46,6 +46,27 @@ def server(obj: dict) -> dict:
     return pod["containers"][0]
 
 
+def pod_of(obj: dict) -> dict:
+    """The serving pod spec (the Deployment's, or the LeaderWorkerSet leader's)."""
+    spec = obj["spec"]
+    return (
+        spec["template"]["spec"]
+        if obj["kind"] == "Deployment"
+        else spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    )
+
+
+def weights_volume(rendered: Rendered) -> tuple[list[str], dict]:
+    """vLLM's arguments and the volume mounted, read-only, at the directory ``--model`` names."""
+    obj = workload(rendered)
+    container = server(obj)
+    args = container["args"] if "args" in container else container["command"][-1].split()
+    model = args[args.index("--model") + 1]
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == model)
+    assert mount["readOnly"] is True
+    return args, next(v for v in pod_of(obj)["volumes"] if v["name"] == mount["name"])
+
+
 def gate(rendered: Rendered) -> list[str]:
     problems = []
     for obj in rendered.objects():
@@ -411,15 +432,7 @@ def test_mountpoint_weights_are_a_read_only_static_volume_of_the_staged_prefix(c
     assert volume["spec"]["claimRef"] == {"namespace": "deepseek", "name": claim["metadata"]["name"]}
     assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
     # vLLM reads the mounted directory with its default loader: no streamer, no download.
-    obj = workload(rendered)
-    container = server(obj)
-    args = container["args"] if "args" in container else container["command"][-1].split()
-    model = args[args.index("--model") + 1]
-    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == model)
-    assert mount["readOnly"] is True
-    pod = obj["spec"]["template"]["spec"] if obj["kind"] == "Deployment" else obj["spec"][
-        "leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # fmt: skip
-    volume_source = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    args, volume_source = weights_volume(rendered)
     assert volume_source["persistentVolumeClaim"] == {
         "claimName": claim["metadata"]["name"],
         "readOnly": True,
@@ -497,15 +510,8 @@ def test_snapshot_weights_give_each_pod_a_volume_restored_from_the_baked_snapsho
         assert rendered.plan["startup_breakdown"]["weights"] == math.ceil(
             rendered.sizing.checkpoint_gib / (int(params["volumeInitializationRate"]) / 1024)
         )
-    obj = workload(rendered)
-    container = server(obj)
-    args = container["args"] if "args" in container else container["command"][-1].split()
-    model = args[args.index("--model") + 1]
-    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == model)
-    assert mount["readOnly"] is True
-    pod = obj["spec"]["template"]["spec"] if obj["kind"] == "Deployment" else obj["spec"][
-        "leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # fmt: skip
-    claim = next(v for v in pod["volumes"] if v["name"] == mount["name"])["ephemeral"]["volumeClaimTemplate"]
+    args, volume_source = weights_volume(rendered)
+    claim = volume_source["ephemeral"]["volumeClaimTemplate"]
     assert claim["spec"]["dataSource"] == {
         "apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": snapshot["metadata"]["name"]
     }  # fmt: skip
@@ -545,8 +551,7 @@ def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
     # placeholder never preempts anything.
     assert klass["value"] < 0 and klass["globalDefault"] is False and klass["preemptionPolicy"] == "Never"
     obj = workload(rendered)
-    vllm_pod = obj["spec"]["template"]["spec"] if obj["kind"] == "Deployment" else obj["spec"][
-        "leaderWorkerTemplate"]["leaderTemplate"]["spec"]  # fmt: skip
+    vllm_pod = pod_of(obj)
     assert "priorityClassName" not in vllm_pod
     # Same shape and place as one vLLM pod: evicting one frees exactly what a replica pod needs.
     assert pod["containers"][0]["resources"] == server(obj)["resources"]
