@@ -14,6 +14,7 @@ from automation.render import Rendered, render
 from components import SizingError
 from tests.conftest import stack_config
 from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
+from tests.upstream_platform import platform_facts
 
 # A family list that fits each variant (stack: prod, Karpenter), cheapest first.
 VARIANTS = {
@@ -635,3 +636,25 @@ def test_internet_facing_nlb_takes_the_allowed_cidrs_and_tls() -> None:
     assert rendered.outputs["endpointUrl"] in ("", "https://") or rendered.outputs["endpointUrl"].startswith(
         "https://"
     )
+
+
+def test_the_download_cache_is_node_disk_that_karpenter_puts_on_the_nvme_raid() -> None:
+    """Hugging Face downloads land in a disk-backed emptyDir, which the kubelet keeps under its
+    root directory: on Karpenter GPU nodes that is the instance-store RAID0 (platform facts)."""
+    fact = platform_facts()["karpenter"]["instance_store_policy"]
+    assert "kubelet" in fact["effect"] and fact["value"] == "RAID0"
+    rendered = render(stack_config("prod", weights__source="huggingface"))
+    (node_class,) = [
+        o for o in rendered.objects() if o["kind"] == "EC2NodeClass" and "gpu" in o["metadata"]["name"]
+    ]
+    assert node_class["spec"]["instanceStorePolicy"] == fact["value"]
+    container = server(workload(rendered))
+    hf_home = next(e["value"] for e in container["env"] if e["name"] == "HF_HOME")
+    mount = max(
+        (m for m in container["volumeMounts"] if hf_home.startswith(m["mountPath"].rstrip("/") + "/")),
+        key=lambda m: len(m["mountPath"]),
+    )
+    volume = next(v for v in pod_of(workload(rendered))["volumes"] if v["name"] == mount["name"])
+    assert "emptyDir" in volume and volume["emptyDir"].get("medium") != "Memory"
+    size = int(volume["emptyDir"]["sizeLimit"].removesuffix("Gi"))
+    assert size >= rendered.plan["checkpoint_gib"]
