@@ -308,21 +308,6 @@ def al2023_image(ssm: Any) -> str:
     return image
 
 
-def node_zones(ec2: Any, private_subnet_ids: list[str], zones: int) -> tuple[str, ...]:
-    """The zones GPU nodes use: those of your subnets, or the first ``zones`` available ones without
-    opt-in, as the Network component picks them (components/network.py)."""
-    if private_subnet_ids:
-        subnets = ec2.describe_subnets(SubnetIds=private_subnet_ids)["Subnets"]
-        return tuple(sorted({s["AvailabilityZone"] for s in subnets}))
-    available = ec2.describe_availability_zones(
-        Filters=[
-            {"Name": "opt-in-status", "Values": ["opt-in-not-required"]},
-            {"Name": "state", "Values": ["available"]},
-        ]
-    )["AvailabilityZones"]
-    return tuple(z["ZoneName"] for z in available[:zones])
-
-
 # Parses a stack that has no snapshot yet: the id this command is about to make stands in for
 # weights.snapshotId (required with ebs-snapshot) while the settings are read; it is never used.
 PLACEHOLDER_SNAPSHOT = "snap-00000000"
@@ -333,7 +318,7 @@ def run_bake(stack: str, overrides: dict[str, str], subnet_id: str | None, proje
     from settings import PROJECT, SettingsError, WeightsSource
 
     from .api import AutomationError, prepare, require_aws_credentials
-    from .preflight import aws_session
+    from .preflight import aws_session, cluster_zones
 
     try:
         prepared = prepare(stack, overrides, project_dir)
@@ -360,11 +345,14 @@ def run_bake(stack: str, overrides: dict[str, str], subnet_id: str | None, proje
     session = aws_session(settings)
     ec2 = session.client("ec2")
     zone = ec2.describe_subnets(SubnetIds=[subnet])["Subnets"][0]["AvailabilityZone"]
-    fast = (
-        node_zones(ec2, list(settings.network.private_subnet_ids), settings.network_zones)
-        if settings.weights.fast_snapshot_restore
-        else ()
-    )
+    fast: tuple[str, ...] = ()
+    if settings.weights.fast_snapshot_restore:
+        zones, problems = cluster_zones(ec2, settings)  # the zones preflight checks, as the VPC picks them
+        if problems:
+            raise AutomationError(
+                f"cannot tell the node zones for fast snapshot restore: {'; '.join(problems)}"
+            )
+        fast = tuple(zones)
     spec = spec_for(stack, prepared.plan, subnet, zone, fast)
     filler = InstanceFiller(al2023_image(session.client("ssm")))
     try:
