@@ -374,17 +374,23 @@ class Inference(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
         )
 
+    def _addon(self, suffix: str) -> aws.eks.Addon:
+        """The weights source's EKS add-on at its pinned version, once GPU capacity exists."""
+        args = self._args
+        ((addon_name, version),) = weights_addons(args.weights_source).items()
+        return aws.eks.Addon(
+            f"{self._name}-{suffix}",
+            cluster_name=args.cluster_name,
+            addon_name=addon_name,
+            addon_version=version,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
+        )
+
     def _mountpoint_claim(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
         """The Mountpoint CSI driver (EKS add-on) and a static, read-only PersistentVolume of the
         variant's prefix of the bucket, bound to the claim vLLM mounts."""
         name, args = self._name, self._args
-        addon = aws.eks.Addon(
-            f"{name}-mountpoint-s3-csi",
-            cluster_name=args.cluster_name,
-            addon_name=MOUNTPOINT_S3_CSI_ADDON,
-            addon_version=MOUNTPOINT_S3_CSI_ADDON_VERSION,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
-        )
+        addon = self._addon("mountpoint-s3-csi")
         manifests = pulumi.Output.all(bucket.bucket, args.namespace).apply(
             lambda v: mountpoint_volume(
                 bucket=v[0],
@@ -414,13 +420,7 @@ class Inference(pulumi.ComponentResource):
         name, args = self._name, self._args
         if not args.snapshot_id:
             raise ValueError("weights.source ebs-snapshot needs weights.snapshotId (automation bake-weights)")
-        addon = aws.eks.Addon(
-            f"{name}-snapshot-controller",
-            cluster_name=args.cluster_name,
-            addon_name=SNAPSHOT_CONTROLLER_ADDON,
-            addon_version=SNAPSHOT_CONTROLLER_ADDON_VERSION,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
-        )
+        addon = self._addon("snapshot-controller")
         snapshot_id, plan = args.snapshot_id, args.plan
 
         def manifests(namespace: str) -> dict[str, dict[str, Any]]:
@@ -526,6 +526,16 @@ class Inference(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{stage_seconds(args.plan)}s"),
             ),
         )
+
+
+def weights_addons(weights_source: str) -> dict[str, str]:
+    """The EKS add-ons (name -> pinned version) a weights source installs; preflight checks that
+    EKS offers each pinned version."""
+    if weights_source == "s3-mountpoint":
+        return {MOUNTPOINT_S3_CSI_ADDON: MOUNTPOINT_S3_CSI_ADDON_VERSION}
+    if weights_source == "ebs-snapshot":
+        return {SNAPSHOT_CONTROLLER_ADDON: SNAPSHOT_CONTROLLER_ADDON_VERSION}
+    return {}
 
 
 def rollout_timeouts(plan: SizingPlan) -> pulumi.CustomTimeouts:
