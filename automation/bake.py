@@ -82,7 +82,7 @@ def spec_for(
     """The bake of ``plan``'s checkpoint for ``stack``."""
     return BakeSpec(
         stack=stack,
-        repository=plan.request.repository or plan.model.hf_repo,
+        repository=plan.repository or plan.model.hf_repo,  # a known AWQ checkpoint included
         volume_gib=plan.weights_volume_gib,
         subnet_id=subnet_id,
         availability_zone=zone,
