@@ -42,6 +42,17 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
         f"${d['hourly_usd_at_min']:.2f}/h at min, ${d['hourly_usd_at_max']:.2f}/h at max",
     ]
     lines += [f"warning        {w}" for w in d["warnings"]]
+    stages = d["startup_breakdown"]
+    lines.append(
+        "cold start     "
+        + ", ".join(f"{stage} {seconds} s" for stage, seconds in stages.items())
+        + f"; probe budget {d['startup_seconds']} s, Pulumi waits {d['rollout_seconds']} s"
+    )
+    extras = {
+        "warm spare nodes": d["warm_spare_hourly_usd"],
+        "fast snapshot restore": d["fast_snapshot_restore_hourly_usd"],
+    }
+    lines += [f"extra cost     ${usd:.2f}/h for {what}" for what, usd in extras.items() if usd]
     return lines
 
 
