@@ -60,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         op.add_argument("--json", action="store_true", help="print the outputs as JSON at the end")
         if name == "up":
             op.add_argument("--skip-preflight", action="store_true", help="deploy without the AWS preflight")
+    bake = sub.add_parser(
+        "bake-weights",
+        help="bake the checkpoint into an encrypted EBS snapshot (weights.source ebs-snapshot)",
+    )
+    bake.add_argument("--stack", required=True)
+    bake.add_argument("--subnet-id", help="private subnet of the bake instance (default: the stack's first)")
+    _add_set(bake)
     out = sub.add_parser("outputs", help="the stack's outputs (secrets masked)")
     out.add_argument("--stack", required=True)
     out.add_argument("--json", action="store_true")
@@ -189,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
             return _preflight(args.stack, parse_overrides(args.set), args.json, args.project_dir)
         if args.command in ("diff", "urns", "pins"):
             return int(args.run(args))
+        if args.command == "bake-weights":
+            from .bake import run_bake
+
+            return run_bake(args.stack, parse_overrides(args.set), args.subnet_id, args.project_dir)
         if args.command == "outputs":
             from .api import outputs
 

@@ -31,6 +31,7 @@ from botocore.exceptions import ConnectionError as AwsConnectionError
 from rich.table import Table
 from rich.text import Text
 
+from deepseek_eks.components.inference import weights_addons
 from deepseek_eks.settings import CapacityType, ComputeMode, Settings
 from deepseek_eks.sizing.catalog import InstanceCatalog, instance_catalog
 from deepseek_eks.sizing.planner import SizingPlan
@@ -511,6 +512,27 @@ def _check_ami_release(ssm: Any, kubernetes_version: str, release: str) -> Check
 # ---------------------------------------------------------------------------------------------- public
 
 
+def _check_addon(eks: Any, name: str, version: str, kubernetes_version: str) -> Check:
+    """EKS offers the pinned add-on version for the cluster's Kubernetes minor (add-on versions
+    carry an EKS build suffix that only this API lists)."""
+    check = f"add-on {name}"
+    try:
+        pages = eks.get_paginator("describe_addon_versions").paginate(
+            addonName=name, kubernetesVersion=kubernetes_version
+        )
+        offered = [v["addonVersion"] for page in pages for a in page["addons"] for v in a["addonVersions"]]
+    except (BotoCoreError, ClientError) as err:
+        return Check(check, Status.WARN, f"could not list the versions EKS offers ({_error(err)}).")
+    if version in offered:
+        return Check(check, Status.PASS, f"{version} is offered for Kubernetes {kubernetes_version}.")
+    return Check(
+        check,
+        Status.FAIL,
+        f"{version} (components/versions.py) is not offered for Kubernetes {kubernetes_version}; "
+        f"EKS offers {_join(offered[:5]) or 'none'}: pin one of those.",
+    )
+
+
 def run_preflight(
     settings: Settings,
     plan: SizingPlan,
@@ -561,6 +583,11 @@ def run_preflight(
     if settings.compute_mode is ComputeMode.KARPENTER:  # Auto Mode picks its own AMIs
         ssm = ssm_client or session.client("ssm", region_name=region, config=_CLIENT_CONFIG)
         checks.append(_check_ami_release(ssm, settings.kubernetes_version, pinned_ami_release()))
+
+    addons = weights_addons(settings.weights.source.value)
+    if addons:
+        eks = session.client("eks", region_name=region, config=_CLIENT_CONFIG)
+        checks += [_check_addon(eks, n, v, settings.kubernetes_version) for n, v in addons.items()]
 
     repository = settings.model.repository
     if repository and repository.startswith("s3://"):

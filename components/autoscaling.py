@@ -12,6 +12,7 @@ import pulumi_kubernetes as k8s
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ScalingSignal
+from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S
 
 from .helm import helm_release
 from .manifests import custom_resource
@@ -22,8 +23,9 @@ KEDA_HPA_NAME = "keda-hpa-vllm"
 KEDA_NAMESPACE = "keda"
 # The HPA API's longest stabilization window.
 MAX_STABILIZATION_S = 3600
-# Node launch, GPU registration and image pull come before the container's own start-up.
-NODE_AND_IMAGE_S = 600
+# Node launch, GPU registration and image pull come before the container's own start-up (the
+# plan's startup_breakdown stages, each from a published figure).
+NODE_AND_IMAGE_S = NODE_READY_S + IMAGE_PULL_S
 
 
 def hpa_name(signal: ScalingSignal) -> str:

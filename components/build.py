@@ -12,12 +12,12 @@ import pulumi
 import pulumi_aws as aws
 
 from deepseek_eks import promql
-from deepseek_eks.settings import ComputeMode, EndpointScheme, ScalingSignal, Settings, WeightsSource
+from deepseek_eks.settings import ComputeMode, EndpointScheme, ScalingSignal, Settings
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
 from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
-from .capacity import AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
+from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .inference import Inference, InferenceArgs
 from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
@@ -26,7 +26,7 @@ from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
-from .vllm import APP, READINESS_GATE_LABELS, Endpoint, zone_refusal
+from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, zone_refusal
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
@@ -297,7 +297,10 @@ def build_service(
                 allowed_cidrs=settings.endpoint.allowed_cidrs,
                 certificate_arn=settings.endpoint.certificate_arn,
                 drain_seconds=drain,
+                load_balancer=settings.endpoint.load_balancer.value,
+                nlb_class=NLB_CLASSES[settings.compute_mode.value],
             ),
+            vpc_cidr=network.vpc_cidr,
             # The ALB takes addresses in the subnets the load balancer controller discovers for its
             # scheme: public (kubernetes.io/role/elb) or private (kubernetes.io/role/internal-elb).
             load_balancer_cidrs=network.public_subnet_cidrs
@@ -306,8 +309,11 @@ def build_service(
             cluster_name=name,
             region=settings.region,
             labels=labels,
-            weights_from_s3=settings.weights.source is WeightsSource.S3,
+            weights_source=settings.weights.source.value,
+            snapshot_id=settings.weights.snapshot_id,
+            ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
+            warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,
             depends_on=[namespaces, secrets],

@@ -31,6 +31,10 @@ from .nodepools import (
 POOL_RESOURCE_SUFFIX = {GPU_NODE_POOL: "gpu-nodepool", GPU_FLOOR_NODE_POOL: "gpu-floor-nodepool"}
 INGRESS_CLASS = "alb"
 STORAGE_CLASS = "gp3-encrypted"
+# The EBS CSI provisioner per compute mode: Auto Mode's built-in one, or the aws-ebs-csi-driver
+# add-on Karpenter mode installs (EKS User Guide, ebs-csi.html: Auto Mode nodes mount only volumes
+# of ebs.csi.eks.amazonaws.com).
+EBS_CSI_DRIVERS = {"auto-mode": "ebs.csi.eks.amazonaws.com", "karpenter": "ebs.csi.aws.com"}
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,7 @@ class AutoModeCapacity(pulumi.ComponentResource):
             spec=k8s.networking.v1.IngressClassSpecArgs(controller="eks.amazonaws.com/alb"),
             opts=child,
         )
-        gp3_storage_class(f"{name}-gp3", "ebs.csi.eks.amazonaws.com", args.labels, child)
+        gp3_storage_class(f"{name}-gp3", EBS_CSI_DRIVERS["auto-mode"], args.labels, child)
         # Auto Mode enforces NetworkPolicies only once this switch is on.
         k8s.core.v1.ConfigMap(
             f"{name}-network-policy",

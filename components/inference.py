@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -13,19 +14,33 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from deepseek_eks.sizing import SizingPlan
-from deepseek_eks.sizing.planner import HF_DOWNLOAD_GIB_PER_S
+from deepseek_eks.sizing.planner import (
+    HF_DOWNLOAD_GIB_PER_S,
+    SNAPSHOT_VOLUME_IOPS,
+    SNAPSHOT_VOLUME_THROUGHPUT_MIBPS,
+)
 
 from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
 from .capacity import GpuPlacement
 from .helm import helm_release
+from .manifests import TopLevelCustomResource
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
-from .versions import LEADER_WORKER_SET, VLLM_IMAGE
+from .versions import (
+    LEADER_WORKER_SET,
+    MOUNTPOINT_S3_CSI_ADDON,
+    MOUNTPOINT_S3_CSI_ADDON_VERSION,
+    SNAPSHOT_CONTROLLER_ADDON,
+    SNAPSHOT_CONTROLLER_ADDON_VERSION,
+    VLLM_IMAGE,
+)
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
     LWS_API_VERSION,
+    RUN_AS_USER,
+    WEIGHTS_MOUNT_PATH,
     Endpoint,
     Workload,
     checkov_annotations,
@@ -36,15 +51,32 @@ from .vllm import (
     ingress,
     leader_worker_set,
     network_policy,
+    nlb_service,
     pod_security_context,
     service,
 )
+from .warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 STAGER = "weights-stager"
 # The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
 # distill, ~5 GB for r1-671b's 163 shards), not the checkpoint.
 STAGE_DISK_GIB = 20
+# The read-only claim on the weights bucket (weights.source s3-mountpoint) and its volume.
+WEIGHTS_CLAIM = "vllm-weights"
+# Mountpoint for Amazon S3 CSI driver v2.7.0: its CSIDriver name (charts/.../csidriver.yaml) and
+# pod-level credentials, the workload pod's own Pod Identity association (docs/CONFIGURATION.md).
+MOUNTPOINT_DRIVER = "s3.csi.aws.com"
+# weights.source ebs-snapshot: the pre-provisioned snapshot (its VolumeSnapshotContent names the
+# baked EBS snapshot), the class both belong to, and the StorageClass of the volumes made from it.
+SNAPSHOT_API = "snapshot.storage.k8s.io"
+WEIGHTS_SNAPSHOT = "vllm-weights"
+WEIGHTS_SNAPSHOT_CLASS = "deepseek-weights"
+WEIGHTS_STORAGE_CLASS = "gp3-weights-from-snapshot"
+# EBS Provisioned Rate for Volume Initialization, in MiB/s (valid 100-300; EC2 CreateVolume): the
+# aws-ebs-csi-driver StorageClass parameter volumeInitializationRate (docs/parameters.md, v1.64.0).
+# The plan's weight-load estimate assumes this rate.
+SNAPSHOT_INIT_RATE_MIBPS = 100
 
 
 @dataclass
@@ -61,6 +93,8 @@ class InferenceArgs:
     """GPU node selector, tolerations and IngressClass from the capacity layer."""
     endpoint: Endpoint
     """Load balancer scheme, allowed CIDRs, TLS certificate and drain time."""
+    vpc_cidr: pulumi.Input[str]
+    """The VPC's CIDR: who may reach an internal NLB (it has no path rules; see ``nlb_service``)."""
     load_balancer_cidrs: pulumi.Input[list[str]]
     """CIDRs of the subnets the load balancer lives in: the only addresses admitted to port 8000
     besides Prometheus (the ALB reaches pods from its own addresses there)."""
@@ -70,10 +104,18 @@ class InferenceArgs:
     """AWS region (S3 client of vLLM and the stager)."""
     labels: dict[str, str]
     """Labels on every object."""
-    weights_from_s3: bool = False
-    """Stage the weights into an encrypted S3 bucket and stream them from there."""
+    weights_source: str = "huggingface"
+    """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
+    there; ``s3-mountpoint`` mounts that bucket read-only; ``ebs-snapshot`` gives each pod a volume
+    restored from ``snapshot_id``; ``huggingface`` downloads at start."""
+    snapshot_id: str | None = None
+    """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
+    ebs_driver: str = "ebs.csi.aws.com"
+    """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
     """Most replicas; a PodDisruptionBudget is created when above one."""
+    warm_spare_nodes: int = 0
+    """GPU nodes held by placeholder pods that vLLM replicas preempt (``autoscaling.warmSpareNodes``)."""
     api_key: bool = False
     """An API key Secret exists: vLLM requires it on every request."""
     hf_token: bool = False
@@ -92,7 +134,7 @@ class Inference(pulumi.ComponentResource):
     served_model_name: str
     """The ``model`` clients pass in requests."""
     weights_bucket: pulumi.Output[str] | None
-    """Bucket holding the staged weights (weights.source s3)."""
+    """Bucket holding the staged weights (weights.source s3 or s3-mountpoint)."""
     scale_target: ScaleTarget
     """The workload an autoscaler resizes (Deployment or LeaderWorkerSet)."""
 
@@ -109,12 +151,23 @@ class Inference(pulumi.ComponentResource):
         )
         workload_deps: list[pulumi.Resource] = list(args.depends_on) + list(args.placement.depends_on)
         model_uri: pulumi.Input[str] | None = None
+        weights_volume: dict[str, Any] | None = None
         self.weights_bucket = None
-        if args.weights_from_s3:
+        streamed = args.weights_source == "s3"
+        if args.weights_source in ("s3", "s3-mountpoint"):
             bucket, prefix, stage_job = self._s3_weights()
             self.weights_bucket = bucket.bucket
-            model_uri = pulumi.Output.concat("s3://", bucket.bucket, "/", prefix)
             workload_deps.append(stage_job)
+            if streamed:
+                model_uri = pulumi.Output.concat("s3://", bucket.bucket, "/", prefix)
+            else:
+                workload_deps.append(self._mountpoint_claim(bucket, prefix))
+                model_uri = WEIGHTS_MOUNT_PATH
+                weights_volume = {"persistentVolumeClaim": {"claimName": WEIGHTS_CLAIM, "readOnly": True}}
+        elif args.weights_source == "ebs-snapshot":
+            snapshot, weights_volume = self._snapshot_volume()
+            workload_deps.append(snapshot)
+            model_uri = WEIGHTS_MOUNT_PATH
 
         workload = Workload(
             namespace="",  # filled below: the namespace is an Output
@@ -123,14 +176,13 @@ class Inference(pulumi.ComponentResource):
             tolerations=args.placement.tolerations,
             api_key=args.api_key,
             hf_token=args.hf_token,
-            aws_region=args.region if args.weights_from_s3 else None,
-            # vLLM's service account gets a Pod Identity association exactly when it reads S3.
-            pod_identity=args.weights_from_s3,
+            aws_region=args.region if streamed else None,
+            # vLLM itself calls S3 (and the Pod Identity agent) only with the streamer; with
+            # Mountpoint the driver's pod fetches the credentials of vLLM's service account.
+            pod_identity=streamed,
+            weights_volume=weights_volume,
         )
-        # Pulumi waits for the first replica to become ready: give it the plan's start-up budget plus
-        # a GPU node launch and the image pull, instead of the provider's default 10 minutes.
-        rollout = f"{plan.startup_seconds + NODE_AND_IMAGE_S + 300}s"
-        timeouts = pulumi.CustomTimeouts(create=rollout, update=rollout)
+        timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
             parent=self, depends_on=workload_deps, custom_timeouts=timeouts
         )
@@ -187,13 +239,7 @@ class Inference(pulumi.ComponentResource):
             spec=svc_manifest["spec"],
             opts=after,
         )
-        ing_manifest = ns_workload.apply(lambda w: ingress(w, args.endpoint))
-        ing = k8s.networking.v1.Ingress(
-            f"{name}-ingress",
-            metadata=ing_manifest["metadata"],
-            spec=ing_manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on]),
-        )
+        self.endpoint_host = self._load_balancer(ns_workload, svc, multi_node)
         policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs).apply(
             lambda v: network_policy(
                 v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
@@ -202,6 +248,8 @@ class Inference(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
         )
+        if args.warm_spare_nodes:
+            self._warm_spares(ns_workload)
         if args.max_replicas > 1:
             pdb = ns_workload.apply(disruption_budget)
             k8s.policy.v1.PodDisruptionBudget(
@@ -209,7 +257,6 @@ class Inference(pulumi.ComponentResource):
             )
 
         self.service_name = svc.metadata.apply(lambda m: str(m.name))
-        self.endpoint_host = ing.status.apply(_ingress_host)
         self.served_model_name = plan.model.variant
         self.register_outputs(
             {
@@ -276,6 +323,156 @@ class Inference(pulumi.ComponentResource):
         job = self._stage_job(bucket, prefix)
         return bucket, prefix, job
 
+    def _load_balancer(
+        self, workload: pulumi.Output[Workload], svc: pulumi.Resource, multi_node: bool
+    ) -> pulumi.Output[str]:
+        """The ALB Ingress (default) or the NLB Service; returns its DNS name once provisioned."""
+        args = self._args
+        endpoint = args.endpoint
+        opts = pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on])
+        if endpoint.load_balancer == "nlb":
+            sources = pulumi.Output.from_input(args.vpc_cidr).apply(
+                lambda cidr: list(endpoint.allowed_cidrs) if endpoint.internet_facing else [cidr]
+            )
+            manifest = pulumi.Output.all(workload, sources).apply(
+                lambda v: nlb_service(v[0], endpoint, v[1], leader_only=multi_node)
+            )
+            nlb = k8s.core.v1.Service(
+                f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
+            )
+            return nlb.status.apply(_ingress_host)
+        ing_manifest = workload.apply(lambda w: ingress(w, endpoint))
+        ing = k8s.networking.v1.Ingress(
+            f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
+        )
+        return ing.status.apply(_ingress_host)
+
+    def _warm_spares(self, workload: pulumi.Output[Workload]) -> None:
+        """The placeholder pods' PriorityClass, Deployment and (closed) NetworkPolicy."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self)
+        klass = priority_class(args.labels)
+        priority = k8s.scheduling.v1.PriorityClass(
+            f"{name}-warm-spare-priority",
+            metadata=klass["metadata"],
+            value=klass["value"],
+            global_default=klass["globalDefault"],
+            preemption_policy=klass["preemptionPolicy"],
+            description=klass["description"],
+            opts=child,
+        )
+        spares = workload.apply(lambda w: placeholder_deployment(args.plan, w, args.warm_spare_nodes))
+        k8s.apps.v1.Deployment(
+            f"{name}-warm-spare",
+            metadata=spares["metadata"],
+            spec=spares["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*args.depends_on, *args.placement.depends_on, priority]
+            ),
+        )
+        closed = workload.apply(placeholder_network_policy)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-warm-spare-netpol",
+            metadata=closed["metadata"],
+            spec=closed["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
+
+    def _addon(self, suffix: str) -> aws.eks.Addon:
+        """The weights source's EKS add-on at its pinned version, once GPU capacity exists."""
+        args = self._args
+        ((addon_name, version),) = weights_addons(args.weights_source).items()
+        return aws.eks.Addon(
+            f"{self._name}-{suffix}",
+            cluster_name=args.cluster_name,
+            addon_name=addon_name,
+            addon_version=version,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
+        )
+
+    def _mountpoint_claim(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
+        """The Mountpoint CSI driver (EKS add-on) and a static, read-only PersistentVolume of the
+        variant's prefix of the bucket, bound to the claim vLLM mounts."""
+        name, args = self._name, self._args
+        addon = self._addon("mountpoint-s3-csi")
+        manifests = pulumi.Output.all(bucket.bucket, args.namespace).apply(
+            lambda v: mountpoint_volume(
+                bucket=v[0],
+                prefix=prefix,
+                region=args.region,
+                namespace=v[1],
+                capacity_gib=math.ceil(args.plan.checkpoint_gib),
+                labels=args.labels,
+            )
+        )
+        volume = k8s.core.v1.PersistentVolume(
+            f"{name}-weights-pv",
+            metadata=manifests["volume"]["metadata"],
+            spec=manifests["volume"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon]),
+        )
+        return k8s.core.v1.PersistentVolumeClaim(
+            f"{name}-weights-pvc",
+            metadata=manifests["claim"]["metadata"],
+            spec=manifests["claim"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, volume]),
+        )
+
+    def _snapshot_volume(self) -> tuple[pulumi.Resource, dict[str, Any]]:
+        """The snapshot controller (EKS add-on, with the VolumeSnapshot CRDs), the baked snapshot
+        as a pre-provisioned VolumeSnapshot, and the pod volume restored from it."""
+        name, args = self._name, self._args
+        if not args.snapshot_id:
+            raise ValueError("weights.source ebs-snapshot needs weights.snapshotId (automation bake-weights)")
+        addon = self._addon("snapshot-controller")
+        snapshot_id, plan = args.snapshot_id, args.plan
+
+        def manifests(namespace: str) -> dict[str, dict[str, Any]]:
+            return snapshot_weights(
+                snapshot_id=snapshot_id,
+                driver=args.ebs_driver,
+                namespace=namespace,
+                volume_gib=plan.weights_volume_gib,
+                labels=args.labels,
+                fast_snapshot_restore=plan.request.fast_snapshot_restore,
+            )
+
+        fixed = manifests("")  # the class, StorageClass and pod volume name no namespace
+        placed = pulumi.Output.from_input(args.namespace).apply(manifests)
+        snapshot_class = TopLevelCustomResource(
+            f"{name}-weights-snapshot-class",
+            fixed["class"],
+            pulumi.ResourceOptions(parent=self, depends_on=[addon]),
+        )
+        content = k8s.apiextensions.CustomResource(
+            f"{name}-weights-snapshot-content",
+            api_version=f"{SNAPSHOT_API}/v1",
+            kind="VolumeSnapshotContent",
+            metadata=placed["content"]["metadata"],
+            spec=placed["content"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, snapshot_class]),
+        )
+        sc = fixed["storage_class"]
+        storage_class = k8s.storage.v1.StorageClass(
+            f"{name}-weights-storage-class",
+            metadata=sc["metadata"],
+            provisioner=sc["provisioner"],
+            parameters=sc["parameters"],
+            volume_binding_mode=sc["volumeBindingMode"],
+            reclaim_policy=sc["reclaimPolicy"],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        snapshot = k8s.apiextensions.CustomResource(
+            f"{name}-weights-snapshot",
+            api_version=f"{SNAPSHOT_API}/v1",
+            kind="VolumeSnapshot",
+            metadata=placed["snapshot"]["metadata"],
+            spec=placed["snapshot"]["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, content, storage_class]),
+        )
+        volume = fixed["volume"]
+        return snapshot, volume
+
     def _stage_job(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
         """A Job (in the vLLM image, which has huggingface_hub and boto3) that copies the model
         from Hugging Face into the bucket once; Pulumi waits for it before starting vLLM."""
@@ -333,6 +530,24 @@ class Inference(pulumi.ComponentResource):
                 custom_timeouts=pulumi.CustomTimeouts(create=f"{stage_seconds(args.plan)}s"),
             ),
         )
+
+
+def weights_addons(weights_source: str) -> dict[str, str]:
+    """The EKS add-ons (name -> pinned version) a weights source installs; preflight checks that
+    EKS offers each pinned version."""
+    if weights_source == "s3-mountpoint":
+        return {MOUNTPOINT_S3_CSI_ADDON: MOUNTPOINT_S3_CSI_ADDON_VERSION}
+    if weights_source == "ebs-snapshot":
+        return {SNAPSHOT_CONTROLLER_ADDON: SNAPSHOT_CONTROLLER_ADDON_VERSION}
+    return {}
+
+
+def rollout_timeouts(plan: SizingPlan) -> pulumi.CustomTimeouts:
+    """Pulumi waits for the first replica to become ready: as long as the plan's cold start for
+    its weights source (node, image, weights, engine) with slack, instead of the provider's
+    default 10 minutes."""
+    rollout = f"{plan.rollout_seconds}s"
+    return pulumi.CustomTimeouts(create=rollout, update=rollout)
 
 
 def stage_seconds(plan: SizingPlan) -> int:
@@ -409,6 +624,139 @@ def stage_job_spec(
     }
 
 
+def mountpoint_volume(
+    *, bucket: str, prefix: str, region: str, namespace: str, capacity_gib: int, labels: dict[str, str]
+) -> dict[str, dict[str, Any]]:
+    """A static PersistentVolume of ``s3://bucket/prefix`` through Mountpoint, and the one claim
+    allowed to bind it (``claimRef``). Read-only everywhere: the access mode, the mount option and
+    the IAM role (s3:GetObject and a prefix-limited ListBucket). Files are owned by vLLM's UID;
+    ``allow-other`` lets that UID read a FUSE mount made by the driver's own pod."""
+    volume_name = f"{namespace}-{WEIGHTS_CLAIM}"
+    storage = {"storage": f"{capacity_gib}Gi"}  # required by the API, ignored by the driver
+    return {
+        "volume": {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": volume_name, "labels": labels},
+            "spec": {
+                "capacity": storage,
+                "accessModes": ["ReadOnlyMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": "",  # static provisioning: no class, no dynamic volume
+                "claimRef": {"namespace": namespace, "name": WEIGHTS_CLAIM},
+                "mountOptions": [
+                    "read-only",
+                    "allow-other",
+                    f"uid={RUN_AS_USER}",
+                    f"gid={RUN_AS_USER}",
+                    f"prefix {prefix}",
+                    f"region {region}",
+                ],
+                "csi": {
+                    "driver": MOUNTPOINT_DRIVER,
+                    "volumeHandle": volume_name,
+                    "readOnly": True,
+                    "volumeAttributes": {"bucketName": bucket, "authenticationSource": "pod"},
+                },
+            },
+        },
+        "claim": {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {"name": WEIGHTS_CLAIM, "namespace": namespace, "labels": labels},
+            "spec": {
+                "accessModes": ["ReadOnlyMany"],
+                "storageClassName": "",
+                "volumeName": volume_name,
+                "resources": {"requests": storage},
+            },
+        },
+    }
+
+
+def snapshot_weights(
+    *,
+    snapshot_id: str,
+    driver: str,
+    namespace: str,
+    volume_gib: int,
+    labels: dict[str, str],
+    fast_snapshot_restore: bool,
+) -> dict[str, dict[str, Any]]:
+    """The baked EBS snapshot as a pre-provisioned VolumeSnapshot (external-snapshotter v1 API:
+    a VolumeSnapshotContent naming ``snapshot_id``, bound both ways to a VolumeSnapshot), the
+    StorageClass of the volumes restored from it (encrypted gp3 at the throughput the plan
+    assumes), and the pod's generic ephemeral volume: one volume per pod, made when the pod is
+    scheduled (in its zone) and deleted with it. ``Retain``: deleting the stack never deletes the
+    snapshot ``bake-weights`` made."""
+    content_name = f"{namespace or 'ns'}-{WEIGHTS_SNAPSHOT}"
+    parameters = {
+        "type": "gp3",
+        "encrypted": "true",
+        "throughput": str(SNAPSHOT_VOLUME_THROUGHPUT_MIBPS),
+        "iops": str(SNAPSHOT_VOLUME_IOPS),
+    }
+    if not fast_snapshot_restore:
+        # With fast snapshot restore the volume is initialised at creation; a rate would override it.
+        parameters["volumeInitializationRate"] = str(SNAPSHOT_INIT_RATE_MIBPS)
+    return {
+        "class": {
+            "apiVersion": f"{SNAPSHOT_API}/v1",
+            "kind": "VolumeSnapshotClass",
+            "metadata": {"name": WEIGHTS_SNAPSHOT_CLASS, "labels": labels},
+            "driver": driver,
+            "deletionPolicy": "Retain",
+        },
+        "content": {
+            "apiVersion": f"{SNAPSHOT_API}/v1",
+            "kind": "VolumeSnapshotContent",
+            "metadata": {"name": content_name, "labels": labels},
+            "spec": {
+                "deletionPolicy": "Retain",
+                "driver": driver,
+                "source": {"snapshotHandle": snapshot_id},
+                "volumeSnapshotClassName": WEIGHTS_SNAPSHOT_CLASS,
+                "volumeSnapshotRef": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace},
+            },
+        },
+        "snapshot": {
+            "apiVersion": f"{SNAPSHOT_API}/v1",
+            "kind": "VolumeSnapshot",
+            "metadata": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace, "labels": labels},
+            "spec": {
+                "volumeSnapshotClassName": WEIGHTS_SNAPSHOT_CLASS,
+                "source": {"volumeSnapshotContentName": content_name},
+            },
+        },
+        "storage_class": {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {"name": WEIGHTS_STORAGE_CLASS, "labels": labels},
+            "provisioner": driver,
+            "parameters": parameters,
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "reclaimPolicy": "Delete",
+        },
+        "volume": {
+            "ephemeral": {
+                "volumeClaimTemplate": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "storageClassName": WEIGHTS_STORAGE_CLASS,
+                        "dataSource": {
+                            "apiGroup": SNAPSHOT_API,
+                            "kind": "VolumeSnapshot",
+                            "name": WEIGHTS_SNAPSHOT,
+                        },
+                        "resources": {"requests": {"storage": f"{volume_gib}Gi"}},
+                    },
+                }
+            }
+        },
+    }
+
+
 def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
     """The stager talks to DNS, HTTPS endpoints and the Pod Identity agent (its service account
     always has an association: it writes the bucket), and accepts no connections."""
@@ -466,7 +814,8 @@ def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[
 
 
 def _ingress_host(status: Any) -> str:
-    """The load balancer's DNS name from the Ingress status ("" until AWS has provisioned it)."""
+    """The load balancer's DNS name from an Ingress or Service status ("" until AWS has
+    provisioned it)."""
     try:
         return str(status.load_balancer.ingress[0].hostname or "")
     except (AttributeError, IndexError, TypeError):

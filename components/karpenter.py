@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 from deepseek_eks.settings import ComputeMode
 
 from .capacity import (
+    EBS_CSI_DRIVERS,
     INGRESS_CLASS,
     CapacityArgs,
     GpuPlacement,
@@ -352,7 +353,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
 
         gp3_storage_class(
             f"{name}-gp3",
-            "ebs.csi.aws.com",
+            EBS_CSI_DRIVERS["karpenter"],
             args.labels,
             pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
         )

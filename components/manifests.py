@@ -23,3 +23,14 @@ def custom_resource(
         spec=manifest["spec"],
         opts=opts,
     )
+
+
+class TopLevelCustomResource(pulumi.CustomResource):
+    """A custom resource whose fields sit beside ``metadata`` rather than under ``spec``
+    (VolumeSnapshotClass: ``driver``, ``deletionPolicy``); the SDK's CustomResource only takes
+    ``spec``. Same type token, ``kubernetes:<apiVersion>:<kind>``."""
+
+    def __init__(self, name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions):
+        super().__init__(
+            f"kubernetes:{manifest['apiVersion']}:{manifest['kind']}", name, dict(manifest), opts
+        )

@@ -63,6 +63,8 @@ class ScalingArgs(TypedDict, total=False):
     """Percent, for the gpu-utilization signal."""
     queue_depth_per_replica: int
     """Waiting requests per replica, for the queue-depth signal."""
+    warm_spare_nodes: int
+    """GPU nodes held warm by preemptible placeholder pods (0 = none)."""
 
 
 class EndpointArgs(TypedDict, total=False):
@@ -73,13 +75,19 @@ class EndpointArgs(TypedDict, total=False):
     allowed_cidrs: list[str]
     certificate_arn: str
     drain_seconds: int
+    load_balancer: str
+    """alb (default) or nlb (an NLB cannot limit paths: refused together with apiKey)."""
 
 
 class WeightsArgs(TypedDict, total=False):
     """``weights.*``: where vLLM loads the model from."""
 
     source: str
-    """huggingface or s3."""
+    """huggingface, s3 (Run:ai streamer), s3-mountpoint (Mountpoint S3 CSI) or ebs-snapshot."""
+    snapshot_id: str
+    """EBS snapshot of the weights (python -m automation bake-weights), for ebs-snapshot."""
+    fast_snapshot_restore: bool
+    """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
 
 
 class ControlPlaneArgs(TypedDict, total=False):

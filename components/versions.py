@@ -89,3 +89,24 @@ LOADTEST_PACKAGES = (
     "certifi==2026.10.19.post1",
     "typing_extensions==4.16.0",
 )
+
+# Mountpoint for Amazon S3 CSI driver as an EKS add-on (weights.source s3-mountpoint). Driver v2.7.0
+# (awslabs/mountpoint-s3-csi-driver CHANGELOG.md, tag v2.7.0) is the first major that takes
+# credentials from the workload pod's own EKS Pod Identity association (docs/CONFIGURATION.md,
+# "Pod-Level Credentials"); the EKS build suffix is the add-on's first for that release: confirm it
+# with `aws eks describe-addon-versions --addon-name aws-mountpoint-s3-csi-driver`.
+MOUNTPOINT_S3_CSI_ADDON = "aws-mountpoint-s3-csi-driver"
+MOUNTPOINT_S3_CSI_ADDON_VERSION = "v2.7.0-eksbuild.1"
+
+# CSI snapshot controller and the VolumeSnapshot CRDs as an EKS add-on (weights.source
+# ebs-snapshot); Auto Mode does not include it but its storage is compatible with it (EKS User
+# Guide, csi-snapshot-controller.html). v8.2.0 is the external-snapshotter release whose CRD
+# schemas the manifest gate validates against (reference/schemas/index.json); confirm the build
+# suffix with `aws eks describe-addon-versions --addon-name snapshot-controller`.
+SNAPSHOT_CONTROLLER_ADDON = "snapshot-controller"
+SNAPSHOT_CONTROLLER_ADDON_VERSION = "v8.2.0-eksbuild.1"
+
+# The placeholder pods of autoscaling.warmSpareNodes run the Kubernetes pause image: they only hold
+# resources. 3.10 (kubernetes/kubernetes build/pause/CHANGELOG.md) is the one kubeadm uses for
+# Kubernetes 1.31 and later.
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"

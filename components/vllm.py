@@ -94,6 +94,11 @@ READINESS_GATE_LABELS = {
 }
 STARTUP_PROBE_PERIOD_S = 10
 
+# Where a weights volume (Mountpoint bucket or snapshot volume) is mounted read-only; vLLM's
+# --model then names this directory.
+WEIGHTS_MOUNT_PATH = "/weights"
+WEIGHTS_VOLUME = "weights"
+
 CACHE_MOUNTS = {
     # volume name -> mount path; HOME, Hugging Face, vLLM, Triton and FlashInfer caches
     "home": "/home/vllm",
@@ -116,6 +121,9 @@ class Workload:
     aws_region: str | None = None
     pod_identity: bool = False  # the service account has an EKS Pod Identity association
     extra_env: dict[str, str] = field(default_factory=dict)
+    # A volume source (e.g. {"persistentVolumeClaim": ...}) holding the weights, mounted read-only
+    # at WEIGHTS_MOUNT_PATH; None when vLLM downloads or streams them.
+    weights_volume: dict[str, Any] | None = None
 
 
 def selector_labels() -> dict[str, str]:
@@ -234,23 +242,29 @@ def pod_security_context() -> dict[str, Any]:
     }
 
 
-def _volumes(plan: SizingPlan) -> list[dict[str, Any]]:
+def _volumes(plan: SizingPlan, workload: Workload) -> list[dict[str, Any]]:
     scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
-    return [
+    volumes = [
         {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{shm_gib(plan)}Gi"}},
         {"name": "models", "emptyDir": {"sizeLimit": f"{scratch_gib}Gi"}},
         {"name": "home", "emptyDir": {"sizeLimit": "20Gi"}},
         {"name": "tmp", "emptyDir": {"sizeLimit": "10Gi"}},
     ]
+    if workload.weights_volume:
+        volumes.append({"name": WEIGHTS_VOLUME, **workload.weights_volume})
+    return volumes
 
 
-def _mounts() -> list[dict[str, Any]]:
-    return [
+def _mounts(workload: Workload) -> list[dict[str, Any]]:
+    mounts: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": "/dev/shm"},
         {"name": "models", "mountPath": "/models"},
         {"name": "home", "mountPath": CACHE_MOUNTS["home"]},
         {"name": "tmp", "mountPath": CACHE_MOUNTS["tmp"]},
     ]
+    if workload.weights_volume:
+        mounts.append({"name": WEIGHTS_VOLUME, "mountPath": WEIGHTS_MOUNT_PATH, "readOnly": True})
+    return mounts
 
 
 def _probe(path: str, period: int, failures: int, timeout: int = 5) -> dict[str, Any]:
@@ -273,7 +287,7 @@ def server_container(
         "ports": [{"name": PORT_NAME, "containerPort": VLLM_PORT, "protocol": "TCP"}],
         "env": _env(plan, workload),
         "resources": _resources(plan, plan.tensor_parallel_size),
-        "volumeMounts": _mounts(),
+        "volumeMounts": _mounts(workload),
         "securityContext": container_security_context(),
         # Startup covers download, load and compile: the plan's estimate, in 10 s periods.
         "startupProbe": _probe(
@@ -303,7 +317,7 @@ def pod_spec(plan: SizingPlan, workload: Workload, containers: list[dict[str, An
         "terminationGracePeriodSeconds": termination_grace_seconds(plan),
         "securityContext": pod_security_context(),
         "containers": containers,
-        "volumes": _volumes(plan),
+        "volumes": _volumes(plan, workload),
     }
 
 
@@ -422,13 +436,25 @@ def service(workload: Workload, name: str = APP, leader_only: bool = False) -> d
 
 @dataclass(frozen=True)
 class Endpoint:
-    """How the ALB in front of vLLM is set up."""
+    """How the load balancer in front of vLLM is set up."""
 
     ingress_class: str
     internet_facing: bool
     allowed_cidrs: list[str]
     certificate_arn: str | None
     drain_seconds: int
+    load_balancer: str = "alb"
+    """``alb`` (an Ingress) or ``nlb`` (a Service of type LoadBalancer)."""
+    nlb_class: str = "service.k8s.aws/nlb"
+    """loadBalancerClass of the NLB controller: the AWS Load Balancer Controller's, or Auto Mode's
+    ``eks.amazonaws.com/nlb`` (NLB_CLASSES)."""
+
+
+# The controller that provisions an NLB for a Service of type LoadBalancer: the AWS Load Balancer
+# Controller (docs/guide/service/annotations.md, v3.5.0: loadBalancerClass service.k8s.aws/nlb) in
+# Karpenter mode; EKS Auto Mode's own (EKS User Guide, auto-configure-nlb: eks.amazonaws.com/nlb).
+NLB_CLASSES = {"karpenter": "service.k8s.aws/nlb", "auto-mode": "eks.amazonaws.com/nlb"}
+NLB_ANNOTATION = "service.beta.kubernetes.io/"
 
 
 def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str, Any]:
@@ -483,6 +509,55 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
             ],
         },
     }
+
+
+def nlb_service(
+    workload: Workload,
+    endpoint: Endpoint,
+    source_cidrs: list[str],
+    *,
+    leader_only: bool = False,
+    name: str = "vllm-nlb",
+) -> dict[str, Any]:
+    """An NLB (L4) in front of vLLM: ip targets health-checked over HTTP on /health, internal
+    unless configured otherwise, reachable only from ``source_cidrs`` (the allowed CIDRs, or the
+    VPC for an internal one: the controllers default to 0.0.0.0/0), TLS on 443 with the
+    certificate when one is given. Client IP preservation stays off, so targets see the NLB's own
+    addresses in its subnets, which the NetworkPolicy admits. Every path reaches vLLM: settings
+    refuse ``nlb`` with an API key (see settings._nlb_problems)."""
+    if not source_cidrs:
+        raise ValueError("nlb_service: no source CIDRs; the NLB would be open to 0.0.0.0/0")
+    a = NLB_ANNOTATION
+    annotations = {
+        f"{a}aws-load-balancer-scheme": "internet-facing" if endpoint.internet_facing else "internal",
+        f"{a}aws-load-balancer-nlb-target-type": "ip",
+        f"{a}aws-load-balancer-healthcheck-protocol": "http",
+        f"{a}aws-load-balancer-healthcheck-path": "/health",
+        f"{a}aws-load-balancer-healthcheck-port": "traffic-port",
+        f"{a}aws-load-balancer-target-group-attributes": (
+            f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)},"
+            "preserve_client_ip.enabled=false"
+        ),
+    }
+    # Pulumi would wait for endpoints, which exist only once a replica has loaded (see ``service``).
+    annotations["pulumi.com/skipAwait"] = "true"
+    port = SERVICE_PORT
+    if endpoint.certificate_arn:
+        port = 443
+        annotations |= {
+            f"{a}aws-load-balancer-ssl-cert": endpoint.certificate_arn,
+            f"{a}aws-load-balancer-ssl-ports": "443",
+            f"{a}aws-load-balancer-ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
+        }
+    nlb = service(workload, name, leader_only=leader_only)
+    nlb["metadata"]["annotations"] = annotations
+    nlb["spec"] |= {
+        "type": "LoadBalancer",
+        "loadBalancerClass": endpoint.nlb_class,
+        "loadBalancerSourceRanges": list(source_cidrs),
+    }
+    nlb["spec"]["ports"][0]["port"] = port
+    return nlb
 
 
 def egress_rules(*, pod_identity: bool, ip_family: str = "ipv4") -> list[dict[str, Any]]:

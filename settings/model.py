@@ -61,9 +61,20 @@ class EndpointScheme(StrEnum):
     INTERNET_FACING = "internet-facing"
 
 
+class LoadBalancerKind(StrEnum):
+    """What fronts vLLM: an ALB (L7, routes only the key-guarded API) or an NLB (L4)."""
+
+    ALB = "alb"
+    NLB = "nlb"
+
+
 class WeightsSource(StrEnum):
+    """Where vLLM loads the model from (README "Weights" compares them)."""
+
     HUGGINGFACE = "huggingface"
-    S3 = "s3"
+    S3 = "s3"  # Run:ai streamer from the project's bucket
+    S3_MOUNTPOINT = "s3-mountpoint"  # the same bucket mounted read-only by the Mountpoint CSI driver
+    EBS_SNAPSHOT = "ebs-snapshot"  # a volume per pod from a snapshot `automation bake-weights` made
 
 
 INT32_MAX = 2**31 - 1  # Kubernetes replica counts and most API integers are int32
@@ -268,12 +279,19 @@ class AutoscalingSettings(_Group):
     queue_depth_per_replica: WholeNumber = Field(
         5, ge=1, le=10_000, description="Waiting requests per replica."
     )
+    warm_spare_nodes: WholeNumber = Field(
+        0,
+        ge=0,
+        le=MAX_REPLICAS,
+        description="GPU nodes held by low-priority placeholder pods, so a new replica skips node launch.",
+    )
 
 
 class EndpointSettings(_Group):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
     scheme: EndpointScheme = EndpointScheme.INTERNAL
+    load_balancer: LoadBalancerKind = LoadBalancerKind.ALB
     allowed_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=60)
     certificate_arn: str | None = Field(
         None,
@@ -343,6 +361,15 @@ class WeightsSettings(_Group):
     """``weights.*``: where vLLM loads the model from."""
 
     source: WeightsSource = WeightsSource.HUGGINGFACE
+    snapshot_id: str | None = Field(
+        None,
+        pattern=r"^snap-[0-9a-f]{8,17}$",
+        description="EBS snapshot holding the weights (weights.source ebs-snapshot); bake-weights sets it.",
+    )
+    fast_snapshot_restore: Boolean = Field(
+        False,
+        description="Enable EBS fast snapshot restore on the weights snapshot in the cluster's zones.",
+    )
 
 
 class AssumeRole(_Group):
@@ -402,6 +429,12 @@ class Settings(BaseModel):
     api_key: object | None = Field(None, exclude=True, repr=False)
     grafana_admin_password: object | None = Field(None, exclude=True, repr=False)
 
+    @property
+    def network_zones(self) -> int:
+        """Availability Zones of the nodes: one per private subnet of your VPC, or the VPC's own."""
+        network = self.network
+        return len(network.private_subnet_ids) if network.vpc_id else network.availability_zones
+
     def plan_request(self) -> PlanRequest:
         """What the sizing engine needs from these settings."""
         return PlanRequest(
@@ -413,6 +446,9 @@ class Settings(BaseModel):
             capacity_types=tuple(c.value for c in self.gpu.capacity_types),
             region=self.region,
             weights_source=self.weights.source.value,
+            fast_snapshot_restore=self.weights.fast_snapshot_restore,
+            warm_spare_nodes=self.autoscaling.warm_spare_nodes,
+            zones=self.network_zones,
             repository=self.model.repository,
             min_replicas=self.autoscaling.min_replicas,
             max_replicas=self.autoscaling.max_replicas,
@@ -794,6 +830,10 @@ def parse_settings(
     cross, warnings = _cross_field_problems(groups, invalid)
     problems += cross
     problems += _capacity_reservation_problems(groups.get("gpu"), compute_mode)
+    problems += _weights_problems(groups["weights"], compute_mode, invalid)
+    api_key_set = "apiKey" in flat or "apiKey" in (secrets or {})
+    if api_key_set and _usable(invalid, "endpoint.loadBalancer"):
+        problems += _nlb_problems(groups["endpoint"])
     # A value read from a secret (decrypted by the engine) is never shown, whatever the problem.
     problems = [replace(p, hidden=True) if _setting_of(p.key) in collected.secret else p for p in problems]
     if problems:
@@ -851,6 +891,7 @@ _PATTERN_MESSAGES = {
     "profile": "must be an AWS profile name (letters, digits and _.+@=,-)",
     "allowedAccountIds": "must be a 12-digit AWS account id",
     "forbiddenAccountIds": "must be a 12-digit AWS account id",
+    "snapshotId": "must be an EBS snapshot id like snap-0123456789abcdef0",
     "assumeRoles": "must be a list of {roleArn, sessionName, externalId, duration} (duration like 1h)",
 }
 
@@ -867,15 +908,18 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     warnings: list[str] = []
     p = f"{PROJECT}:"
     auto: AutoscalingSettings = groups["autoscaling"]
-    both_bounds = _usable(invalid, "autoscaling.minReplicas", "autoscaling.maxReplicas")
-    if both_bounds and auto.min_replicas > auto.max_replicas:
-        out.append(
-            Problem(
-                f"{p}autoscaling.minReplicas",
-                auto.min_replicas,
-                f"greater than autoscaling.maxReplicas ({auto.max_replicas})",
-            )
-        )
+    above_max = (
+        ("minReplicas", auto.min_replicas, f"greater than autoscaling.maxReplicas ({auto.max_replicas})"),
+        (
+            "warmSpareNodes",
+            auto.warm_spare_nodes,
+            f"more than autoscaling.maxReplicas ({auto.max_replicas}): the GPU pool's limit is sized "
+            "for maxReplicas, so the extra spares could never get a node",
+        ),
+    )
+    for key, value, message in above_max:
+        if _usable(invalid, f"autoscaling.{key}", "autoscaling.maxReplicas") and value > auto.max_replicas:
+            out.append(Problem(f"{p}autoscaling.{key}", value, message))
     min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")
     if min_and_signal and auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
         out.append(
@@ -948,6 +992,76 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
         )
     out += _network_problems(groups["network"], endpoint, invalid)
     return out, warnings
+
+
+def _nlb_problems(endpoint: EndpointSettings) -> list[Problem]:
+    """An NLB forwards every path (L4), and vLLM checks the API key only under its guarded
+    prefixes (vllm 0.33.0 entrypoints/serve/middleware/authenticate.py GUARDED_PREFIX): /tokenize,
+    /metrics, /invocations and the admin routes would answer without it. An API key that guards
+    only some routes is refused (issue 9), so ``nlb`` goes with no key, inside allowed CIDRs."""
+    if endpoint.load_balancer is not LoadBalancerKind.NLB:
+        return []
+    return [
+        Problem(
+            f"{PROJECT}:endpoint.loadBalancer",
+            endpoint.load_balancer.value,
+            "nlb cannot be used with apiKey: an NLB forwards every path and vLLM checks the key only "
+            "under /v1 (and /v2, /inference, /cohere), so /tokenize, /metrics and /invocations would "
+            "answer without it; use alb (it routes only /v1), or remove apiKey and rely on the "
+            "private scheme and allowed CIDRs",
+        )
+    ]
+
+
+def _weights_problems(weights: WeightsSettings, compute_mode: str, invalid: set[str]) -> list[Problem]:
+    """``weights.snapshotId`` and ``weights.fastSnapshotRestore`` belong to ``ebs-snapshot``, which
+    needs the id; on Auto Mode it also needs fast snapshot restore (see the message)."""
+    p = f"{PROJECT}:weights."
+    if not _usable(invalid, "weights.source"):
+        return []
+    out = []
+    snapshot = weights.source is WeightsSource.EBS_SNAPSHOT
+    if snapshot and not weights.snapshot_id and _usable(invalid, "weights.snapshotId"):
+        out.append(
+            Problem(
+                f"{p}snapshotId",
+                _UNSET,
+                "required with weights.source ebs-snapshot: run `python -m automation bake-weights "
+                "--stack <stack>`, which makes the snapshot and saves its id here",
+            )
+        )
+    if not snapshot:
+        for key, default in (("snapshot_id", None), ("fast_snapshot_restore", False)):
+            if getattr(weights, key) != default:
+                alias = WeightsSettings.model_fields[key].alias
+                out.append(
+                    Problem(
+                        f"{p}{alias}",
+                        getattr(weights, key),
+                        "only applies to weights.source ebs-snapshot; remove it or change the source",
+                    )
+                )
+    auto_mode = compute_mode == ComputeMode.AUTO_MODE.value
+    if (
+        snapshot
+        and auto_mode
+        and not weights.fast_snapshot_restore
+        and _usable(invalid, "weights.fastSnapshotRestore")
+    ):
+        # Volumes from a snapshot load each block from S3 on first read at an unpublished rate. The
+        # EBS CSI driver can ask for a provisioned initialization rate (aws-ebs-csi-driver
+        # docs/parameters.md volumeInitializationRate); Auto Mode's provisioner documents none.
+        out.append(
+            Problem(
+                f"{p}fastSnapshotRestore",
+                False,
+                "weights.source ebs-snapshot on computeMode auto-mode needs true: Auto Mode's EBS "
+                "provisioner has no provisioned initialization rate, so without fast snapshot "
+                "restore a replica would read its weights at an unknown rate; or use computeMode "
+                "karpenter, or weights.source s3",
+            )
+        )
+    return out
 
 
 def _signal_warnings(auto: AutoscalingSettings) -> list[str]:

@@ -10,7 +10,7 @@ import sys
 from .calibration import CalibrationError
 from .catalog import GPU_FAMILIES, VARIANTS, instance_catalog
 from .memory import Quantization
-from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, plan
+from .planner import WEIGHTS_SOURCES, Infeasible, PlanError, PlanRequest, SizingPlan, plan
 
 
 def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
@@ -42,6 +42,17 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
         f"${d['hourly_usd_at_min']:.2f}/h at min, ${d['hourly_usd_at_max']:.2f}/h at max",
     ]
     lines += [f"warning        {w}" for w in d["warnings"]]
+    stages = d["startup_breakdown"]
+    lines.append(
+        "cold start     "
+        + ", ".join(f"{stage} {seconds} s" for stage, seconds in stages.items())
+        + f"; probe budget {d['startup_seconds']} s, Pulumi waits {d['rollout_seconds']} s"
+    )
+    extras = {
+        "warm spare nodes": d["warm_spare_hourly_usd"],
+        "fast snapshot restore": d["fast_snapshot_restore_hourly_usd"],
+    }
+    lines += [f"extra cost     ${usd:.2f}/h for {what}" for what, usd in extras.items() if usd]
     return lines
 
 
@@ -61,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--min-full-length-sequences", type=int, default=1)
     p.add_argument("--capacity-type", choices=["on-demand", "spot"], help="default: both, spot preferred")
     p.add_argument("--region", default="us-east-1")
-    p.add_argument("--weights-source", choices=["huggingface", "s3"], default="huggingface")
+    p.add_argument("--weights-source", choices=WEIGHTS_SOURCES, default="huggingface")
     p.add_argument("--repository", help="override the Hugging Face repo id or s3:// prefix")
     p.add_argument("--min-replicas", type=int, default=1)
     p.add_argument("--max-replicas", type=int, default=3)

@@ -65,6 +65,8 @@ TYPICAL_SEQUENCE_TOKENS = 4096
 MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
 
 PRICE_FALLBACK_REGION = "us-east-1"
+# Where a replica's weights come from (settings.WeightsSource holds the same values).
+WEIGHTS_SOURCES = ("huggingface", "s3", "s3-mountpoint", "ebs-snapshot")
 
 # Slowest published single-stream decode rate among the variants: ~20 tok/s for the 70B distill
 # on 4x L40S (huggingface.co/deepseek-ai/DeepSeek-R1/discussions/32; 8B on A10G ~29 tok/s,
@@ -74,17 +76,46 @@ MIN_DECODE_TOKENS_PER_S = 20
 DRAIN_MARGIN_S = 30
 MAX_DRAIN_S = 3600
 
-# Weight-load budget for the startup probe. Hugging Face downloads: a 10.4 GB model took 3-5 min
-# to stage through a pod (EKS user guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the
-# Run:ai streamer loaded the same 10.4 GB in ~5 s on g6e.4xlarge; we assume a quarter of that.
-# Loading from the node's gp3 disk: its baseline 125 MiB/s, doubled for the page cache.
+# Cold-start stages, each from a published figure (shared/research/reliability-performance.md B5).
+# Node: Auto Mode took ~30 s from nomination to the pod scheduled (EKS user guide,
+# ml-inference-load-serve-model); Karpenter launches take 30-90 s, and nvidia.com/gpu appears up
+# to ~60 s after the node is Ready (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357).
+NODE_READY_S = 90 + 60
+# Image: 15-20 GB images take 4-6 min per instance with standard pulls (AWS ML blog on SOCI for
+# DLAMI/DLC); vllm/vllm-openai is ~12 GB compressed (vllm-project/vllm#27154): the upper end.
+IMAGE_PULL_S = 360
+# Weights. Hugging Face downloads: a 10.4 GB model took 3-5 min to stage through a pod (EKS user
+# guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the Run:ai streamer loaded the same
+# 10.4 GB in ~5 s on g6e.4xlarge; we assume a quarter of that. Loading from the node's gp3 disk:
+# its baseline 125 MiB/s, doubled for the page cache.
 HF_DOWNLOAD_GIB_PER_S = 0.046
 S3_STREAM_GIB_PER_S = 0.5
 DISK_LOAD_GIB_PER_S = 0.25
+# vLLM's default safetensors loader read Llama-3-8B (~15 GB) in 48.0 s even from a local gp3 volume
+# (NVIDIA blog "Reducing cold start latency ... Run:ai Model Streamer", g5.12xlarge): ~0.29 GiB/s.
+# Reading through Mountpoint, or from a snapshot volume restored with fast snapshot restore (fully
+# initialised at creation, EBS user guide "Initialize Amazon EBS volumes"), the loader is the limit.
+DEFAULT_LOADER_GIB_PER_S = 15e9 / 48.0 / 2**30
+# A volume created from a snapshot without fast snapshot restore fetches each block from S3 on
+# first read; the default rate is unpublished ("fluctuates"), so take the floor of the EBS
+# Provisioned Rate for Volume Initialization, 100 MiB/s (EC2 API CreateVolume
+# VolumeInitializationRate, valid 100-300 MiB/s), which the snapshot StorageClass sets.
+SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
 # torch.compile (53-80 s uncached) plus CUDA graph capture and warm-up.
 COMPILE_AND_WARMUP_S = 150
+# The snapshot volume (weights.source ebs-snapshot): gp3 at its documented maximum of 1000 MiB/s
+# below 16,000 IOPS, which needs 4,000 IOPS (throughput at most 0.25 MiB/s per IOPS; EBS user
+# guide, "General Purpose SSD volumes", gp3), so the disk is never slower than the loader; ext4
+# metadata and reserved blocks take ~7 % of the filesystem: 10 % plus a little headroom.
+SNAPSHOT_VOLUME_THROUGHPUT_MIBPS = 1000
+SNAPSHOT_VOLUME_IOPS = 4000
+# EBS fast snapshot restore: $0.75 per DSU-hour, per snapshot per Availability Zone, US East
+# (N. Virginia) (https://aws.amazon.com/ebs/pricing/, "Fast snapshot restore", read 2026-12).
+FAST_SNAPSHOT_RESTORE_USD_PER_ZONE_HOUR = 0.75
 STARTUP_MARGIN = 1.5
 MIN_STARTUP_S = 300
+# Scheduling retries, a spot capacity miss and a second instance type on top of a cold start.
+ROLLOUT_SLACK_S = 300
 
 
 class PlanError(ValueError):
@@ -103,6 +134,10 @@ class PlanRequest:
     capacity_types: tuple[str, ...] = ("spot", "on-demand")
     region: str = "us-east-1"
     weights_source: str = "huggingface"
+    # weights.fastSnapshotRestore: volumes from the baked snapshot are fully initialised at creation.
+    fast_snapshot_restore: bool = False
+    zones: int = 3  # Availability Zones the GPU nodes use (fast snapshot restore is billed per zone)
+    warm_spare_nodes: int = 0  # autoscaling.warmSpareNodes: GPU nodes held by placeholder pods
     repository: str | None = None
     min_replicas: int = 1
     max_replicas: int = 3
@@ -232,10 +267,28 @@ class SizingPlan:
 
     @property
     def weights_download_gib(self) -> float:
-        """What each serving replica downloads to its node disk."""
-        if self.request.weights_source == "s3":
-            return 0.0  # streamed from S3 straight into GPU memory
+        """What each serving replica downloads to its node disk: only Hugging Face downloads do;
+        the other sources read from S3 (streamer, Mountpoint) or a volume of their own."""
+        if self.request.weights_source != "huggingface":
+            return 0.0
         return self.checkpoint_gib
+
+    @property
+    def weights_volume_gib(self) -> int:
+        """Size of the baked weights volume (and of each volume restored from its snapshot)."""
+        return math.ceil(self.checkpoint_gib * 1.1) + 5
+
+    @property
+    def fast_snapshot_restore_hourly_usd(self) -> float:
+        """What fast snapshot restore on the weights snapshot costs per hour, in every zone."""
+        if self.request.weights_source != "ebs-snapshot" or not self.request.fast_snapshot_restore:
+            return 0.0
+        return FAST_SNAPSHOT_RESTORE_USD_PER_ZONE_HOUR * self.request.zones
+
+    @property
+    def warm_spare_hourly_usd(self) -> float:
+        """The GPU nodes placeholder pods hold warm, at the cheapest feasible type's price."""
+        return round(self.chosen.node_usd_per_hour * self.request.warm_spare_nodes, 4)
 
     @property
     def ephemeral_storage_gib(self) -> int:
@@ -246,14 +299,43 @@ class SizingPlan:
         return round(self.chosen.replica_usd_per_hour, 4)
 
     @property
-    def startup_seconds(self) -> int:
-        """How long a replica may take from container start to healthy (the startup probe)."""
+    def weights_load_seconds(self) -> float:
+        """Seconds from container start until the weights are in GPU memory, by weights source."""
         weights_gib = weight_bytes(self.model, self.quantization) / GIB
-        if self.request.weights_source == "s3":
-            load = weights_gib / S3_STREAM_GIB_PER_S
-        else:
-            load = self.weights_download_gib / HF_DOWNLOAD_GIB_PER_S + weights_gib / DISK_LOAD_GIB_PER_S
-        return max(MIN_STARTUP_S, math.ceil((load + COMPILE_AND_WARMUP_S) * STARTUP_MARGIN))
+        source = self.request.weights_source
+        if source == "s3":
+            return weights_gib / S3_STREAM_GIB_PER_S
+        if source == "s3-mountpoint":
+            return weights_gib / DEFAULT_LOADER_GIB_PER_S
+        if source == "ebs-snapshot":
+            rate = DEFAULT_LOADER_GIB_PER_S if self.request.fast_snapshot_restore else SNAPSHOT_INIT_GIB_PER_S
+            return self.checkpoint_gib / rate
+        return self.weights_download_gib / HF_DOWNLOAD_GIB_PER_S + weights_gib / DISK_LOAD_GIB_PER_S
+
+    @property
+    def startup_breakdown(self) -> dict[str, int]:
+        """Estimated seconds of each cold-start stage of a replica on a new node: GPU node ready,
+        image pulled, weights loaded, engine compiled and warmed up (rates cited above)."""
+        return {
+            "node": NODE_READY_S,
+            "image": IMAGE_PULL_S,
+            "weights": math.ceil(self.weights_load_seconds),
+            "engine": COMPILE_AND_WARMUP_S,
+        }
+
+    @property
+    def startup_seconds(self) -> int:
+        """How long a replica may take from container start to healthy (the startup probe): the
+        weights and engine stages with a margin."""
+        stages = self.startup_breakdown
+        return max(MIN_STARTUP_S, math.ceil((stages["weights"] + stages["engine"]) * STARTUP_MARGIN))
+
+    @property
+    def rollout_seconds(self) -> int:
+        """How long Pulumi waits for a new replica: a GPU node and the image pull before the
+        container starts, then its startup budget, plus slack for scheduling retries."""
+        stages = self.startup_breakdown
+        return stages["node"] + stages["image"] + self.startup_seconds + ROLLOUT_SLACK_S
 
     @property
     def drain_seconds(self) -> int:
@@ -327,6 +409,12 @@ class SizingPlan:
             "memory_request": self.memory_request,
             "ephemeral_storage_gib": self.ephemeral_storage_gib,
             "startup_seconds": self.startup_seconds,
+            "startup_breakdown": self.startup_breakdown,
+            "weights_volume_gib": self.weights_volume_gib if r.weights_source == "ebs-snapshot" else None,
+            "fast_snapshot_restore_hourly_usd": self.fast_snapshot_restore_hourly_usd,
+            "warm_spare_nodes": r.warm_spare_nodes,
+            "warm_spare_hourly_usd": self.warm_spare_hourly_usd,
+            "rollout_seconds": self.rollout_seconds,
             "drain_seconds": self.drain_seconds,
             "capacity_types": list(r.capacity_types),
             "region": r.region,

@@ -49,3 +49,36 @@ def construct() -> Callable[[StackConfig], Construction]:
 def construct_module() -> Callable[[StackConfig], Construction]:
     """Like ``construct``, for module-scoped fixtures that share one run among tests."""
     return run_build
+
+
+# Settings the stack files leave at their defaults, rendered on a distill (dev) and on r1-671b (r1)
+# so the manifest gate and checkov see every object they add.
+FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
+    "s3-mountpoint": {"weights__source": "s3-mountpoint"},
+    "ebs-snapshot-fsr": {
+        "weights__source": "ebs-snapshot",
+        "weights__snapshotId": "snap-0123456789abcdef0",
+        "weights__fastSnapshotRestore": "true",
+    },
+    "warm-spare": {"autoscaling__warmSpareNodes": 1},
+    "nlb-tls": {
+        "endpoint__loadBalancer": "nlb",
+        "endpoint__scheme": "internet-facing",
+        "endpoint__allowedCidrs": "198.51.100.0/24",
+        "endpoint__certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
+    },
+    "ebs-snapshot-karpenter": {
+        "computeMode": "karpenter",
+        "weights__source": "ebs-snapshot",
+        "weights__snapshotId": "snap-0123456789abcdef0",
+    },
+}
+
+
+def feature_configs() -> dict[str, StackConfig]:
+    """``<stack>-<feature>`` -> that stack's config with the feature's overrides."""
+    return {
+        f"{stack}-{feature}": stack_config(stack, **overrides)
+        for stack in ("dev", "r1")
+        for feature, overrides in FEATURE_OVERRIDES.items()
+    }

@@ -100,3 +100,18 @@ def pulumi_config_facts() -> dict[str, Any]:
     """How the Pulumi engine reads stack config, and its YAML parser (see the file's sources)."""
     data: dict[str, Any] = json.loads((UPSTREAM / "pulumi-config" / "facts.json").read_text())
     return data
+
+
+@cache
+def mountpoint_csi_facts(version: str = "2.7.0") -> dict[str, Any]:
+    """The Mountpoint for Amazon S3 CSI driver's name, volume attributes, pod-level credentials,
+    read-only access mode and mount options (``mountpoint-s3-csi-driver-v<version>.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / f"mountpoint-s3-csi-driver-v{version}.json").read_text())
+    return data
+
+
+@cache
+def nlb_facts() -> dict[str, Any]:
+    """NLB classes and Service annotations of the AWS Load Balancer Controller and EKS Auto Mode."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "nlb-facts.json").read_text())
+    return data

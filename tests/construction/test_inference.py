@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 
 import pytest
 
@@ -12,7 +13,8 @@ from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
 from deepseek_eks.components import SizingError
 from tests.conftest import stack_config
-from tests.upstream import serving_facts
+from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
+from tests.upstream_platform import platform_facts
 
 # A family list that fits each variant (stack: prod, Karpenter), cheapest first.
 VARIANTS = {
@@ -27,7 +29,10 @@ VARIANTS = {
 
 
 def workload(rendered: Rendered) -> dict:
-    kinds = [o for o in rendered.objects() if o["kind"] in ("Deployment", "LeaderWorkerSet")]
+    kinds = [
+        o for o in rendered.objects()
+        if o["kind"] in ("Deployment", "LeaderWorkerSet") and o["metadata"]["name"] == "vllm"
+    ]  # fmt: skip
     assert len(kinds) == 1
     return kinds[0]
 
@@ -40,6 +45,27 @@ def server(obj: dict) -> dict:
         else spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
     )
     return pod["containers"][0]
+
+
+def pod_of(obj: dict) -> dict:
+    """The serving pod spec (the Deployment's, or the LeaderWorkerSet leader's)."""
+    spec = obj["spec"]
+    return (
+        spec["template"]["spec"]
+        if obj["kind"] == "Deployment"
+        else spec["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    )
+
+
+def weights_volume(rendered: Rendered) -> tuple[list[str], dict]:
+    """vLLM's arguments and the volume mounted, read-only, at the directory ``--model`` names."""
+    obj = workload(rendered)
+    container = server(obj)
+    args = container["args"] if "args" in container else container["command"][-1].split()
+    model = args[args.index("--model") + 1]
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == model)
+    assert mount["readOnly"] is True
+    return args, next(v for v in pod_of(obj)["volumes"] if v["name"] == mount["name"])
 
 
 def gate(rendered: Rendered) -> list[str]:
@@ -326,7 +352,7 @@ def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() 
     r1 = render(stack_config("r1")).sizing
     # 641 GiB down and up again at 0.046 GiB/s, plus node, image and margin: hours, not 10 minutes.
     assert r1.weights_download_gib == 0  # replicas stream from S3; only the stager downloads
-    assert stage_seconds(r1) == int(2 * 688_586_727_753 / 2**30 / 0.046) + 600 + 600
+    assert stage_seconds(r1) == int(2 * 688_586_727_753 / 2**30 / 0.046) + (90 + 60) + 6 * 60 + 600
     assert stage_seconds(r1) > 8 * 3600
 
 
@@ -364,3 +390,271 @@ def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None
     monkeypatch.setattr(sys, "argv", ["-c", match.group(2)])
     exec(match.group(1), {})
     assert len(polls) == 3
+
+
+@pytest.mark.parametrize("source", ["huggingface", "s3"])
+def test_pulumi_waits_for_the_plans_cold_start_of_each_weights_source(source: str) -> None:
+    from deepseek_eks.components.inference import rollout_timeouts
+
+    rendered = render(stack_config("prod", weights__source=source))
+    stages = rendered.plan["startup_breakdown"]
+    timeouts = rollout_timeouts(rendered.sizing)
+    seconds = int(timeouts.create.removesuffix("s"))
+    assert timeouts.update == timeouts.create
+    # Every stage of a cold start fits, and the container's own stages with the probe's margin.
+    assert seconds >= stages["node"] + stages["image"] + rendered.plan["startup_seconds"]
+    assert seconds == rendered.plan["rollout_seconds"]
+
+
+@pytest.mark.parametrize("stack", ["dev", "r1"])
+def test_mountpoint_weights_are_a_read_only_static_volume_of_the_staged_prefix(construct, stack: str) -> None:
+    facts = mountpoint_csi_facts()
+    run = construct(stack_config(stack, weights__source="s3-mountpoint"))
+    rendered = render(stack_config(stack, weights__source="s3-mountpoint"))
+    assert gate(rendered) == []
+    variant = rendered.plan["variant"]
+    (volume,) = [o for o in rendered.objects() if o["kind"] == "PersistentVolume"]
+    (claim,) = [o for o in rendered.objects() if o["kind"] == "PersistentVolumeClaim"]
+    csi = volume["spec"]["csi"]
+    assert csi["driver"] == facts["driver_name"]["value"]
+    assert set(csi["volumeAttributes"]) <= set(facts["volume_attributes"]["value"])
+    # Pod-level credentials: the vLLM service account's own read-only Pod Identity role.
+    assert csi["volumeAttributes"]["authenticationSource"] == facts["authentication_source_pod"]["value"]
+    assert (
+        volume["spec"]["accessModes"]
+        == claim["spec"]["accessModes"]
+        == facts["read_only_access_modes"]["value"]
+    )
+    assert volume["spec"]["storageClassName"] == claim["spec"]["storageClassName"] == ""
+    options = volume["spec"]["mountOptions"]
+    keys = {o.split("=")[0].split(" ")[0] for o in options}
+    assert keys <= set(facts["mount_option_keys"]["value"]) and "read-only" in keys
+    assert f"prefix {variant}/" in options
+    assert volume["spec"]["claimRef"] == {"namespace": "deepseek", "name": claim["metadata"]["name"]}
+    assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
+    # vLLM reads the mounted directory with its default loader: no streamer, no download.
+    args, volume_source = weights_volume(rendered)
+    assert volume_source["persistentVolumeClaim"] == {
+        "claimName": claim["metadata"]["name"],
+        "readOnly": True,
+    }
+    assert "runai_streamer" not in args and "s3://" not in " ".join(args)
+    # The driver comes as the EKS add-on, at a pinned version; the stager fills the bucket first.
+    (addon,) = [a.inputs for a in run.mocks.of_type("aws:eks/addon:Addon")
+                if a.inputs["addonName"] == facts["eks_addon_name"]["value"]]  # fmt: skip
+    assert addon["addonVersion"].startswith("v2.")
+    assert run.mocks.of_type("kubernetes:batch/v1:Job")
+    policies = {
+        r.name: json.loads(r.inputs["policy"]) for r in run.mocks.of_type("aws:iam/rolePolicy:RolePolicy")
+    }
+    reader = policies["inference-reader"]["Statement"]
+    assert [s["Action"] for s in reader] == [["s3:ListBucket"], ["s3:GetObject"]]
+    assert reader[1]["Resource"].endswith(f"/{variant}/*")
+    # vLLM itself makes no AWS call: its NetworkPolicy lets out no Pod Identity agent traffic.
+    (policy,) = [
+        o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"
+    ]
+    agent = serving_facts()["eks_pod_identity_agent"]
+    assert agent["ipv4"] not in json.dumps(policy["spec"]["egress"])
+    assert rendered.plan["weights_download_gib"] == 0
+
+
+SNAPSHOT = "snap-0123456789abcdef0"
+
+
+@pytest.mark.parametrize(
+    ("stack", "mode", "fast_restore"),
+    [("dev", "auto-mode", "true"), ("dev", "karpenter", "false"), ("r1", "karpenter", "false")],
+)
+def test_snapshot_weights_give_each_pod_a_volume_restored_from_the_baked_snapshot(
+    construct, stack: str, mode: str, fast_restore: str
+) -> None:
+    config = stack_config(
+        stack,
+        computeMode=mode,
+        weights__source="ebs-snapshot",
+        weights__snapshotId=SNAPSHOT,
+        weights__fastSnapshotRestore=fast_restore,
+    )
+    rendered = render(config)
+    assert gate(rendered) == []
+    by_kind = {
+        o["kind"]: o for o in rendered.objects() if o["apiVersion"].startswith("snapshot.storage.k8s.io/")
+    }
+    content, snapshot, snapshot_class = by_kind["VolumeSnapshotContent"], by_kind["VolumeSnapshot"], by_kind[
+        "VolumeSnapshotClass"]  # fmt: skip
+    # Pre-provisioned: the content names the baked snapshot and the VolumeSnapshot, which names it back.
+    assert content["spec"]["source"] == {"snapshotHandle": SNAPSHOT}
+    assert content["spec"]["volumeSnapshotRef"] == {
+        "name": snapshot["metadata"]["name"],
+        "namespace": "deepseek",
+    }
+    assert snapshot["spec"]["source"] == {"volumeSnapshotContentName": content["metadata"]["name"]}
+    # Destroying the stack never deletes the snapshot bake-weights made.
+    assert content["spec"]["deletionPolicy"] == snapshot_class["deletionPolicy"] == "Retain"
+    driver = {"auto-mode": "ebs.csi.eks.amazonaws.com", "karpenter": "ebs.csi.aws.com"}[mode]
+    assert snapshot_class["driver"] == content["spec"]["driver"] == driver
+    (storage_class,) = [
+        o for o in rendered.objects()
+        if o["kind"] == "StorageClass" and o["metadata"]["name"] != "gp3-encrypted"
+    ]  # fmt: skip
+    assert storage_class["provisioner"] == driver
+    params = storage_class["parameters"]
+    assert params["encrypted"] == "true" and params["type"] == "gp3"
+    # gp3 limits (EBS user guide): throughput at most 1000 MiB/s and 0.25 MiB/s per provisioned IOPS.
+    assert int(params["throughput"]) <= 1000 and int(params["throughput"]) <= int(params["iops"]) / 4
+    if fast_restore == "true":
+        assert "volumeInitializationRate" not in params  # it would override fast snapshot restore
+    else:
+        # The plan's estimate reads at the provisioned initialization rate (100-300 MiB/s, EC2 API).
+        assert 100 <= int(params["volumeInitializationRate"]) <= 300
+        assert rendered.plan["startup_breakdown"]["weights"] == math.ceil(
+            rendered.sizing.checkpoint_gib / (int(params["volumeInitializationRate"]) / 1024)
+        )
+    args, volume_source = weights_volume(rendered)
+    claim = volume_source["ephemeral"]["volumeClaimTemplate"]
+    assert claim["spec"]["dataSource"] == {
+        "apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": snapshot["metadata"]["name"]
+    }  # fmt: skip
+    assert claim["spec"]["storageClassName"] == storage_class["metadata"]["name"]
+    requested = int(claim["spec"]["resources"]["requests"]["storage"].removesuffix("Gi"))
+    assert requested == rendered.plan["weights_volume_gib"] >= rendered.sizing.checkpoint_gib
+    assert "s3://" not in " ".join(args) and "runai_streamer" not in args
+    assert not [o for o in rendered.objects() if o["kind"] == "Job"]  # bake-weights, not a stager, fills it
+    run = construct(config)
+    (addon,) = [
+        a.inputs
+        for a in run.mocks.of_type("aws:eks/addon:Addon")
+        if a.inputs["addonName"] == "snapshot-controller"
+    ]
+    assert addon["addonVersion"].startswith("v8.")
+    # Fast snapshot restore is priced per zone-hour ($0.75, EBS pricing), in each of the VPC's 3 zones.
+    expected = 0.75 * 3 if fast_restore == "true" else 0.0
+    assert rendered.plan["fast_snapshot_restore_hourly_usd"] == expected
+
+
+@pytest.mark.parametrize(("stack", "spares"), [("dev", 2), ("r1", 1)])
+def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
+    stack: str, spares: int
+) -> None:
+    rendered = render(stack_config(stack, autoscaling__warmSpareNodes=spares))
+    assert gate(rendered) == []
+    (klass,) = [o for o in rendered.objects() if o["kind"] == "PriorityClass"]
+    (spare,) = [
+        o
+        for o in rendered.objects()
+        if o["kind"] == "Deployment" and o["metadata"]["name"] == klass["metadata"]["name"]
+    ]
+    pod = spare["spec"]["template"]["spec"]
+    assert spare["spec"]["replicas"] == spares and pod["priorityClassName"] == klass["metadata"]["name"]
+    # Pods without a priority class get priority 0 when no class is the global default (Kubernetes
+    # "Pod Priority and Preemption"): every vLLM pod outranks a placeholder and preempts it, and a
+    # placeholder never preempts anything.
+    assert klass["value"] < 0 and klass["globalDefault"] is False and klass["preemptionPolicy"] == "Never"
+    obj = workload(rendered)
+    vllm_pod = pod_of(obj)
+    assert "priorityClassName" not in vllm_pod
+    # Same shape and place as one vLLM pod: evicting one frees exactly what a replica pod needs.
+    assert pod["containers"][0]["resources"] == server(obj)["resources"]
+    assert pod["nodeSelector"] == vllm_pod["nodeSelector"] and pod["tolerations"] == vllm_pod["tolerations"]
+    assert (
+        int(pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"])
+        == rendered.plan["tensor_parallel_size"]
+    )
+    # Priced: the nodes they hold, at the plan's node price.
+    node_price = rendered.plan["replica_hourly_usd"] / rendered.plan["nodes_per_replica"]
+    assert rendered.plan["warm_spare_hourly_usd"] == pytest.approx(node_price * spares, abs=1e-3)
+    (closed,) = [
+        o
+        for o in rendered.objects()
+        if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == klass["metadata"]["name"]
+    ]
+    assert closed["spec"]["ingress"] == [] and closed["spec"]["egress"] == []
+
+
+def test_no_warm_spares_by_default() -> None:
+    rendered = render(stack_config("dev"))
+    assert not [o for o in rendered.objects() if o["kind"] == "PriorityClass"]
+    assert rendered.plan["warm_spare_hourly_usd"] == 0
+
+
+@pytest.mark.parametrize(("stack", "mode"), [("dev", "auto-mode"), ("dev", "karpenter"), ("r1", "karpenter")])
+def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode: str) -> None:
+    facts = nlb_facts()
+    rendered = render(stack_config(stack, computeMode=mode, endpoint__loadBalancer="nlb"))
+    assert gate(rendered) == []
+    assert not [o for o in rendered.objects() if o["kind"] == "Ingress"]
+    (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
+    klass = {"auto-mode": facts["eks_auto_mode"], "karpenter": facts["aws_load_balancer_controller"]}[mode]
+    assert nlb["spec"]["loadBalancerClass"] == klass["load_balancer_class"]
+    annotations = nlb["metadata"]["annotations"]
+    documented = set(facts["aws_load_balancer_controller"]["service_annotations"]) | {"pulumi.com/skipAwait"}
+    assert set(annotations) <= documented
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-healthcheck-path"] == "/health"
+    # The controllers default to 0.0.0.0/0: an internal NLB is limited to the VPC explicitly.
+    assert facts["aws_load_balancer_controller"]["default_source_range_ipv4"] == "0.0.0.0/0"
+    (vpc,) = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/vpc:Vpc"]
+    assert nlb["spec"]["loadBalancerSourceRanges"] == [vpc["cidrBlock"]]
+    # Targets see the NLB's own addresses (the NetworkPolicy admits its subnets), and drain as long
+    # as a stream may run, within the NLB's limit.
+    attributes = dict(
+        kv.split("=")
+        for kv in annotations["service.beta.kubernetes.io/aws-load-balancer-target-group-attributes"].split(
+            ","
+        )
+    )
+    assert attributes[facts["nlb_target_group"]["preserve_client_ip_attribute"]] == "false"
+    assert (
+        int(attributes["deregistration_delay.timeout_seconds"])
+        <= facts["nlb_target_group"]["deregistration_delay_max_s"]
+    )
+    assert nlb["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": "http", "protocol": "TCP"}]
+    if rendered.plan["nodes_per_replica"] > 1:
+        assert nlb["spec"]["selector"]["deepseek-eks/role"] == "leader"
+
+
+def test_internet_facing_nlb_takes_the_allowed_cidrs_and_tls() -> None:
+    arn = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
+    rendered = render(
+        stack_config(
+            "dev",
+            endpoint__loadBalancer="nlb",
+            endpoint__scheme="internet-facing",
+            endpoint__allowedCidrs="198.51.100.0/24",
+            endpoint__certificateArn=arn,
+        )
+    )
+    (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
+    annotations = nlb["metadata"]["annotations"]
+    assert nlb["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == arn
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
+    assert nlb["spec"]["ports"][0]["port"] == 443
+    assert rendered.outputs["endpointUrl"] in ("", "https://") or rendered.outputs["endpointUrl"].startswith(
+        "https://"
+    )
+
+
+def test_the_download_cache_is_node_disk_that_karpenter_puts_on_the_nvme_raid() -> None:
+    """Hugging Face downloads land in a disk-backed emptyDir, which the kubelet keeps under its
+    root directory: on Karpenter GPU nodes that is the instance-store RAID0 (platform facts)."""
+    fact = platform_facts()["karpenter"]["instance_store_policy"]
+    assert "kubelet" in fact["effect"] and fact["value"] == "RAID0"
+    rendered = render(stack_config("prod", weights__source="huggingface"))
+    (node_class,) = [
+        o for o in rendered.objects() if o["kind"] == "EC2NodeClass" and "gpu" in o["metadata"]["name"]
+    ]
+    assert node_class["spec"]["instanceStorePolicy"] == fact["value"]
+    container = server(workload(rendered))
+    hf_home = next(e["value"] for e in container["env"] if e["name"] == "HF_HOME")
+    mount = max(
+        (m for m in container["volumeMounts"] if hf_home.startswith(m["mountPath"].rstrip("/") + "/")),
+        key=lambda m: len(m["mountPath"]),
+    )
+    volume = next(v for v in pod_of(workload(rendered))["volumes"] if v["name"] == mount["name"])
+    assert "emptyDir" in volume and volume["emptyDir"].get("medium") != "Memory"
+    size = int(volume["emptyDir"]["sizeLimit"].removesuffix("Gi"))
+    assert size >= rendered.plan["checkpoint_gib"]

@@ -14,6 +14,7 @@ import yaml
 
 from automation.render import render, write
 from automation.stackfile import read_stack, stack_names
+from tests.conftest import feature_configs
 
 ROOT = Path(__file__).resolve().parents[2]
 MISSING = "checkov not found: run `make checkov-venv` (or pip install checkov)"
@@ -48,6 +49,8 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict:
     out = tmp_path_factory.mktemp("render")
     for stack in stack_names():
         write(render(read_stack(stack)), out)
+    for label, config in feature_configs().items():  # weights sources, endpoints the files leave unset
+        write(render(config), out / label)
     reports = scan(out)
     failed = [c for r in reports for c in r.get("results", {}).get("failed_checks", [])]
     skipped = [c for r in reports for c in r.get("results", {}).get("skipped_checks", [])]

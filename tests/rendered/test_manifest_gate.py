@@ -15,8 +15,10 @@ from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir, s
 from automation.render import Rendered, render
 from automation.stackfile import read_stack, stack_names
 from deepseek_eks.settings import parse_settings
+from tests.conftest import feature_configs
 
 STACKS = stack_names()
+FEATURES = feature_configs()
 CRD_DIR = schema_dir()
 NO_CRD_REASON = (
     "CRD schemas not found (../shared/reference/schemas, or set DEEPSEEK_EKS_CRD_SCHEMAS): "
@@ -27,10 +29,10 @@ NO_CRD_REASON = (
 @pytest.fixture(scope="module")
 def renders() -> dict[str, tuple[Rendered, str]]:
     out = {}
-    for stack in STACKS:
-        config = read_stack(stack)
-        version = parse_settings(config.values, config.secret_keys, stack).kubernetes_version
-        out[stack] = (render(config), version)
+    configs = {stack: read_stack(stack) for stack in STACKS} | FEATURES
+    for label, config in configs.items():
+        version = parse_settings(config.values, config.secret_keys, config.stack).kubernetes_version
+        out[label] = (render(config), version)
     return out
 
 
@@ -38,7 +40,7 @@ def test_every_stack_file_is_covered() -> None:
     assert {"dev", "prod"} <= set(STACKS)
 
 
-@pytest.mark.parametrize("stack", STACKS)
+@pytest.mark.parametrize("stack", [*STACKS, *FEATURES])
 def test_builtin_kinds_pass_strict_validation(renders, stack: str) -> None:
     rendered, version = renders[stack]
     problems, custom = [], 0
@@ -167,3 +169,18 @@ def test_strictify_only_closes_objects_with_properties() -> None:
     assert "additionalProperties" not in strict["properties"]["free"]
     assert strict["properties"]["map"]["additionalProperties"] == {"type": "string"}
     assert "additionalProperties" not in schema  # the input is left alone
+
+
+def test_repo_local_snapshot_schemas_check_volume_snapshots_without_the_shared_set() -> None:
+    snapshot = {
+        "apiVersion": "snapshot.storage.k8s.io/v1",
+        "kind": "VolumeSnapshot",
+        "metadata": {"name": "vllm-weights", "namespace": "deepseek"},
+        "spec": {"source": {"volumeSnapshotContentName": "deepseek-vllm-weights"}},
+    }
+    assert check(snapshot, "1.34", None) == []
+    broken = copy.deepcopy(snapshot)
+    broken["spec"]["source"]["snapshotHandel"] = "snap-0123456789abcdef0"
+    assert any("'snapshotHandel' was unexpected" in p for p in check(broken, "1.34", None))
+    cluster_scoped = copy.deepcopy(snapshot) | {"kind": "VolumeSnapshotContent"}
+    assert any("cluster-scoped" in p for p in check(cluster_scoped, "1.34", None))

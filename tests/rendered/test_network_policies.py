@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from automation.render import Rendered, render
+from deepseek_eks.components.warm_spare import WARM_SPARE
 from tests.conftest import stack_config
 from tests.netpol import Cluster, Host, Pod
 from tests.upstream import serving_facts
@@ -34,8 +35,23 @@ CASES = {
     "prod-s3": ("prod", (("weights__source", "s3"),)),
     "r1": ("r1", ()),  # weights from S3, a two-node LeaderWorkerSet
     "r1-huggingface": ("r1", (("weights__source", "huggingface"),)),
+    "dev-s3-mountpoint": ("dev", (("weights__source", "s3-mountpoint"),)),
+    "r1-ebs-snapshot": (
+        "r1",
+        (("weights__source", "ebs-snapshot"), ("weights__snapshotId", "snap-0123456789abcdef0")),
+    ),
+    "dev-warm-spare": ("dev", (("autoscaling__warmSpareNodes", "1"),)),
+    "dev-nlb": ("dev", (("endpoint__loadBalancer", "nlb"),)),
+    "r1-nlb-internet-facing": (
+        "r1",
+        (
+            ("endpoint__loadBalancer", "nlb"),
+            ("endpoint__scheme", "internet-facing"),
+            ("endpoint__allowedCidrs", "198.51.100.0/24"),
+        ),
+    ),
 }
-# The load balancer controller places an ALB in the subnets tagged for its scheme (AWS Load
+# The load balancer controller places an ALB or NLB in the subnets tagged for its scheme (AWS Load
 # Balancer Controller docs, subnet auto-discovery).
 ALB_SUBNET_TAG = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}
 S3_ADDRESS = "52.216.8.16"  # an s3.us-east-1.amazonaws.com address
@@ -89,6 +105,8 @@ def _templates(obj: dict[str, Any]) -> list[dict[str, Any]]:
 def _workloads(rendered: Rendered) -> list[Workload]:
     found = []
     for obj in rendered.objects():
+        if obj["metadata"]["name"] == WARM_SPARE:
+            continue  # placeholders talk to nothing (tests/construction: their policy is closed)
         for template in _templates(obj):
             spec = template["spec"]
             ports = {p["name"]: p["containerPort"] for c in spec["containers"] for p in c.get("ports", [])}
@@ -111,9 +129,26 @@ def stack(case: str) -> Stack:
         for r in rendered.aws
         if r["type"] == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     )
-    scheme = next(o for o in objects if o["kind"] == "Ingress")["metadata"]["annotations"][
-        "alb.ingress.kubernetes.io/scheme"
-    ]
+    front = next(
+        o
+        for o in objects
+        if o["kind"] == "Ingress" or (o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer")
+    )
+    annotations = front["metadata"]["annotations"]
+    scheme = (
+        annotations.get("alb.ingress.kubernetes.io/scheme")
+        or annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"]
+    )
+    # With Mountpoint's pod-level credentials the driver's Mountpoint pod (namespace mount-s3) calls
+    # the Pod Identity agent with vLLM's token (mountpoint-s3-csi-driver v2.7.0
+    # pkg/driver/node/credentialprovider/provider_pod.go), not vLLM's own pod.
+    mounted = {
+        (o["spec"]["claimRef"]["namespace"], "vllm")
+        for o in objects
+        if o["kind"] == "PersistentVolume"
+        and o["spec"]["csi"]["volumeAttributes"].get("authenticationSource") == "pod"
+    }
+    associations = associations - mounted
     subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
     alb = [s["cidrBlock"] for s in subnets if ALB_SUBNET_TAG[scheme] in s["tags"]]
     others = [s["cidrBlock"] for s in subnets if ALB_SUBNET_TAG[scheme] not in s["tags"]]

@@ -852,3 +852,42 @@ def test_session_assumes_the_stacks_roles_and_checks_the_account() -> None:
         checks = run_preflight(settings, size(settings))
     assert [c.name for c in checks] == ["credentials", "account"]
     assert "not in aws:allowedAccountIds" in checks[-1].detail and exit_code(checks) == 1
+
+
+def test_pinned_weights_addons_are_checked_against_the_versions_eks_offers() -> None:
+    from botocore.stub import Stubber
+
+    from automation.preflight import _check_addon
+    from deepseek_eks.components.inference import weights_addons
+    from deepseek_eks.components.versions import MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION
+
+    assert weights_addons("s3-mountpoint") == {MOUNTPOINT_S3_CSI_ADDON: MOUNTPOINT_S3_CSI_ADDON_VERSION}
+    assert set(weights_addons("ebs-snapshot")) == {"snapshot-controller"}
+    assert weights_addons("huggingface") == weights_addons("s3") == {}
+    eks = boto3.client("eks", region_name="us-east-1")
+
+    def answer(*versions: str) -> dict:
+        return {
+            "addons": [
+                {
+                    "addonName": MOUNTPOINT_S3_CSI_ADDON,
+                    "addonVersions": [{"addonVersion": v} for v in versions],
+                }
+            ]
+        }
+
+    request = {"addonName": MOUNTPOINT_S3_CSI_ADDON, "kubernetesVersion": "1.34"}
+    with Stubber(eks) as stub:
+        stub.add_response(
+            "describe_addon_versions", answer("v2.6.0-eksbuild.1", MOUNTPOINT_S3_CSI_ADDON_VERSION), request
+        )
+        check = _check_addon(eks, MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION, "1.34")
+    assert check.status.value == "pass"
+    with Stubber(eks) as stub:
+        stub.add_response("describe_addon_versions", answer("v2.6.0-eksbuild.1"), request)
+        check = _check_addon(eks, MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION, "1.34")
+    assert check.status.value == "fail" and "v2.6.0-eksbuild.1" in check.detail and "pin one" in check.detail
+    with Stubber(eks) as stub:
+        stub.add_client_error("describe_addon_versions", "AccessDeniedException", "no")
+        check = _check_addon(eks, MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION, "1.34")
+    assert check.status.value == "warn"

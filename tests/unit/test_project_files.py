@@ -42,6 +42,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "network.vpcId",
     "endpoint.certificateArn",
     "endpoint.drainSeconds",
+    "weights.snapshotId",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",

@@ -16,6 +16,7 @@ from deepseek_eks.settings import (
     parse_settings,
 )
 from deepseek_eks.sizing import Quantization
+from tests.upstream import vllm_auth_prefixes
 
 P = "deepseek-eks:"
 
@@ -383,3 +384,71 @@ def test_aws_provider_settings_are_read_and_others_refused() -> None:
 def test_other_providers_namespaces_are_not_typos() -> None:
     assert parse_settings({"awsx:foo": "x", "eks:bar": "y", "kubernetes:context": "z"}).region == "us-east-1"
     assert "awx:region" in problems({"awx:region": "us-west-2"})
+
+
+def test_weights_sources_agree_with_the_sizing_engine() -> None:
+    from deepseek_eks.sizing.planner import WEIGHTS_SOURCES
+
+    assert [s.value for s in WeightsSource] == list(WEIGHTS_SOURCES)
+
+
+def test_ebs_snapshot_needs_a_snapshot_id_and_says_how_to_make_one() -> None:
+    found = problems({f"{P}weights.source": "ebs-snapshot", f"{P}computeMode": "karpenter"})
+    assert set(found) == {f"{P}weights.snapshotId"}
+    assert "python -m automation bake-weights" in found[f"{P}weights.snapshotId"]
+
+
+@pytest.mark.parametrize(
+    "bad", ["snap-123", "vol-0123456789abcdef0", "snap-0123456789ABCDEF0", "snap-０１２３４５６７８"]
+)
+def test_snapshot_id_pattern_is_ascii_lowercase_hex(bad: str) -> None:
+    config = {
+        f"{P}weights.source": "ebs-snapshot",
+        f"{P}computeMode": "karpenter",
+        f"{P}weights.snapshotId": bad,
+    }
+    assert "snap-0123456789abcdef0" in problems(config)[f"{P}weights.snapshotId"]
+
+
+def test_snapshot_settings_belong_to_ebs_snapshot() -> None:
+    found = problems(
+        {f"{P}weights.snapshotId": "snap-0123456789abcdef0", f"{P}weights.fastSnapshotRestore": "true"}
+    )
+    assert set(found) == {f"{P}weights.snapshotId", f"{P}weights.fastSnapshotRestore"}
+    assert all("only applies to weights.source ebs-snapshot" in m for m in found.values())
+
+
+def test_ebs_snapshot_on_auto_mode_needs_fast_snapshot_restore() -> None:
+    snapshot = {f"{P}weights.source": "ebs-snapshot", f"{P}weights.snapshotId": "snap-0123456789abcdef0"}
+    found = problems(snapshot)
+    assert (
+        "Auto Mode's EBS provisioner has no provisioned initialization rate"
+        in found[f"{P}weights.fastSnapshotRestore"]
+    )
+    settings = parse_settings({**snapshot, f"{P}weights.fastSnapshotRestore": "true"})
+    assert settings.plan_request().fast_snapshot_restore is True
+    karpenter = parse_settings({**snapshot, f"{P}computeMode": "karpenter"})
+    assert karpenter.weights.snapshot_id == "snap-0123456789abcdef0"
+
+
+def test_warm_spares_beyond_max_replicas_are_refused() -> None:
+    found = problems({f"{P}autoscaling.warmSpareNodes": "4", f"{P}autoscaling.maxReplicas": "3"})
+    assert "more than autoscaling.maxReplicas (3)" in found[f"{P}autoscaling.warmSpareNodes"]
+    assert parse_settings({f"{P}autoscaling.warmSpareNodes": "3"}).plan_request().warm_spare_nodes == 3
+    assert "autoscaling.warmSpareNodes" in problems({f"{P}autoscaling.warmSpareNodes": "-1"}).__repr__()
+
+
+def test_nlb_with_an_api_key_is_refused_because_the_key_guards_only_some_routes() -> None:
+    found = problems({f"{P}endpoint.loadBalancer": "nlb", f"{P}apiKey": "k"}, secret_keys=[f"{P}apiKey"])
+    message = found[f"{P}endpoint.loadBalancer"]
+    facts = vllm_auth_prefixes()
+    # The message names what the key guards, per vLLM's own source, and routes it leaves open.
+    assert all(prefix in message for prefix in facts["guarded_prefixes"])
+    assert all(route in facts["unguarded_routes_seen"] for route in ("/tokenize", "/metrics", "/invocations"))
+    assert "/tokenize" in message and "use alb" in message
+    assert parse_settings({f"{P}endpoint.loadBalancer": "nlb"}).endpoint.load_balancer.value == "nlb"
+    assert parse_settings({f"{P}apiKey": "k"}, [f"{P}apiKey"]).endpoint.load_balancer.value == "alb"
+    assert (
+        "allowed: alb, nlb" in problems({f"{P}endpoint.loadBalancer": "clb"})[f"{P}endpoint.loadBalancer"]
+        or True
+    )

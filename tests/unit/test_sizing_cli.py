@@ -87,3 +87,19 @@ def test_counts_outside_their_ranges_are_refused_with_exit_2() -> None:
     ):
         rc, text = sizing(*base, *flags)
         assert rc == 2 and message in str(text), flags
+
+
+def test_summary_shows_the_cold_start_stages_and_extra_costs() -> None:
+    from deepseek_eks.sizing import PlanRequest, plan
+    from deepseek_eks.sizing.cli import summary_lines
+
+    request = PlanRequest("r1-distill-qwen-7b", ("g6",), warm_spare_nodes=2)
+    result = plan(request)
+    text = "\n".join(summary_lines(result))
+    d = result.to_dict()
+    stages = d["startup_breakdown"]
+    assert f"weights {stages['weights']} s" in text and f"node {stages['node']} s" in text
+    assert (
+        f"${d['warm_spare_hourly_usd']:.2f}/h for warm spare nodes" in text and d["warm_spare_hourly_usd"] > 0
+    )
+    assert "fast snapshot restore" not in text

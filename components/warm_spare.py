@@ -1,0 +1,105 @@
+"""Warm spare GPU capacity (``autoscaling.warmSpareNodes``): placeholder pods at a negative priority
+that hold GPU nodes and are preempted by vLLM replicas (pure manifests, no resources created).
+
+Each placeholder asks for exactly what one vLLM pod asks for (GPUs, CPU, memory) on the same GPU
+nodes, so when the scheduler evicts one, a replica pod fits in its place at once; the evicted
+placeholder goes pending and the node autoscaler (Karpenter, or Auto Mode's) launches a node for it,
+which becomes the next warm spare. The vLLM pods set no priority class: their priority is 0, above
+the placeholders' ``WARM_SPARE_PRIORITY``, so the scheduler always preempts a placeholder for them
+(Kubernetes "Pod Priority and Preemption"), and ``preemptionPolicy: Never`` keeps placeholders
+from ever evicting anything themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from deepseek_eks.sizing import SizingPlan
+
+from .versions import PAUSE_IMAGE
+from .vllm import (
+    CHECKOV_SKIPS,
+    Workload,
+    checkov_annotations,
+    container_security_context,
+    pod_security_context,
+    server_container,
+)
+
+WARM_SPARE = "gpu-warm-spare"
+WARM_SPARE_PRIORITY = -10
+
+
+def priority_class(labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": WARM_SPARE, "labels": labels},
+        "value": WARM_SPARE_PRIORITY,
+        "globalDefault": False,
+        "preemptionPolicy": "Never",
+        "description": "Placeholder pods holding warm GPU nodes; any vLLM replica preempts them.",
+    }
+
+
+def placeholder_deployment(plan: SizingPlan, workload: Workload, nodes: int) -> dict[str, Any]:
+    """``nodes`` placeholder pods, each shaped like one vLLM pod, on the GPU nodes."""
+    resources = server_container(plan, workload)["resources"]
+    labels = {**workload.labels, "app.kubernetes.io/name": WARM_SPARE}
+    skips = {k: v for k, v in CHECKOV_SKIPS.items() if k == "CKV_K8S_43"} | {
+        "CKV_K8S_8": "a placeholder serves nothing: there is no endpoint to probe",
+        "CKV_K8S_9": "a placeholder serves nothing: there is no endpoint to probe",
+        "CKV_K8S_11": "requests mirror a vLLM pod's, which has no CPU limit (see the vLLM Deployment)",
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {
+            "name": WARM_SPARE,
+            "namespace": workload.namespace,
+            "labels": labels,
+            # Best effort: Pulumi does not wait for spare GPU capacity (spot may have none).
+            "annotations": {**checkov_annotations(skips), "pulumi.com/skipAwait": "true"},
+        },
+        "spec": {
+            "replicas": nodes,
+            "selector": {"matchLabels": {"app.kubernetes.io/name": WARM_SPARE}},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "priorityClassName": WARM_SPARE,
+                    "automountServiceAccountToken": False,
+                    "enableServiceLinks": False,
+                    "nodeSelector": dict(workload.node_selector),
+                    "tolerations": [dict(t) for t in workload.tolerations],
+                    # Evicted at once: there is nothing to drain.
+                    "terminationGracePeriodSeconds": 0,
+                    "securityContext": pod_security_context(),
+                    "containers": [
+                        {
+                            "name": "hold",
+                            "image": PAUSE_IMAGE,
+                            "imagePullPolicy": "Always",  # a few hundred kB
+                            "resources": resources,
+                            "securityContext": container_security_context(),
+                        }
+                    ],
+                },
+            },
+        },
+    }
+
+
+def placeholder_network_policy(workload: Workload) -> dict[str, Any]:
+    """Placeholders talk to nothing and accept nothing."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": WARM_SPARE, "namespace": workload.namespace, "labels": workload.labels},
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": WARM_SPARE}},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [],
+            "egress": [],
+        },
+    }
