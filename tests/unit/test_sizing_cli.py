@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import pytest
 
 
 def sizing(*args: str) -> tuple[int, dict | str]:
@@ -103,3 +106,27 @@ def test_summary_shows_the_cold_start_stages_and_extra_costs() -> None:
         f"${d['warm_spare_hourly_usd']:.2f}/h for warm spare nodes" in text and d["warm_spare_hourly_usd"] > 0
     )
     assert "fast snapshot restore" not in text
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sizing", "--variant", "r1-distill-qwen-1.5b", "--families", "g4dn", "--json"],
+        ["automation", "plan", "--stack", "dev", "--json"],
+    ],
+)
+def test_a_reader_that_stops_early_gets_no_traceback(command: list[str]) -> None:
+    """``python -m sizing ... | head -2``: the closed pipe ends the command quietly."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", *command],
+        cwd=Path(__file__).resolve().parents[2],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        bufsize=0,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.read(1)
+    proc.stdout.close()  # like head: stop reading before the command is done writing
+    stderr = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr
