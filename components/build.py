@@ -12,7 +12,7 @@ import pulumi
 import pulumi_aws as aws
 
 from deepseek_eks import promql
-from deepseek_eks.settings import ComputeMode, EndpointScheme, ScalingSignal, Settings
+from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
@@ -108,16 +108,21 @@ WAS_AT_ROOT = pulumi.Alias(parent=pulumi.ROOT_STACK_RESOURCE)
 class ExistingCluster:
     """An EKS cluster the service joins instead of creating its own (and its VPC).
 
-    Auto Mode only: its Pod Identity agent (the S3 weights' credentials) is built in (EKS User Guide,
-    "Set up the Amazon EKS Pod Identity Agent": no need to install it on Auto Mode clusters), and so
-    are the load balancer controller and the GPU drivers the service relies on."""
+    With ``computeMode`` auto-mode, Auto Mode brings the Pod Identity agent (EKS User Guide, "Set
+    up the Amazon EKS Pod Identity Agent": built into Auto Mode), the load balancer controller, the
+    EBS driver and the GPU drivers. With karpenter, the cluster must run Karpenter v1, the AWS Load
+    Balancer Controller (IngressClass ``alb``), the EKS Pod Identity agent and the EBS CSI driver;
+    the service adds its own GPU NodeClass and NodePools (README, "An existing cluster")."""
 
     cluster_name: str
     """The cluster's name (Pod Identity associations, NodeClass discovery)."""
     provider: pulumi.ProviderResource
     """A Kubernetes provider for the cluster (from another language: a provider reference)."""
     node_role_name: str = ""
-    """Auto Mode's node role, for the NodeClass of GPU nodes that need a larger disk."""
+    """The nodes' IAM role: Auto Mode's (for the NodeClass of GPU nodes that need a larger disk),
+    or, required with karpenter, the role of Karpenter's nodes that its controller may pass."""
+    node_security_group_ids: tuple[str, ...] = ()
+    """karpenter: the GPU nodes' security groups (default: the EKS-managed cluster security group)."""
 
 
 @dataclass(frozen=True)
@@ -132,8 +137,10 @@ class ServiceScope:
     existing_cluster: ExistingCluster | None = None
     shared_addons: bool = True
     """Install the cluster-wide singletons: the monitoring stack (namespace, kube-prometheus-stack,
-    dcgm-exporter, prometheus-adapter, dashboards, vLLM rules), KEDA, the ALB IngressClass, the gp3
-    StorageClass and the VPC CNI network-policy switch. One service per cluster does."""
+    dcgm-exporter on every NVIDIA node, prometheus-adapter, dashboards), KEDA and the gp3
+    StorageClass; with auto-mode the ALB IngressClass and the VPC CNI network-policy switch, with
+    karpenter the NVIDIA device plugin. One service per cluster does; the others' HPAs and
+    ScaledObjects use them (the adapter rule serves every namespace's vLLM pods)."""
 
 
 def build_service(
@@ -148,16 +155,10 @@ def build_service(
     # Only the stack program's service (unprefixed names) has resources created before it existed.
     child = pulumi.ResourceOptions(parent=parent, aliases=None if scope.prefix else [WAS_AT_ROOT])
     existing = scope.existing_cluster
-    if existing and settings.compute_mode is not ComputeMode.AUTO_MODE:
+    if existing and existing.node_security_group_ids and settings.compute_mode is ComputeMode.AUTO_MODE:
         raise ValueError(
-            "existing_cluster: only computeMode auto-mode can join an existing cluster (karpenter mode "
-            "installs Karpenter, a cluster-wide controller, with the cluster)"
-        )
-    if not scope.shared_addons and settings.autoscaling.signal is ScalingSignal.GPU_UTILIZATION:
-        raise ValueError(
-            "autoscaling.signal gpu-utilization needs this service's prometheus-adapter rule, which "
-            "comes with install_shared_addons: use queue-depth or combined (KEDA queries Prometheus "
-            "itself), or install the shared add-ons with this service"
+            "existing_cluster.node_security_group_ids: karpenter mode only (EKS Auto Mode's built-in "
+            "NodeClass places nodes in the cluster security group); remove it or set compute_mode karpenter"
         )
     if existing and not settings.network.vpc_id:
         raise ValueError(
@@ -241,13 +242,16 @@ def build_service(
         )
     else:
         capacity = KarpenterCapacity(
-            "capacity",
+            f"{scope.prefix}capacity",
             KarpenterCapacityArgs(
                 **vars(common),
-                cluster=cluster,  # type: ignore[arg-type]
                 region=settings.region,
                 vpc_id=network.vpc_id,
-                k8s_provider=cluster.provider,  # type: ignore[union-attr]  # karpenter: own cluster
+                k8s_provider=k8s_provider,
+                cluster=cluster,
+                existing_node_role_name=existing.node_role_name if existing else "",
+                node_security_group_ids=list(existing.node_security_group_ids) if existing else [],
+                cluster_singletons=scope.shared_addons,
             ),
             opts=k8s_opts,
         )

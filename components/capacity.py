@@ -20,6 +20,7 @@ from .nodepools import (
     GPU_TOLERATION,
     NODE_ROLE_LABEL,
     NodeClassRef,
+    any_gpu_node_selector,
     auto_mode_node_class,
     gpu_limit,
     gpu_node_pool,
@@ -51,17 +52,22 @@ class GpuPlacement:
     """IngressClass that provisions an ALB."""
     storage_class: str
     """StorageClass of encrypted gp3 volumes (Prometheus storage)."""
+    any_gpu_node_selector: dict[str, str] = field(default_factory=dict)
+    """Every NVIDIA GPU node of the cluster, this service's or another's (dcgm-exporter)."""
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     """Resources GPU workloads must wait for (node pool, device plugin)."""
 
 
-def gpu_placement(depends_on: list[pulumi.Resource], pool_prefix: str = "") -> GpuPlacement:
+def gpu_placement(
+    depends_on: list[pulumi.Resource], mode: ComputeMode, pool_prefix: str = ""
+) -> GpuPlacement:
     return GpuPlacement(
         node_selector={NODE_ROLE_LABEL: pool_prefix + GPU_NODE_ROLE},
         tolerations=[dict(GPU_TOLERATION)],
         node_pool=pool_prefix + GPU_NODE_POOL,
         ingress_class=INGRESS_CLASS,
         storage_class=STORAGE_CLASS,
+        any_gpu_node_selector=any_gpu_node_selector(mode),
         depends_on=depends_on,
     )
 
@@ -198,7 +204,7 @@ class AutoModeCapacity(pulumi.ComponentResource):
             name, ComputeMode.AUTO_MODE, node_class, pulumi.ResourceOptions(parent=self, depends_on=depends)
         )
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement(list(pools), args.pool_prefix)
+        self.placement = gpu_placement(list(pools), ComputeMode.AUTO_MODE, args.pool_prefix)
         self.register_outputs({"nodePool": self.placement.node_pool, "gpuLimit": self.gpu_limit})
         if not args.cluster_singletons:
             return

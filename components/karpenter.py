@@ -5,11 +5,11 @@ node classes and pools, NVIDIA device plugin, AWS Load Balancer Controller, EBS 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_kubernetes as k8s
 
 from deepseek_eks.settings import ComputeMode
 
@@ -32,6 +32,7 @@ from .manifests import custom_resource
 from .nodepools import (
     GPU_TOLERATION,
     NodeClassRef,
+    any_gpu_node_selector,
     ec2_node_class,
     general_node_pool,
     gpu_limit,
@@ -74,30 +75,125 @@ def managed_policy_arn(partition: pulumi.Output[str], policy: str) -> pulumi.Out
 class KarpenterCapacityArgs(CapacityArgs):
     """Inputs of ``KarpenterCapacity``: the common capacity inputs and what Karpenter needs."""
 
-    cluster: pulumi.Resource
-    """The cluster component: everything here waits for it."""
     region: str
     """AWS region."""
     vpc_id: pulumi.Input[str]
     """VPC of the cluster (for the load balancer controller)."""
-    k8s_provider: k8s.Provider
+    k8s_provider: pulumi.ProviderResource
     """Provider of the cluster."""
+    cluster: pulumi.Resource | None = None
+    """The cluster component this stack creates (everything here waits for it); ``None`` joins an
+    existing cluster that runs Karpenter already (see ``existing_node_role_name``)."""
+    existing_node_role_name: str = ""
+    """Joining: the IAM role of the cluster's Karpenter nodes, which its controller may pass and
+    which has an EC2_LINUX access entry. Karpenter, its IAM and interruption queue, the system
+    nodes, the EKS add-ons and the load balancer controller are the cluster's own then."""
+    node_security_group_ids: list[str] = field(default_factory=list)
+    """Security groups of the GPU nodes (default: the EKS-managed cluster security group)."""
+    cluster_singletons: bool = True
+    """Joining: install the NVIDIA device plugin and the gp3 StorageClass too (one service per
+    cluster does). A cluster of our own always gets them."""
 
 
 class KarpenterCapacity(pulumi.ComponentResource):
-    """Self-managed Karpenter with spot interruption handling and a GPU NodePool from the plan."""
+    """Self-managed Karpenter with spot interruption handling and a GPU NodePool from the plan; or,
+    in a cluster whose Karpenter is already running, only this service's GPU NodeClass and pools."""
 
     placement: GpuPlacement
     """Where GPU pods go and which IngressClass serves them."""
     gpu_limit: int
     """The GPU pool's nvidia.com/gpu limit."""
-    interruption_queue_name: pulumi.Output[str]
-    """SQS queue Karpenter reads interruption events from."""
-    node_role_arn: pulumi.Output[str]
-    """IAM role of every node (system and Karpenter-launched)."""
+    interruption_queue_name: pulumi.Output[str] | None
+    """SQS queue Karpenter reads interruption events from (None when joining)."""
+    node_role_arn: pulumi.Output[str] | None
+    """IAM role of every node, system and Karpenter-launched (None when joining)."""
 
     def __init__(self, name: str, args: KarpenterCapacityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:KarpenterCapacity", name, None, opts)
+        installed: list[pulumi.Resource] = []
+        node_role: pulumi.Input[str]
+        if args.cluster is None:
+            if not args.existing_node_role_name:
+                raise ValueError(
+                    "existing_cluster.node_role_name: required with computeMode karpenter (the IAM role "
+                    "name of the cluster's Karpenter nodes, which its controller may pass)"
+                )
+            node_role = args.existing_node_role_name
+            self.interruption_queue_name = self.node_role_arn = None
+            after_controller = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+            k8s_child = after_controller
+            singletons = args.cluster_singletons
+        else:
+            role, k8s_child, after_controller, installed = self._install_controller(name, args, args.cluster)
+            node_role = role.name
+            singletons = True
+
+        # Local NVMe carries images and weights when it holds the pod's ephemeral storage on
+        # every instance type of the plan (every GPU type in the catalog has instance store).
+        raid0 = instance_store_holds(args.plan)
+        gpu_class = f"{args.pool_prefix}gpu-inference"
+        gpu_node_class = custom_resource(
+            f"{name}-gpu-inference-nodeclass",
+            ec2_node_class(
+                name=gpu_class,
+                role=node_role,
+                cluster_name=args.cluster_name,
+                subnet_ids=args.private_subnet_ids,
+                disk_gib=node_disk_gib(args.plan, instance_store_raid0=raid0),
+                tags=args.tags,
+                instance_store_raid0=raid0,
+                capacity_reservation_ids=args.capacity_reservation_ids,
+                security_group_ids=args.node_security_group_ids,
+            ),
+            after_controller,
+        )
+        gpu_pools = args.gpu_node_pools(
+            name,
+            ComputeMode.KARPENTER,
+            NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", gpu_class),
+            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[gpu_node_class]),
+        )
+        gpu_ready: list[pulumi.Resource] = [*gpu_pools, *installed]
+        if singletons:
+            gpu_ready.append(self._device_plugin(name, k8s_child))
+        # No EFA device plugin: the pinned vLLM image has no libfabric/aws-ofi-nccl, so no pod requests
+        # vpc.amazonaws.com/efa (the plan warns that multi-node NCCL runs over TCP).
+        self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
+        self.placement = gpu_placement(gpu_ready, ComputeMode.KARPENTER, args.pool_prefix)
+        outputs: dict[str, Any] = {"nodePool": self.placement.node_pool, "gpuLimit": self.gpu_limit}
+        if args.cluster is not None:
+            outputs["interruptionQueueName"] = self.interruption_queue_name
+            outputs["nodeRoleArn"] = self.node_role_arn
+        elif singletons:
+            # The cluster's own EBS CSI driver provisions it (a prerequisite of joining, see README).
+            gp3_storage_class(f"{name}-gp3", EBS_CSI_DRIVERS["karpenter"], args.labels, k8s_child)
+        self.register_outputs(outputs)
+
+    def _device_plugin(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
+        """The NVIDIA device plugin on every NVIDIA node Karpenter launches (a cluster-wide DaemonSet)."""
+        return helm_release(
+            f"{name}-nvidia-device-plugin",
+            "nvidia-device-plugin",
+            NVIDIA_DEVICE_PLUGIN,
+            SYSTEM_NAMESPACE,
+            {
+                # Without Node Feature Discovery the chart's default affinity matches no node:
+                # select GPU nodes by the label Karpenter sets instead.
+                "affinity": {},
+                "nodeSelector": any_gpu_node_selector(ComputeMode.KARPENTER),
+                "tolerations": [GPU_TOLERATION, CRITICAL_ADDONS_TOLERATION],
+                "priorityClassName": "system-node-critical",
+            },
+            opts,
+        )
+
+    def _install_controller(
+        self, name: str, args: KarpenterCapacityArgs, cluster: pulumi.Resource
+    ) -> tuple[aws.iam.Role, pulumi.ResourceOptions, pulumi.ResourceOptions, list[pulumi.Resource]]:
+        """What a cluster of our own needs before any NodePool: node role, interruption queue,
+        controller IAM, system nodes, add-ons, Karpenter, the load balancer controller, the general
+        CPU pool and the gp3 StorageClass. Returns the node role, the options of in-cluster
+        controllers, the options of Karpenter's custom resources, and what GPU pods wait for."""
         identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
 
@@ -168,7 +264,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 )
             ),
             service_account=system_account("karpenter"),
-            depends_on=[args.cluster],
+            depends_on=[cluster],
         )
         lbc_role = pod_identity_role(
             f"{name}-aws-load-balancer-controller",
@@ -179,7 +275,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 )
             ),
             service_account=system_account("aws-load-balancer-controller"),
-            depends_on=[args.cluster],
+            depends_on=[cluster],
         )
 
         # System nodes for controllers, tainted so only critical add-ons run there.
@@ -213,7 +309,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
             ),
             taints=[aws.eks.NodeGroupTaintArgs(key="CriticalAddonsOnly", value="true", effect="NO_SCHEDULE")],
             labels={"deepseek-eks/node-role": "system"},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )
         addon_opts = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
         coredns = aws.eks.Addon(
@@ -289,21 +385,9 @@ class KarpenterCapacity(pulumi.ComponentResource):
         )
 
         crd_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[karpenter])
-        # Local NVMe carries images and weights when it holds the pod's ephemeral storage on
-        # every instance type of the plan (every GPU type in the catalog has instance store).
-        raid0 = instance_store_holds(args.plan)
-        node_classes = {
-            "gpu-inference": ec2_node_class(
-                name="gpu-inference",
-                role=node_role.name,
-                cluster_name=args.cluster_name,
-                subnet_ids=args.private_subnet_ids,
-                disk_gib=node_disk_gib(args.plan, instance_store_raid0=raid0),
-                tags=args.tags,
-                instance_store_raid0=raid0,
-                capacity_reservation_ids=args.capacity_reservation_ids,
-            ),
-            "general": ec2_node_class(
+        general_class = custom_resource(
+            f"{name}-general-nodeclass",
+            ec2_node_class(
                 name="general",
                 role=node_role.name,
                 cluster_name=args.cluster_name,
@@ -311,18 +395,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 disk_gib=GENERAL_NODE_DISK_GIB,
                 tags=args.tags,
             ),
-        }
-        node_class_resources = {
-            class_name: custom_resource(f"{name}-{class_name}-nodeclass", manifest, crd_opts)
-            for class_name, manifest in node_classes.items()
-        }
-        gpu_pools = args.gpu_node_pools(
-            name,
-            ComputeMode.KARPENTER,
-            NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "gpu-inference"),
-            pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[node_class_resources["gpu-inference"]]
-            ),
+            crd_opts,
         )
         custom_resource(
             f"{name}-general-nodepool",
@@ -331,42 +404,12 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "general"),
                 labels=args.labels,
             ),
-            pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[node_class_resources["general"]]
-            ),
+            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[general_class]),
         )
-        device_plugin = helm_release(
-            f"{name}-nvidia-device-plugin",
-            "nvidia-device-plugin",
-            NVIDIA_DEVICE_PLUGIN,
-            SYSTEM_NAMESPACE,
-            {
-                # Without Node Feature Discovery the chart's default affinity matches no node:
-                # select GPU nodes by the label Karpenter sets instead.
-                "affinity": {},
-                "nodeSelector": {"karpenter.k8s.aws/instance-gpu-manufacturer": "nvidia"},
-                "tolerations": [GPU_TOLERATION, CRITICAL_ADDONS_TOLERATION],
-                "priorityClassName": "system-node-critical",
-            },
-            k8s_child,
-        )
-
         gp3_storage_class(
             f"{name}-gp3",
             EBS_CSI_DRIVERS["karpenter"],
             args.labels,
             pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
         )
-        gpu_ready: list[pulumi.Resource] = [*gpu_pools, device_plugin, lbc]
-        # No EFA device plugin: the pinned vLLM image has no libfabric/aws-ofi-nccl, so no pod requests
-        # vpc.amazonaws.com/efa (the plan warns that multi-node NCCL runs over TCP).
-        self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
-        self.placement = gpu_placement(gpu_ready, args.pool_prefix)
-        self.register_outputs(
-            {
-                "nodePool": self.placement.node_pool,
-                "gpuLimit": self.gpu_limit,
-                "interruptionQueueName": self.interruption_queue_name,
-                "nodeRoleArn": self.node_role_arn,
-            }
-        )
+        return node_role, k8s_child, crd_opts, [lbc]

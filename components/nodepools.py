@@ -58,6 +58,16 @@ def label_prefix(mode: ComputeMode) -> str:
     return "eks.amazonaws.com" if mode is ComputeMode.AUTO_MODE else "karpenter.k8s.aws"
 
 
+def any_gpu_node_selector(mode: ComputeMode) -> dict[str, str]:
+    """Every NVIDIA GPU node the capacity provider of ``mode`` launches, whichever NodePool (and
+    so whichever service) asked for it: for the cluster-wide GPU DaemonSets (dcgm-exporter, the
+    device plugin). ``instance-gpu-manufacturer`` is one of Karpenter's well-known instance labels
+    (karpenter.sh_v1_NodePool CRD v1.14: the allowed keys of the restricted karpenter.k8s.aws
+    domain); EKS Auto Mode sets the same label under eks.amazonaws.com (EKS User Guide, "Create a
+    Node Pool for EKS Auto Mode", supported labels)."""
+    return {f"{label_prefix(mode)}/instance-gpu-manufacturer": "nvidia"}
+
+
 def gpu_limit(plan: SizingPlan, max_replicas: int) -> int:
     """GPUs the pool may hold at once: every replica at the autoscaler's maximum."""
     return max_replicas * plan.gpus_per_replica
@@ -244,6 +254,7 @@ def ec2_node_class(
     tags: dict[str, str],
     instance_store_raid0: bool = False,
     capacity_reservation_ids: Sequence[str] = (),
+    security_group_ids: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Karpenter EC2NodeClass: pinned AL2023 AMI release, IMDSv2 only with hop limit 1 (pods
     cannot borrow the node's role), an encrypted gp3 root volume.
@@ -254,13 +265,15 @@ def ec2_node_class(
     root volume then holds the OS only (see :func:`node_disk_gib`).
     ``capacity_reservation_ids``: On-Demand Capacity Reservations or Capacity Blocks Karpenter
     may launch into, as capacity type ``reserved`` (``spec.capacityReservationSelectorTerms``).
+    ``security_group_ids``: the nodes' security groups; by default the EKS-managed cluster
+    security group, which the control plane and every node of a cluster this project creates share.
     """
     spec: dict[str, Any] = {
         "role": role,
         "amiSelectorTerms": [{"alias": AL2023_AMI_ALIAS}],
         "subnetSelectorTerms": subnet_selector(subnet_ids),
-        # The EKS-managed cluster security group: control plane, system and GPU nodes share it.
-        "securityGroupSelectorTerms": [{"tags": {"aws:eks:cluster-name": cluster_name}}],
+        "securityGroupSelectorTerms": [{"id": g} for g in security_group_ids]
+        or [{"tags": {"aws:eks:cluster-name": cluster_name}}],
         "metadataOptions": {
             "httpEndpoint": "enabled",
             "httpProtocolIPv6": "disabled",

@@ -80,11 +80,13 @@ def kube_prometheus_stack_values(opts: ObservabilityOptions, placement: GpuPlace
 
 
 def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
-    """dcgm-exporter on GPU nodes only. ``honorLabels: false`` on purpose: the GPU's workload pod
-    then arrives as exported_pod/exported_namespace, which is what promql and the adapter use,
-    and it stays true even where Prometheus sets overrideHonorLabels."""
+    """dcgm-exporter on every NVIDIA GPU node of the cluster, not only this service's: it is a
+    shared add-on, and the other services' GPU metrics (dashboards, the gpu-utilization HPA) come
+    from it too. ``honorLabels: false`` on purpose: the GPU's workload pod then arrives as
+    exported_pod/exported_namespace, which is what promql and the adapter use, and it stays true
+    even where Prometheus sets overrideHonorLabels."""
     return {
-        "nodeSelector": dict(placement.node_selector),
+        "nodeSelector": dict(placement.any_gpu_node_selector),
         "tolerations": [dict(t) for t in placement.tolerations],
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},

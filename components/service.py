@@ -142,12 +142,14 @@ class AwsArgs(TypedDict, total=False):
 
 
 class ExistingClusterArgs(TypedDict, total=False):
-    """An EKS Auto Mode cluster to join (its Kubernetes provider is the component's provider)."""
+    """An EKS cluster to join: Auto Mode, or running Karpenter (its provider is the component's)."""
 
     cluster_name: str
     """The cluster's name."""
     node_role_name: str
-    """Auto Mode's node IAM role name (for the NodeClass of GPU nodes that need a larger disk)."""
+    """Nodes' IAM role: Auto Mode's (GPU nodes needing more disk) or Karpenter's (karpenter: required)."""
+    node_security_group_ids: list[str]
+    """karpenter: security groups of the GPU nodes (default: the EKS-managed cluster security group)."""
 
 
 class DeepSeekServiceArgs(TypedDict, total=False):
@@ -318,7 +320,12 @@ class DeepSeekService(pulumi.ComponentResource):
                 "existing_cluster: give cluster_name, and the cluster's Kubernetes provider as this "
                 "component's provider (opts=ResourceOptions(providers={'kubernetes': provider}))"
             )
-        existing = ExistingCluster(joined["cluster_name"], provider, joined.get("node_role_name", ""))
+        existing = ExistingCluster(
+            joined["cluster_name"],
+            provider,
+            joined.get("node_role_name", ""),
+            tuple(joined.get("node_security_group_ids", ())),
+        )
         return ServiceScope(prefix, namespace, existing, args.get("install_shared_addons", False))
 
 

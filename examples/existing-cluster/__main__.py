@@ -1,7 +1,8 @@
-"""Two DeepSeek-R1 services on an EKS Auto Mode cluster you already run: team A serves the 7B
-distill on L4s and installs the cluster-wide add-ons (monitoring, KEDA, ALB IngressClass); team B
-serves the 70B distill on L40S from its own S3 weights bucket. No VPC and no cluster are created;
-each service's objects take its name (namespace, GPU node pools, AWS resources): no collisions."""
+"""Two DeepSeek-R1 services on an EKS cluster you already run, EKS Auto Mode or self-managed
+Karpenter (config ``computeMode``): team A serves the 7B distill on L4s and installs the
+cluster-wide add-ons (monitoring, KEDA, ...); team B serves the 70B distill on L40S from its own S3
+weights bucket and scales on queue depth. No VPC and no cluster are created; each service's
+objects take its name (namespace, GPU node pools, AWS resources): no collisions."""
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -10,7 +11,9 @@ from deepseek_eks import DeepSeekService, DeepSeekServiceArgs
 
 config = pulumi.Config()
 cluster = k8s.Provider("existing-cluster", kubeconfig=config.require_secret("kubeconfig"))
+# nodeRoleName: Auto Mode's node role, or (required with karpenter) the role of Karpenter's nodes.
 joined = {"cluster_name": config.require("clusterName"), "node_role_name": config.get("nodeRoleName") or ""}
+compute_mode = config.get("computeMode") or "auto-mode"
 network = {"vpc_id": config.require("vpcId"), "private_subnet_ids": config.require_object("privateSubnetIds")}
 on_this_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster})
 
@@ -18,6 +21,7 @@ team_a = DeepSeekService(
     "team-a",
     DeepSeekServiceArgs(
         existing_cluster=joined,
+        compute_mode=compute_mode,
         network=network,
         install_shared_addons=True,
         model={"variant": "r1-distill-qwen-7b", "max_model_len": 16384},
@@ -30,6 +34,7 @@ team_b = DeepSeekService(
     "team-b",
     DeepSeekServiceArgs(
         existing_cluster=joined,
+        compute_mode=compute_mode,
         network=network,
         model={"variant": "r1-distill-llama-70b"},
         weights={"source": "s3"},

@@ -91,7 +91,9 @@ def test_dcgm_exporter_runs_on_gpu_nodes_with_the_honor_labels_promql_expects(by
     release = by_signal["gpu-utilization"].helm["dcgm-exporter"]
     assert release["version"] == "4.8.2"
     values = release["values"]
-    assert values["nodeSelector"] == {"deepseek-eks/node-role": "gpu-inference"}
+    # Every NVIDIA node of the cluster (dev is Auto Mode), not only this service's pool: dcgm-exporter
+    # is shared by every service in the cluster (tests/package/test_examples.py).
+    assert values["nodeSelector"] == {"eks.amazonaws.com/instance-gpu-manufacturer": "nvidia"}
     assert values["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
     assert values["serviceMonitor"]["honorLabels"] is False  # workload pod arrives as exported_pod
     assert "exported_pod" in promql.gpu_utilization_adapter_rule(SCOPE).overrides

@@ -8,7 +8,7 @@ import re
 import runpy
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import pytest
@@ -17,6 +17,7 @@ import yaml
 from automation.mocks import Recorded, RecordingMocks, run_with_mocks
 from automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
 from automation.stackfile import read_stack
+from tests.upstream import karpenter_well_known_aws_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 EXISTING = ROOT / "examples" / "existing-cluster"
@@ -26,9 +27,22 @@ SCHEMA = json.loads((ROOT / "provider" / "schema.json").read_text())
 CLUSTER_OR_NETWORK = ("aws:ec2/vpc:", "aws:ec2/subnet:", "aws:ec2/natGateway:", "eks:", "aws:eks/cluster:")
 
 
-@pytest.fixture(scope="module")
-def two_services() -> tuple[RecordingMocks, list[Recorded]]:
+class Example(NamedTuple):
+    mocks: RecordingMocks
+    resources: list[Recorded]
+    compute_mode: str
+
+
+@pytest.fixture(scope="module", params=["auto-mode", "karpenter"])
+def two_services(request: pytest.FixtureRequest) -> Example:
+    """The example on an Auto Mode cluster (its stack file) and on a cluster running Karpenter."""
     config = read_stack("example", EXISTING)
+    if request.param == "karpenter":
+        config.values |= {
+            f"{config.project}:computeMode": "karpenter",
+            f"{config.project}:nodeRoleName": "KarpenterNodeRole-platform",
+        }
+    assert config.values[f"{config.project}:computeMode"] in ("auto-mode", request.param)
     mocks = RecordingMocks(region="us-east-1")
 
     def program() -> dict[str, Any]:
@@ -46,11 +60,11 @@ def two_services() -> tuple[RecordingMocks, list[Recorded]]:
         )
 
     run()
-    return mocks, mocks.resources
+    return Example(mocks, mocks.resources, request.param)
 
 
 def test_no_vpc_and_no_cluster_are_created(two_services) -> None:
-    mocks, _ = two_services
+    mocks = two_services.mocks
     made = [r.type for r in mocks.resources]
     assert not [t for t in made if t.startswith(CLUSTER_OR_NETWORK)]
     assert made.count("deepseek-eks:index:DeepSeekService") == 2
@@ -58,7 +72,7 @@ def test_no_vpc_and_no_cluster_are_created(two_services) -> None:
 
 
 def test_urns_are_unique(two_services) -> None:
-    _, regs = two_services
+    regs = two_services.resources
     repeated = [u for u, n in Counter(r.urn for r in regs).items() if n > 1]
     assert not repeated
 
@@ -72,7 +86,7 @@ def _objects(mocks: RecordingMocks) -> list[dict[str, Any]]:
 
 
 def test_kubernetes_objects_and_releases_do_not_collide(two_services) -> None:
-    mocks, _ = two_services
+    mocks = two_services.mocks
     files = Counter(_file_name(m) for m in _objects(mocks))
     assert [f for f, n in files.items() if n > 1] == []
     releases: list[Recorded] = [r for r in mocks.resources if r.type in HELM_TOKENS]
@@ -81,7 +95,7 @@ def test_kubernetes_objects_and_releases_do_not_collide(two_services) -> None:
 
 
 def test_each_service_has_its_namespace_and_gpu_pools(two_services) -> None:
-    mocks, _ = two_services
+    mocks = two_services.mocks
     objects = _objects(mocks)
     deployments = {
         (m["metadata"]["namespace"], m["metadata"]["name"]) for m in objects if m["kind"] == "Deployment"
@@ -109,12 +123,42 @@ def test_each_service_has_its_namespace_and_gpu_pools(two_services) -> None:
     assert not set(types["team-a-gpu-inference"]) & set(types["team-b-gpu-inference"])
 
 
+def _releases(mocks: RecordingMocks) -> dict[str, dict[str, Any]]:
+    return dict(_helm_release(r) for r in mocks.resources if r.type in HELM_TOKENS)
+
+
 def test_cluster_wide_addons_come_once(two_services) -> None:
-    mocks, _ = two_services
+    mocks = two_services.mocks
     kinds = Counter(m["kind"] for m in _objects(mocks))
-    assert kinds["IngressClass"] == kinds["StorageClass"] == 1
+    assert kinds["StorageClass"] == 1
     releases = Counter(_helm_release(r)[0] for r in mocks.resources if r.type in HELM_TOKENS)
-    assert releases["kube-prometheus-stack"] == 1
+    assert releases["kube-prometheus-stack"] == releases["dcgm-exporter"] == 1
+    if two_services.compute_mode == "auto-mode":
+        assert kinds["IngressClass"] == 1  # Auto Mode's ALB needs one; Karpenter's LBC brings its own
+    else:
+        assert releases["nvidia-device-plugin"] == 1 and kinds["EC2NodeClass"] == 2
+
+
+def test_one_dcgm_exporter_covers_every_services_gpu_nodes(two_services) -> None:
+    """dcgm-exporter is installed once (team A) and must run on team B's GPU nodes too, or team B
+    has no GPU metrics: it selects by the GPU-manufacturer label the capacity provider puts on every
+    GPU node, not by one service's node-role label."""
+    mocks = two_services.mocks
+    selector = _releases(mocks)["dcgm-exporter"]["values"]["nodeSelector"]
+    ((key, value),) = selector.items()
+    assert value == "nvidia"
+    domain, label = key.split("/")
+    # Karpenter's own list; Auto Mode names the same label under its domain (nodepools.py).
+    if well_known := karpenter_well_known_aws_labels():
+        assert f"karpenter.k8s.aws/{label}" in well_known
+    auto_mode = two_services.compute_mode == "auto-mode"
+    assert domain == ("eks.amazonaws.com" if auto_mode else "karpenter.k8s.aws")
+    pools = [m for m in _objects(mocks) if m["kind"] == "NodePool"]
+    assert {p["metadata"]["name"].split("-gpu")[0] for p in pools} == {"team-a", "team-b"}
+    tolerations = _releases(mocks)["dcgm-exporter"]["values"]["tolerations"]
+    for pool in pools:
+        for taint in pool["spec"]["template"]["spec"]["taints"]:
+            assert any(t["key"] == taint["key"] and t["operator"] == "Exists" for t in tolerations)
 
 
 # --- the YAML program, checked against the committed schema ---------------------------------------
@@ -180,14 +224,14 @@ def test_the_schema_check_refuses_a_misspelt_property() -> None:
 
 
 def test_every_service_scrapes_and_alerts_on_its_own_vllm(two_services) -> None:
-    mocks, _ = two_services
+    mocks = two_services.mocks
     objects = _objects(mocks)
     for kind in ("PodMonitor", "PrometheusRule"):
         assert {m["metadata"]["namespace"] for m in objects if m["kind"] == kind} == {"team-a", "team-b"}
 
 
 def test_aws_resources_take_the_services_name(two_services) -> None:
-    mocks, _ = two_services
+    mocks = two_services.mocks
     aws = [r for r in mocks.resources if r.type.startswith("aws:")]
     assert aws and all(r.name.startswith("team-b-") for r in aws)  # team B's S3 weights
     associations = [

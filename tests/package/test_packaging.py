@@ -177,3 +177,41 @@ def test_rewrite_is_mechanical_and_idempotent() -> None:
     assert rewrite("from sizing.catalog import A\nfrom settings import B\n", "sizing", 1) == (
         "from .catalog import A\nfrom deepseek_eks.settings import B\n"
     )
+
+
+@pytest.mark.skipif(not HAS_WHEEL, reason="the plugin reads its version from the wheel's dist-info")
+def test_the_plugin_starts_as_the_engine_starts_it_and_serves_the_committed_schema(
+    installed: Path, tmp_path: Path
+) -> None:
+    """provider/__main__.py outside the checkout, with only the installed package: the engine runs a
+    plugin with its own address as the argument, reads the gRPC port from stdout, then asks for the
+    plugin's version and schema (pulumi sdk/python/lib/pulumi/provider/server.py ``main``)."""
+    import json
+
+    import grpc
+    from google.protobuf import empty_pb2
+    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(installed), sysconfig.get_paths()["purelib"]])
+    plugin = subprocess.Popen(
+        [sys.executable, str(ROOT / "provider" / "__main__.py"), "127.0.0.1:1"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert plugin.stdout is not None and plugin.stderr is not None
+        port = plugin.stdout.readline().decode().strip()
+        assert port.isdigit(), plugin.stderr.read().decode()[-2000:]
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = provider_pb2_grpc.ResourceProviderStub(channel)
+            info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=30)
+            served = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=120)
+    finally:
+        plugin.kill()
+        plugin.wait()
+    committed = json.loads((ROOT / "provider" / "schema.json").read_text())
+    assert json.loads(served.schema) == committed
+    assert info.version == committed["version"]

@@ -51,26 +51,5 @@ def test_typed_inputs_and_outputs() -> None:
     assert SERVICE["requiredInputs"] == []
 
 
-def test_provider_serves_the_component_under_the_schema_name() -> None:
-    """provider/__main__.py hands the host the component and name the schema was generated with."""
-    import ast
-
-    tree = ast.parse((ROOT / "provider" / "__main__.py").read_text())
-    call = next(
-        n
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "component_provider_host"
-    )
-    keywords = {k.arg: ast.unparse(k.value) for k in call.keywords}
-    assert keywords["components"] == "[DeepSeekService]"
-    assert keywords["name"] == "PROJECT"
-
-
-def test_the_provider_serves_the_committed_schema() -> None:
-    """The provider the host runs (ComponentProvider) answers GetSchema with provider/schema.json."""
-    from pulumi.provider.experimental.component import ComponentProvider
-
-    from deepseek_eks import DeepSeekService
-
-    served = ComponentProvider([DeepSeekService], "deepseek-eks", version=COMMITTED["version"]).schema
-    assert json.loads(served or "{}") == COMMITTED
+# provider/__main__.py itself is started as the engine starts a plugin, and its served schema
+# compared with this one, in tests/package/test_packaging.py.

@@ -18,6 +18,7 @@ from deepseek_eks.components.service import (
     camel,
     service_settings,
 )
+from deepseek_eks.promql import ADAPTER_GPU_METRIC
 from deepseek_eks.settings import PROJECT, Settings, SettingsError
 from deepseek_eks.settings.model import _GROUPS
 from tests.conftest import stack_config
@@ -110,8 +111,10 @@ def test_args_and_settings_together_are_refused() -> None:
         run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
 
 
-def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> None:
+def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> RecordingMocks:
     import pulumi_kubernetes as k8s
+
+    mocks = RecordingMocks()
 
     def program() -> dict[str, Any]:
         opts = None
@@ -121,7 +124,8 @@ def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> None:
         DeepSeekService("team-a", args, opts)
         return {}
 
-    run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
+    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
+    return mocks
 
 
 JOIN: DeepSeekServiceArgs = {
@@ -131,6 +135,11 @@ JOIN: DeepSeekServiceArgs = {
         "vpc_id": "vpc-0a1b2c3d4e5f60718",
         "private_subnet_ids": ["subnet-0a1b2c3d", "subnet-0b1b2c3d"],
     },
+}
+KARPENTER_JOIN: DeepSeekServiceArgs = {
+    **JOIN,
+    "compute_mode": "karpenter",
+    "existing_cluster": {"cluster_name": "platform", "node_role_name": "KarpenterNodeRole-platform"},
 }
 
 
@@ -144,14 +153,93 @@ def test_joining_needs_the_clusters_vpc() -> None:
         _joining({"existing_cluster": {"cluster_name": "platform"}, "autoscaling": {"signal": "queue-depth"}})
 
 
-def test_karpenter_mode_cannot_join_a_cluster() -> None:
-    with pytest.raises(Exception, match="only computeMode auto-mode can join"):
+def test_joining_a_karpenter_cluster_needs_its_node_role() -> None:
+    with pytest.raises(Exception, match=r"existing_cluster\.node_role_name: required with computeMode"):
         _joining({**JOIN, "compute_mode": "karpenter"})
 
 
-def test_a_service_without_shared_addons_cannot_scale_on_the_adapter() -> None:
-    with pytest.raises(Exception, match="gpu-utilization needs this service's prometheus-adapter rule"):
-        _joining({**JOIN, "autoscaling": {"signal": "gpu-utilization"}})
+def test_node_security_groups_are_refused_under_auto_mode() -> None:
+    joined = {"cluster_name": "platform", "node_security_group_ids": ["sg-0a1b2c3d4e5f60718"]}
+    with pytest.raises(Exception, match="node_security_group_ids: karpenter mode only"):
+        _joining({**JOIN, "existing_cluster": joined})  # type: ignore[typeddict-item]
+
+
+def _manifests(mocks: RecordingMocks, kind: str) -> dict[str, dict[str, Any]]:
+    return {
+        r.inputs["metadata"]["name"]: r.inputs
+        for r in mocks.resources
+        if r.type.startswith("kubernetes:") and r.inputs.get("kind") == kind
+    }
+
+
+# What installing Karpenter with a cluster registers (components/karpenter.py _install_controller).
+CONTROLLER_TYPES = (
+    "aws:eks/cluster:Cluster",
+    "aws:eks/nodeGroup:NodeGroup",
+    "aws:eks/addon:Addon",
+    "aws:sqs/queue:Queue",
+    "aws:cloudwatch/eventRule:EventRule",
+    "aws:iam/role:Role",
+    "aws:ec2/launchTemplate:LaunchTemplate",
+    "aws:ec2/vpc:Vpc",
+)
+
+
+def test_joining_a_karpenter_cluster_adds_only_the_services_node_class_and_pools() -> None:
+    mocks = _joining(KARPENTER_JOIN)
+    assert not [r.type for r in mocks.resources if r.type in CONTROLLER_TYPES]
+    releases = [r.inputs["chart"] for r in mocks.resources if r.type == "kubernetes:helm.sh/v3:Release"]
+    assert "karpenter" not in releases and "aws-load-balancer-controller" not in releases
+    classes = _manifests(mocks, "EC2NodeClass")
+    assert set(classes) == {"team-a-gpu-inference"}
+    spec = classes["team-a-gpu-inference"]["spec"]
+    assert spec["role"] == "KarpenterNodeRole-platform"
+    assert spec["subnetSelectorTerms"] == [{"id": "subnet-0a1b2c3d"}, {"id": "subnet-0b1b2c3d"}]
+    assert spec["securityGroupSelectorTerms"] == [{"tags": {"aws:eks:cluster-name": "platform"}}]
+    pools = _manifests(mocks, "NodePool")
+    # The GPU pool and its on-demand floor; no general CPU pool: the cluster has its own.
+    assert set(pools) == {"team-a-gpu-inference", "team-a-gpu-inference-floor"}
+    for pool in pools.values():
+        assert pool["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "team-a-gpu-inference"
+    template = pools["team-a-gpu-inference"]["spec"]["template"]
+    deployment = next(iter(_manifests(mocks, "Deployment").values()))
+    selector = deployment["spec"]["template"]["spec"]["nodeSelector"]
+    assert selector.items() <= template["metadata"]["labels"].items()
+
+
+def test_the_joined_karpenter_clusters_singletons_come_only_with_shared_addons() -> None:
+    def singletons(mocks: RecordingMocks) -> set[str]:
+        charts = {r.inputs["chart"] for r in mocks.resources if r.type == "kubernetes:helm.sh/v3:Release"}
+        classes = {f"StorageClass/{n}" for n in _manifests(mocks, "StorageClass")}
+        return (charts & {"nvidia-device-plugin", "kube-prometheus-stack", "keda"}) | classes
+
+    assert singletons(_joining(KARPENTER_JOIN)) == set()
+    shared = _joining({**KARPENTER_JOIN, "install_shared_addons": True})
+    assert singletons(shared) == {
+        "nvidia-device-plugin",
+        "kube-prometheus-stack",
+        "keda",
+        "StorageClass/gp3-encrypted",
+    }
+
+
+def test_joined_gpu_nodes_take_the_given_security_groups() -> None:
+    groups = ["sg-0a1b2c3d4e5f60718", "sg-0b1b2c3d4e5f60718"]
+    joined = {**KARPENTER_JOIN["existing_cluster"], "node_security_group_ids": groups}
+    mocks = _joining({**KARPENTER_JOIN, "existing_cluster": joined})  # type: ignore[typeddict-item]
+    spec = _manifests(mocks, "EC2NodeClass")["team-a-gpu-inference"]["spec"]
+    assert spec["securityGroupSelectorTerms"] == [{"id": g} for g in groups]
+
+
+def test_a_service_without_shared_addons_scales_on_gpu_utilization_through_the_clusters_adapter() -> None:
+    """The adapter rule another service installed serves every namespace (tests/promql), so this
+    service makes only its HPA on the adapter's metric, and no adapter of its own."""
+    mocks = _joining({**JOIN, "autoscaling": {"signal": "gpu-utilization"}})
+    charts = [r.inputs["chart"] for r in mocks.resources if r.type == "kubernetes:helm.sh/v3:Release"]
+    assert "prometheus-adapter" not in charts
+    hpa = next(r.inputs for r in mocks.resources if r.type.startswith("kubernetes:autoscaling/v2:"))
+    assert hpa["metadata"]["namespace"] == "team-a"
+    assert hpa["spec"]["metrics"][0]["pods"]["metric"]["name"] == ADAPTER_GPU_METRIC
 
 
 def test_aws_provider_args_reach_the_settings() -> None:

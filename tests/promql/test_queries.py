@@ -134,6 +134,33 @@ def test_adapter_query_is_the_mean_gpu_utilization_of_each_requested_pod(tmp_pat
     )
 
 
+def test_the_adapter_rule_one_service_installs_serves_another_services_namespace(tmp_path: Path) -> None:
+    """Only the service with the shared add-ons installs prometheus-adapter; another service's HPA
+    (namespace "research") asks that same rule for its pods and must get their GPU utilization."""
+    require_promtool()
+    installed = gpu_utilization_adapter_rule(SCOPE)
+    other = Scope(namespace="research", model_name="r1-distill-llama-70b")
+    assert gpu_utilization_adapter_rule(other) == installed  # nothing in the rule is one service's
+    query = expand_adapter_query(installed, other.namespace, ["vllm-a"])
+    run_rule_test(
+        tmp_path,
+        [],
+        [
+            {
+                "interval": "1m",
+                "input_series": gpu_fleet(),
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": "5m",
+                        "exp_samples": [{"labels": '{exported_pod="vllm-a"}', "value": 10}],
+                    }
+                ],
+            }
+        ],
+    )
+
+
 # ---- 2. KEDA queries ---------------------------------------------------------------------------
 
 
