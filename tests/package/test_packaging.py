@@ -4,14 +4,19 @@ checkout each project module is loaded under one name only."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
 import sysconfig
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
+from google.protobuf.json_format import MessageToJson
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERIC = ("components", "settings", "sizing", "promql", "automation")
@@ -179,24 +184,19 @@ def test_rewrite_is_mechanical_and_idempotent() -> None:
     )
 
 
-@pytest.mark.skipif(not HAS_WHEEL, reason="the plugin reads its version from the wheel's dist-info")
-def test_the_plugin_starts_as_the_engine_starts_it_and_serves_the_committed_schema(
-    installed: Path, tmp_path: Path
-) -> None:
-    """provider/__main__.py outside the checkout, with only the installed package: the engine runs a
-    plugin with its own address as the argument, reads the gRPC port from stdout, then asks for the
-    plugin's version and schema (pulumi sdk/python/lib/pulumi/provider/server.py ``main``)."""
-    import json
-
+@contextmanager
+def _plugin(installed: Path, cwd: Path, engine_address: str) -> Iterator[Any]:
+    """provider/__main__.py started as the engine starts a plugin: outside the checkout, with only
+    the installed package, the engine's address as its argument, its gRPC port read from stdout
+    (pulumi sdk/python/lib/pulumi/provider/server.py ``main``). Yields a ResourceProvider stub."""
     import grpc
-    from google.protobuf import empty_pb2
-    from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
+    from pulumi.runtime.proto import provider_pb2_grpc
 
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = os.pathsep.join([str(installed), sysconfig.get_paths()["purelib"]])
     plugin = subprocess.Popen(
-        [sys.executable, str(ROOT / "provider" / "__main__.py"), "127.0.0.1:1"],
-        cwd=tmp_path,
+        [sys.executable, str(ROOT / "provider" / "__main__.py"), engine_address],
+        cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -206,12 +206,93 @@ def test_the_plugin_starts_as_the_engine_starts_it_and_serves_the_committed_sche
         port = plugin.stdout.readline().decode().strip()
         assert port.isdigit(), plugin.stderr.read().decode()[-2000:]
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = provider_pb2_grpc.ResourceProviderStub(channel)
-            info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=30)
-            served = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=120)
+            yield provider_pb2_grpc.ResourceProviderStub(channel)
     finally:
         plugin.kill()
         plugin.wait()
+
+
+PLUGIN_NEEDS_WHEEL = pytest.mark.skipif(
+    not HAS_WHEEL, reason="the plugin reads its version from the wheel's dist-info"
+)
+
+
+@PLUGIN_NEEDS_WHEEL
+def test_the_plugin_starts_as_the_engine_starts_it_and_serves_the_committed_schema(
+    installed: Path, tmp_path: Path
+) -> None:
+    from google.protobuf import empty_pb2
+    from pulumi.runtime.proto import provider_pb2
+
+    with _plugin(installed, tmp_path, "127.0.0.1:1") as stub:
+        info = stub.GetPluginInfo(empty_pb2.Empty(), timeout=30)
+        served = stub.GetSchema(provider_pb2.GetSchemaRequest(version=0), timeout=120)
     committed = json.loads((ROOT / "provider" / "schema.json").read_text())
     assert json.loads(served.schema) == committed
     assert info.version == committed["version"]
+
+
+# The marker Pulumi's wire format wraps a secret value in (sdk/python/lib/pulumi/runtime/rpc.py).
+SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+
+
+@PLUGIN_NEEDS_WHEEL
+def test_the_plugin_constructs_a_service_in_an_existing_cluster_as_another_language_asks(
+    installed: Path, tmp_path: Path
+) -> None:
+    """A Construct request as the engine sends it for a TypeScript or YAML program: camelCase
+    properties, a secret API key, and the cluster's Kubernetes provider as a provider reference.
+    The service must build in that cluster through that provider, with no VPC or cluster, and the
+    key must stay a secret on the wire."""
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import provider_pb2
+
+    from tests.package.engine import FakeEngine
+
+    project, stack = "platform-services", "dev"
+    engine = FakeEngine(project, stack)
+    provider_ref = engine.existing("pulumi:providers:kubernetes", "platform", "4b1d")
+    inputs = struct_pb2.Struct()
+    inputs.update(
+        {
+            "existingCluster": {"clusterName": "platform"},
+            "network": {
+                "vpcId": "vpc-0a1b2c3d4e5f60718",
+                "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
+            },
+            "model": {"variant": "r1-distill-qwen-7b", "maxModelLen": 16384},
+            "autoscaling": {"signal": "queue-depth", "maxReplicas": 2},
+            "apiKey": {_SIG_KEY: SECRET_SIG, "value": "not-a-real-key"},
+        }
+    )
+    with engine, _plugin(installed, tmp_path, engine.address) as stub:
+        reply = stub.Construct(
+            provider_pb2.ConstructRequest(
+                project=project,
+                stack=stack,
+                organization="organization",
+                dryRun=True,
+                parallel=4,
+                monitorEndpoint=engine.address,
+                type="deepseek-eks:index:DeepSeekService",
+                name="team-a",
+                parent=f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}",
+                inputs=inputs,
+                providers={"kubernetes": provider_ref},
+            ),
+            timeout=300,
+        )
+    assert reply.urn == f"urn:pulumi:{stack}::{project}::deepseek-eks:index:DeepSeekService::team-a"
+    registered = engine.registrations
+    types = [r.type for r in registered]
+    assert not [t for t in types if t.startswith(("aws:ec2/vpc:", "aws:eks/cluster:", "eks:"))]
+    workloads = [r for r in registered if r.type == "kubernetes:apps/v1:Deployment"]
+    assert len(workloads) == 1 and workloads[0].provider == provider_ref
+    assert {r.provider for r in registered if r.type.startswith("kubernetes:") and r.custom} == {provider_ref}
+    (secret,) = [r for r in registered if r.type == "kubernetes:core/v1:Secret"]
+    wire = json.dumps(json.loads(MessageToJson(secret.object)))
+    assert SECRET_SIG in wire and "not-a-real-key" in wire  # sent to the engine, marked secret
+    outputs = json.loads(MessageToJson(reply.state))
+    assert outputs["inClusterUrl"] == "http://vllm.team-a.svc.cluster.local"
+    assert outputs["clusterName"] == "platform"
