@@ -32,7 +32,7 @@ from rich.table import Table
 from rich.text import Text
 
 from deepseek_eks.components.inference import weights_addons
-from deepseek_eks.settings import CapacityType, ComputeMode, Settings
+from deepseek_eks.settings import CapacityType, ComputeMode, Settings, s3_location
 from deepseek_eks.sizing.catalog import InstanceCatalog, instance_catalog
 from deepseek_eks.sizing.planner import SizingPlan
 from deepseek_eks.sizing.quotas import QUOTA_SERVICE_CODE, quota_for, quota_needs
@@ -428,8 +428,7 @@ def _check_quotas(quotas: Any, settings: Settings, plan: SizingPlan, node_vcpu: 
     return checks
 
 
-def _check_bucket(s3: Any, repository: str, region: str) -> Check:
-    bucket = repository.removeprefix("s3://").split("/", 1)[0]
+def _check_bucket(s3: Any, bucket: str, region: str) -> Check:
     try:
         answer = s3.head_bucket(Bucket=bucket)
     except (BotoCoreError, ClientError) as err:
@@ -589,10 +588,10 @@ def run_preflight(
         eks = session.client("eks", region_name=region, config=_CLIENT_CONFIG)
         checks += [_check_addon(eks, n, v, settings.kubernetes_version) for n, v in addons.items()]
 
-    repository = settings.model.repository
-    if repository and repository.startswith("s3://"):
+    own = s3_location(settings.model.repository or "")
+    if own:
         s3 = session.client("s3", region_name=region, config=_CLIENT_CONFIG)
-        checks.append(_check_bucket(s3, repository, region))
+        checks.append(_check_bucket(s3, own[0], region))
     return checks
 
 

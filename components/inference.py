@@ -1,5 +1,6 @@
 """The vLLM inference service: workload (Deployment, or LeaderWorkerSet across nodes), weights
-(Hugging Face download or an encrypted S3 bucket staged by a Job), and a private endpoint."""
+(Hugging Face download, an encrypted S3 bucket staged by a Job, your own bucket read in place, or
+an EBS snapshot), and a private endpoint."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from deepseek_eks.settings import s3_location
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.planner import (
     HF_DOWNLOAD_GIB_PER_S,
@@ -106,8 +108,9 @@ class InferenceArgs:
     """Labels on every object."""
     weights_source: str = "huggingface"
     """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
-    there; ``s3-mountpoint`` mounts that bucket read-only; ``ebs-snapshot`` gives each pod a volume
-    restored from ``snapshot_id``; ``huggingface`` downloads at start."""
+    there; ``s3-mountpoint`` mounts that bucket read-only; with an ``s3://`` repository in the plan
+    both read your own bucket in place instead (no bucket, no stager); ``ebs-snapshot`` gives each
+    pod a volume restored from ``snapshot_id``; ``huggingface`` downloads at start."""
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
     ebs_driver: str = "ebs.csi.aws.com"
@@ -124,6 +127,17 @@ class InferenceArgs:
     """Resources the workload waits for (namespaces, secrets, node pool)."""
 
 
+@dataclass(frozen=True)
+class WeightsBucket:
+    """Where in S3 vLLM reads the weights, and what must finish before it may."""
+
+    name: pulumi.Output[str]
+    prefix: str
+    """"" (the whole bucket) or a key prefix ending in "/" (see ``s3_location``)."""
+    ready: list[pulumi.Resource]
+    """The stager Job for the project's bucket; nothing for yours."""
+
+
 class Inference(pulumi.ComponentResource):
     """OpenAI-compatible vLLM endpoint for one DeepSeek-R1 variant."""
 
@@ -134,7 +148,8 @@ class Inference(pulumi.ComponentResource):
     served_model_name: str
     """The ``model`` clients pass in requests."""
     weights_bucket: pulumi.Output[str] | None
-    """Bucket holding the staged weights (weights.source s3 or s3-mountpoint)."""
+    """Bucket vLLM reads the weights from (weights.source s3 or s3-mountpoint): the project's
+    staging bucket, or yours when model.repository is an s3:// URI."""
     scale_target: ScaleTarget
     """The workload an autoscaler resizes (Deployment or LeaderWorkerSet)."""
 
@@ -155,13 +170,20 @@ class Inference(pulumi.ComponentResource):
         self.weights_bucket = None
         streamed = args.weights_source == "s3"
         if args.weights_source in ("s3", "s3-mountpoint"):
-            bucket, prefix, stage_job = self._s3_weights()
-            self.weights_bucket = bucket.bucket
-            workload_deps.append(stage_job)
+            own = s3_location(plan.request.repository or "")
+            weights = self._own_bucket(*own) if own else self._staged_bucket()
+            self.weights_bucket = weights.name
+            workload_deps += weights.ready
             if streamed:
-                model_uri = pulumi.Output.concat("s3://", bucket.bucket, "/", prefix)
+                # vLLM 0.33.0 first copies the *.json/*.model/*.py and tokenizer files of this prefix
+                # into $VLLM_ASSETS_CACHE/model_streamer/<hash> (vllm/config/model.py:1204
+                # maybe_pull_model_tokenizer_for_runai, vllm/transformers_utils/runai_utils.py:62
+                # ObjectStorageModel); its default, $XDG_CACHE_HOME/vllm/assets (vllm/envs.py:943),
+                # lies on the "home" emptyDir (components/vllm.py _env), not the read-only root.
+                # Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
+                model_uri = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
             else:
-                workload_deps.append(self._mountpoint_claim(bucket, prefix))
+                workload_deps.append(self._mountpoint_claim(weights.name, weights.prefix))
                 model_uri = WEIGHTS_MOUNT_PATH
                 weights_volume = {"persistentVolumeClaim": {"claimName": WEIGHTS_CLAIM, "readOnly": True}}
         elif args.weights_source == "ebs-snapshot":
@@ -267,9 +289,9 @@ class Inference(pulumi.ComponentResource):
             }
         )
 
-    def _s3_weights(self) -> tuple[aws.s3.Bucket, str, pulumi.Resource]:
-        """An encrypted, private, TLS-only bucket; a read-only role for vLLM and a write role for
-        the stager Job, each limited to this variant's prefix; the Job that fills it."""
+    def _staged_bucket(self) -> WeightsBucket:
+        """An encrypted, private, TLS-only bucket that the stager Job fills from Hugging Face, with
+        a write role for the Job and a read role for vLLM, each limited to this variant's prefix."""
         name, args = self._name, self._args
         child = pulumi.ResourceOptions(parent=self)
         prefix = f"{args.plan.model.variant}/"
@@ -308,20 +330,31 @@ class Inference(pulumi.ComponentResource):
             policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
             opts=child,
         )
-
-        def access(write: bool) -> pulumi.Output[str]:
-            return bucket.arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write)))
-
-        for role, service_account, write in (("reader", APP, False), ("stager", STAGER, True)):
-            pod_identity_role(
-                f"{name}-{role}",
-                parent=self,
-                policy=access(write),
-                service_account=ServiceAccountRef(args.cluster_name, args.namespace, service_account),
-                depends_on=list(args.depends_on),
-            )
+        self._weights_role("reader", APP, bucket.arn, prefix, write=False)
+        self._weights_role("stager", STAGER, bucket.arn, prefix, write=True)
         job = self._stage_job(bucket, prefix)
-        return bucket, prefix, job
+        return WeightsBucket(bucket.bucket, prefix, [job])
+
+    def _own_bucket(self, bucket: str, prefix: str) -> WeightsBucket:
+        """Your bucket (model.repository s3://bucket/prefix), read where it is: no bucket, stager
+        or write role is created, only vLLM's read role on that bucket and prefix."""
+        partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
+        bucket_arn = partition.apply(lambda p: f"arn:{p}:s3:::{bucket}")
+        self._weights_role("reader", APP, bucket_arn, prefix, write=False)
+        return WeightsBucket(pulumi.Output.from_input(bucket), prefix, [])
+
+    def _weights_role(
+        self, role: str, service_account: str, bucket_arn: pulumi.Output[str], prefix: str, *, write: bool
+    ) -> None:
+        """A Pod Identity role of ``service_account`` limited to ``prefix`` of the bucket."""
+        name, args = self._name, self._args
+        pod_identity_role(
+            f"{name}-{role}",
+            parent=self,
+            policy=bucket_arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write))),
+            service_account=ServiceAccountRef(args.cluster_name, args.namespace, service_account),
+            depends_on=list(args.depends_on),
+        )
 
     def _load_balancer(
         self, workload: pulumi.Output[Workload], svc: pulumi.Resource, multi_node: bool
@@ -390,12 +423,12 @@ class Inference(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
         )
 
-    def _mountpoint_claim(self, bucket: aws.s3.Bucket, prefix: str) -> pulumi.Resource:
+    def _mountpoint_claim(self, bucket: pulumi.Output[str], prefix: str) -> pulumi.Resource:
         """The Mountpoint CSI driver (EKS add-on) and a static, read-only PersistentVolume of the
-        variant's prefix of the bucket, bound to the claim vLLM mounts."""
+        weights prefix of the bucket, bound to the claim vLLM mounts."""
         name, args = self._name, self._args
         addon = self._addon("mountpoint-s3-csi")
-        manifests = pulumi.Output.all(bucket.bucket, args.namespace).apply(
+        manifests = pulumi.Output.all(bucket, args.namespace).apply(
             lambda v: mountpoint_volume(
                 bucket=v[0],
                 prefix=prefix,
@@ -649,7 +682,9 @@ def mountpoint_volume(
                     "allow-other",
                     f"uid={RUN_AS_USER}",
                     f"gid={RUN_AS_USER}",
-                    f"prefix {prefix}",
+                    # Mountpoint's --prefix mounts the keys under it (it must end in "/"); the
+                    # whole bucket is mounted without one.
+                    *([f"prefix {prefix}"] if prefix else []),
                     f"region {region}",
                 ],
                 "csi": {
@@ -789,7 +824,8 @@ def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
 
 
 def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[str, Any]:
-    """Read (vLLM) or read-write (stager) on one variant's prefix of the weights bucket only."""
+    """Read (vLLM) or read-write (stager) on one prefix of the weights bucket only: the variant's in
+    the project's bucket, or the one model.repository names in yours ("" is the whole bucket)."""
     object_actions = ["s3:GetObject"] + (["s3:PutObject", "s3:AbortMultipartUpload"] if write else [])
     return {
         "Version": "2012-10-17",
@@ -800,7 +836,7 @@ def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[
                 "Action": ["s3:ListBucket"],
                 "Resource": bucket_arn,
                 # IfExists: HeadBucket (the stager's first check) is authorised as ListBucket with
-                # no prefix; listings that do name one stay inside the variant's prefix.
+                # no prefix; listings that do name one stay inside the weights prefix.
                 "Condition": {"StringLikeIfExists": {"s3:prefix": [prefix, f"{prefix}*"]}},
             },
             {

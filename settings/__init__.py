@@ -20,6 +20,7 @@ from .model import (
     WeightsSource,
     known_keys,
     parse_settings,
+    s3_location,
 )
 
 __all__ = [
@@ -42,4 +43,5 @@ __all__ = [
     "WeightsSource",
     "known_keys",
     "parse_settings",
+    "s3_location",
 ]

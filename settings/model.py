@@ -68,12 +68,16 @@ class LoadBalancerKind(StrEnum):
     NLB = "nlb"
 
 
+S3_SCHEME = "s3://"
+
+
 class WeightsSource(StrEnum):
     """Where vLLM loads the model from (README "Weights" compares them)."""
 
     HUGGINGFACE = "huggingface"
-    S3 = "s3"  # Run:ai streamer from the project's bucket
-    S3_MOUNTPOINT = "s3-mountpoint"  # the same bucket mounted read-only by the Mountpoint CSI driver
+    # Run:ai streamer from the project's bucket, or from your own (model.repository s3://...)
+    S3 = "s3"
+    S3_MOUNTPOINT = "s3-mountpoint"  # that bucket mounted read-only by the Mountpoint CSI driver
     EBS_SNAPSHOT = "ebs-snapshot"  # a volume per pod from a snapshot `automation bake-weights` made
 
 
@@ -978,20 +982,71 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 "checkpoint (Hugging Face repo id)",
             )
         )
-    if _usable(invalid, "model.repository") and model.repository and model.repository.startswith("s3://"):
-        # The weights stager copies a Hugging Face repo into the project's own bucket and vLLM
-        # reads that bucket (components/inference.py): an s3:// repository would be handed to
-        # the stager as a repo id with weights.source s3, and never read with huggingface.
-        out.append(
-            Problem(
-                f"{p}model.repository",
-                model.repository,
-                "an s3:// repository is not supported yet: the program stages a Hugging Face repo "
-                "into its own bucket (weights.source s3); give the Hugging Face repo id",
-            )
-        )
+    out += _s3_repository_problems(model, groups["weights"], invalid)
     out += _network_problems(groups["network"], endpoint, invalid)
     return out, warnings
+
+
+def s3_location(repository: str) -> tuple[str, str] | None:
+    """``s3://bucket[/prefix]`` -> ``(bucket, prefix)``, the one place an s3:// repository is taken
+    apart; None for a Hugging Face repo id. The prefix is "" for the whole bucket, else it ends in
+    exactly one "/": Mountpoint's ``--prefix`` must (awslabs/mountpoint-s3 doc/CONFIGURATION.md),
+    and it keeps IAM's ``prefix*`` from matching a sibling (``r1`` would match ``r1-old/``)."""
+    if not repository.startswith(S3_SCHEME):
+        return None
+    bucket, _, prefix = repository.removeprefix(S3_SCHEME).partition("/")
+    prefix = prefix.rstrip("/")
+    return bucket, f"{prefix}/" if prefix else ""
+
+
+def _s3_repository_problems(
+    model: ModelSettings, weights: WeightsSettings, invalid: set[str]
+) -> list[Problem]:
+    """An s3:// repository is the user's own bucket, read in place: vLLM streams it (``s3``) or
+    Mountpoint mounts it (``s3-mountpoint``). The other sources cannot read it, and the source is
+    never switched for the user."""
+    if not _usable(invalid, "model.repository") or not model.repository:
+        return []
+    location = s3_location(model.repository)
+    if location is None:
+        return []
+    key, repository = f"{PROJECT}:model.repository", model.repository
+    segments = location[1].removesuffix("/").split("/")
+    if location[1] and any(segment in ("", ".", "..") for segment in segments):
+        return [
+            Problem(
+                key,
+                repository,
+                "the prefix has an empty, '.' or '..' path segment (such as '//'): S3 keeps them "
+                "literally, so it names other objects than the folder meant; write it as "
+                "s3://bucket/folder/subfolder",
+            )
+        ]
+    if not _usable(invalid, "weights.source"):
+        return []
+    if weights.source is WeightsSource.HUGGINGFACE:
+        return [
+            Problem(
+                key,
+                repository,
+                "an s3:// repository needs weights.source s3 (vLLM streams it) or s3-mountpoint "
+                "(mounted read-only), but weights.source is huggingface (also when unset), "
+                "which downloads a Hugging Face repo id: set weights.source, or give a Hugging Face repo id",
+            )
+        ]
+    if weights.source is WeightsSource.EBS_SNAPSHOT:
+        # automation/bake.py fills the volume with `hf download` from an instance that has no
+        # instance profile: it can neither read a bucket nor be given one without a new role.
+        return [
+            Problem(
+                key,
+                repository,
+                "weights.source ebs-snapshot cannot use an s3:// repository: `automation "
+                "bake-weights` downloads from Hugging Face on an instance with no AWS role; set "
+                "weights.source s3 or s3-mountpoint to read your bucket, or give the Hugging Face repo id",
+            )
+        ]
+    return []
 
 
 def _nlb_problems(endpoint: EndpointSettings) -> list[Problem]:

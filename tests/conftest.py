@@ -55,6 +55,9 @@ def construct_module() -> Callable[[StackConfig], Construction]:
 # so the manifest gate and checkov see every object they add.
 FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
     "s3-mountpoint": {"weights__source": "s3-mountpoint"},
+    # Weights already in your bucket: no project bucket or stager, vLLM reads s3://acme-models/...
+    "own-bucket-s3": {"weights__source": "s3", "model__repository": "s3://acme-models/deepseek-r1"},
+    "own-bucket-mountpoint": {"weights__source": "s3-mountpoint", "model__repository": "s3://acme-models/"},
     "ebs-snapshot-fsr": {
         "weights__source": "ebs-snapshot",
         "weights__snapshotId": "snap-0123456789abcdef0",

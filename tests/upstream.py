@@ -88,6 +88,14 @@ def vllm_auth_prefixes(version: str = "0.33.0") -> dict[str, Any]:
 
 
 @cache
+def vllm_object_storage_facts(version: str = "0.33.0") -> dict[str, Any]:
+    """How vLLM loads an ``s3://`` model: where it pulls config and tokenizer files to."""
+    path = UPSTREAM / f"vllm-{version}" / "object-storage-model.json"
+    data: dict[str, Any] = json.loads(path.read_text())
+    return data
+
+
+@cache
 def serving_facts() -> dict[str, Any]:
     """Pod Identity agent address, DNS on Auto Mode, readiness-gate labels, ALB limits, Karpenter
     and LeaderWorkerSet annotation keys, each with its source (``serving-facts.json``)."""

@@ -658,3 +658,156 @@ def test_the_download_cache_is_node_disk_that_karpenter_puts_on_the_nvme_raid() 
     assert "emptyDir" in volume and volume["emptyDir"].get("medium") != "Memory"
     size = int(volume["emptyDir"]["sizeLimit"].removesuffix("Gi"))
     assert size >= rendered.plan["checkpoint_gib"]
+
+
+# --------------------------------------------------- weights already in your bucket (model.repository)
+
+OWN_BUCKET = "acme-models"
+
+
+def own_bucket(source: str, repository: str = f"s3://{OWN_BUCKET}/deepseek/r1-7b", **extra) -> Rendered:
+    return render(stack_config("dev", weights__source=source, model__repository=repository, **extra))
+
+
+def reader_policy(rendered: Rendered) -> list[dict]:
+    """vLLM's role's statements; it must be the only role policy touching S3."""
+    policies = {
+        r["name"]: json.loads(r["inputs"]["policy"])
+        for r in rendered.aws
+        if r["type"] == "aws:iam/rolePolicy:RolePolicy"
+    }
+    s3 = {name for name, policy in policies.items() if "s3:" in json.dumps(policy)}
+    assert s3 == {"inference-reader"}
+    return policies["inference-reader"]["Statement"]
+
+
+@pytest.mark.parametrize("source", ["s3", "s3-mountpoint"])
+def test_own_bucket_creates_no_bucket_no_stager_and_outputs_your_bucket(source: str) -> None:
+    rendered = own_bucket(source)
+    types = {r["type"] for r in rendered.aws}
+    assert not {t for t in types if t.startswith("aws:s3/")}  # no bucket, policy, encryption...
+    assert not [o for o in rendered.objects() if o["kind"] == "Job"]
+    assert not [o for o in rendered.objects() if o["metadata"]["name"] == "weights-stager"]
+    roles = {r["name"] for r in rendered.aws if r["type"] == "aws:iam/role:Role"}
+    assert "inference-reader" in roles and "inference-stager" not in roles
+    associations = {
+        r["inputs"]["serviceAccount"]
+        for r in rendered.aws
+        if r["type"] == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    }
+    assert associations == {"vllm"}
+    assert rendered.outputs["weightsBucket"] == OWN_BUCKET
+    assert rendered.plan["repository"] == f"s3://{OWN_BUCKET}/deepseek/r1-7b"
+    assert gate(rendered) == []
+
+
+@pytest.mark.parametrize(
+    ("repository", "prefix"),
+    [
+        (f"s3://{OWN_BUCKET}/deepseek/r1-7b", "deepseek/r1-7b/"),
+        (f"s3://{OWN_BUCKET}/deepseek/r1-7b/", "deepseek/r1-7b/"),
+        (f"s3://{OWN_BUCKET}", ""),
+        (f"s3://{OWN_BUCKET}/", ""),
+    ],
+)
+def test_own_bucket_reader_may_only_list_and_read_that_prefix(repository: str, prefix: str) -> None:
+    statements = reader_policy(own_bucket("s3", repository))
+    bucket_arn = f"arn:aws:s3:::{OWN_BUCKET}"
+    assert [s["Action"] for s in statements] == [["s3:ListBucket"], ["s3:GetObject"]]
+    assert all(s["Effect"] == "Allow" for s in statements)
+    listing, objects = statements
+    assert listing["Resource"] == bucket_arn
+    assert listing["Condition"] == {"StringLikeIfExists": {"s3:prefix": [prefix, f"{prefix}*"]}}
+    assert objects["Resource"] == f"{bucket_arn}/{prefix}*"
+
+
+def test_own_bucket_arn_is_in_the_accounts_partition(monkeypatch) -> None:
+    from automation import mocks
+
+    govcloud = {
+        "partition": "aws-us-gov",
+        "dnsSuffix": "amazonaws.com",
+        "reverseDnsPrefix": "com.amazonaws",
+        "id": "aws-us-gov",
+    }
+    monkeypatch.setitem(mocks.INVOKES, "aws:index/getPartition:getPartition", lambda a, r: govcloud)
+    statements = reader_policy(own_bucket("s3"))
+    assert statements[0]["Resource"] == f"arn:aws-us-gov:s3:::{OWN_BUCKET}"
+    assert statements[1]["Resource"] == f"arn:aws-us-gov:s3:::{OWN_BUCKET}/deepseek/r1-7b/*"
+
+
+@pytest.mark.parametrize(
+    ("repository", "uri"),
+    [
+        (f"s3://{OWN_BUCKET}/deepseek/r1-7b", f"s3://{OWN_BUCKET}/deepseek/r1-7b/"),
+        (f"s3://{OWN_BUCKET}", f"s3://{OWN_BUCKET}/"),
+    ],
+)
+def test_own_bucket_is_streamed_by_vllm_from_your_uri(repository: str, uri: str) -> None:
+    rendered = own_bucket("s3", repository)
+    container = server(workload(rendered))
+    args = container["args"]
+    assert args[args.index("--model") + 1] == uri
+    assert args[args.index("--load-format") + 1] == "runai_streamer"
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert env["AWS_REGION"] == "us-east-1"
+    # vLLM itself calls S3 with its Pod Identity credentials: the agent is reachable.
+    (policy,) = [
+        o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"
+    ]
+    assert serving_facts()["eks_pod_identity_agent"]["ipv4"] in json.dumps(policy["spec"]["egress"])
+
+
+def test_streamed_config_and_tokenizer_land_on_a_writable_volume() -> None:
+    """vLLM pulls the prefix's config and tokenizer files into $VLLM_ASSETS_CACHE/model_streamer
+    (falling back to $XDG_CACHE_HOME/vllm/assets, then ~/.cache/vllm/assets) and the safetensors
+    index into a temporary directory, read from vLLM 0.33.0's source (reference/upstream). The root
+    filesystem is read-only, so both must be on a mounted emptyDir."""
+    from tests.upstream import vllm_object_storage_facts
+
+    facts = vllm_object_storage_facts()
+    assert facts["object_storage_schemes"]["value"][0] == "s3://"
+    rendered = own_bucket("s3")
+    obj = workload(rendered)
+    container = server(obj)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    first, xdg, home = facts["assets_cache_default"]["value"]
+    assert (first, xdg.split("/")[0], home.split("/")[0]) == ("VLLM_ASSETS_CACHE", "XDG_CACHE_HOME", "HOME")
+    if first in env:
+        assets = env[first]
+    elif "XDG_CACHE_HOME" in env:
+        assets = env["XDG_CACHE_HOME"] + xdg.removeprefix("XDG_CACHE_HOME")
+    else:
+        assets = env["HOME"] + home.removeprefix("HOME")
+    tmp = env.get("TMPDIR", "/tmp")
+    volumes = {v["name"]: v for v in pod_of(obj)["volumes"]}
+    for path in (f"{assets}/model_streamer", tmp):
+        mount = max(
+            (m for m in container["volumeMounts"] if f"{path}/".startswith(m["mountPath"].rstrip("/") + "/")),
+            key=lambda m: len(m["mountPath"]),
+        )
+        assert not mount.get("readOnly") and "emptyDir" in volumes[mount["name"]], path
+
+
+@pytest.mark.parametrize(
+    ("repository", "prefix_option"),
+    [(f"s3://{OWN_BUCKET}/deepseek/r1-7b", "prefix deepseek/r1-7b/"), (f"s3://{OWN_BUCKET}/", None)],
+)
+def test_own_bucket_is_mounted_by_mountpoint_at_your_prefix(
+    repository: str, prefix_option: str | None
+) -> None:
+    rendered = own_bucket("s3-mountpoint", repository)
+    (volume,) = [o for o in rendered.objects() if o["kind"] == "PersistentVolume"]
+    assert volume["spec"]["csi"]["volumeAttributes"]["bucketName"] == OWN_BUCKET
+    options = volume["spec"]["mountOptions"]
+    prefixes = [o for o in options if o.startswith("prefix")]
+    assert prefixes == ([prefix_option] if prefix_option else [])  # the whole bucket: no --prefix
+    assert "read-only" in options
+    args, _ = weights_volume(rendered)
+    assert args[args.index("--model") + 1] == "/weights" and "runai_streamer" not in args
+    statements = reader_policy(rendered)
+    assert (
+        statements[1]["Resource"]
+        == f"arn:aws:s3:::{OWN_BUCKET}/{prefix_option.split()[1] if prefix_option else ''}*"
+    )

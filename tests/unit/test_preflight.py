@@ -628,11 +628,7 @@ def test_own_vpc_in_one_zone_fails(aws: boto3.Session, quotas: Quotas) -> None:
 
 
 def _s3_settings(bucket: str) -> Settings:
-    # The settings refuse s3:// repositories until the program reads them (tests/unit/
-    # test_settings.py); the bucket check stays ready for when it does.
-    settings = make_settings(weights__source="s3")
-    model = settings.model.model_copy(update={"repository": f"s3://{bucket}/deepseek/r1-7b"})
-    return settings.model_copy(update={"model": model})
+    return make_settings(weights__source="s3", model__repository=f"s3://{bucket}/deepseek/r1-7b")
 
 
 def test_s3_weights_bucket_found(aws: boto3.Session, quotas: Quotas) -> None:

@@ -159,13 +159,75 @@ def test_awq_needs_a_repository() -> None:
     assert "pre-quantized AWQ" in found[f"{P}model.repository"]
 
 
-@pytest.mark.parametrize("source", ["huggingface", "s3"])
-def test_s3_repository_is_refused_not_silently_replaced(source: str) -> None:
-    """The stager copies a Hugging Face repo into the project's bucket: an s3:// repository
-    would be handed to it as a repo id (with s3) or ignored (with huggingface)."""
-    found = problems({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": source})
+@pytest.mark.parametrize("source", ["s3", "s3-mountpoint"])
+def test_s3_repository_is_your_own_bucket_read_by_s3_or_s3_mountpoint(source: str) -> None:
+    s = parse_settings({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": source})
+    assert s.model.repository == "s3://my-bucket/r1"
+    assert s.weights.source is WeightsSource(source)
+
+
+@pytest.mark.parametrize("source", [None, "huggingface"])
+def test_s3_repository_with_huggingface_is_refused_and_the_source_is_not_switched(source: str | None) -> None:
+    """huggingface downloads a repo id: the s3:// URI would reach vLLM as one. The user picks the
+    source; the settings never switch it."""
+    config = {f"{P}model.repository": "s3://my-bucket/r1"}
+    if source:
+        config[f"{P}weights.source"] = source
+    found = problems(config)
     assert set(found) == {f"{P}model.repository"}
-    assert "s3:// repository is not supported yet" in found[f"{P}model.repository"]
+    message = found[f"{P}model.repository"]
+    assert "needs weights.source s3" in message and "s3-mountpoint" in message
+    assert "weights.source is huggingface" in message and "give a Hugging Face repo id" in message
+
+
+def test_s3_repository_with_ebs_snapshot_is_refused_because_baking_downloads_from_hugging_face() -> None:
+    from automation.bake import bake_script
+
+    found = problems(
+        {
+            f"{P}computeMode": "karpenter",
+            f"{P}model.repository": "s3://my-bucket/r1",
+            f"{P}weights.source": "ebs-snapshot",
+            f"{P}weights.snapshotId": "snap-0123456789abcdef0",
+        }
+    )
+    assert set(found) == {f"{P}model.repository"}
+    message = found[f"{P}model.repository"]
+    assert "weights.source ebs-snapshot cannot use an s3:// repository" in message
+    assert "set weights.source s3 or s3-mountpoint" in message
+    # The reason: the bake instance only runs `hf download` (it has no AWS role). When baking learns
+    # to copy from S3, this fails and the refusal above should become support.
+    script = bake_script("s3://my-bucket/r1", "vol-0123456789abcdef0")
+    assert "hf download" in script and "aws s3" not in script and "boto3" not in script
+
+
+@pytest.mark.parametrize(
+    ("repository", "location"),
+    [
+        ("s3://my-bucket", ("my-bucket", "")),
+        ("s3://my-bucket/", ("my-bucket", "")),
+        ("s3://my-bucket/deepseek/r1", ("my-bucket", "deepseek/r1/")),
+        ("s3://my-bucket/deepseek/r1/", ("my-bucket", "deepseek/r1/")),
+        ("s3://my-bucket/deepseek/r1//", ("my-bucket", "deepseek/r1/")),
+        ("deepseek-ai/DeepSeek-R1", None),
+    ],
+)
+def test_s3_location_is_one_bucket_and_a_prefix_ending_in_one_slash(
+    repository: str, location: tuple | None
+) -> None:
+    from deepseek_eks.settings import s3_location
+
+    assert s3_location(repository) == location
+    if location:  # every spelling the settings accept parses
+        parse_settings({f"{P}model.repository": repository, f"{P}weights.source": "s3"})
+
+
+@pytest.mark.parametrize("repository", ["s3://my-bucket//r1", "s3://my-bucket/a//b", "s3://my-bucket/a/../b"])
+def test_s3_prefix_with_an_empty_or_dot_segment_is_refused(repository: str) -> None:
+    found = problems({f"{P}model.repository": repository, f"{P}weights.source": "s3"})
+    assert set(found) == {f"{P}model.repository"}
+    assert "empty, '.' or '..' path segment" in found[f"{P}model.repository"]
+    assert "s3://bucket/folder/subfolder" in found[f"{P}model.repository"]
 
 
 def test_repository_format() -> None:
