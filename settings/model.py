@@ -1120,16 +1120,25 @@ def _weights_problems(weights: WeightsSettings, compute_mode: str, invalid: set[
 
 
 def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
-    """Settings the chosen signal does not read. A warning, not an error: ``--set
-    autoscaling.signal=...`` switches the signal for one run and should keep the stack's other
-    tuning. Only a changed value is reported: the engine passes Pulumi.yaml's default for every
-    key, so an unset key cannot be told from one set to its default."""
+    """Scale to zero, which nothing undoes on traffic, and settings the chosen signal does not
+    read. Warnings, not errors: ``--set autoscaling.signal=...`` switches the signal for one run
+    and should keep the stack's other tuning. Only a changed value is reported: the engine passes
+    Pulumi.yaml's default for every key, so an unset key cannot be told from one set to its
+    default."""
+    scaled_to_zero = []
+    if auto.min_replicas == 0:
+        # KEDA's queue trigger reads vllm:num_requests_waiting, which only a running vLLM pod exports.
+        scaled_to_zero.append(
+            f"{PROJECT}:autoscaling.minReplicas is 0: once scaled to zero, incoming requests do not "
+            "wake the service (the queue it scales on lives in the vLLM pods); the endpoint answers "
+            "503 until a replica is started (raise minReplicas, or kubectl scale the workload)"
+        )
     unused = []
     if auto.signal is ScalingSignal.QUEUE_DEPTH and auto.target_gpu_utilization != 50:
         unused.append(("targetGpuUtilization", "gpu-utilization or combined"))
     if auto.signal is ScalingSignal.GPU_UTILIZATION and auto.queue_depth_per_replica != 5:
         unused.append(("queueDepthPerReplica", "queue-depth or combined"))
-    return [
+    return scaled_to_zero + [
         f"{PROJECT}:autoscaling.{key} has no effect with autoscaling.signal {auto.signal.value} "
         f"(only with {signals})"
         for key, signals in unused

@@ -130,6 +130,10 @@ def test_scale_to_zero_needs_a_queue_signal() -> None:
     for signal in ("queue-depth", "combined"):
         s = parse_settings({f"{P}autoscaling.minReplicas": "0", f"{P}autoscaling.signal": signal})
         assert s.autoscaling.min_replicas == 0
+        # Allowed, but the user is told that traffic alone will not bring a replica back.
+        (warning,) = s.warnings
+        assert warning.startswith(f"{P}autoscaling.minReplicas is 0: once scaled to zero, incoming")
+    assert parse_settings({f"{P}autoscaling.signal": "queue-depth"}).warnings == ()
 
 
 def test_internet_facing_needs_allowed_cidrs_and_internal_refuses_them() -> None:
