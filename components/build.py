@@ -93,9 +93,10 @@ def provider_args(settings: Settings) -> dict[str, Any]:
     return args
 
 
-def cluster_name(settings: Settings) -> str:
-    """EKS cluster name: one cluster per stack."""
-    return f"deepseek-{settings.stack}"
+def cluster_name(settings: Settings, prefix: str = "") -> str:
+    """EKS cluster name: the stack program's is ``deepseek-<stack>``; another service that creates
+    its own cluster names it after itself (``<service>-<stack>``), so two can share an account."""
+    return f"{prefix}{settings.stack}" if prefix else f"deepseek-{settings.stack}"
 
 
 # The stack's top-level components were created at the root before DeepSeekService parented them;
@@ -139,8 +140,9 @@ class ServiceScope:
     """Install the cluster-wide singletons: the monitoring stack (namespace, kube-prometheus-stack,
     dcgm-exporter on every NVIDIA node, prometheus-adapter, dashboards), KEDA and the gp3
     StorageClass; with auto-mode the ALB IngressClass and the VPC CNI network-policy switch, with
-    karpenter the NVIDIA device plugin. One service per cluster does; the others' HPAs and
-    ScaledObjects use them (the adapter rule serves every namespace's vLLM pods)."""
+    karpenter the NVIDIA device plugin; and, for a multi-node plan, the LeaderWorkerSet
+    controller. One service per cluster does; the others' HPAs and ScaledObjects use them (the
+    adapter rule serves every namespace's vLLM pods)."""
 
 
 def build_service(
@@ -167,7 +169,7 @@ def build_service(
         )
     labels = common_labels(settings)
     tags = aws_tags(settings)
-    name = existing.cluster_name if existing else cluster_name(settings)
+    name = existing.cluster_name if existing else cluster_name(settings, scope.prefix)
     auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
 
     # The stack's aws:* provider settings (an explicit provider reads none of them itself).
@@ -198,7 +200,7 @@ def build_service(
         None
         if existing
         else Cluster(
-            "cluster",
+            f"{scope.prefix}cluster",
             ClusterArgs(
                 cluster_name=name,
                 kubernetes_version=settings.kubernetes_version,
@@ -320,6 +322,7 @@ def build_service(
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,
+            install_leader_worker_set=scope.shared_addons,
             depends_on=[namespaces, secrets],
         ),
         opts=k8s_opts,

@@ -123,6 +123,9 @@ class InferenceArgs:
     """An API key Secret exists: vLLM requires it on every request."""
     hf_token: bool = False
     """A Hugging Face token Secret exists: downloads use it."""
+    install_leader_worker_set: bool = True
+    """Install the LeaderWorkerSet controller for a multi-node plan. A cluster-wide singleton:
+    with several services in one cluster, the one with the shared add-ons installs it."""
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     """Resources the workload waits for (namespaces, secrets, node pool)."""
 
@@ -209,7 +212,7 @@ class Inference(pulumi.ComponentResource):
             parent=self, depends_on=workload_deps, custom_timeouts=timeouts
         )
         multi_node = plan.nodes_per_replica > 1
-        if multi_node:
+        if multi_node and args.install_leader_worker_set:
             lws = helm_release(
                 f"{name}-lws",
                 "lws",

@@ -259,3 +259,41 @@ def test_aws_provider_args_reach_the_settings() -> None:
     assert settings.aws.profile == "platform"
     assert [(r.role_arn, r.session_name) for r in settings.aws.assume_roles] == [(role, "deepseek")]
     assert settings.aws.allowed_account_ids == ["123456789012"]
+
+
+def test_two_services_with_clusters_of_their_own_share_a_program() -> None:
+    """Each creates its own VPC and cluster, named after the service: no URN or name collides."""
+    from collections import Counter
+
+    mocks = RecordingMocks()
+
+    def program() -> dict[str, Any]:
+        DeepSeekService("team-a", {"compute_mode": "auto-mode"})
+        DeepSeekService("team-b", {"compute_mode": "karpenter"})
+        return {}
+
+    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
+    urns = Counter(r.urn for r in mocks.resources)
+    assert [u for u, n in urns.items() if n > 1] == []
+    clusters = [r.inputs["name"] for r in mocks.resources if r.type == "eks:index:Cluster"]
+    assert sorted(clusters) == ["team-a-dev", "team-b-dev"]
+    queues = [r.inputs["name"] for r in mocks.resources if r.type == "aws:sqs/queue:Queue"]
+    assert queues == ["team-b-dev-karpenter"]
+
+
+def test_a_multi_node_service_installs_the_leader_worker_set_controller_only_with_shared_addons() -> None:
+    """LeaderWorkerSet is a cluster-wide controller (one Helm release "lws" in lws-system): the
+    service with the shared add-ons installs it, another would collide with that release."""
+    r1: DeepSeekServiceArgs = {
+        **KARPENTER_JOIN,
+        "model": {"variant": "r1-671b", "max_model_len": 32768},
+        "gpu": {"instance_families": ["p5"], "capacity_types": ["on-demand"]},
+    }
+
+    def lws(mocks: RecordingMocks) -> tuple[list[str], int]:
+        releases = [r.inputs["name"] for r in mocks.resources if r.type == "kubernetes:helm.sh/v3:Release"]
+        sets = [r for r in mocks.resources if r.type.endswith("LeaderWorkerSet")]
+        return [n for n in releases if n == "lws"], len(sets)
+
+    assert lws(_joining(r1)) == ([], 1)
+    assert lws(_joining({**r1, "install_shared_addons": True})) == (["lws"], 1)
