@@ -238,3 +238,29 @@ def test_aws_resources_take_the_services_name(two_services) -> None:
         r.inputs for r in aws if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     ]
     assert {(a["clusterName"], a["namespace"]) for a in associations} == {("platform", "team-b")}
+
+
+def test_two_services_in_one_cluster_pass_every_policy_rule(two_services) -> None:
+    from policy.rules import violations
+    from tests.rendered.test_policy_pack import policy_view
+
+    resources = policy_view(two_services.mocks.resources)
+    assert [r for r in resources if r.type == "kubernetes:karpenter.sh/v1:NodePool"]
+    assert violations(resources) == []
+
+
+def test_every_object_of_both_services_passes_the_manifest_gate(two_services) -> None:
+    """kubernetes-validate --strict and the upstream CRD schemas, as for the example stacks."""
+    from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
+    from deepseek_eks.settings import Settings
+
+    crd_dir = schema_dir()
+    version = Settings().kubernetes_version  # the example leaves kubernetesVersion at its default
+    problems, unchecked = [], []
+    for obj in _objects(two_services.mocks):
+        try:
+            problems += check(obj, version, crd_dir)
+        except CrdSchemasUnavailable:  # a user's clone without ../shared: built-in kinds only
+            unchecked.append(obj["kind"])
+    assert problems == []
+    assert crd_dir is None or not unchecked
