@@ -323,6 +323,7 @@ def build_service(
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,
             install_leader_worker_set=scope.shared_addons,
+            cluster_object_prefix=scope.prefix,
             depends_on=[namespaces, secrets],
         ),
         opts=k8s_opts,

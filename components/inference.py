@@ -123,6 +123,10 @@ class InferenceArgs:
     """An API key Secret exists: vLLM requires it on every request."""
     hf_token: bool = False
     """A Hugging Face token Secret exists: downloads use it."""
+    cluster_object_prefix: str = ""
+    """Put before the names of the cluster-scoped objects this service owns (the warm spares'
+    PriorityClass, the snapshot weights' VolumeSnapshotClass and StorageClass), so two services
+    in one cluster keep apart ("" = today's names)."""
     install_leader_worker_set: bool = True
     """Install the LeaderWorkerSet controller for a multi-node plan. A cluster-wide singleton:
     with several services in one cluster, the one with the shared add-ons installs it."""
@@ -387,7 +391,7 @@ class Inference(pulumi.ComponentResource):
         """The placeholder pods' PriorityClass, Deployment and (closed) NetworkPolicy."""
         name, args = self._name, self._args
         child = pulumi.ResourceOptions(parent=self)
-        klass = priority_class(args.labels)
+        klass = priority_class(args.labels, args.cluster_object_prefix)
         priority = k8s.scheduling.v1.PriorityClass(
             f"{name}-warm-spare-priority",
             metadata=klass["metadata"],
@@ -397,7 +401,9 @@ class Inference(pulumi.ComponentResource):
             description=klass["description"],
             opts=child,
         )
-        spares = workload.apply(lambda w: placeholder_deployment(args.plan, w, args.warm_spare_nodes))
+        spares = workload.apply(
+            lambda w: placeholder_deployment(args.plan, w, args.warm_spare_nodes, klass["metadata"]["name"])
+        )
         k8s.apps.v1.Deployment(
             f"{name}-warm-spare",
             metadata=spares["metadata"],
@@ -471,6 +477,7 @@ class Inference(pulumi.ComponentResource):
                 volume_gib=plan.weights_volume_gib,
                 labels=args.labels,
                 fast_snapshot_restore=plan.request.fast_snapshot_restore,
+                prefix=args.cluster_object_prefix,
             )
 
         fixed = manifests("")  # the class, StorageClass and pod volume name no namespace
@@ -720,14 +727,16 @@ def snapshot_weights(
     volume_gib: int,
     labels: dict[str, str],
     fast_snapshot_restore: bool,
+    prefix: str = "",
 ) -> dict[str, dict[str, Any]]:
     """The baked EBS snapshot as a pre-provisioned VolumeSnapshot (external-snapshotter v1 API:
     a VolumeSnapshotContent naming ``snapshot_id``, bound both ways to a VolumeSnapshot), the
     StorageClass of the volumes restored from it (encrypted gp3 at the throughput the plan
     assumes), and the pod's generic ephemeral volume: one volume per pod, made when the pod is
     scheduled (in its zone) and deleted with it. ``Retain``: deleting the stack never deletes the
-    snapshot ``bake-weights`` made."""
+    snapshot ``bake-weights`` made. ``prefix`` goes before the cluster-scoped class names."""
     content_name = f"{namespace or 'ns'}-{WEIGHTS_SNAPSHOT}"
+    snapshot_class, storage_class = prefix + WEIGHTS_SNAPSHOT_CLASS, prefix + WEIGHTS_STORAGE_CLASS
     parameters = {
         "type": "gp3",
         "encrypted": "true",
@@ -741,7 +750,7 @@ def snapshot_weights(
         "class": {
             "apiVersion": f"{SNAPSHOT_API}/v1",
             "kind": "VolumeSnapshotClass",
-            "metadata": {"name": WEIGHTS_SNAPSHOT_CLASS, "labels": labels},
+            "metadata": {"name": snapshot_class, "labels": labels},
             "driver": driver,
             "deletionPolicy": "Retain",
         },
@@ -753,7 +762,7 @@ def snapshot_weights(
                 "deletionPolicy": "Retain",
                 "driver": driver,
                 "source": {"snapshotHandle": snapshot_id},
-                "volumeSnapshotClassName": WEIGHTS_SNAPSHOT_CLASS,
+                "volumeSnapshotClassName": snapshot_class,
                 "volumeSnapshotRef": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace},
             },
         },
@@ -762,14 +771,14 @@ def snapshot_weights(
             "kind": "VolumeSnapshot",
             "metadata": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace, "labels": labels},
             "spec": {
-                "volumeSnapshotClassName": WEIGHTS_SNAPSHOT_CLASS,
+                "volumeSnapshotClassName": snapshot_class,
                 "source": {"volumeSnapshotContentName": content_name},
             },
         },
         "storage_class": {
             "apiVersion": "storage.k8s.io/v1",
             "kind": "StorageClass",
-            "metadata": {"name": WEIGHTS_STORAGE_CLASS, "labels": labels},
+            "metadata": {"name": storage_class, "labels": labels},
             "provisioner": driver,
             "parameters": parameters,
             "volumeBindingMode": "WaitForFirstConsumer",
@@ -781,7 +790,7 @@ def snapshot_weights(
                     "metadata": {"labels": labels},
                     "spec": {
                         "accessModes": ["ReadWriteOnce"],
-                        "storageClassName": WEIGHTS_STORAGE_CLASS,
+                        "storageClassName": storage_class,
                         "dataSource": {
                             "apiGroup": SNAPSHOT_API,
                             "kind": "VolumeSnapshot",

@@ -30,11 +30,12 @@ WARM_SPARE = "gpu-warm-spare"
 WARM_SPARE_PRIORITY = -10
 
 
-def priority_class(labels: dict[str, str]) -> dict[str, Any]:
+def priority_class(labels: dict[str, str], prefix: str = "") -> dict[str, Any]:
+    """The placeholders' PriorityClass, cluster-scoped: ``prefix`` keeps two services' apart."""
     return {
         "apiVersion": "scheduling.k8s.io/v1",
         "kind": "PriorityClass",
-        "metadata": {"name": WARM_SPARE, "labels": labels},
+        "metadata": {"name": prefix + WARM_SPARE, "labels": labels},
         "value": WARM_SPARE_PRIORITY,
         "globalDefault": False,
         "preemptionPolicy": "Never",
@@ -42,7 +43,9 @@ def priority_class(labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def placeholder_deployment(plan: SizingPlan, workload: Workload, nodes: int) -> dict[str, Any]:
+def placeholder_deployment(
+    plan: SizingPlan, workload: Workload, nodes: int, priority_class_name: str = WARM_SPARE
+) -> dict[str, Any]:
     """``nodes`` placeholder pods, each shaped like one vLLM pod, on the GPU nodes."""
     resources = server_container(plan, workload)["resources"]
     labels = {**workload.labels, "app.kubernetes.io/name": WARM_SPARE}
@@ -67,7 +70,7 @@ def placeholder_deployment(plan: SizingPlan, workload: Workload, nodes: int) -> 
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "priorityClassName": WARM_SPARE,
+                    "priorityClassName": priority_class_name,
                     "automountServiceAccountToken": False,
                     "enableServiceLinks": False,
                     "nodeSelector": dict(workload.node_selector),

@@ -297,3 +297,52 @@ def test_a_multi_node_service_installs_the_leader_worker_set_controller_only_wit
 
     assert lws(_joining(r1)) == ([], 1)
     assert lws(_joining({**r1, "install_shared_addons": True})) == (["lws"], 1)
+
+
+def test_two_services_with_every_cluster_scoped_feature_keep_their_objects_apart() -> None:
+    """Warm spares (a PriorityClass) and snapshot weights (a VolumeSnapshotClass, a StorageClass,
+    a VolumeSnapshotContent) are cluster-scoped: each service names its own."""
+    from collections import Counter
+
+    import pulumi_kubernetes as k8s
+
+    from automation.render import HELM_TOKENS, kubernetes_manifest
+
+    mocks = RecordingMocks()
+    args: DeepSeekServiceArgs = {
+        **JOIN,
+        "autoscaling": {"signal": "queue-depth", "max_replicas": 2, "warm_spare_nodes": 1},
+        "weights": {
+            "source": "ebs-snapshot",
+            "snapshot_id": "snap-0a1b2c3d4e5f60718",
+            "fast_snapshot_restore": True,
+        },
+    }
+
+    def program() -> dict[str, Any]:
+        provider = k8s.Provider("existing", kubeconfig="{}")
+        opts = pulumi.ResourceOptions(providers={"kubernetes": provider})
+        DeepSeekService("team-a", {**args, "install_shared_addons": True}, opts)
+        DeepSeekService("team-b", args, opts)
+        return {}
+
+    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
+    cluster_scoped = Counter(
+        (m["kind"], m["metadata"]["name"])
+        for r in mocks.resources
+        if r.type.startswith("kubernetes:") and r.type not in HELM_TOKENS and r.custom
+        for m in [kubernetes_manifest(r)]
+        if not m["metadata"].get("namespace")
+    )
+    assert [key for key, n in cluster_scoped.items() if n > 1] == []
+    kinds = {kind for kind, _ in cluster_scoped}
+    assert {"PriorityClass", "VolumeSnapshotClass", "StorageClass", "VolumeSnapshotContent"} <= kinds
+    spares = [
+        kubernetes_manifest(r)
+        for r in mocks.resources
+        if r.type == "kubernetes:apps/v1:Deployment" and r.inputs["metadata"]["name"] == "gpu-warm-spare"
+    ]
+    assert sorted(s["spec"]["template"]["spec"]["priorityClassName"] for s in spares) == [
+        "team-a-gpu-warm-spare",
+        "team-b-gpu-warm-spare",
+    ]
