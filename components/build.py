@@ -140,9 +140,10 @@ class ServiceScope:
     """Install the cluster-wide singletons: the monitoring stack (namespace, kube-prometheus-stack,
     dcgm-exporter on every NVIDIA node, prometheus-adapter, dashboards), KEDA and the gp3
     StorageClass; with auto-mode the ALB IngressClass and the VPC CNI network-policy switch, with
-    karpenter the NVIDIA device plugin; and, for a multi-node plan, the LeaderWorkerSet
-    controller. One service per cluster does; the others' HPAs and ScaledObjects use them (the
-    adapter rule serves every namespace's vLLM pods)."""
+    karpenter the NVIDIA device plugin; and what this service's workload needs once per cluster:
+    the LeaderWorkerSet controller (multi-node plan), the weights source's EKS add-on. One service
+    per cluster does; the others' HPAs and ScaledObjects use them (the adapter rule serves every
+    namespace's vLLM pods)."""
 
 
 def build_service(
@@ -322,7 +323,7 @@ def build_service(
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
             api_key=settings.api_key is not None,
             hf_token=settings.hf_token is not None,
-            install_leader_worker_set=scope.shared_addons,
+            install_cluster_singletons=scope.shared_addons,
             cluster_object_prefix=scope.prefix,
             depends_on=[namespaces, secrets],
         ),

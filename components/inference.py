@@ -127,9 +127,10 @@ class InferenceArgs:
     """Put before the names of the cluster-scoped objects this service owns (the warm spares'
     PriorityClass, the snapshot weights' VolumeSnapshotClass and StorageClass), so two services
     in one cluster keep apart ("" = today's names)."""
-    install_leader_worker_set: bool = True
-    """Install the LeaderWorkerSet controller for a multi-node plan. A cluster-wide singleton:
-    with several services in one cluster, the one with the shared add-ons installs it."""
+    install_cluster_singletons: bool = True
+    """Install what the workload needs once per cluster: the LeaderWorkerSet controller for a
+    multi-node plan, the weights source's EKS add-on (Mountpoint CSI driver, snapshot controller).
+    With several services in one cluster, the one with the shared add-ons installs them."""
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     """Resources the workload waits for (namespaces, secrets, node pool)."""
 
@@ -216,7 +217,7 @@ class Inference(pulumi.ComponentResource):
             parent=self, depends_on=workload_deps, custom_timeouts=timeouts
         )
         multi_node = plan.nodes_per_replica > 1
-        if multi_node and args.install_leader_worker_set:
+        if multi_node and args.install_cluster_singletons:
             lws = helm_release(
                 f"{name}-lws",
                 "lws",
@@ -420,23 +421,27 @@ class Inference(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
         )
 
-    def _addon(self, suffix: str) -> aws.eks.Addon:
-        """The weights source's EKS add-on at its pinned version, once GPU capacity exists."""
+    def _addon(self, suffix: str) -> list[pulumi.Resource]:
+        """The weights source's EKS add-on at its pinned version, once GPU capacity exists. One per
+        cluster: a service without the cluster singletons relies on the cluster's (README)."""
         args = self._args
+        if not args.install_cluster_singletons:
+            return []
         ((addon_name, version),) = weights_addons(args.weights_source).items()
-        return aws.eks.Addon(
+        addon = aws.eks.Addon(
             f"{self._name}-{suffix}",
             cluster_name=args.cluster_name,
             addon_name=addon_name,
             addon_version=version,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.placement.depends_on)),
         )
+        return [addon]
 
     def _mountpoint_claim(self, bucket: pulumi.Output[str], prefix: str) -> pulumi.Resource:
         """The Mountpoint CSI driver (EKS add-on) and a static, read-only PersistentVolume of the
         weights prefix of the bucket, bound to the claim vLLM mounts."""
         name, args = self._name, self._args
-        addon = self._addon("mountpoint-s3-csi")
+        addons = self._addon("mountpoint-s3-csi")
         manifests = pulumi.Output.all(bucket, args.namespace).apply(
             lambda v: mountpoint_volume(
                 bucket=v[0],
@@ -451,7 +456,7 @@ class Inference(pulumi.ComponentResource):
             f"{name}-weights-pv",
             metadata=manifests["volume"]["metadata"],
             spec=manifests["volume"]["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=addons),
         )
         return k8s.core.v1.PersistentVolumeClaim(
             f"{name}-weights-pvc",
@@ -466,7 +471,7 @@ class Inference(pulumi.ComponentResource):
         name, args = self._name, self._args
         if not args.snapshot_id:
             raise ValueError("weights.source ebs-snapshot needs weights.snapshotId (automation bake-weights)")
-        addon = self._addon("snapshot-controller")
+        addons = self._addon("snapshot-controller")
         snapshot_id, plan = args.snapshot_id, args.plan
 
         def manifests(namespace: str) -> dict[str, dict[str, Any]]:
@@ -485,7 +490,7 @@ class Inference(pulumi.ComponentResource):
         snapshot_class = TopLevelCustomResource(
             f"{name}-weights-snapshot-class",
             fixed["class"],
-            pulumi.ResourceOptions(parent=self, depends_on=[addon]),
+            pulumi.ResourceOptions(parent=self, depends_on=addons),
         )
         content = k8s.apiextensions.CustomResource(
             f"{name}-weights-snapshot-content",
@@ -493,7 +498,7 @@ class Inference(pulumi.ComponentResource):
             kind="VolumeSnapshotContent",
             metadata=placed["content"]["metadata"],
             spec=placed["content"]["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[addon, snapshot_class]),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*addons, snapshot_class]),
         )
         sc = fixed["storage_class"]
         storage_class = k8s.storage.v1.StorageClass(

@@ -301,7 +301,8 @@ def test_a_multi_node_service_installs_the_leader_worker_set_controller_only_wit
 
 def test_two_services_with_every_cluster_scoped_feature_keep_their_objects_apart() -> None:
     """Warm spares (a PriorityClass) and snapshot weights (a VolumeSnapshotClass, a StorageClass,
-    a VolumeSnapshotContent) are cluster-scoped: each service names its own."""
+    a VolumeSnapshotContent) are cluster-scoped: each service names its own. The snapshot
+    controller add-on is the cluster's: only the service with the shared add-ons installs it."""
     from collections import Counter
 
     import pulumi_kubernetes as k8s
@@ -335,6 +336,13 @@ def test_two_services_with_every_cluster_scoped_feature_keep_their_objects_apart
         if not m["metadata"].get("namespace")
     )
     assert [key for key, n in cluster_scoped.items() if n > 1] == []
+    # An EKS add-on exists once per cluster: the snapshot controller comes with team A's shared add-ons.
+    addons = [
+        (r.inputs["clusterName"], r.inputs["addonName"])
+        for r in mocks.resources
+        if r.type == "aws:eks/addon:Addon"
+    ]
+    assert addons == [("platform", "snapshot-controller")]
     kinds = {kind for kind, _ in cluster_scoped}
     assert {"PriorityClass", "VolumeSnapshotClass", "StorageClass", "VolumeSnapshotContent"} <= kinds
     spares = [
