@@ -5,7 +5,8 @@ provider SDKs) with its upstream source and the reference data that must move wi
 reference data: a vLLM image without ``reference/upstream/vllm-<version>/``, a Karpenter, KEDA or
 LeaderWorkerSet chart whose CRD schemas (``schemas/index.json``) are of another release, an AMI
 alias that is not an amazon-eks-ami release, a load balancer controller chart without its IAM
-policy snapshot.
+policy snapshot, any chart without its default values snapshot (``helm-charts/<chart>-<version>/``,
+which tests/rendered/test_helm_values.py checks every value the program sets against).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .manifest_gate import schema_dir
 from .stackfile import PROJECT_ROOT
 
 UPSTREAM = PROJECT_ROOT / "reference" / "upstream"
+HELM_CHARTS = UPSTREAM / "helm-charts"
 
 # The charts that install CRDs the manifest gate validates, by the upstream repository whose CRD
 # files the schema index names; each of these charts is released at its app's version.
@@ -106,6 +108,26 @@ def _load_balancer_controller_link(pin: ChartPin, name: str) -> tuple[str, str |
     return reference, _exists(policy, "controller IAM policy")
 
 
+def helm_chart_snapshot(chart: str, version: str) -> tuple[Path, str | None]:
+    """The folder of a chart's default values snapshot at ``version``, and why another release of
+    the chart stands in for it (``stand_ins`` of ``helm-charts/index.json``; None when the folder
+    is that release's own). The folder may be missing: the caller reports it."""
+    own = HELM_CHARTS / f"{chart}-{version}"
+    if own.is_dir():
+        return own, None
+    stand_in = json.loads((HELM_CHARTS / "index.json").read_text())["stand_ins"].get(own.name)
+    if stand_in is None:
+        return own, None
+    return HELM_CHARTS / stand_in["snapshot"], stand_in["why"]
+
+
+def _values_link(pin: ChartPin, name: str) -> tuple[str, str | None]:
+    """(reference, problem) of the chart's default values snapshot."""
+    folder, stand_in = helm_chart_snapshot(name, pin.version)
+    reference = f"{folder.relative_to(UPSTREAM)}/" + (f" (stands in for {pin.version})" if stand_in else "")
+    return reference, _exists(folder / "values.yaml", "chart default values")
+
+
 def _chart_pins(schemas: list[dict] | None) -> list[Pin]:
     pins = []
     for attr, pin in sorted(vars(versions).items()):
@@ -120,8 +142,18 @@ def _chart_pins(schemas: list[dict] | None) -> list[Pin]:
             reference, problem = f"{reference}, {files}", problem or missing
         if attr == "AWS_LOAD_BALANCER_CONTROLLER":
             reference, problem = _load_balancer_controller_link(pin, name)
+        values, missing_values = _values_link(pin, name)
+        reference = values if reference == "-" else f"{reference}, {values}"
         pins.append(
-            Pin("chart", name, pin.version, pin.repository or pin.chart, reference, problem, unchecked)
+            Pin(
+                "chart",
+                name,
+                pin.version,
+                pin.repository or pin.chart,
+                reference,
+                problem or missing_values,
+                unchecked,
+            )
         )
     return pins
 

@@ -171,16 +171,32 @@ class KarpenterCapacity(pulumi.ComponentResource):
 
     def _device_plugin(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
         """The NVIDIA device plugin on every NVIDIA node Karpenter launches (a cluster-wide DaemonSet)."""
+        gpu_nodes = any_gpu_node_selector(ComputeMode.KARPENTER)
         return helm_release(
             f"{name}-nvidia-device-plugin",
             "nvidia-device-plugin",
             NVIDIA_DEVICE_PLUGIN,
             SYSTEM_NAMESPACE,
             {
-                # Without Node Feature Discovery the chart's default affinity matches no node:
-                # select GPU nodes by the label Karpenter sets instead.
-                "affinity": {},
-                "nodeSelector": any_gpu_node_selector(ComputeMode.KARPENTER),
+                # The chart's default node affinity (deployments/helm/nvidia-device-plugin/values.yaml,
+                # v0.18.0) requires Node Feature Discovery's labels, which our nodes lack. Helm merges
+                # maps key by key, so `affinity: {}` would keep it; a list replaces the chart's, so
+                # these terms replace NFD's: GPU nodes by the label Karpenter sets.
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {"key": key, "operator": "In", "values": [value]}
+                                        for key, value in gpu_nodes.items()
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+                "nodeSelector": gpu_nodes,
                 "tolerations": [GPU_TOLERATION, CRITICAL_ADDONS_TOLERATION],
                 "priorityClassName": "system-node-critical",
             },

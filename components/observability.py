@@ -39,7 +39,7 @@ class ObservabilityOptions:
     alertmanager: bool
 
 
-def kube_prometheus_stack_values(opts: ObservabilityOptions, placement: GpuPlacement) -> dict[str, Any]:
+def kube_prometheus_stack_values(opts: ObservabilityOptions) -> dict[str, Any]:
     """Values for kube-prometheus-stack: every ServiceMonitor, PodMonitor and PrometheusRule in
     the cluster is selected (the chart otherwise selects only its own release's)."""
     open_selectors = {
@@ -74,8 +74,9 @@ def kube_prometheus_stack_values(opts: ObservabilityOptions, placement: GpuPlace
             },
             "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}},
         },
-        # node-exporter must also run on the tainted GPU nodes.
-        "prometheus-node-exporter": {"tolerations": [dict(t) for t in placement.tolerations]},
+        # No prometheus-node-exporter tolerations: the sub-chart's default (values.yaml of
+        # prometheus-node-exporter 4.56.1) tolerates every NoSchedule taint, the GPU nodes' and the
+        # system nodes' CriticalAddonsOnly alike; a list of ours would replace it, not add to it.
     }
 
 
@@ -185,7 +186,7 @@ class ObservabilityArgs:
     options: ObservabilityOptions
     """Retention, storage, Grafana and Alertmanager switches."""
     placement: GpuPlacement
-    """GPU node selector and tolerations (dcgm-exporter, node-exporter)."""
+    """GPU node selector and tolerations (dcgm-exporter)."""
     labels: dict[str, str]
     """Labels on every object."""
     grafana_admin_password: pulumi.Input[str] | None = None
@@ -235,7 +236,7 @@ class Observability(pulumi.ComponentResource):
             "kube-prometheus-stack",
             KUBE_PROMETHEUS_STACK,
             args.namespace,
-            kube_prometheus_stack_values(args.options, args.placement),
+            kube_prometheus_stack_values(args.options),
             pulumi.ResourceOptions(parent=self, depends_on=[*deps, admin, *args.placement.depends_on]),
         )
         crds_ready = pulumi.ResourceOptions(parent=self, depends_on=[*deps, stack])

@@ -6,11 +6,14 @@ releases, so a test never checks a fact against the project's own constant."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from automation.pins import HELM_CHARTS, helm_chart_snapshot
 
 UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
 
@@ -142,3 +145,40 @@ def karpenter_well_known_aws_labels() -> frozenset[str]:
     if rule is None:
         raise AssertionError("the NodePool CRD no longer restricts the karpenter.k8s.aws domain")
     return frozenset(re.findall(r'\\"(karpenter\.k8s\.aws/[a-z-]+)\\"', rule[1]))
+
+
+@dataclass(frozen=True)
+class ChartDefaults:
+    """A chart's default values (``helm-charts/<chart>-<version>/``, see its ``index.json``)."""
+
+    folder: Path
+    chart: dict[str, Any]
+    """Its Chart.yaml (name, version, dependencies)."""
+    values: dict[str, Any]
+    """Its values.yaml."""
+    schema: dict[str, Any] | None
+    """Its values.schema.json, when the chart ships one."""
+    stand_in: str | None
+    """Why another release's snapshot stands in for the one asked for; None when it is its own."""
+
+
+@cache
+def helm_chart_defaults(chart: str, version: str) -> ChartDefaults:
+    """The default values of ``chart`` at ``version`` (a declared stand-in when that release could
+    not be read); FileNotFoundError when there is no snapshot."""
+    folder, stand_in = helm_chart_snapshot(chart, version)
+    schema_file = folder / "values.schema.json"
+    return ChartDefaults(
+        folder=folder,
+        chart=yaml.safe_load((folder / "Chart.yaml").read_text()),
+        values=yaml.safe_load((folder / "values.yaml").read_text()) or {},
+        schema=json.loads(schema_file.read_text()) if schema_file.exists() else None,
+        stand_in=stand_in,
+    )
+
+
+@cache
+def helm_chart_sources() -> dict[str, Any]:
+    """``helm-charts/index.json``: where each snapshot came from, and the declared stand-ins."""
+    data: dict[str, Any] = json.loads((HELM_CHARTS / "index.json").read_text())
+    return data

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import runpy
 from collections import Counter
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -14,13 +13,12 @@ import jsonschema
 import pytest
 import yaml
 
-from automation.mocks import Recorded, RecordingMocks, run_with_mocks
+from automation.mocks import Recorded, RecordingMocks
 from automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
-from automation.stackfile import read_stack
+from tests.examples import COMPUTE_MODES, run_existing_cluster_example
 from tests.upstream import karpenter_well_known_aws_labels
 
 ROOT = Path(__file__).resolve().parents[2]
-EXISTING = ROOT / "examples" / "existing-cluster"
 YAML_EXAMPLE = ROOT / "examples" / "yaml-existing-cluster" / "Pulumi.yaml"
 SCHEMA = json.loads((ROOT / "provider" / "schema.json").read_text())
 # What creating a network or a cluster registers (components/network.py, components/cluster.py).
@@ -33,33 +31,10 @@ class Example(NamedTuple):
     compute_mode: str
 
 
-@pytest.fixture(scope="module", params=["auto-mode", "karpenter"])
+@pytest.fixture(scope="module", params=COMPUTE_MODES)
 def two_services(request: pytest.FixtureRequest) -> Example:
     """The example on an Auto Mode cluster (its stack file) and on a cluster running Karpenter."""
-    config = read_stack("example", EXISTING)
-    if request.param == "karpenter":
-        config.values |= {
-            f"{config.project}:computeMode": "karpenter",
-            f"{config.project}:nodeRoleName": "KarpenterNodeRole-platform",
-        }
-    assert config.values[f"{config.project}:computeMode"] in ("auto-mode", request.param)
-    mocks = RecordingMocks(region="us-east-1")
-
-    def program() -> dict[str, Any]:
-        runpy.run_path(str(EXISTING / "__main__.py"))
-        return {}
-
-    def run() -> None:
-        run_with_mocks(
-            program,
-            mocks,
-            project=config.project,
-            stack=config.stack,
-            config=config.values,
-            secret_keys=config.secret_keys,
-        )
-
-    run()
+    mocks = run_existing_cluster_example(request.param)
     return Example(mocks, mocks.resources, request.param)
 
 

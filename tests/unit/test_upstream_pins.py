@@ -136,6 +136,18 @@ def fake_schema_index(tmp_path: Path) -> Path:
         ("KEDA", "2.21.0", "CRD schemas of kedacore/keda are v2.20.2"),
         ("LEADER_WORKER_SET", "0.11.0", "CRD schemas of kubernetes-sigs/lws are v0.10.0"),
         ("AWS_LOAD_BALANCER_CONTROLLER", "3.6.0", "eks-charts-versions.json has 3.5.0"),
+        # A chart with no other reference data still needs the default values its values are
+        # checked against (tests/rendered/test_helm_values.py).
+        (
+            "NVIDIA_DEVICE_PLUGIN",
+            "0.19.0",
+            "reference/upstream/helm-charts/nvidia-device-plugin-0.19.0/values.yaml is missing",
+        ),
+        (
+            "KUBE_PROMETHEUS_STACK",
+            "89.0.0",
+            "reference/upstream/helm-charts/kube-prometheus-stack-89.0.0/values.yaml is missing",
+        ),
         ("AL2023_AMI_RELEASE", "v20990101", "v20990101 is not an awslabs/amazon-eks-ami release tag"),
     ],
 )

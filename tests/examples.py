@@ -1,0 +1,39 @@
+"""examples/existing-cluster run offline: the program as a user runs it, under recording mocks."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from typing import Any
+
+from automation.mocks import RecordingMocks, run_with_mocks
+from automation.stackfile import read_stack
+
+EXISTING = Path(__file__).resolve().parents[1] / "examples" / "existing-cluster"
+COMPUTE_MODES = ("auto-mode", "karpenter")
+
+
+def run_existing_cluster_example(compute_mode: str) -> RecordingMocks:
+    """The example on an Auto Mode cluster (its stack file) or on a cluster running Karpenter."""
+    config = read_stack("example", EXISTING)
+    if compute_mode == "karpenter":
+        config.values |= {
+            f"{config.project}:computeMode": "karpenter",
+            f"{config.project}:nodeRoleName": "KarpenterNodeRole-platform",
+        }
+    assert config.values[f"{config.project}:computeMode"] in ("auto-mode", compute_mode)
+    mocks = RecordingMocks(region="us-east-1")
+
+    def program() -> dict[str, Any]:
+        runpy.run_path(str(EXISTING / "__main__.py"))
+        return {}
+
+    run_with_mocks(
+        program,
+        mocks,
+        project=config.project,
+        stack=config.stack,
+        config=config.values,
+        secret_keys=config.secret_keys,
+    )
+    return mocks
