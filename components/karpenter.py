@@ -156,6 +156,10 @@ class KarpenterCapacity(pulumi.ComponentResource):
         gpu_ready: list[pulumi.Resource] = [*gpu_pools, *installed]
         if singletons:
             gpu_ready.append(self._device_plugin(name, k8s_child))
+        if args.cluster is None and singletons:
+            # A cluster of our own gets it with its EBS add-on (_install_controller); a joined
+            # cluster's own EBS CSI driver provisions it (a prerequisite of joining, see README).
+            gp3_storage_class(f"{name}-gp3", EBS_CSI_DRIVERS["karpenter"], args.labels, k8s_child)
         # No EFA device plugin: the pinned vLLM image has no libfabric/aws-ofi-nccl, so no pod requests
         # vpc.amazonaws.com/efa (the plan warns that multi-node NCCL runs over TCP).
         self.gpu_limit = gpu_limit(args.plan, args.max_replicas)
@@ -164,9 +168,6 @@ class KarpenterCapacity(pulumi.ComponentResource):
         if args.cluster is not None:
             outputs["interruptionQueueName"] = self.interruption_queue_name
             outputs["nodeRoleArn"] = self.node_role_arn
-        elif singletons:
-            # The cluster's own EBS CSI driver provisions it (a prerequisite of joining, see README).
-            gp3_storage_class(f"{name}-gp3", EBS_CSI_DRIVERS["karpenter"], args.labels, k8s_child)
         self.register_outputs(outputs)
 
     def _device_plugin(self, name: str, opts: pulumi.ResourceOptions) -> pulumi.Resource:
