@@ -24,6 +24,7 @@ from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import Network, NetworkArgs
+from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
 from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, zone_refusal
@@ -158,10 +159,18 @@ def build_service(
     # Only the stack program's service (unprefixed names) has resources created before it existed.
     child = pulumi.ResourceOptions(parent=parent, aliases=None if scope.prefix else [WAS_AT_ROOT])
     existing = scope.existing_cluster
-    if existing and existing.node_security_group_ids and settings.compute_mode is ComputeMode.AUTO_MODE:
+    auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
+    if existing and existing.node_security_group_ids and auto_mode:
         raise ValueError(
             "existing_cluster.node_security_group_ids: karpenter mode only (EKS Auto Mode's built-in "
             "NodeClass places nodes in the cluster security group); remove it or set compute_mode karpenter"
+        )
+    if existing and not existing.node_role_name and auto_mode and needs_auto_mode_node_class(sizing_plan):
+        raise ValueError(
+            f"existing_cluster.node_role_name: required here: the plan needs "
+            f"{sizing_plan.ephemeral_storage_gib} GiB of node disk, more than Auto Mode's built-in "
+            f"NodeClass gives ({AUTO_MODE_DEFAULT_EPHEMERAL_GIB} GiB), so the service makes a NodeClass, "
+            "which must name the cluster's Auto Mode node role"
         )
     if existing and not settings.network.vpc_id:
         raise ValueError(
@@ -171,7 +180,6 @@ def build_service(
     labels = common_labels(settings)
     tags = aws_tags(settings)
     name = existing.cluster_name if existing else cluster_name(settings, scope.prefix)
-    auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
 
     # The stack's aws:* provider settings (an explicit provider reads none of them itself).
     aws_provider = aws.Provider(

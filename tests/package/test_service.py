@@ -354,3 +354,14 @@ def test_two_services_with_every_cluster_scoped_feature_keep_their_objects_apart
         "team-a-gpu-warm-spare",
         "team-b-gpu-warm-spare",
     ]
+
+
+def test_joining_auto_mode_needs_the_node_role_when_the_plan_needs_a_larger_disk() -> None:
+    """The 70B distill needs more node disk than Auto Mode's built-in NodeClass (80 GiB): the
+    service then makes a NodeClass, which cannot be valid without the node role."""
+    big = {**JOIN, "model": {"variant": "r1-distill-llama-70b"}, "gpu": {"instance_families": ["g6e"]}}
+    with pytest.raises(Exception, match=r"existing_cluster\.node_role_name: required here: the plan needs"):
+        _joining(big)  # type: ignore[arg-type]
+    joined = {**JOIN["existing_cluster"], "node_role_name": "platform-auto-mode-node"}
+    (node_class,) = _manifests(_joining({**big, "existing_cluster": joined}), "NodeClass").values()  # type: ignore[typeddict-item]
+    assert node_class["spec"]["role"] == "platform-auto-mode-node"
