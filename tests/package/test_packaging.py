@@ -237,6 +237,39 @@ SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
 _SIG_KEY = "4dabf18193072939515e22adb298388d"
 
 
+def _construct(stub: Any, engine: Any, name: str, properties: dict[str, Any], provider_ref: str) -> Any:
+    """One Construct request for a DeepSeekService as the engine sends it for a program in another
+    language: its properties as a protobuf Struct, the cluster's provider as a reference."""
+    from google.protobuf import struct_pb2
+    from pulumi.runtime.proto import provider_pb2
+
+    inputs = struct_pb2.Struct()
+    inputs.update(properties)
+    project, stack = engine.project, engine.stack
+    return stub.Construct(
+        provider_pb2.ConstructRequest(
+            project=project,
+            stack=stack,
+            organization="organization",
+            dryRun=True,
+            parallel=4,
+            monitorEndpoint=engine.address,
+            type="deepseek-eks:index:DeepSeekService",
+            name=name,
+            parent=f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}",
+            inputs=inputs,
+            providers={"kubernetes": provider_ref},
+        ),
+        timeout=300,
+    )
+
+
+NETWORK = {
+    "vpcId": "vpc-0a1b2c3d4e5f60718",
+    "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
+}
+
+
 @PLUGIN_NEEDS_WHEEL
 def test_the_plugin_constructs_a_service_in_an_existing_cluster_as_another_language_asks(
     installed: Path, tmp_path: Path
@@ -245,44 +278,20 @@ def test_the_plugin_constructs_a_service_in_an_existing_cluster_as_another_langu
     properties, a secret API key, and the cluster's Kubernetes provider as a provider reference.
     The service must build in that cluster through that provider, with no VPC or cluster, and the
     key must stay a secret on the wire."""
-    from google.protobuf import struct_pb2
-    from pulumi.runtime.proto import provider_pb2
-
     from tests.package.engine import FakeEngine
 
     project, stack = "platform-services", "dev"
     engine = FakeEngine(project, stack)
     provider_ref = engine.existing("pulumi:providers:kubernetes", "platform", "4b1d")
-    inputs = struct_pb2.Struct()
-    inputs.update(
-        {
-            "existingCluster": {"clusterName": "platform"},
-            "network": {
-                "vpcId": "vpc-0a1b2c3d4e5f60718",
-                "privateSubnetIds": ["subnet-0a1b2c3d4e5f60001", "subnet-0a1b2c3d4e5f60002"],
-            },
-            "model": {"variant": "r1-distill-qwen-7b", "maxModelLen": 16384},
-            "autoscaling": {"signal": "queue-depth", "maxReplicas": 2},
-            "apiKey": {_SIG_KEY: SECRET_SIG, "value": "not-a-real-key"},
-        }
-    )
+    properties = {
+        "existingCluster": {"clusterName": "platform"},
+        "network": NETWORK,
+        "model": {"variant": "r1-distill-qwen-7b", "maxModelLen": 16384},
+        "autoscaling": {"signal": "queue-depth", "maxReplicas": 2},
+        "apiKey": {_SIG_KEY: SECRET_SIG, "value": "not-a-real-key"},
+    }
     with engine, _plugin(installed, tmp_path, engine.address) as stub:
-        reply = stub.Construct(
-            provider_pb2.ConstructRequest(
-                project=project,
-                stack=stack,
-                organization="organization",
-                dryRun=True,
-                parallel=4,
-                monitorEndpoint=engine.address,
-                type="deepseek-eks:index:DeepSeekService",
-                name="team-a",
-                parent=f"urn:pulumi:{stack}::{project}::pulumi:pulumi:Stack::{project}-{stack}",
-                inputs=inputs,
-                providers={"kubernetes": provider_ref},
-            ),
-            timeout=300,
-        )
+        reply = _construct(stub, engine, "team-a", properties, provider_ref)
     assert reply.urn == f"urn:pulumi:{stack}::{project}::deepseek-eks:index:DeepSeekService::team-a"
     registered = engine.registrations
     types = [r.type for r in registered]
@@ -296,3 +305,46 @@ def test_the_plugin_constructs_a_service_in_an_existing_cluster_as_another_langu
     outputs = json.loads(MessageToJson(reply.state))
     assert outputs["inClusterUrl"] == "http://vllm.team-a.svc.cluster.local"
     assert outputs["clusterName"] == "platform"
+
+
+@PLUGIN_NEEDS_WHEEL
+def test_the_yaml_examples_services_construct_through_the_plugin(installed: Path, tmp_path: Path) -> None:
+    """examples/yaml-existing-cluster as the YAML runtime would send it: each DeepSeekService's
+    properties, its ${config} references filled with a stack's values, constructed by the plugin."""
+    import re
+
+    import yaml
+
+    from tests.package.engine import FakeEngine
+
+    program = yaml.safe_load((ROOT / "examples" / "yaml-existing-cluster" / "Pulumi.yaml").read_text())
+    stack_values = {
+        "clusterName": "platform",
+        "nodeRoleName": "platform-auto-mode-node",
+        "vpcId": NETWORK["vpcId"],
+        "privateSubnetIds": NETWORK["privateSubnetIds"],
+    }
+
+    def fill(value: Any) -> Any:
+        if isinstance(value, str) and (m := re.fullmatch(r"\$\{(\w+)\}", value)):
+            return stack_values[m[1]]
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        return value
+
+    services = {
+        name: fill(resource["properties"])
+        for name, resource in program["resources"].items()
+        if resource["type"] == "deepseek-eks:index:DeepSeekService"
+    }
+    engine = FakeEngine(program["name"], "dev")
+    provider_ref = engine.existing("pulumi:providers:kubernetes", "existing-cluster", "0c2f")
+    with engine, _plugin(installed, tmp_path, engine.address) as stub:
+        replies = {name: _construct(stub, engine, name, p, provider_ref) for name, p in services.items()}
+    assert set(replies) == {"team-a", "team-b"}
+    namespaces = {json.loads(MessageToJson(reply.state))["inferenceNamespace"] for reply in replies.values()}
+    assert namespaces == {"team-a", "team-b"}
+    types = [r.type for r in engine.registrations]
+    assert not [t for t in types if t.startswith(("aws:ec2/vpc:", "aws:eks/cluster:", "eks:"))]
