@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,6 +166,21 @@ class Construction:
     outputs: dict[str, Any]
 
 
+def run_stack_program(
+    program: Callable[[], dict[str, Any]], mocks: RecordingMocks, config: StackConfig
+) -> dict[str, Any]:
+    """Run ``program`` under ``mocks`` as the stack ``config`` describes (project, stack, config
+    values and secret keys); returns its resolved outputs."""
+    return run_with_mocks(
+        program,
+        mocks,
+        project=config.project,
+        stack=config.stack,
+        config=config.values,
+        secret_keys=config.secret_keys,
+    )
+
+
 def construct(config: StackConfig) -> Construction:
     """Run ``build`` for ``config`` under fresh strict recording mocks, reading settings through
     the same Pulumi config loader ``pulumi up`` uses."""
@@ -175,14 +191,7 @@ def construct(config: StackConfig) -> Construction:
         holder["result"] = build(load_settings())
         return holder["result"].outputs
 
-    outputs = run_with_mocks(
-        program,
-        mocks,
-        project=config.project,
-        stack=config.stack,
-        config=config.values,
-        secret_keys=config.secret_keys,
-    )
+    outputs = run_stack_program(program, mocks, config)
     return Construction(mocks, holder["result"], outputs)
 
 

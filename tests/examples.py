@@ -6,7 +6,8 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-from automation.mocks import RecordingMocks, run_with_mocks
+from automation.mocks import RecordingMocks
+from automation.render import run_stack_program
 from automation.stackfile import read_stack
 
 EXISTING = Path(__file__).resolve().parents[1] / "examples" / "existing-cluster"
@@ -28,12 +29,5 @@ def run_existing_cluster_example(compute_mode: str) -> RecordingMocks:
         runpy.run_path(str(EXISTING / "__main__.py"))
         return {}
 
-    run_with_mocks(
-        program,
-        mocks,
-        project=config.project,
-        stack=config.stack,
-        config=config.values,
-        secret_keys=config.secret_keys,
-    )
+    run_stack_program(program, mocks, config)
     return mocks

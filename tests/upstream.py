@@ -6,6 +6,7 @@ releases, so a test never checks a fact against the project's own constant."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from automation.manifest_gate import schema_dir
 from automation.pins import HELM_CHARTS, helm_chart_snapshot
 
 UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
@@ -133,10 +135,6 @@ def karpenter_well_known_aws_labels() -> frozenset[str]:
     """The ``karpenter.k8s.aws/*`` node labels Karpenter itself sets: the keys its NodePool CRD
     (v1.14, CRD schema snapshot) allows in the otherwise restricted ``karpenter.k8s.aws`` domain.
     Empty when this checkout has no CRD schemas (see automation/manifest_gate.py)."""
-    import re
-
-    from automation.manifest_gate import schema_dir
-
     folder = schema_dir()
     if folder is None:
         return frozenset()
