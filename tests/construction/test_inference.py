@@ -228,7 +228,8 @@ def test_endpoint_is_internal_by_default_with_health_check_and_long_idle_timeout
     assert ann["alb.ingress.kubernetes.io/healthcheck-path"] == "/health"
     idle = int(ann["alb.ingress.kubernetes.io/load-balancer-attributes"].split(",")[0].split("=")[1])
     assert idle > rendered.plan["drain_seconds"]
-    assert "alb.ingress.kubernetes.io/inbound-cidrs" not in ann
+    # The controller's default when unset is 0.0.0.0/0 (endpoint-access-facts.json): the VPC instead.
+    assert ann["alb.ingress.kubernetes.io/inbound-cidrs"] == "10.42.0.0/16"
     assert ing["spec"]["ingressClassName"] == "alb"
     assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTP": 80}]
 
@@ -247,7 +248,8 @@ def test_internet_facing_endpoint_is_restricted_and_tls_with_a_certificate() -> 
     assert ann["alb.ingress.kubernetes.io/scheme"] == "internet-facing"
     assert ann["alb.ingress.kubernetes.io/inbound-cidrs"] == "198.51.100.0/24,203.0.113.0/24"
     assert ann["alb.ingress.kubernetes.io/certificate-arn"] == cert
-    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]
+    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTP": 80}, {"HTTPS": 443}]
+    assert ann["alb.ingress.kubernetes.io/ssl-redirect"] == "443"  # port 80 only redirects
     assert rendered.outputs["endpointUrl"] == "" or rendered.outputs["endpointUrl"].startswith("https://")
 
 
@@ -255,7 +257,12 @@ def test_internet_facing_endpoint_is_restricted_and_tls_with_a_certificate() -> 
 def test_network_policy_admits_the_load_balancer_subnets_not_the_vpc(scheme: str) -> None:
     """The ALB's addresses live in the subnets the controller discovers by tag for its scheme."""
     tag = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}[scheme]
-    extra = {"endpoint__allowedCidrs": "198.51.100.0/24"} if scheme == "internet-facing" else {}
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
+    extra = (
+        {"endpoint__allowedCidrs": "198.51.100.0/24", "endpoint__certificateArn": cert}
+        if scheme == "internet-facing"
+        else {}
+    )
     rendered = render(stack_config("dev", endpoint__scheme=scheme, **extra))
     subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
     policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
