@@ -12,6 +12,7 @@ import pytest
 from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
 from deepseek_eks.components import SizingError
+from deepseek_eks.settings import SettingsError
 from tests.conftest import stack_config
 from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
 from tests.upstream_platform import platform_facts
@@ -338,7 +339,7 @@ def test_api_key_reaches_vllm_only_through_the_secret() -> None:
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
     everything = json.dumps([rendered.objects(), rendered.helm, rendered.aws, rendered.outputs])
     assert "sk-live-abc123" not in everything and "hf_xyz789" not in everything
-    assert "Authorization: Bearer $(pulumi config get apiKey)" in rendered.outputs["curl"]
+    assert "Authorization: Bearer $(pulumi stack output --show-secrets apiKey)" in rendered.outputs["curl"]
 
 
 def test_outputs_name_the_model_and_a_working_request() -> None:
@@ -588,7 +589,9 @@ def test_no_warm_spares_by_default() -> None:
 @pytest.mark.parametrize(("stack", "mode"), [("dev", "auto-mode"), ("dev", "karpenter"), ("r1", "karpenter")])
 def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode: str) -> None:
     facts = nlb_facts()
-    rendered = render(stack_config(stack, computeMode=mode, endpoint__loadBalancer="nlb"))
+    rendered = render(
+        stack_config(stack, computeMode=mode, endpoint__loadBalancer="nlb", endpoint__auth="none")
+    )
     assert gate(rendered) == []
     assert not [o for o in rendered.objects() if o["kind"] == "Ingress"]
     (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
@@ -622,27 +625,36 @@ def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode
         assert nlb["spec"]["selector"]["deepseek-eks/role"] == "leader"
 
 
-def test_internet_facing_nlb_takes_the_allowed_cidrs_and_tls() -> None:
+def test_a_keyless_nlb_takes_the_vpc_the_allowed_cidrs_and_tls_and_never_faces_the_internet() -> None:
     arn = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
     rendered = render(
         stack_config(
             "dev",
             endpoint__loadBalancer="nlb",
-            endpoint__scheme="internet-facing",
+            endpoint__auth="none",
             endpoint__allowedCidrs="198.51.100.0/24",
             endpoint__certificateArn=arn,
         )
     )
     (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
     annotations = nlb["metadata"]["annotations"]
-    assert nlb["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
-    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    (vpc,) = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/vpc:Vpc"]
+    assert nlb["spec"]["loadBalancerSourceRanges"] == [vpc["cidrBlock"], "198.51.100.0/24"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == arn
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
     assert nlb["spec"]["ports"][0]["port"] == 443
-    assert rendered.outputs["endpointUrl"] in ("", "https://") or rendered.outputs["endpointUrl"].startswith(
-        "https://"
-    )
+    # internet-facing needs a key, and a key cannot guard an NLB's every route: no such stack renders
+    with pytest.raises(SettingsError):
+        render(
+            stack_config(
+                "dev",
+                endpoint__loadBalancer="nlb",
+                endpoint__scheme="internet-facing",
+                endpoint__allowedCidrs="198.51.100.0/24",
+                endpoint__certificateArn=arn,
+            )
+        )
 
 
 def test_the_download_cache_is_node_disk_that_karpenter_puts_on_the_nvme_raid() -> None:

@@ -901,9 +901,7 @@ def test_pinned_weights_addons_are_checked_against_the_versions_eks_offers() -> 
     assert check.status.value == "warn"
 
 
-def test_an_unreachable_cluster_api_fails_preflight_with_exit_2(
-    aws: boto3.Session, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_unreachable_cluster_api_fails_preflight_with_exit_2() -> None:
     """prod creates its VPC and a private-only endpoint, whose security group admits only itself
     (reference/upstream/endpoint-access-facts.json): preflight refuses it as a settings problem
     (exit 2, the fix named)."""
@@ -912,9 +910,7 @@ def test_an_unreachable_cluster_api_fails_preflight_with_exit_2(
         r for r in facts["eks_cluster_security_group_default_rules"]["rules"] if r["type"] == "Inbound"
     ]
     assert [r["source"] for r in inbound] == ["Self"]
-    from automation import cli
-
-    code = cli.main(["preflight", "--stack", "prod", "--json"])
-    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
-    assert code == 2 and rows["api-access"]["status"] == "fail"
-    assert "cluster.publicAccessCidrs" in rows["api-access"]["detail"]
+    [row] = preflight.api_access_check(parse_settings({}))
+    assert row.status is Status.FAIL and "cluster.publicAccessCidrs" in row.detail
+    assert preflight.exit_code([row, Check("quota", Status.FAIL, "x")]) == 2
+    assert preflight.api_access_check(make_settings()) == []  # it admits 203.0.113.7/32
