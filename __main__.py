@@ -8,6 +8,11 @@ from deepseek_eks.settings import SettingsError
 from deepseek_eks.settings.pulumi_source import load_settings
 
 try:
-    export_outputs(DeepSeekService(PROGRAM_SERVICE_NAME, {}, settings=load_settings()))
+    settings = load_settings()
+    if settings.deploy_blockers:
+        # The real engine runs this file (the offline render calls build() directly): stop before
+        # the VPC and cluster are created for a Kubernetes API nothing could reach.
+        raise pulumi.RunError("\n".join(["the cluster API would be unreachable:", *settings.deploy_blockers]))
+    export_outputs(DeepSeekService(PROGRAM_SERVICE_NAME, {}, settings=settings))
 except (SettingsError, SizingError) as error:
     raise pulumi.RunError(str(error)) from None  # RunError prints the message, no traceback

@@ -209,6 +209,7 @@ class Orchestrator:
         self.check_cli()
         for warning in prepared.settings.warnings:
             self.print(f"warning: {warning}")
+        refuse_unreachable_api(prepared.settings, operation, self.print)
         self.check_credentials(prepared.settings)
         if operation is Operation.UP and not skip_preflight and self.preflight is not None:
             from .preflight import Status
@@ -223,6 +224,8 @@ class Orchestrator:
                 f"`{operation.value}` changes real AWS resources: pass --yes (or yes=True) to go ahead.", 2
             )
         stack_obj = self.opener(stack, self.project_dir)
+        if operation is Operation.UP and prepared.settings.first_run_blockers and first_deployment(stack_obj):
+            raise AutomationError(" ".join(prepared.settings.first_run_blockers), 2)
         with effective_config_file(prepared, self.project_dir) as config_file:
             kwargs: dict[str, Any] = {"config_file": str(config_file)}
             # Structured engine events when a progress display is attached, the CLI's text otherwise.
@@ -283,3 +286,21 @@ def outputs(stack: str, project_dir: Path = PROJECT_ROOT) -> dict[str, Any]:
     stack: an unknown name raises ``AutomationError`` (exit 2)."""
     require_pulumi_cli()
     return outputs_of(open_stack(stack, project_dir, create=False))
+
+
+def refuse_unreachable_api(settings: Any, operation: Operation, say: Callable[[str], None]) -> None:
+    """``up`` stops before creating anything when the settings leave the cluster API unreachable
+    from the deployer (settings/exposure.py); other operations create nothing, so they only warn."""
+    if operation is not Operation.UP:
+        for blocker in settings.deploy_blockers:
+            say(f"warning: `up` would refuse this stack: {blocker}")
+    elif settings.deploy_blockers:
+        raise AutomationError(" ".join(settings.deploy_blockers), 2)
+
+
+def first_deployment(stack_obj: Any) -> bool:
+    """A stack that has never been deployed has no ``clusterName`` output."""
+    try:
+        return "clusterName" not in stack_obj.outputs()
+    except Exception:  # a stack that cannot report outputs has none to report
+        return True

@@ -91,6 +91,10 @@ def _parser() -> argparse.ArgumentParser:
 def _warn(settings: Any) -> None:
     for warning in settings.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    for blocker in settings.deploy_blockers:
+        print(f"warning: preflight and up refuse this stack: {blocker}", file=sys.stderr)
+    for blocker in settings.first_run_blockers:
+        print(f"warning: preflight warns and up refuses a first deployment: {blocker}", file=sys.stderr)
 
 
 def _guardrail_commands(sub: Any) -> None:

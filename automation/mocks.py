@@ -160,6 +160,8 @@ COMPUTED_OUTPUTS: dict[str, OutputFn] = {
     "aws:eks/nodeGroup:NodeGroup": lambda ctx: {"status": "ACTIVE", **_arn_of("eks", "nodegroup/")(ctx)},
     "aws:eks/addon:Addon": lambda ctx: {"addonVersion": "v1.0.0-eksbuild.1"},
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": lambda ctx: {"associationId": f"a-{ctx.id}"},
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": _ec2("security-group-rule"),
+    "aws:route53/record:Record": lambda ctx: {"fqdn": ctx.inputs.get("name", "")},
     "aws:sqs/queue:Queue": _queue,
     "aws:sqs/queuePolicy:QueuePolicy": _none,
     "aws:cloudwatch/eventRule:EventRule": _arn_of("events", "rule/"),

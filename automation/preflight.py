@@ -92,8 +92,10 @@ def _number(value: float) -> str:
 # Failures to reach AWS at all (DNS, proxy, timeouts): not a verdict on the credentials.
 NETWORK_ERRORS = (AwsConnectionError, HTTPClientError)
 CREDENTIALS = "credentials"
+API_ACCESS = "api-access"
 # Exit code of a missing prerequisite (DESIGN.md: 3 for missing AWS credentials).
 EXIT_MISSING_PREREQUISITE = 3
+EXIT_INVALID_SETTINGS = 2
 
 
 def aws_session(settings: Settings) -> boto3.Session:
@@ -542,13 +544,15 @@ def run_preflight(
 ) -> list[Check]:
     """Run every check in order and return their rows; never raises for AWS errors."""
     region = settings.region
+    access = api_access_check(settings)
     try:
         session = session or aws_session(settings)
         sts = session.client("sts", region_name=region, config=_CLIENT_CONFIG)
         identity = sts.get_caller_identity()
     except (BotoCoreError, ClientError) as err:
-        return [_credentials_failure(err, region)]
+        return [*access, _credentials_failure(err, region)]
     checks = [
+        *access,
         Check(CREDENTIALS, Status.PASS, f"account {identity['Account']} as {identity['Arn']}."),
     ]
     account_check = _check_account(settings, str(identity["Account"]))
@@ -595,10 +599,25 @@ def run_preflight(
     return checks
 
 
+def api_access_check(settings: Settings) -> list[Check]:
+    """Whether the deployer can reach the cluster API the stack creates (settings/exposure.py):
+    fail when nothing could, warn when only a network routed to a VPC created by this stack could
+    (true once you have connected it, never on the first run); no row when the settings admit the
+    deployer (public CIDRs, or private access in your own VPC)."""
+    if settings.deploy_blockers:
+        return [Check(API_ACCESS, Status.FAIL, " ".join(settings.deploy_blockers))]
+    if settings.first_run_blockers:
+        return [Check(API_ACCESS, Status.WARN, " ".join(settings.first_run_blockers))]
+    return []
+
+
 def exit_code(checks: Iterable[Check]) -> int:
-    """3 when no credentials could be used (a missing prerequisite), 1 when any other check
-    failed; warnings alone do not stop a deployment."""
+    """2 when the settings make the cluster API unreachable (fix the settings), 3 when no
+    credentials could be used (a missing prerequisite), 1 when any other check failed; warnings
+    alone do not stop a deployment."""
     failed = [c for c in checks if c.status is Status.FAIL]
+    if any(c.name == API_ACCESS for c in failed):
+        return EXIT_INVALID_SETTINGS
     if any(c.name == CREDENTIALS for c in failed):
         return EXIT_MISSING_PREREQUISITE
     return 1 if failed else 0

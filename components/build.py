@@ -13,6 +13,8 @@ import pulumi_aws as aws
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings
+from deepseek_eks.settings.model import EndpointAuth
+from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
@@ -63,8 +65,9 @@ class BuildResult:
 
 
 def curl_line(url: str, model: str, api_key: bool) -> str:
-    """A request that proves the endpoint works (the key read from the stack, never printed)."""
-    auth = ' -H "Authorization: Bearer $(pulumi config get apiKey)"' if api_key else ""
+    """A request that proves the endpoint works. The key is read from the stack's secret output when
+    the line runs (configured or generated, ``apiKey`` holds it), never written into the line."""
+    auth = ' -H "Authorization: Bearer $(pulumi stack output --show-secrets apiKey)"' if api_key else ""
     body = json.dumps({"model": model, "messages": [{"role": "user", "content": "What is 17 * 23?"}]})
     return f"curl -s {url}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d '{body}'"
 
@@ -97,7 +100,7 @@ def provider_args(settings: Settings) -> dict[str, Any]:
 def cluster_name(settings: Settings, prefix: str = "") -> str:
     """EKS cluster name: the stack program's is ``deepseek-<stack>``; another service that creates
     its own cluster names it after itself (``<service>-<stack>``), so two can share an account."""
-    return f"{prefix}{settings.stack}" if prefix else f"deepseek-{settings.stack}"
+    return f"{prefix}{settings.stack}" if prefix else stack_cluster_name(settings.stack)
 
 
 # The stack's top-level components were created at the root before DeepSeekService parented them;
@@ -219,6 +222,8 @@ def build_service(
                 public_subnet_ids=network.public_subnet_ids,
                 public_access_cidrs=settings.cluster.public_access_cidrs,
                 admin_role_arns=settings.cluster.admin_role_arns,
+                private_access_cidrs=settings.cluster.private_access_cidrs,
+                private_access_security_group_ids=settings.cluster.private_access_security_group_ids,
                 tags=tags,
             ),
             opts=aws_opts,
@@ -293,6 +298,7 @@ def build_service(
             labels=labels,
             hf_token=settings.hf_token,  # type: ignore[arg-type]
             api_key=settings.api_key,  # type: ignore[arg-type]
+            generate_api_key=settings.endpoint.auth is EndpointAuth.API_KEY,
         ),
         opts=k8s_opts,
     )
@@ -329,7 +335,7 @@ def build_service(
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
-            api_key=settings.api_key is not None,
+            api_key=secrets.api_key is not None,
             hf_token=settings.hf_token is not None,
             install_cluster_singletons=scope.shared_addons,
             cluster_object_prefix=scope.prefix,
@@ -389,7 +395,20 @@ def build_service(
     )
 
     scheme = "https" if settings.endpoint.certificate_arn else "http"
-    endpoint_url = inference.endpoint_host.apply(lambda h: f"{scheme}://{h}" if h else "")
+    endpoint_host = inference.endpoint_host
+    if settings.endpoint.hostname:
+        # The certificate's name, pointed at the load balancer, so the printed curl verifies TLS.
+        record = aws.route53.Record(
+            f"{scope.prefix}endpoint-dns",
+            zone_id=settings.endpoint.hosted_zone_id,
+            name=settings.endpoint.hostname,
+            type="CNAME",
+            ttl=60,
+            records=[inference.endpoint_host],
+            opts=aws_opts,
+        )
+        endpoint_host = record.name.apply(lambda _: settings.endpoint.hostname or "")
+    endpoint_url = endpoint_host.apply(lambda h: f"{scheme}://{h}" if h else "")
     in_cluster_url = f"http://{APP}.{scope.namespace}.svc.cluster.local"
 
     d = sizing_plan.to_dict()
@@ -412,9 +431,10 @@ def build_service(
         "servedModelName": inference.served_model_name,
         "curl": endpoint_url.apply(
             lambda url: curl_line(
-                url or in_cluster_url, inference.served_model_name, settings.api_key is not None
+                url or in_cluster_url, inference.served_model_name, secrets.api_key is not None
             )
         ),
+        "apiKey": secrets.api_key if secrets.api_key is not None else pulumi.Output.secret(""),
         "weightsBucket": inference.weights_bucket,
         "scalingSignal": auto.signal.value,
         "hpaName": autoscaling.hpa_name,

@@ -35,6 +35,10 @@ class ClusterArgs:
     """CIDRs allowed to reach the public API endpoint; empty disables the public endpoint."""
     admin_role_arns: list[str] = field(default_factory=list)
     """Extra IAM roles given cluster-admin through access entries."""
+    private_access_cidrs: list[str] = field(default_factory=list)
+    """CIDRs admitted on 443 to the private endpoint (through the cluster security group)."""
+    private_access_security_group_ids: list[str] = field(default_factory=list)
+    """Security groups admitted on 443 to the private endpoint."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags of the cluster."""
 
@@ -93,6 +97,7 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.eks = cluster
+        self._admit_private_access(name, args, cluster)
         self.cluster_name = cluster.kubeconfig_json.apply(lambda _: args.cluster_name)
         self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
         self.auto_mode_node_role_name = cluster.auto_mode_node_role_name
@@ -104,8 +109,30 @@ class Cluster(pulumi.ComponentResource):
         )
         self.register_outputs(
             {
+                "clusterSecurityGroupId": cluster.cluster_security_group_id,
                 "clusterName": self.cluster_name,
                 "kubeconfig": self.kubeconfig,
                 "autoModeNodeRoleName": self.auto_mode_node_role_name,
             }
         )
+
+    def _admit_private_access(self, name: str, args: ClusterArgs, cluster: eks.Cluster) -> None:
+        """443 from the deployer's networks to the private endpoint. The security group EKS creates
+        for a cluster admits inbound traffic only from itself (EKS User Guide, sec-group-reqs;
+        reference/upstream/endpoint-access-facts.json), so without these rules nothing outside the
+        cluster, a runner in the same VPC included, reaches the private API."""
+        sources = [(f"cidr-{i}", cidr, None) for i, cidr in enumerate(args.private_access_cidrs)] + [
+            (f"sg-{i}", None, sg) for i, sg in enumerate(args.private_access_security_group_ids)
+        ]
+        for suffix, cidr, group in sources:
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-api-access-{suffix}",
+                security_group_id=cluster.cluster_security_group_id,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                cidr_ipv4=cidr,
+                referenced_security_group_id=group,
+                description="Kubernetes API (private endpoint) for the deployer",
+                opts=pulumi.ResourceOptions(parent=self),
+            )

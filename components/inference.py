@@ -371,10 +371,16 @@ class Inference(pulumi.ComponentResource):
         args = self._args
         endpoint = args.endpoint
         opts = pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on])
-        if endpoint.load_balancer == "nlb":
-            sources = pulumi.Output.from_input(args.vpc_cidr).apply(
-                lambda cidr: list(endpoint.allowed_cidrs) if endpoint.internet_facing else [cidr]
+        # Who may connect: the allowed CIDRs on an internet-facing endpoint; on an internal one the
+        # VPC (its clients) plus the allowed CIDRs (peered networks, a VPN).
+        sources = pulumi.Output.from_input(args.vpc_cidr).apply(
+            lambda cidr: (
+                list(endpoint.allowed_cidrs)
+                if endpoint.internet_facing
+                else [cidr, *(c for c in endpoint.allowed_cidrs if c != cidr)]
             )
+        )
+        if endpoint.load_balancer == "nlb":
             manifest = pulumi.Output.all(workload, sources).apply(
                 lambda v: nlb_service(v[0], endpoint, v[1], leader_only=multi_node)
             )
@@ -382,7 +388,7 @@ class Inference(pulumi.ComponentResource):
                 f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
             )
             return nlb.status.apply(_ingress_host)
-        ing_manifest = workload.apply(lambda w: ingress(w, endpoint))
+        ing_manifest = pulumi.Output.all(workload, sources).apply(lambda v: ingress(v[0], endpoint, v[1]))
         ing = k8s.networking.v1.Ingress(
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
         )

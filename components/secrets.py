@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
+import pulumi_random as random
 
+# 48 alphanumerics: about 286 bits, and no character that needs quoting in a shell or a header.
+GENERATED_API_KEY_LENGTH = 48
 HF_TOKEN_SECRET = "hf-token"
 HF_TOKEN_KEY = "token"
 API_KEY_SECRET = "vllm-api-key"
@@ -25,6 +28,9 @@ class ApiSecretsArgs:
     """Hugging Face token (a Pulumi secret) for gated or rate-limited downloads."""
     api_key: pulumi.Input[str] | None = None
     """Bearer key the vLLM server requires from clients (a Pulumi secret)."""
+    generate_api_key: bool = False
+    """Generate the key (a ``random.RandomPassword``, kept secret in the state) when ``api_key`` is
+    None: ``endpoint.auth`` api-key, the default, never serves without one."""
 
 
 class ApiSecrets(pulumi.ComponentResource):
@@ -33,12 +39,23 @@ class ApiSecrets(pulumi.ComponentResource):
     hf_token_secret: pulumi.Output[str] | None
     """Name of the Secret holding the Hugging Face token, if one was configured."""
     api_key_secret: pulumi.Output[str] | None
-    """Name of the Secret holding the API key, if one was configured."""
+    """Name of the Secret holding the API key, if there is one."""
+    api_key: pulumi.Output[str] | None
+    """The API key clients send (a secret Output): the configured one or the generated one."""
 
     def __init__(self, name: str, args: ApiSecretsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:ApiSecrets", name, None, opts)
         self.hf_token_secret = self._secret(name, args, HF_TOKEN_SECRET, HF_TOKEN_KEY, args.hf_token)
-        self.api_key_secret = self._secret(name, args, API_KEY_SECRET, API_KEY_KEY, args.api_key)
+        key: pulumi.Input[str] | None = args.api_key
+        if key is None and args.generate_api_key:
+            key = random.RandomPassword(
+                f"{name}-api-key",
+                length=GENERATED_API_KEY_LENGTH,
+                special=False,
+                opts=pulumi.ResourceOptions(parent=self),
+            ).result
+        self.api_key = None if key is None else pulumi.Output.secret(key)
+        self.api_key_secret = self._secret(name, args, API_KEY_SECRET, API_KEY_KEY, self.api_key)
         self.register_outputs({"hfTokenSecret": self.hf_token_secret, "apiKeySecret": self.api_key_secret})
 
     def _secret(

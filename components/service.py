@@ -71,12 +71,20 @@ class EndpointArgs(TypedDict, total=False):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
     scheme: str
-    """internal or internet-facing."""
+    """internal or internet-facing (which needs certificate_arn and an API key)."""
+    auth: str
+    """api-key (default: api_key, or a generated key exported as the secret output apiKey) or none."""
     allowed_cidrs: list[str]
+    """Client CIDRs the load balancer admits besides the VPC (internet-facing: required)."""
     certificate_arn: str
+    """ACM certificate in the service's region: HTTPS on 443, HTTP redirected to it."""
     drain_seconds: int
     load_balancer: str
-    """alb (default) or nlb (an NLB cannot limit paths: refused together with apiKey)."""
+    """alb (default) or nlb (an NLB cannot limit paths: only with auth none)."""
+    hostname: str
+    """DNS name of the endpoint; a Route 53 record in hosted_zone_id points it at the load balancer."""
+    hosted_zone_id: str
+    """Route 53 hosted zone of hostname."""
 
 
 class WeightsArgs(TypedDict, total=False):
@@ -94,7 +102,12 @@ class ControlPlaneArgs(TypedDict, total=False):
     """``cluster.*``: the EKS control plane the service creates."""
 
     public_access_cidrs: list[str]
+    """CIDRs admitted to a public API endpoint (empty: private endpoint only)."""
     admin_role_arns: list[str]
+    private_access_cidrs: list[str]
+    """CIDRs admitted on 443 to the private API endpoint (a runner inside, or routed to, the VPC)."""
+    private_access_security_group_ids: list[str]
+    """Security groups admitted on 443 to the private API endpoint."""
 
 
 class NetworkArgs(TypedDict, total=False):
@@ -271,7 +284,9 @@ class DeepSeekService(pulumi.ComponentResource):
     in_cluster_url: pulumi.Output[str]
     served_model_name: pulumi.Output[str]
     curl: pulumi.Output[str]
-    """A request that proves the endpoint works."""
+    """A request that proves the endpoint works (it reads the key from the stack, never shows it)."""
+    api_key: pulumi.Output[str]
+    """The API key clients send (secret): the configured or the generated one ("" with auth none)."""
     weights_bucket: pulumi.Output[str]
     scaling_signal: pulumi.Output[str]
     hpa_name: pulumi.Output[str]

@@ -457,11 +457,19 @@ NLB_CLASSES = {"karpenter": "service.k8s.aws/nlb", "auto-mode": "eks.amazonaws.c
 NLB_ANNOTATION = "service.beta.kubernetes.io/"
 
 
-def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str, Any]:
+def ingress(
+    workload: Workload, endpoint: Endpoint, source_cidrs: list[str], name: str = APP
+) -> dict[str, Any]:
     """An ALB Ingress: internal unless configured otherwise, only the key-guarded API routed,
     health-checked on /health, idle timeout above the longest generation, targets drained as long
-    as a stream may run. Paths outside ``ROUTED_PATH_PREFIXES`` get the ALB's default 404."""
-    listen = [{"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
+    as a stream may run. Paths outside ``ROUTED_PATH_PREFIXES`` get the ALB's default 404.
+
+    ``source_cidrs`` become ``inbound-cidrs`` on every scheme: the AWS Load Balancer Controller
+    admits 0.0.0.0/0 when it is unset (v3.5.0 docs/guide/ingress/annotations.md, "inbound-cidrs"),
+    which for an internal ALB means every network routed to the VPC. With a certificate the ALB
+    listens on 443 and on 80 only to redirect to 443 (``ssl-redirect``: every HTTP listener's
+    default action becomes the redirect, so no request is served in plain HTTP)."""
+    listen = [{"HTTP": 80}, {"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
     annotations = {
         "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
         "alb.ingress.kubernetes.io/target-type": "ip",
@@ -477,9 +485,11 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
             f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
         ),
     }
-    if endpoint.internet_facing:
-        annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(endpoint.allowed_cidrs)
+    if not source_cidrs:
+        raise ValueError("ingress: no source CIDRs; the ALB would admit 0.0.0.0/0")
+    annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(source_cidrs)
     if endpoint.certificate_arn:
+        annotations["alb.ingress.kubernetes.io/ssl-redirect"] = "443"
         annotations["alb.ingress.kubernetes.io/certificate-arn"] = endpoint.certificate_arn
         annotations["alb.ingress.kubernetes.io/ssl-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
     return {

@@ -39,7 +39,8 @@ def coverage(cidrs: Iterable[str]) -> dict[int, float]:
         family = [n for n in networks if n.version == version]
         if not family:
             continue
-        covered = sum(n.num_addresses for n in ipaddress.collapse_addresses(family))  # type: ignore[arg-type]
+        merged: list[Network] = list(ipaddress.collapse_addresses(family))  # type: ignore[type-var]
+        covered = sum(n.num_addresses for n in merged)
         shares[version] = covered / float(2**bits)
     return shares
 

@@ -24,6 +24,14 @@ from deepseek_eks.sizing.catalog import unknown_family_message
 from deepseek_eks.sizing.checkpoints import known_checkpoint
 
 from . import safe_yaml
+from .exposure import api_access, endpoint_access
+from .names import (
+    derived_name_problems,
+    hf_repo_id_problem,
+    region_problem,
+    stack_cluster_name,
+    vpc_range_problem,
+)
 from .safe_yaml import shown_key
 
 PROJECT = "deepseek-eks"
@@ -61,6 +69,14 @@ class EndpointScheme(StrEnum):
     INTERNET_FACING = "internet-facing"
 
 
+class EndpointAuth(StrEnum):
+    """How clients authenticate: a bearer key vLLM checks (generated when ``apiKey`` is unset), or
+    nothing at all (an explicit, warned choice, refused for an internet-facing endpoint)."""
+
+    API_KEY = "api-key"
+    NONE = "none"
+
+
 class LoadBalancerKind(StrEnum):
     """What fronts vLLM: an ALB (L7, routes only the key-guarded API) or an NLB (L4)."""
 
@@ -89,7 +105,7 @@ MAX_REPLICAS = 5000
 _ASCII_INT = re.compile(r"[-+]?[0-9]+", re.ASCII)
 _ASCII_DECIMAL = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?", re.ASCII)
 _IPV4_CIDR = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}", re.ASCII)
-_REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]", re.ASCII)
+_REGION = re.compile(r"[a-z]{2,4}(-[a-z]+)+-[0-9]{1,2}", re.ASCII)
 
 
 def _as_list(value: Any) -> Any:
@@ -187,6 +203,7 @@ Cidr = Annotated[str, BeforeValidator(_ipv4_cidr)]
 # ASCII classes only: pydantic's regex engine gives \d and \w their Unicode meaning.
 IamRoleArn = Annotated[str, Field(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$")]
 SubnetId = Annotated[str, Field(pattern=r"^subnet-[0-9a-f]{8,17}$")]
+SecurityGroupId = Annotated[str, Field(pattern=r"^sg-[0-9a-f]{8,17}$")]
 AccountId = Annotated[
     str,
     BeforeValidator(lambda v: str(v) if isinstance(v, int) and not isinstance(v, bool) else v),
@@ -295,6 +312,11 @@ class EndpointSettings(_Group):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
     scheme: EndpointScheme = EndpointScheme.INTERNAL
+    auth: EndpointAuth = Field(
+        EndpointAuth.API_KEY,
+        description="api-key (default: apiKey, or a generated key exported as the secret output apiKey) "
+        "or none (no authentication; internal endpoints only).",
+    )
     load_balancer: LoadBalancerKind = LoadBalancerKind.ALB
     allowed_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=60)
     certificate_arn: str | None = Field(
@@ -307,6 +329,19 @@ class EndpointSettings(_Group):
         ge=30,
         le=3600,
         description="Grace for in-flight streams when a replica stops; default from the plan.",
+    )
+    hostname: str | None = Field(
+        None,
+        max_length=253,
+        # A DNS name of letters, digits and hyphens, dot-separated labels of at most 63 (RFC 1123).
+        pattern=r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$",
+        description="DNS name of the endpoint: a Route 53 record in endpoint.hostedZoneId points it at "
+        "the load balancer (the name endpoint.certificateArn is issued for).",
+    )
+    hosted_zone_id: str | None = Field(
+        None,
+        pattern=r"^Z[0-9A-Z]{1,31}$",
+        description="Route 53 hosted zone of endpoint.hostname.",
     )
 
 
@@ -322,6 +357,18 @@ class ClusterSettings(_Group):
         default_factory=list,
         max_length=100,
         description="IAM roles given cluster-admin through EKS access entries.",
+    )
+    private_access_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list,
+        max_length=50,
+        description="CIDRs admitted on 443 to the private API endpoint (the cluster security group "
+        "admits only itself otherwise): a runner or VPN inside, or routed to, the VPC.",
+    )
+    private_access_security_group_ids: Annotated[list[SecurityGroupId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list,
+        max_length=50,
+        description="Security groups admitted on 443 to the private API endpoint (a CI runner's, "
+        "a bastion's).",
     )
 
 
@@ -428,6 +475,11 @@ class Settings(BaseModel):
     stack: str = "dev"
     # Settings that are valid but have no effect or are risky, shown by every command.
     warnings: tuple[str, ...] = ()
+    # Valid offline, but a deployment would fail with them (the API unreachable from the deployer):
+    # render and plan warn, preflight and up refuse before anything is created (exit 2).
+    deploy_blockers: tuple[str, ...] = ()
+    # Refused only on a stack's first deployment (nothing can route into a VPC that does not exist yet).
+    first_run_blockers: tuple[str, ...] = ()
     # Secret config values, as the loader found them (Pulumi secret Outputs, never plain strings).
     hf_token: object | None = Field(None, exclude=True, repr=False)
     api_key: object | None = Field(None, exclude=True, repr=False)
@@ -739,6 +791,9 @@ def _aws_settings(aws: Mapping[str, tuple[Any, bool]]) -> tuple[str, AwsSettings
             Problem("aws:region", region, "not an AWS region name (e.g. us-east-1)", hidden=region_secret)
         )
         region = DEFAULT_REGION
+    elif why := region_problem(region):
+        problems.append(Problem("aws:region", region, why, hidden=region_secret))
+        region = DEFAULT_REGION
     raw: dict[str, Any] = {}
     for name, (value, secret) in aws.items():
         if name == "region":
@@ -833,11 +888,29 @@ def parse_settings(
 
     cross, warnings = _cross_field_problems(groups, invalid)
     problems += cross
+    karpenter = compute_mode == ComputeMode.KARPENTER.value
+    problems += [
+        Problem(
+            "stack name",
+            stack,
+            f"{why}: use a shorter stack name of letters, digits, '-' and '_' (pulumi stack rename)",
+        )
+        for why in derived_name_problems(stack_cluster_name(stack), karpenter)
+    ]
     problems += _capacity_reservation_problems(groups.get("gpu"), compute_mode)
     problems += _weights_problems(groups["weights"], compute_mode, invalid)
     api_key_set = "apiKey" in flat or "apiKey" in (secrets or {})
-    if api_key_set and _usable(invalid, "endpoint.loadBalancer"):
-        problems += _nlb_problems(groups["endpoint"])
+    endpoint_fields = {f.alias for f in EndpointSettings.model_fields.values() if f.alias}
+    exposure = endpoint_access(
+        groups["endpoint"],
+        region,
+        api_key_set,
+        f"{PROJECT}:",
+        {k for k in endpoint_fields if _usable(invalid, f"endpoint.{k}")},
+    )
+    access = api_access(groups["cluster"], groups["network"], f"{PROJECT}:")
+    problems += exposure.problems + access.problems
+    warnings += exposure.warnings
     # A value read from a secret (decrypted by the engine) is never shown, whatever the problem.
     problems = [replace(p, hidden=True) if _setting_of(p.key) in collected.secret else p for p in problems]
     if problems:
@@ -851,6 +924,8 @@ def parse_settings(
         aws=aws_settings,
         stack=stack,
         warnings=tuple(warnings),
+        deploy_blockers=tuple(access.deploy_blockers),
+        first_run_blockers=tuple(access.first_run_blockers),
         hf_token=secrets.get("hfToken"),
         api_key=secrets.get("apiKey"),
         grafana_admin_password=secrets.get("grafanaAdminPassword"),
@@ -889,6 +964,9 @@ _PATTERN_MESSAGES = {
     "vpcId": "must be a VPC id like vpc-0123456789abcdef0",
     "privateSubnetIds": "must be a subnet id like subnet-0123456789abcdef0",
     "publicSubnetIds": "must be a subnet id like subnet-0123456789abcdef0",
+    "privateAccessSecurityGroupIds": "must be a security group id like sg-0123456789abcdef0",
+    "hostname": "must be a lowercase DNS name like llm.example.com",
+    "hostedZoneId": "must be a Route 53 hosted zone id like Z0123456789ABCDEFGHIJ",
     "capacityReservationIds": "must be a capacity reservation id: cr-[0-9a-f]{17} (cr-0123456789abcdef0)",
     "adminRoleArns": "must be an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)",
     "prometheusRetention": "must be a number and one unit of h, d, w or y (e.g. 15d)",
@@ -937,29 +1015,15 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     if _usable(invalid, "autoscaling.signal"):
         warnings += _signal_warnings(auto)
     endpoint: EndpointSettings = groups["endpoint"]
-    if _usable(invalid, "endpoint.scheme", "endpoint.allowedCidrs"):
-        if endpoint.scheme is EndpointScheme.INTERNET_FACING and not endpoint.allowed_cidrs:
-            out.append(
-                Problem(
-                    f"{p}endpoint.allowedCidrs",
-                    [],
-                    "required when endpoint.scheme is internet-facing: list the client CIDRs",
-                )
+    usable = _usable(invalid, "endpoint.scheme", "endpoint.allowedCidrs")
+    if usable and endpoint.scheme is EndpointScheme.INTERNET_FACING and not endpoint.allowed_cidrs:
+        out.append(
+            Problem(
+                f"{p}endpoint.allowedCidrs",
+                [],
+                "required when endpoint.scheme is internet-facing: list the client CIDRs",
             )
-        if endpoint.scheme is EndpointScheme.INTERNAL and endpoint.allowed_cidrs:
-            out.append(
-                Problem(
-                    f"{p}endpoint.allowedCidrs",
-                    endpoint.allowed_cidrs,
-                    "only applies when endpoint.scheme is internet-facing; remove it or change the scheme",
-                )
-            )
-        if endpoint.scheme is EndpointScheme.INTERNET_FACING:
-            warnings += _world_open(f"{p}endpoint.allowedCidrs", endpoint.allowed_cidrs, "the inference API")
-    cluster: ClusterSettings = groups["cluster"]
-    warnings += _world_open(
-        f"{p}cluster.publicAccessCidrs", cluster.public_access_cidrs, "the EKS API endpoint"
-    )
+        )
     model: ModelSettings = groups["model"]
     if _usable(invalid, "model.variant", "model.maxModelLen"):
         spec = model_catalog()[model.variant.value]
@@ -980,6 +1044,20 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 None,
                 "required with model.quantization awq-int4: name a pre-quantized AWQ "
                 "checkpoint (Hugging Face repo id)",
+            )
+        )
+    repository = model.repository
+    hf_repository = repository and not repository.startswith(S3_SCHEME)
+    hf_repository = hf_repository and _usable(invalid, "model.repository")
+    if hf_repository and (why := hf_repo_id_problem(str(repository))):
+        out.append(Problem(f"{p}model.repository", repository, f"as a Hugging Face repo id {why}"))
+    obs: ObservabilitySettings = groups["observability"]
+    if _usable(invalid, "observability.prometheusRetention") and int(obs.prometheus_retention[:-1]) == 0:
+        out.append(
+            Problem(
+                f"{p}observability.prometheusRetention",
+                obs.prometheus_retention,
+                "must be more than zero (Prometheus would keep nothing); e.g. 15d",
             )
         )
     out += _s3_repository_problems(model, groups["weights"], invalid)
@@ -1047,25 +1125,6 @@ def _s3_repository_problems(
             )
         ]
     return []
-
-
-def _nlb_problems(endpoint: EndpointSettings) -> list[Problem]:
-    """An NLB forwards every path (L4), and vLLM checks the API key only under its guarded
-    prefixes (vllm 0.33.0 entrypoints/serve/middleware/authenticate.py GUARDED_PREFIX): /tokenize,
-    /metrics, /invocations and the admin routes would answer without it. An API key that guards
-    only some routes is refused (issue 9), so ``nlb`` goes with no key, inside allowed CIDRs."""
-    if endpoint.load_balancer is not LoadBalancerKind.NLB:
-        return []
-    return [
-        Problem(
-            f"{PROJECT}:endpoint.loadBalancer",
-            endpoint.load_balancer.value,
-            "nlb cannot be used with apiKey: an NLB forwards every path and vLLM checks the key only "
-            "under /v1 (and /v2, /inference, /cohere), so /tokenize, /metrics and /invocations would "
-            "answer without it; use alb (it routes only /v1), or remove apiKey and rely on the "
-            "private scheme and allowed CIDRs",
-        )
-    ]
 
 
 def _weights_problems(weights: WeightsSettings, compute_mode: str, invalid: set[str]) -> list[Problem]:
@@ -1145,14 +1204,6 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
     ]
 
 
-def _world_open(key: str, cidrs: Iterable[str], what: str) -> list[str]:
-    return [
-        f"{key} includes {cidr}: {what} is open to the whole internet; list your clients' CIDRs instead"
-        for cidr in cidrs
-        if ipaddress.IPv4Network(cidr).prefixlen == 0
-    ]
-
-
 def _network_problems(
     network: NetworkSettings, endpoint: EndpointSettings, invalid: set[str]
 ) -> list[Problem]:
@@ -1201,6 +1252,8 @@ def _network_problems(
                 alias = NetworkSettings.model_fields[key].alias
                 out.append(Problem(f"{p}{alias}", getattr(network, key), "needs network.vpcId"))
         prefix = int(network.vpc_cidr.split("/")[1])
+        if _usable(invalid, "network.vpcCidr") and (why := vpc_range_problem(network.vpc_cidr)):
+            out.append(Problem(f"{p}vpcCidr", network.vpc_cidr, why))
         if not 16 <= prefix <= 20 and _usable(invalid, "network.vpcCidr"):
             out.append(
                 Problem(

@@ -64,11 +64,19 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
         "weights__fastSnapshotRestore": "true",
     },
     "warm-spare": {"autoscaling__warmSpareNodes": 1},
+    # An NLB cannot limit paths, so it serves only keyless and internal (settings/exposure.py).
     "nlb-tls": {
         "endpoint__loadBalancer": "nlb",
+        "endpoint__auth": "none",
+        "endpoint__allowedCidrs": "198.51.100.0/24",
+        "endpoint__certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
+    },
+    "internet-facing-tls": {
         "endpoint__scheme": "internet-facing",
         "endpoint__allowedCidrs": "198.51.100.0/24",
         "endpoint__certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
+        "endpoint__hostname": "llm.example.com",
+        "endpoint__hostedZoneId": "Z0123456789ABCDEFGHIJ",
     },
     "ebs-snapshot-karpenter": {
         "computeMode": "karpenter",

@@ -28,10 +28,13 @@ def test_children_are_named_from_their_component(construct) -> None:
     assert "api-secrets" in names
 
 
-def test_no_api_secrets_created_when_none_configured(construct) -> None:
+def test_a_generated_key_and_no_token_when_none_configured(construct) -> None:
     run = construct(stack_config("dev"))
     names = {r.inputs["metadata"]["name"] for r in run.mocks.of_type("kubernetes:core/v1:Secret")}
-    assert names == {"grafana-admin"}  # only Grafana's, with a generated password
+    assert names == {"grafana-admin", "vllm-api-key"}  # both generated (endpoint.auth api-key)
+    run = construct(stack_config("dev", endpoint__auth="none"))
+    names = {r.inputs["metadata"]["name"] for r in run.mocks.of_type("kubernetes:core/v1:Secret")}
+    assert names == {"grafana-admin"}
 
 
 def test_secrets_are_created_from_pulumi_secrets(construct) -> None:

@@ -12,6 +12,7 @@ import pytest
 from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
 from automation.render import Rendered, render
 from deepseek_eks.components import SizingError
+from deepseek_eks.settings import SettingsError
 from tests.conftest import stack_config
 from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
 from tests.upstream_platform import platform_facts
@@ -228,7 +229,8 @@ def test_endpoint_is_internal_by_default_with_health_check_and_long_idle_timeout
     assert ann["alb.ingress.kubernetes.io/healthcheck-path"] == "/health"
     idle = int(ann["alb.ingress.kubernetes.io/load-balancer-attributes"].split(",")[0].split("=")[1])
     assert idle > rendered.plan["drain_seconds"]
-    assert "alb.ingress.kubernetes.io/inbound-cidrs" not in ann
+    # The controller's default when unset is 0.0.0.0/0 (endpoint-access-facts.json): the VPC instead.
+    assert ann["alb.ingress.kubernetes.io/inbound-cidrs"] == "10.42.0.0/16"
     assert ing["spec"]["ingressClassName"] == "alb"
     assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTP": 80}]
 
@@ -247,7 +249,8 @@ def test_internet_facing_endpoint_is_restricted_and_tls_with_a_certificate() -> 
     assert ann["alb.ingress.kubernetes.io/scheme"] == "internet-facing"
     assert ann["alb.ingress.kubernetes.io/inbound-cidrs"] == "198.51.100.0/24,203.0.113.0/24"
     assert ann["alb.ingress.kubernetes.io/certificate-arn"] == cert
-    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTPS": 443}]
+    assert json.loads(ann["alb.ingress.kubernetes.io/listen-ports"]) == [{"HTTP": 80}, {"HTTPS": 443}]
+    assert ann["alb.ingress.kubernetes.io/ssl-redirect"] == "443"  # port 80 only redirects
     assert rendered.outputs["endpointUrl"] == "" or rendered.outputs["endpointUrl"].startswith("https://")
 
 
@@ -255,7 +258,12 @@ def test_internet_facing_endpoint_is_restricted_and_tls_with_a_certificate() -> 
 def test_network_policy_admits_the_load_balancer_subnets_not_the_vpc(scheme: str) -> None:
     """The ALB's addresses live in the subnets the controller discovers by tag for its scheme."""
     tag = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}[scheme]
-    extra = {"endpoint__allowedCidrs": "198.51.100.0/24"} if scheme == "internet-facing" else {}
+    cert = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
+    extra = (
+        {"endpoint__allowedCidrs": "198.51.100.0/24", "endpoint__certificateArn": cert}
+        if scheme == "internet-facing"
+        else {}
+    )
     rendered = render(stack_config("dev", endpoint__scheme=scheme, **extra))
     subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
     policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
@@ -331,7 +339,7 @@ def test_api_key_reaches_vllm_only_through_the_secret() -> None:
     assert env["HF_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "hf-token", "key": "token"}
     everything = json.dumps([rendered.objects(), rendered.helm, rendered.aws, rendered.outputs])
     assert "sk-live-abc123" not in everything and "hf_xyz789" not in everything
-    assert "Authorization: Bearer $(pulumi config get apiKey)" in rendered.outputs["curl"]
+    assert "Authorization: Bearer $(pulumi stack output --show-secrets apiKey)" in rendered.outputs["curl"]
 
 
 def test_outputs_name_the_model_and_a_working_request() -> None:
@@ -581,7 +589,9 @@ def test_no_warm_spares_by_default() -> None:
 @pytest.mark.parametrize(("stack", "mode"), [("dev", "auto-mode"), ("dev", "karpenter"), ("r1", "karpenter")])
 def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode: str) -> None:
     facts = nlb_facts()
-    rendered = render(stack_config(stack, computeMode=mode, endpoint__loadBalancer="nlb"))
+    rendered = render(
+        stack_config(stack, computeMode=mode, endpoint__loadBalancer="nlb", endpoint__auth="none")
+    )
     assert gate(rendered) == []
     assert not [o for o in rendered.objects() if o["kind"] == "Ingress"]
     (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
@@ -615,27 +625,36 @@ def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode
         assert nlb["spec"]["selector"]["deepseek-eks/role"] == "leader"
 
 
-def test_internet_facing_nlb_takes_the_allowed_cidrs_and_tls() -> None:
+def test_a_keyless_nlb_takes_the_vpc_the_allowed_cidrs_and_tls_and_never_faces_the_internet() -> None:
     arn = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
     rendered = render(
         stack_config(
             "dev",
             endpoint__loadBalancer="nlb",
-            endpoint__scheme="internet-facing",
+            endpoint__auth="none",
             endpoint__allowedCidrs="198.51.100.0/24",
             endpoint__certificateArn=arn,
         )
     )
     (nlb,) = [o for o in rendered.objects() if o["kind"] == "Service" and o["spec"]["type"] == "LoadBalancer"]
     annotations = nlb["metadata"]["annotations"]
-    assert nlb["spec"]["loadBalancerSourceRanges"] == ["198.51.100.0/24"]
-    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internet-facing"
+    (vpc,) = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/vpc:Vpc"]
+    assert nlb["spec"]["loadBalancerSourceRanges"] == [vpc["cidrBlock"], "198.51.100.0/24"]
+    assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-cert"] == arn
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-ssl-ports"] == "443"
     assert nlb["spec"]["ports"][0]["port"] == 443
-    assert rendered.outputs["endpointUrl"] in ("", "https://") or rendered.outputs["endpointUrl"].startswith(
-        "https://"
-    )
+    # internet-facing needs a key, and a key cannot guard an NLB's every route: no such stack renders
+    with pytest.raises(SettingsError):
+        render(
+            stack_config(
+                "dev",
+                endpoint__loadBalancer="nlb",
+                endpoint__scheme="internet-facing",
+                endpoint__allowedCidrs="198.51.100.0/24",
+                endpoint__certificateArn=arn,
+            )
+        )
 
 
 def test_the_download_cache_is_node_disk_that_karpenter_puts_on_the_nvme_raid() -> None:

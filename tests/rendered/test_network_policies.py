@@ -29,7 +29,11 @@ CASES = {
     "dev-s3": ("dev", (("weights__source", "s3"),)),
     "dev-internet-facing": (
         "dev",
-        (("endpoint__scheme", "internet-facing"), ("endpoint__allowedCidrs", "198.51.100.0/24")),
+        (
+            ("endpoint__scheme", "internet-facing"),
+            ("endpoint__allowedCidrs", "198.51.100.0/24"),
+            ("endpoint__certificateArn", "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"),
+        ),
     ),
     "prod": ("prod", ()),
     "prod-s3": ("prod", (("weights__source", "s3"),)),
@@ -41,12 +45,12 @@ CASES = {
         (("weights__source", "ebs-snapshot"), ("weights__snapshotId", "snap-0123456789abcdef0")),
     ),
     "dev-warm-spare": ("dev", (("autoscaling__warmSpareNodes", "1"),)),
-    "dev-nlb": ("dev", (("endpoint__loadBalancer", "nlb"),)),
-    "r1-nlb-internet-facing": (
+    "dev-nlb": ("dev", (("endpoint__loadBalancer", "nlb"), ("endpoint__auth", "none"))),
+    "r1-nlb-peered": (
         "r1",
         (
             ("endpoint__loadBalancer", "nlb"),
-            ("endpoint__scheme", "internet-facing"),
+            ("endpoint__auth", "none"),
             ("endpoint__allowedCidrs", "198.51.100.0/24"),
         ),
     ),

@@ -29,6 +29,10 @@ from deepseek_eks.settings import SettingsError, parse_settings
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# The deployer's egress address: the example stacks' private-only API is refused by `up`.
+REACHABLE = {"cluster.publicAccessCidrs": "203.0.113.7/32"}
+
+
 @dataclass
 class FakeOutput:
     value: Any
@@ -105,7 +109,7 @@ def test_up_runs_every_step_in_order_and_returns_masked_outputs() -> None:
     calls: list[str] = []
     stack = FakeStack(calls)
     o = orchestrator(calls, stack)
-    overrides = {"model.variant": "r1-distill-llama-8b", "gpu.instanceFamilies": "g6e"}
+    overrides = {"model.variant": "r1-distill-llama-8b", "gpu.instanceFamilies": "g6e", **REACHABLE}
     outputs = o.run(Operation.UP, "dev", overrides, yes=True)
     assert calls == [
         "cli",
@@ -140,7 +144,7 @@ def test_preview_needs_no_yes_and_no_preflight_but_up_and_destroy_do() -> None:
     for operation in (Operation.UP, Operation.DESTROY):
         calls = []
         with pytest.raises(AutomationError) as info:
-            orchestrator(calls, FakeStack(calls)).run(operation, "dev", skip_preflight=True)
+            orchestrator(calls, FakeStack(calls)).run(operation, "dev", REACHABLE, skip_preflight=True)
         assert info.value.exit_code == 2 and "--yes" in str(info.value)
         assert not any(c.startswith("open") for c in calls)  # nothing touched Pulumi
 
@@ -148,12 +152,14 @@ def test_preview_needs_no_yes_and_no_preflight_but_up_and_destroy_do() -> None:
 def test_failing_preflight_stops_before_pulumi_unless_skipped() -> None:
     calls: list[str] = []
     with pytest.raises(AutomationError) as info:
-        orchestrator(calls, FakeStack(calls), failing_preflight=True).run(Operation.UP, "dev", yes=True)
+        orchestrator(calls, FakeStack(calls), failing_preflight=True).run(
+            Operation.UP, "dev", REACHABLE, yes=True
+        )
     assert info.value.exit_code == 1 and "quota: 12 vCPUs needed, 8 allowed" in str(info.value)
     assert "open:dev" not in calls
     calls = []
     orchestrator(calls, FakeStack(calls), failing_preflight=True).run(
-        Operation.UP, "dev", yes=True, skip_preflight=True
+        Operation.UP, "dev", REACHABLE, yes=True, skip_preflight=True
     )
     assert "stack.up" in calls and not any(c.startswith("preflight") for c in calls)
 
@@ -191,6 +197,40 @@ def test_pulumi_command_error_becomes_exit_1() -> None:
     with pytest.raises(AutomationError) as info:
         orchestrator(calls, stack).run(Operation.REFRESH, "dev")
     assert info.value.exit_code == 1 and "`pulumi refresh` failed" in str(info.value)
+
+
+def test_up_refuses_a_stack_whose_api_the_deployer_cannot_reach_before_anything_runs() -> None:
+    """The example stacks create a VPC and a private-only endpoint whose security group admits only
+    itself (reference/upstream/endpoint-access-facts.json): `up` stops with exit 2 and the fix,
+    before credentials, preflight or Pulumi; preview only warns."""
+    calls: list[str] = []
+    o = orchestrator(calls, FakeStack(calls))
+    with pytest.raises(AutomationError) as info:
+        o.run(Operation.UP, "dev", yes=True)
+    assert info.value.exit_code == 2
+    assert "cluster.publicAccessCidrs" in str(info.value) and "pulumi config set" in str(info.value)
+    assert calls == ["cli"]
+    calls.clear()
+    o.run(Operation.PREVIEW, "dev")
+    assert "stack.preview" in calls
+    assert any("`up` would refuse" in line for line in o.printed)  # type: ignore[attr-defined]
+
+
+def test_up_refuses_private_only_access_to_a_new_vpc_on_the_first_deployment_only() -> None:
+    calls: list[str] = []
+    private = {"cluster.privateAccessCidrs": "10.9.0.0/16"}
+    with pytest.raises(AutomationError) as info:
+        orchestrator(calls, FakeStack(calls)).run(Operation.UP, "dev", private, yes=True)
+    assert info.value.exit_code == 2 and "nothing routes into" in str(info.value)
+    assert "stack.up" not in calls
+
+    class Deployed(FakeStack):
+        def outputs(self) -> dict[str, FakeOutput]:
+            return {**super().outputs(), "clusterName": FakeOutput("deepseek-dev")}
+
+    calls = []
+    orchestrator(calls, Deployed(calls)).run(Operation.UP, "dev", private, yes=True)
+    assert "stack.up" in calls
 
 
 def test_destroy_returns_no_outputs() -> None:

@@ -34,6 +34,8 @@ from deepseek_eks.sizing.catalog import instance_catalog
 from deepseek_eks.sizing.planner import SizingPlan
 from tests.upstream_platform import platform_facts
 
+ROOT = Path(__file__).resolve().parents[2]
+
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
 
@@ -164,6 +166,8 @@ def make_settings(
         "deepseek-eks:model.variant": variant,
         "deepseek-eks:gpu.instanceFamilies": json.dumps(list(families)),
         "deepseek-eks:gpu.capacityTypes": json.dumps(list(capacity)),
+        # The deployer's egress address: without one the api-access row fails (test_exposure.py).
+        "deepseek-eks:cluster.publicAccessCidrs": "203.0.113.7/32",
     }
     for key, value in extra.items():
         config[f"deepseek-eks:{key.replace('__', '.')}"] = (
@@ -513,7 +517,13 @@ def test_rejected_credentials_are_one_fail_row(fake_env: None) -> None:
 
 def test_region_not_enabled_stops_the_run(aws: boto3.Session) -> None:
     """moto lists ap-east-1 with OptInStatus not-opted-in even when AllRegions=False."""
-    settings = parse_settings({"aws:region": "ap-east-1", "deepseek-eks:gpu.capacityTypes": '["on-demand"]'})
+    settings = parse_settings(
+        {
+            "aws:region": "ap-east-1",
+            "deepseek-eks:gpu.capacityTypes": '["on-demand"]',
+            "deepseek-eks:cluster.publicAccessCidrs": "203.0.113.7/32",
+        }
+    )
 
     checks = run_preflight(settings, size(settings), boto3.Session(region_name="ap-east-1"))
 
@@ -691,7 +701,8 @@ def _cli_preflight(
 
     real = preflight.run_preflight
     monkeypatch.setattr(preflight, "run_preflight", lambda s, p: real(s, p, quotas_client=quotas.client))
-    code = cli.main(["preflight", "--stack", "prod", "--json"])
+    reachable = ["--set", "cluster.publicAccessCidrs=203.0.113.7/32"]  # prod's own API is private-only
+    code = cli.main(["preflight", "--stack", "prod", "--json", *reachable])
     return code, {row["name"]: row for row in json_module.loads(capsys.readouterr().out)}
 
 
@@ -840,6 +851,7 @@ def test_session_assumes_the_stacks_roles_and_checks_the_account() -> None:
         {
             "aws:assumeRoles": json.dumps([{"roleArn": role, "sessionName": "ci"}]),
             "aws:allowedAccountIds": '["111111111111"]',
+            "deepseek-eks:cluster.publicAccessCidrs": "203.0.113.7/32",
         }
     )
     with mock_aws():
@@ -887,3 +899,18 @@ def test_pinned_weights_addons_are_checked_against_the_versions_eks_offers() -> 
         stub.add_client_error("describe_addon_versions", "AccessDeniedException", "no")
         check = _check_addon(eks, MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION, "1.34")
     assert check.status.value == "warn"
+
+
+def test_an_unreachable_cluster_api_fails_preflight_with_exit_2() -> None:
+    """prod creates its VPC and a private-only endpoint, whose security group admits only itself
+    (reference/upstream/endpoint-access-facts.json): preflight refuses it as a settings problem
+    (exit 2, the fix named)."""
+    facts = json.loads((ROOT / "reference/upstream/endpoint-access-facts.json").read_text())
+    inbound = [
+        r for r in facts["eks_cluster_security_group_default_rules"]["rules"] if r["type"] == "Inbound"
+    ]
+    assert [r["source"] for r in inbound] == ["Self"]
+    [row] = preflight.api_access_check(parse_settings({}))
+    assert row.status is Status.FAIL and "cluster.publicAccessCidrs" in row.detail
+    assert preflight.exit_code([row, Check("quota", Status.FAIL, "x")]) == 2
+    assert preflight.api_access_check(make_settings()) == []  # it admits 203.0.113.7/32

@@ -41,6 +41,8 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "model.repository",
     "network.vpcId",
     "endpoint.certificateArn",
+    "endpoint.hostname",
+    "endpoint.hostedZoneId",
     "endpoint.drainSeconds",
     "weights.snapshotId",
     "hfToken",

@@ -58,6 +58,7 @@ def test_values_arrive_as_pulumi_strings() -> None:
             f"{P}autoscaling.minReplicas": "0",
             f"{P}endpoint.scheme": "internet-facing",
             f"{P}endpoint.allowedCidrs": '["203.0.113.0/24"]',
+            f"{P}endpoint.certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-1234",
             "aws:region": "us-west-2",
         }
     )
@@ -136,11 +137,13 @@ def test_scale_to_zero_needs_a_queue_signal() -> None:
     assert parse_settings({f"{P}autoscaling.signal": "queue-depth"}).warnings == ()
 
 
-def test_internet_facing_needs_allowed_cidrs_and_internal_refuses_them() -> None:
+def test_internet_facing_needs_allowed_cidrs_and_internal_takes_them_as_extra_sources() -> None:
     found = problems({f"{P}endpoint.scheme": "internet-facing"})
     assert found[f"{P}endpoint.allowedCidrs"].startswith("required when endpoint.scheme is internet-facing")
-    found = problems({f"{P}endpoint.allowedCidrs": '["10.0.0.0/8"]'})
-    assert "only applies when endpoint.scheme is internet-facing" in found[f"{P}endpoint.allowedCidrs"]
+    # An internal endpoint admits the VPC plus these (a peered network, a VPN): see test_exposure.py.
+    assert parse_settings({f"{P}endpoint.allowedCidrs": '["10.0.0.0/8"]'}).endpoint.allowed_cidrs == [
+        "10.0.0.0/8"
+    ]
 
 
 def test_bad_cidr() -> None:
@@ -313,6 +316,7 @@ def test_internet_facing_in_your_own_vpc_needs_public_subnets() -> None:
             f"{P}network.privateSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1",
             f"{P}endpoint.scheme": "internet-facing",
             f"{P}endpoint.allowedCidrs": "198.51.100.0/24",
+            f"{P}endpoint.certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
         }
     )
     assert set(found) == {f"{P}network.publicSubnetIds"}
@@ -376,16 +380,17 @@ def test_the_same_subnet_twice_is_not_two_subnets() -> None:
     assert "listed twice" in found[f"{P}network.privateSubnetIds"]
 
 
-def test_world_open_cidrs_warn() -> None:
-    s = parse_settings(
+def test_world_open_cidrs_are_refused() -> None:
+    found = problems(
         {
             f"{P}endpoint.scheme": "internet-facing",
             f"{P}endpoint.allowedCidrs": '["0.0.0.0/0"]',
+            f"{P}endpoint.certificateArn": "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
             f"{P}cluster.publicAccessCidrs": '["0.0.0.0/0"]',
         }
     )
-    assert any("endpoint.allowedCidrs includes 0.0.0.0/0" in w for w in s.warnings)
-    assert any("cluster.publicAccessCidrs includes 0.0.0.0/0" in w for w in s.warnings)
+    assert "100% of IPv4" in found[f"{P}endpoint.allowedCidrs"]
+    assert "100% of IPv4" in found[f"{P}cluster.publicAccessCidrs"]
 
 
 def test_settings_the_signal_does_not_read_warn() -> None:
@@ -512,9 +517,8 @@ def test_nlb_with_an_api_key_is_refused_because_the_key_guards_only_some_routes(
     assert all(prefix in message for prefix in facts["guarded_prefixes"])
     assert all(route in facts["unguarded_routes_seen"] for route in ("/tokenize", "/metrics", "/invocations"))
     assert "/tokenize" in message and "use alb" in message
-    assert parse_settings({f"{P}endpoint.loadBalancer": "nlb"}).endpoint.load_balancer.value == "nlb"
+    # A key is the default (generated when apiKey is unset), so nlb needs endpoint.auth none.
+    assert f"{P}endpoint.loadBalancer" in problems({f"{P}endpoint.loadBalancer": "nlb"})
+    keyless = parse_settings({f"{P}endpoint.loadBalancer": "nlb", f"{P}endpoint.auth": "none"})
+    assert keyless.endpoint.load_balancer.value == "nlb"
     assert parse_settings({f"{P}apiKey": "k"}, [f"{P}apiKey"]).endpoint.load_balancer.value == "alb"
-    assert (
-        "allowed: alb, nlb" in problems({f"{P}endpoint.loadBalancer": "clb"})[f"{P}endpoint.loadBalancer"]
-        or True
-    )

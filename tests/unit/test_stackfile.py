@@ -31,9 +31,10 @@ def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple
 
 
 def plan_of(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
-    code, text = run(tmp_path, capsys, "plan", "--stack", "t", "--json", *extra)
-    assert code == 0, text
-    return json.loads(text[text.index("{") :])
+    code = main(["--project-dir", str(tmp_path), "plan", "--stack", "t", "--json", *extra])
+    out = capsys.readouterr()
+    assert code == 0, out.out + out.err
+    return json.loads(out.out)  # --json: one document on stdout, warnings on stderr
 
 
 # ------------------------------------------------------------------ 1. structured config, merge by path

@@ -1,0 +1,260 @@
+"""Who can reach the cluster API and the endpoint (settings/exposure.py, settings/cidrs.py,
+settings/names.py), checked against the upstream facts in reference/upstream/ and the render."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from automation.render import construct, render
+from deepseek_eks.settings import SettingsError, parse_settings
+from deepseek_eks.settings.cidrs import coverage, world_open
+from tests.conftest import stack_config
+
+ROOT = Path(__file__).resolve().parents[2]
+FACTS = json.loads((ROOT / "reference/upstream/endpoint-access-facts.json").read_text())
+NAMES = json.loads((ROOT / "reference/upstream/name-rules.json").read_text())
+P = "deepseek-eks:"
+CERT = "arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234"
+KEY_SECRET = ("Secret", "vllm-api-key")
+PUBLIC = {f"{P}endpoint.scheme": "internet-facing", f"{P}endpoint.allowedCidrs": "198.51.100.0/24"}
+
+
+def problems(config: dict[str, Any], stack: str = "dev") -> dict[str, str]:
+    with pytest.raises(SettingsError) as info:
+        parse_settings(config, stack=stack)
+    return {p.key: p.message for p in info.value.problems}
+
+
+# ------------------------------------------------------------------ world-open means the union
+
+
+def test_a_union_of_halves_is_as_open_as_slash_zero() -> None:
+    assert world_open(["0.0.0.0/1", "128.0.0.0/1"]) and world_open(["0.0.0.0/0"])
+    assert coverage(["0.0.0.0/1", "0.0.0.0/2"]) == {4: 0.5}  # overlaps counted once
+    assert not world_open(["10.0.0.0/8", "198.51.100.0/24"])
+    assert world_open(["::/1", "8000::/1"])
+
+
+def test_world_open_unions_are_refused_for_the_api_and_the_endpoint() -> None:
+    halves = '["0.0.0.0/1", "128.0.0.0/1"]'
+    found = problems(
+        {
+            f"{P}cluster.publicAccessCidrs": halves,
+            f"{P}endpoint.scheme": "internet-facing",
+            f"{P}endpoint.allowedCidrs": halves,
+            f"{P}endpoint.certificateArn": CERT,
+        }
+    )
+    assert "together admit 100% of IPv4" in found[f"{P}cluster.publicAccessCidrs"]
+    assert "together admit 100% of IPv4" in found[f"{P}endpoint.allowedCidrs"]
+
+
+# ------------------------------------------------------------------ the cluster API on the first run
+
+
+def test_the_default_private_endpoint_blocks_a_deployment_and_names_the_fix() -> None:
+    """EKS's cluster security group admits inbound only from itself, so a private endpoint with no
+    443 rule is unreachable from any deployer (reference/upstream/endpoint-access-facts.json)."""
+    inbound = [
+        r for r in FACTS["eks_cluster_security_group_default_rules"]["rules"] if r["type"] == "Inbound"
+    ]
+    assert [r["source"] for r in inbound] == ["Self"]
+    settings = parse_settings({})
+    [blocker] = settings.deploy_blockers
+    assert "cluster.publicAccessCidrs" in blocker and "pulumi config set --path" in blocker
+    assert parse_settings({f"{P}cluster.publicAccessCidrs": "203.0.113.7/32"}).deploy_blockers == ()
+
+
+def test_private_access_in_your_own_vpc_is_reachable_and_admits_443_on_the_cluster_group() -> None:
+    own_vpc = {
+        "network__vpcId": "vpc-0123456789abcdef0",
+        "network__privateSubnetIds": "subnet-0123456789abcdef0,subnet-0123456789abcdef1",
+        "cluster__privateAccessCidrs": "10.8.0.0/16",
+        "cluster__privateAccessSecurityGroupIds": "sg-0123456789abcdef0",
+    }
+    config = stack_config("dev", **own_vpc)
+    settings = parse_settings(config.values, config.secret_keys, config.stack)
+    assert settings.deploy_blockers == () and settings.first_run_blockers == ()
+    run = construct(config)
+    cluster = run.mocks.of_type("eks:index:Cluster")[0]
+    rules = run.mocks.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    assert {(r.inputs.get("cidrIpv4"), r.inputs.get("referencedSecurityGroupId")) for r in rules} == {
+        ("10.8.0.0/16", None),
+        (None, "sg-0123456789abcdef0"),
+    }
+    for rule in rules:
+        assert (rule.inputs["ipProtocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == (
+            "tcp",
+            443,
+            443,
+        )
+        # the group EKS made for this cluster (pulumi-eks clusterSecurityGroupId)
+        assert rule.inputs["securityGroupId"] == cluster.state["clusterSecurityGroupId"]
+
+
+def test_private_access_to_a_vpc_this_stack_creates_is_refused_on_the_first_run_only() -> None:
+    settings = parse_settings({f"{P}cluster.privateAccessCidrs": "10.8.0.0/16"})
+    assert settings.deploy_blockers == ()
+    [first] = settings.first_run_blockers
+    assert "nothing routes into" in first and "cluster.publicAccessCidrs" in first
+
+
+def test_render_warns_about_an_unreachable_api_but_still_renders(tmp_path: Path) -> None:
+    from automation.cli import main
+
+    assert main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "dev" / "plan.json").exists()
+
+
+# ------------------------------------------------------------------ the endpoint: key, TLS, sources
+
+
+def test_an_internet_facing_endpoint_needs_tls_and_a_key() -> None:
+    found = problems({**PUBLIC, f"{P}endpoint.auth": "none"})
+    assert "required when endpoint.scheme is internet-facing" in found[f"{P}endpoint.certificateArn"]
+    assert "needs an API key" in found[f"{P}endpoint.auth"]
+    assert parse_settings({**PUBLIC, f"{P}endpoint.certificateArn": CERT}).endpoint.certificate_arn == CERT
+
+
+def test_contradictions_and_wrong_regions_are_refused() -> None:
+    found = problems({f"{P}endpoint.auth": "none", f"{P}apiKey": "k"})
+    assert "contradicts apiKey" in found[f"{P}endpoint.auth"]
+    elsewhere = CERT.replace("us-east-1", "eu-west-1")
+    found = problems({f"{P}endpoint.certificateArn": elsewhere})
+    assert "is in eu-west-1" in found[f"{P}endpoint.certificateArn"]
+    assert "regional" in FACTS["acm_certificates_are_regional"]["statement"]
+    found = problems({f"{P}endpoint.hostname": "llm.example.com"})
+    assert "go together" in found[f"{P}endpoint.hostedZoneId"]
+
+
+def test_keyless_internal_endpoint_is_a_warned_choice() -> None:
+    settings = parse_settings({f"{P}endpoint.auth": "none"})
+    assert any("endpoint.auth is none" in w for w in settings.warnings)
+
+
+def test_a_key_is_generated_secret_and_never_printed_when_apikey_is_unset() -> None:
+    rendered = render(stack_config("dev"))
+    secret = next(
+        o for o in rendered.objects() if o["kind"] == "Secret" and o["metadata"]["name"] == "vllm-api-key"
+    )
+    assert secret["stringData"]["api-key"] == "[secret]"
+    container = next(o for o in rendered.objects() if o["kind"] == "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    key_env = next(e for e in container["env"] if e["name"] == "VLLM_API_KEY")
+    assert key_env["valueFrom"]["secretKeyRef"]["name"] == "vllm-api-key"
+    assert rendered.outputs["apiKey"] == "[secret]"
+    assert "$(pulumi stack output --show-secrets apiKey)" in rendered.outputs["curl"]
+    run = construct(stack_config("dev"))
+    [generated] = run.mocks.of_type("random:index/randomPassword:RandomPassword")[-1:]
+    assert generated.inputs["length"] >= 32 and generated.inputs["special"] is False
+    assert run.outputs["curl"].count("mock-generated-password") == 0
+
+
+def test_no_key_and_no_secret_with_auth_none() -> None:
+    rendered = render(stack_config("dev", endpoint__auth="none"))
+    assert not any(
+        o["kind"] == "Secret" and o["metadata"]["name"] == "vllm-api-key" for o in rendered.objects()
+    )
+    assert "Authorization" not in rendered.outputs["curl"]
+
+
+def ingress_annotations(**overrides: Any) -> dict[str, str]:
+    rendered = render(stack_config("dev", **overrides))
+    return next(o for o in rendered.objects() if o["kind"] == "Ingress")["metadata"]["annotations"]
+
+
+def test_the_internal_alb_admits_the_vpc_and_the_allowed_cidrs_not_the_controllers_default() -> None:
+    fact = FACTS["alb_inbound_cidrs"]
+    ann = ingress_annotations(endpoint__allowedCidrs="198.51.100.0/24")
+    cidrs = ann[fact["annotation"]].split(",")
+    assert fact["default_ipv4"] not in cidrs  # the controller's default when the annotation is unset
+    assert cidrs == ["10.42.0.0/16", "198.51.100.0/24"]
+    assert "alb.ingress.kubernetes.io/security-groups" not in ann  # it would make inbound-cidrs ignored
+
+
+def test_with_a_certificate_http_only_redirects_to_https() -> None:
+    fact = FACTS["alb_ssl_redirect"]
+    ann = ingress_annotations(endpoint__certificateArn=CERT)
+    ports = json.loads(ann["alb.ingress.kubernetes.io/listen-ports"])
+    assert ann[fact["annotation"]] == "443" and {"HTTPS": 443} in ports  # the redirect target exists
+    assert ann["alb.ingress.kubernetes.io/certificate-arn"] == CERT
+
+
+def test_hostname_creates_the_dns_record_the_certificate_needs() -> None:
+    config = stack_config(
+        "dev",
+        endpoint__certificateArn=CERT,
+        endpoint__hostname="llm.example.com",
+        endpoint__hostedZoneId="Z0123456789ABCDEFGHIJ",
+    )
+    rendered = render(config)
+    [record] = [r for r in rendered.aws if r["type"] == "aws:route53/record:Record"]
+    assert record["inputs"]["name"] == "llm.example.com" and record["inputs"]["type"] == "CNAME"
+    assert record["inputs"]["zoneId"] == "Z0123456789ABCDEFGHIJ"
+    assert rendered.outputs["endpointUrl"] == "https://llm.example.com"
+    assert rendered.outputs["curl"].startswith("curl -s https://llm.example.com/v1/")
+
+
+# ------------------------------------------------------------------ names and values AWS would reject
+
+
+def test_stack_names_that_make_invalid_eks_cluster_names_are_refused() -> None:
+    rule = NAMES["eks_cluster_name"]
+    longest = rule["max"] - len("deepseek-")
+    parse_settings({}, stack="a" * longest)  # exactly the limit
+    assert f"at most {rule['max']}" in problems({}, stack="a" * (longest + 1))["stack name"]
+    assert not re.fullmatch(rule["pattern"].lstrip("^"), "deepseek-dev.x")
+    assert "letters, digits" in problems({}, stack="dev.x")["stack name"]
+
+
+def test_karpenter_queue_names_past_the_sqs_limit_are_refused() -> None:
+    limit = NAMES["sqs_queue_name"]["max"]
+    assert f"up to {limit} characters" in NAMES["sqs_queue_name"]["documentation"]
+    stack = "a" * (limit - len("deepseek--karpenter") + 1)
+    assert "SQS allows at most" in problems({f"{P}computeMode": "karpenter"}, stack=stack)["stack name"]
+    parse_settings({}, stack=stack)  # Auto Mode creates no queue
+
+
+def test_regions_are_the_ones_aws_lists() -> None:
+    for regions in NAMES["eks_regions"]["by_partition"].values():
+        for region in regions[:3]:
+            assert parse_settings({"aws:region": region}).region == region
+    assert "not an AWS region" in problems({"aws:region": "us-east-9"})["aws:region"]
+
+
+def hub_accepts(repo_id: str) -> bool:
+    """huggingface_hub 0.36.0's validate_repo_id, as snapshotted, plus owner/name."""
+    rules = NAMES["huggingface_repo_id"]
+    return (
+        repo_id.count("/") == rules["max_slashes"]
+        and re.match(rules["regex"], repo_id) is not None
+        and not any(s in repo_id for s in rules["forbidden_substrings"])
+        and not repo_id.endswith(rules["forbidden_suffix"])
+    )
+
+
+@pytest.mark.parametrize("repository", ["deepseek-ai", "deepseek-ai/x--y", "a/b.git", "a/..b", "a/-b"])
+def test_hugging_face_ids_the_hub_refuses_are_refused(repository: str) -> None:
+    assert not hub_accepts(repository)
+    assert f"{P}model.repository" in problems({f"{P}model.repository": repository})
+
+
+def test_hugging_face_ids_the_hub_accepts_are_accepted() -> None:
+    for repository in ("deepseek-ai/DeepSeek-R1", "casperhansen/deepseek-r1-distill-llama-70b-awq"):
+        assert hub_accepts(repository)
+        assert parse_settings({f"{P}model.repository": repository}).model.repository == repository
+
+
+def test_non_routable_vpc_ranges_and_zero_retention_are_refused() -> None:
+    for cidr in ("127.0.0.0/16", "169.254.0.0/16", "224.0.0.0/16", "240.0.0.0/16", "0.0.0.0/16"):
+        assert "not routable" in problems({f"{P}network.vpcCidr": cidr})[f"{P}network.vpcCidr"]
+    assert (
+        "more than zero"
+        in problems({f"{P}observability.prometheusRetention": "0d"})[f"{P}observability.prometheusRetention"]
+    )
