@@ -14,7 +14,7 @@ The rules, in order:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import calibration
 from .catalog import (
@@ -623,7 +623,7 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         )
     if request.region not in catalog.price_sources:
         warnings.append(f"no bundled prices for {request.region}: costs use {PRICE_FALLBACK_REGION}")
-    return SizingPlan(
+    sized = SizingPlan(
         request=request,
         model=model,
         quantization=q,
@@ -631,6 +631,27 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         room=room,
         price_source=_price_source(catalog, request.region, request.capacity_types),
         warnings=tuple(warnings),
+    )
+    lone = single_replica_warning(sized)
+    return replace(sized, warnings=(*sized.warnings, lone)) if lone else sized
+
+
+def single_replica_warning(p: SizingPlan) -> str | None:
+    """What a service at one replica loses when its node goes: a whole cold start. Nothing surges
+    a replacement replica ahead of a node's loss (expiry, interruption, failure), and a
+    PodDisruptionBudget cannot keep one pod (components/nodepools.py gpu_node_pool says what
+    each mechanism guarantees); only a rollout starts the new replica first."""
+    if p.request.min_replicas > 1:
+        return None
+    stages = p.startup_breakdown
+    outage = sum(stages.values())
+    parts = " + ".join(f"{name} {seconds} s" for name, seconds in stages.items())
+    return (
+        f"autoscaling.minReplicas = {p.request.min_replicas}: whenever one replica is all there is, "
+        "losing its node (EKS Auto Mode replaces every node within 21 days, a spot interruption "
+        "gives 2 minutes, a node or GPU can fail) stops the service for a cold start of about "
+        f"{outage} s ({parts}); a PodDisruptionBudget cannot prevent it; set "
+        "autoscaling.minReplicas to 2 or more to keep one replica serving"
     )
 
 
