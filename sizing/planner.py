@@ -632,8 +632,27 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         price_source=_price_source(catalog, request.region, request.capacity_types),
         warnings=tuple(warnings),
     )
-    lone = single_replica_warning(sized)
-    return replace(sized, warnings=(*sized.warnings, lone)) if lone else sized
+    notices = [w for w in (single_replica_warning(sized), floor_scale_down_warning(request)) if w]
+    return replace(sized, warnings=(*sized.warnings, *notices)) if notices else sized
+
+
+def floor_scale_down_warning(request: PlanRequest) -> str | None:
+    """The on-demand floor (components/nodepools.py gpu_pool_specs) holds when replicas launch, not
+    when they are removed: a ReplicaSet ranks the pods it deletes by state, pod-deletion-cost,
+    co-location and age, never by the node's capacity type (kubernetes/kubernetes
+    pkg/controller/replicaset/replica_set.go getPodsToDelete, pkg/controller/controller_utils.go
+    ActivePodsWithRanks.Less), and the cost is an annotation of each pod while all replicas share
+    one template, so nothing here can give the on-demand ones a higher cost. Facts:
+    reference/upstream/serving-facts.json replicaset_scale_down_order."""
+    types = request.capacity_types
+    if request.min_replicas < 1 or "spot" not in types or "on-demand" not in types:
+        return None
+    return (
+        f"gpu.capacityTypes allows spot and on-demand: the first {request.min_replicas} "
+        "replica(s) launch on on-demand, but a scale-down may remove an on-demand replica and "
+        "keep a spot one, so the floor can run on spot until the next scale-up; set "
+        "gpu.capacityTypes to [on-demand] where a spot interruption of the floor is not acceptable"
+    )
 
 
 def single_replica_warning(p: SizingPlan) -> str | None:

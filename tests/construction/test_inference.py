@@ -594,6 +594,9 @@ def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode
     assert nlb["spec"]["loadBalancerClass"] == klass["load_balancer_class"]
     annotations = nlb["metadata"]["annotations"]
     documented = set(facts["aws_load_balancer_controller"]["service_annotations"]) | {"pulumi.com/skipAwait"}
+    # One listener-attributes annotation per <protocol>-<port> of a listener.
+    listener = facts["listener_attributes"]["annotation"]
+    documented |= {listener.format(protocol=p["protocol"], port=p["port"]) for p in nlb["spec"]["ports"]}
     assert set(annotations) <= documented
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip"

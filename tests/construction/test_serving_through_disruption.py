@@ -20,7 +20,13 @@ from automation.render import Rendered, render
 from deepseek_eks.components.vllm import APP, Workload, leader_worker_set
 from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
 from tests.conftest import stack_config
-from tests.upstream import lws_facts, nlb_facts, pulumi_kubernetes_await_facts, vllm_object_storage_facts
+from tests.upstream import (
+    lws_facts,
+    nlb_facts,
+    pulumi_kubernetes_await_facts,
+    serving_facts,
+    vllm_object_storage_facts,
+)
 
 
 @cache
@@ -287,3 +293,20 @@ def test_a_tls_nlb_warns_that_its_fixed_idle_timeout_cannot_hold_a_long_generati
         endpoint__drainSeconds=120,
     )
     assert not any("endpoint.loadBalancer = nlb" in w for w in short.plan["warnings"])
+
+
+# --- item 7: what the on-demand floor holds ---------------------------------------------------
+
+
+def test_plan_says_the_on_demand_floor_holds_at_launch_only() -> None:
+    """A ReplicaSet never weighs capacity type when it picks the pod to delete, and the deletion
+    cost is a per-pod annotation no shared template can set on the on-demand pods only: with spot
+    allowed next to on-demand, the plan says a scale-down can leave the floor on spot."""
+    order = serving_facts()["replicaset_scale_down_order"]
+    assert order["capacity_type_considered"] is False
+    mixed = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), capacity_types=("spot", "on-demand")))
+    assert isinstance(mixed, SizingPlan)
+    assert any("scale-down may remove an on-demand replica" in w for w in mixed.warnings)
+    on_demand = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), capacity_types=("on-demand",)))
+    assert isinstance(on_demand, SizingPlan)
+    assert not any("scale-down may remove" in w for w in on_demand.warnings)
