@@ -755,8 +755,11 @@ def network_policy(
 
 
 def disruption_budget(workload: Workload, name: str = APP) -> dict[str, Any]:
-    """At most one replica down for voluntary disruptions: with two or more, one always serves;
-    with one, node drains are not blocked forever."""
+    """At most one replica evicted at a time. It binds only the Eviction API (node drains,
+    Karpenter's graceful drift and consolidation): with two or more replicas the others keep
+    serving while one is drained. It does not hold against forceful disruption (expiry, spot
+    interruption, a node failure, or Auto Mode's terminationGracePeriod ending a drain; see
+    nodepools.gpu_node_pool), and with one replica it protects nothing (the plan warns)."""
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",
