@@ -425,9 +425,10 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
 
 
 # vLLM places all TP x PP ranks when it starts, so the leader waits until every node has joined.
+# (Double quotes only inside the Python code: sh then shows it in plain single quotes.)
 _WAIT_FOR_RAY_NODES = (
-    "import ray, sys, time; ray.init(address='auto'); n = int(sys.argv[1]); "
-    "[time.sleep(5) for _ in iter(lambda: sum(x['Alive'] for x in ray.nodes()) < n, False)]"
+    'import ray, sys, time; ray.init(address="auto"); n = int(sys.argv[1]); '
+    '[time.sleep(5) for _ in iter(lambda: sum(x["Alive"] for x in ray.nodes()) < n, False)]'
 )
 
 # Object-storage models across nodes: vLLM 0.33.0 pulls the config and tokenizer files of an s3://
@@ -444,8 +445,8 @@ TOKENIZER_IGNORE_PATTERNS = ["*.pt", "*.safetensors", "*.bin", "*.tensors", "*.p
 _PULL_CONFIG_AND_TOKENIZER = (
     "import sys; from vllm.transformers_utils.runai_utils import ObjectStorageModel; "
     "url = sys.argv[1]; store = ObjectStorageModel(url=url); "
-    f"store.pull_files(url, allow_pattern={CONFIG_PULL_PATTERNS!r}); "
-    f"store.pull_files(url, ignore_pattern={TOKENIZER_IGNORE_PATTERNS!r})"
+    f"store.pull_files(url, allow_pattern={json.dumps(CONFIG_PULL_PATTERNS)}); "
+    f"store.pull_files(url, ignore_pattern={json.dumps(TOKENIZER_IGNORE_PATTERNS)})"
 )
 
 
