@@ -5,7 +5,7 @@ component; there is no second copy of what the stack creates."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pulumi
@@ -29,7 +29,7 @@ from .network import Network, NetworkArgs
 from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
-from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, zone_refusal
+from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, nlb_idle_warning, zone_refusal
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
@@ -52,7 +52,11 @@ def size(settings: Settings) -> SizingPlan:
     refusal = zone_refusal(result, settings.autoscaling.max_replicas, zones)
     if refusal:
         raise SizingError(Infeasible(result.request, (refusal,)))
-    return result
+    endpoint = settings.endpoint
+    idle = nlb_idle_warning(
+        endpoint.load_balancer.value, bool(endpoint.certificate_arn), result.drain_seconds
+    )
+    return replace(result, warnings=(*result.warnings, idle)) if idle else result
 
 
 @dataclass

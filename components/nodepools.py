@@ -31,10 +31,28 @@ GPU_FLOOR_NODE_POOL = "gpu-inference-floor"
 FLOOR_POOL_WEIGHT = 100
 
 # Annotations for serving pods: Karpenter never consolidates or drifts a node voluntarily while
-# such a pod runs on it (v1.14 docs, concepts/disruption.md "Pod-Level Controls"; expiry and
-# interruption still apply, hence expireAfter Never on the GPU pools). components/vllm.py puts
-# these on the vLLM pod template.
+# such a pod runs on it (v1.14 docs, concepts/disruption.md "Pod-Level Controls"), *unless* the
+# node's NodePool sets terminationGracePeriod: then drift may take the node anyway and the pod is
+# deleted before the period ends, PDB or not ("Controls / TerminationGracePeriod"; see
+# GPU_TERMINATION_GRACE_PERIOD). Expiry and interruption apply regardless (hence expireAfter Never
+# on Karpenter's GPU pools). components/vllm.py puts these on the vLLM pod template.
+# Facts: reference/upstream/platform-facts.json karpenter.termination_grace_period.
 SERVING_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
+
+# Replicas a rollout adds before it takes an old one away (components/vllm.py rolling_update): the
+# GPU limits leave room for them, or a rollout at maxReplicas would wait for GPUs forever.
+ROLLOUT_MAX_SURGE = 1
+
+# terminationGracePeriod of the GPU NodePools. Karpenter mode: none, so a node serving a replica
+# (do-not-disrupt) is never drifted; it moves to the new AMI when the replica does (a rollout
+# surges a new one on a new node, then the old node is empty and consolidated) or when it scales
+# in. EKS Auto Mode expires every node within 21 days whatever the pool says, and a drain blocked
+# by do-not-disrupt would keep an expired node forever; a bounded period there is the lesser evil,
+# at the price that drift, too, may then delete a serving pod (after the pod's own grace period).
+GPU_TERMINATION_GRACE_PERIOD: dict[ComputeMode, str | None] = {
+    ComputeMode.KARPENTER: None,
+    ComputeMode.AUTO_MODE: "2h",
+}
 
 # Karpenter mode: GPU nodes never expire (expiry is forceful, see gpu_node_pool). EKS Auto Mode
 # replaces every node after at most 21 days whatever the NodePool says (EKS User Guide, "Automate
@@ -69,8 +87,9 @@ def any_gpu_node_selector(mode: ComputeMode) -> dict[str, str]:
 
 
 def gpu_limit(plan: SizingPlan, max_replicas: int) -> int:
-    """GPUs the pool may hold at once: every replica at the autoscaler's maximum."""
-    return max_replicas * plan.gpus_per_replica
+    """GPUs the pool may hold at once: every replica at the autoscaler's maximum, plus the
+    replica a rollout surges (ROLLOUT_MAX_SURGE)."""
+    return (max_replicas + ROLLOUT_MAX_SURGE) * plan.gpus_per_replica
 
 
 def gpu_requirements(
@@ -135,7 +154,7 @@ def gpu_pool_specs(
     With spot allowed next to on-demand, Karpenter picks the cheapest offering and so launches
     the floor replicas on spot too, where one interruption takes a one-replica service down for
     a whole cold start. Then a second pool, weighted above the first, admits on-demand only and
-    holds exactly ``min_replicas`` replicas' GPUs; Karpenter fills it first and falls back to
+    holds ``min_replicas`` replicas' GPUs plus a rollout's surge; Karpenter fills it first and falls back to
     the spot-and-on-demand pool once its limit is reached (or on-demand is short). The main pool
     keeps the full ``max_replicas`` limit so spot can still take every replica if on-demand
     runs out. ``reserved`` adds Karpenter's ``reserved`` capacity type (capacity reservations
@@ -168,11 +187,18 @@ def gpu_node_pool(
 ) -> dict[str, Any]:
     """A GPU NodePool for vLLM replicas.
 
-    Nothing takes a GPU node away on a schedule: Karpenter's expiry is forceful (it ignores
-    disruption budgets, PDBs and karpenter.sh/do-not-disrupt and starts no replacement first;
-    v1.14 docs, concepts/disruption.md "Expiration"), so ``expireAfter`` is ``Never`` (Auto Mode:
-    its 21-day maximum, see GPU_EXPIRE_AFTER). Nodes are replaced when the pinned AMI moves
-    (drift, one node at a time) or when they are empty.
+    What each mechanism guarantees (Karpenter v1.14 docs, concepts/disruption.md):
+
+    - Expiry is forceful (no budgets, PDBs or do-not-disrupt, no replacement first), so
+      ``expireAfter`` is ``Never`` in Karpenter mode; Auto Mode expires nodes within 21 days
+      regardless (GPU_EXPIRE_AFTER): a one-replica service then restarts cold.
+    - Drift and consolidation are graceful and skip a node running a do-not-disrupt pod, unless
+      the pool sets ``terminationGracePeriod`` (GPU_TERMINATION_GRACE_PERIOD: Auto Mode only).
+      Only empty GPU nodes are consolidated, one node at a time.
+    - Neither surges a *replica*: Karpenter pre-spins a node, but the pod starts there only after
+      the old one is evicted. Only a rollout (maxSurge 1, maxUnavailable 0) starts the new replica
+      first.
+    - Spot interruption gives two minutes' notice: not enough for a cold start.
     """
     pool_spec: dict[str, Any] = {
         "template": {
@@ -182,9 +208,6 @@ def gpu_node_pool(
                 "requirements": gpu_requirements(plan, mode, spec.capacity_types),
                 "taints": [GPU_TAINT],
                 "expireAfter": GPU_EXPIRE_AFTER[mode],
-                # A drifted node waits up to 2h for in-flight reasoning streams (the pods'
-                # own grace period) before Karpenter deletes what is left.
-                "terminationGracePeriod": "2h",
             },
         },
         "limits": {"nvidia.com/gpu": str(spec.gpus)},
@@ -197,6 +220,9 @@ def gpu_node_pool(
             "budgets": [{"nodes": "1"}],
         },
     }
+    grace = GPU_TERMINATION_GRACE_PERIOD[mode]
+    if grace:
+        pool_spec["template"]["spec"]["terminationGracePeriod"] = grace
     if spec.weight is not None:
         pool_spec["weight"] = spec.weight
     return {

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.planner import VLLM_PORT
 
-from .nodepools import SERVING_POD_ANNOTATIONS
+from .nodepools import ROLLOUT_MAX_SURGE, SERVING_POD_ANNOTATIONS
 from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import VLLM_IMAGE
 
@@ -51,6 +52,19 @@ DEREGISTRATION_PAUSE_S = 15
 ENGINE_EXIT_S = 15
 # An ALB target group's deregistration delay is at most 3600 s (ELB target group attributes).
 ALB_MAX_DEREGISTRATION_S = 3600
+# A request without streaming is silent until its whole answer is ready: the load balancer's idle
+# timeout must outlast the longest generation the plan allows (its drain time), with a margin.
+IDLE_MARGIN_S = 60
+# ALB idle timeout: at most 4000 s (ALB user guide, load balancer attributes).
+ALB_MAX_IDLE_S = 4000
+# NLB: a TCP listener's idle timeout is 60-6000 s (default 350), a TLS listener's is fixed at 350 s
+# (NLB user guide, "Update the TCP idle timeout"). The AWS Load Balancer Controller v3.5.0 sets a
+# listener's attributes from one annotation per <Protocol>-<Port> (docs/guide/service/
+# annotations.md "listener-attributes"; pkg/service/model_build_listener.go
+# buildListenerAttributes). Facts: reference/upstream/nlb-facts.json.
+NLB_TCP_IDLE_RANGE_S = (60, 6000)
+NLB_TLS_IDLE_S = 350
+NLB_LISTENER_ATTRIBUTES = "service.beta.kubernetes.io/aws-load-balancer-listener-attributes"
 
 # The only paths the load balancer forwards: vLLM 0.33.0 checks the API key only for paths
 # under /v1, /v2, /inference and /cohere (vllm/entrypoints/serve/middleware/authenticate.py,
@@ -81,6 +95,30 @@ PROMETHEUS_POD_LABELS = {
 # The price is one replica per zone.
 LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
 ZONE_KEY = "topology.kubernetes.io/zone"
+
+# How a LeaderWorkerSet's pods find their leader: LWS 0.10.0 gives every pod LWS_LEADER_ADDRESS =
+# <lws>-<group>.<subdomain>.<namespace>. With the default "Shared" policy the subdomain is the LWS's
+# own name, and the controller creates that headless Service only when no Service of that name
+# exists (pkg/utils/controller/controller_utils.go CreateHeadlessServiceIfNotExists), so our
+# client Service "vllm" would shadow it and the leader's name would never resolve.
+# "UniquePerReplica" gives each group a headless Service named after its leader pod
+# (<lws>-<group>, pkg/controllers/pod_controller.go) and sets that as every pod's subdomain
+# (pkg/webhooks/pod_webhook.go): the client Service keeps the name "vllm".
+# Facts: reference/upstream/lws-v0.10.0.json.
+LWS_SUBDOMAIN_POLICY = "UniquePerReplica"
+
+# Rollouts: a template change surges one new replica and takes none away before it is ready, for
+# the Deployment and the LeaderWorkerSet alike. LWS 0.10.0 would otherwise default to
+# maxUnavailable 1, maxSurge 0 (pkg/webhooks/leaderworkerset_webhook.go Default): a one-replica
+# service would go dark for a whole cold start on every change.
+ROLLOUT_MAX_UNAVAILABLE = 0
+# pulumi-kubernetes waits for a Deployment's rollout itself, but for a custom resource only when
+# told: "condition=Available" waits until the LWS reports Available for the object's current
+# generation (provider/pkg/metadata/overrides.go ReadyCondition, await/condition/kubectl.go
+# checkCondition), which LWS 0.10.0 sets only once every group is updated and ready
+# (pkg/controllers/leaderworkerset_controller.go). Facts: reference/upstream/pulumi-kubernetes-await.json.
+PULUMI_WAIT_FOR = "pulumi.com/waitFor"
+LWS_READY_CONDITION = "condition=Available"
 
 # Pod readiness gates: the load balancer controller injects a target-health gate into pods of a
 # namespace carrying this label, so a rollout never removes the last healthy ALB target
@@ -137,14 +175,17 @@ def shm_gib(plan: SizingPlan) -> int:
 
 def zone_refusal(plan: SizingPlan, max_replicas: int, zones: int | None) -> str | None:
     """Why a multi-node plan cannot scale to ``max_replicas``: with LWS exclusive topology on the
-    zone, each replica takes a whole zone (see ``LWS_EXCLUSIVE_TOPOLOGY``). ``zones`` is None for
-    your own VPC, whose zones are known only on AWS."""
-    if plan.nodes_per_replica == 1 or zones is None or max_replicas <= zones:
+    zone, each replica takes a whole zone (see ``LWS_EXCLUSIVE_TOPOLOGY``), and a rollout at the
+    maximum surges one more (ROLLOUT_MAX_SURGE). ``zones`` is None for your own VPC, whose zones
+    are known only on AWS."""
+    most = None if zones is None else zones - ROLLOUT_MAX_SURGE
+    if plan.nodes_per_replica == 1 or most is None or max_replicas <= most:
         return None
     return (
         f"autoscaling.maxReplicas = {max_replicas}: a {plan.model.variant} replica spans "
-        f"{plan.nodes_per_replica} nodes kept in one zone, one replica per zone, and the VPC has "
-        f"{zones} zones; set autoscaling.maxReplicas to at most {zones}, or add a single-node "
+        f"{plan.nodes_per_replica} nodes kept in one zone, one replica per zone, the VPC has "
+        f"{zones} zones and a rollout needs a free zone for the new replica before the old one "
+        f"goes; set autoscaling.maxReplicas to at most {most}, or add a single-node "
         "instance family (e.g. p5en) to gpu.instanceFamilies"
     )
 
@@ -158,6 +199,37 @@ def deregistration_delay_seconds(drain_seconds: int) -> int:
     """How long the ALB keeps a deregistered target's open streams: from the moment the pod starts
     terminating, through the pause and vLLM's drain (capped at the ALB's own maximum)."""
     return min(ALB_MAX_DEREGISTRATION_S, DEREGISTRATION_PAUSE_S + drain_seconds)
+
+
+def idle_seconds_needed(drain_seconds: int) -> int:
+    """How long a load balancer must keep a silent connection: the longest generation, plus a
+    margin."""
+    return drain_seconds + IDLE_MARGIN_S
+
+
+def nlb_tcp_idle_seconds(drain_seconds: int) -> int:
+    """The NLB TCP listener's idle timeout for this drain budget, within what the NLB allows."""
+    low, high = NLB_TCP_IDLE_RANGE_S
+    return max(low, min(high, idle_seconds_needed(drain_seconds)))
+
+
+def nlb_idle_warning(load_balancer: str, tls: bool, drain_seconds: int) -> str | None:
+    """What an NLB's idle timeout cuts: a TLS listener's fixed 350 s, or a generation longer than
+    the TCP maximum."""
+    if load_balancer != "nlb":
+        return None
+    needed = idle_seconds_needed(drain_seconds)
+    limit = NLB_TLS_IDLE_S if tls else NLB_TCP_IDLE_RANGE_S[1]
+    if needed <= limit:
+        return None
+    why = "its TLS listener's idle timeout is fixed at" if tls else "its TCP idle timeout is at most"
+    return (
+        f"endpoint.loadBalancer = nlb: {why} {limit} s, and a request without streaming can stay "
+        f"silent for up to {drain_seconds} s (the drain budget, endpoint.drainSeconds) before its "
+        f'answer, so the NLB may close it first; stream responses ("stream": true keeps the '
+        "connection busy), lower endpoint.drainSeconds or model.maxModelLen, or use "
+        "endpoint.loadBalancer alb"
+    )
 
 
 def vllm_args(plan: SizingPlan, workload: Workload) -> list[str]:
@@ -321,6 +393,11 @@ def pod_spec(plan: SizingPlan, workload: Workload, containers: list[dict[str, An
     }
 
 
+def rolling_update() -> dict[str, int]:
+    """Surge one replica, keep every serving one until it is ready (see ROLLOUT_MAX_UNAVAILABLE)."""
+    return {"maxSurge": ROLLOUT_MAX_SURGE, "maxUnavailable": ROLLOUT_MAX_UNAVAILABLE}
+
+
 def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[str, Any]:
     """A single-node replica as a Deployment. ``spec.replicas`` is left out: the autoscaler owns
     it, and Pulumi must not reset it on every update."""
@@ -337,7 +414,7 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
         "spec": {
             "selector": {"matchLabels": selector_labels()},
             # Never take a replica away before its replacement serves: surge one, none unavailable.
-            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update()},
             "progressDeadlineSeconds": plan.startup_seconds + 600,
             "template": {
                 "metadata": {"labels": labels, "annotations": dict(SERVING_POD_ANNOTATIONS)},
@@ -347,23 +424,62 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
     }
 
 
+# vLLM places all TP x PP ranks when it starts, so the leader waits until every node has joined.
+# (Double quotes only inside the Python code: sh then shows it in plain single quotes.)
+_WAIT_FOR_RAY_NODES = (
+    'import ray, sys, time; ray.init(address="auto"); n = int(sys.argv[1]); '
+    '[time.sleep(5) for _ in iter(lambda: sum(x["Alive"] for x in ray.nodes()) < n, False)]'
+)
+
+# Object-storage models across nodes: vLLM 0.33.0 pulls the config and tokenizer files of an s3://
+# --model only in the process that builds the model config (the leader), into
+# $VLLM_ASSETS_CACHE/model_streamer/<sha256(url)[:8]>, and hands that node-local path to the Ray
+# workers on the other nodes (vllm/config/model.py maybe_pull_model_tokenizer_for_runai,
+# vllm/transformers_utils/runai_utils.py ObjectStorageModel; vllm-project/vllm#50616, fix not
+# released). Each worker pod therefore pulls the same files with vLLM's own code, from the same
+# URL into the same directory (same image, same cache environment), before joining Ray.
+# Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
+OBJECT_STORAGE_SCHEMES = ("s3://", "gs://", "az://")
+CONFIG_PULL_PATTERNS = ["*.model", "*.py", "*.json"]
+TOKENIZER_IGNORE_PATTERNS = ["*.pt", "*.safetensors", "*.bin", "*.tensors", "*.pth"]
+_PULL_CONFIG_AND_TOKENIZER = (
+    "import sys; from vllm.transformers_utils.runai_utils import ObjectStorageModel; "
+    "url = sys.argv[1]; store = ObjectStorageModel(url=url); "
+    f"store.pull_files(url, allow_pattern={json.dumps(CONFIG_PULL_PATTERNS)}); "
+    f"store.pull_files(url, ignore_pattern={json.dumps(TOKENIZER_IGNORE_PATTERNS)})"
+)
+
+
+def shell_line(*argv: str) -> str:
+    """One command for ``sh -c``, every argument quoted (an S3 prefix may hold any character)."""
+    return shlex.join(argv)
+
+
+def _model_of(args: list[str]) -> str:
+    return args[args.index("--model") + 1]
+
+
 def _ray_leader_command(plan: SizingPlan, workload: Workload) -> list[str]:
-    serve = " ".join(
-        ["vllm", "serve", *(json.dumps(a) if " " in a else a for a in vllm_args(plan, workload))]
+    script = " && ".join(
+        [
+            shell_line("ray", "start", "--head", f"--port={RAY_PORT}"),
+            shell_line("python3", "-c", _WAIT_FOR_RAY_NODES, str(plan.nodes_per_replica)),
+            "exec " + shell_line("vllm", "serve", *vllm_args(plan, workload)),
+        ]
     )
-    # vLLM places all TP x PP ranks when it starts, so wait until every worker node has joined.
-    wait = (
-        'python3 -c \'import ray, sys, time; ray.init(address="auto"); '
-        "n = int(sys.argv[1]); "
-        '[time.sleep(5) for _ in iter(lambda: sum(x["Alive"] for x in ray.nodes()) < n, False)]\' '
-        f"{plan.nodes_per_replica}"
-    )
-    script = f"ray start --head --port={RAY_PORT} && {wait} && exec {serve}"
     return ["/bin/sh", "-c", script]
 
 
-def _ray_worker_command() -> list[str]:
-    return ["/bin/sh", "-c", f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block']
+def _ray_worker_command(plan: SizingPlan, workload: Workload) -> list[str]:
+    """Join the leader's Ray cluster (LWS_LEADER_ADDRESS, set by LWS on every pod of the group),
+    first pulling an object-storage model's config and tokenizer files the leader's vLLM will
+    point this node at."""
+    steps = []
+    model = _model_of(vllm_args(plan, workload))
+    if model.lower().startswith(OBJECT_STORAGE_SCHEMES):
+        steps.append(shell_line("python3", "-c", _PULL_CONFIG_AND_TOKENIZER, model))
+    join = f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block'
+    return ["/bin/sh", "-c", " && ".join([*steps, join])]
 
 
 def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[str, Any]:
@@ -373,7 +489,7 @@ def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> 
     leader = server_container(plan, workload, _ray_leader_command(plan, workload))
     leader["ports"] = [*leader["ports"], {"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}]
     worker = {
-        **server_container(plan, workload, _ray_worker_command()),
+        **server_container(plan, workload, _ray_worker_command(plan, workload)),
         "ports": [{"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}],
     }
     for key in ("startupProbe", "readinessProbe", "livenessProbe", "lifecycle"):
@@ -385,10 +501,16 @@ def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> 
             "name": name,
             "namespace": workload.namespace,
             "labels": labels,
-            "annotations": {**checkov_annotations(CHECKOV_SKIPS), LWS_EXCLUSIVE_TOPOLOGY: ZONE_KEY},
+            "annotations": {
+                **checkov_annotations(CHECKOV_SKIPS),
+                LWS_EXCLUSIVE_TOPOLOGY: ZONE_KEY,
+                PULUMI_WAIT_FOR: LWS_READY_CONDITION,
+            },
         },
         "spec": {
             "startupPolicy": "LeaderCreated",
+            "networkConfig": {"subdomainPolicy": LWS_SUBDOMAIN_POLICY},
+            "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling_update()},
             "leaderWorkerTemplate": {
                 "size": plan.nodes_per_replica,
                 "restartPolicy": "RecreateGroupOnPodRestart",
@@ -470,6 +592,7 @@ def ingress(
     listens on 443 and on 80 only to redirect to 443 (``ssl-redirect``: every HTTP listener's
     default action becomes the redirect, so no request is served in plain HTTP)."""
     listen = [{"HTTP": 80}, {"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
+    idle = min(ALB_MAX_IDLE_S, idle_seconds_needed(endpoint.drain_seconds))
     annotations = {
         "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
         "alb.ingress.kubernetes.io/target-type": "ip",
@@ -478,8 +601,7 @@ def ingress(
         "alb.ingress.kubernetes.io/healthcheck-port": "traffic-port",
         "alb.ingress.kubernetes.io/success-codes": "200",
         "alb.ingress.kubernetes.io/load-balancer-attributes": (
-            f"idle_timeout.timeout_seconds={min(4000, endpoint.drain_seconds + 60)},"
-            "routing.http.drop_invalid_header_fields.enabled=true"
+            f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
         ),
         "alb.ingress.kubernetes.io/target-group-attributes": (
             f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
@@ -552,6 +674,12 @@ def nlb_service(
     # Pulumi would wait for endpoints, which exist only once a replica has loaded (see ``service``).
     annotations["pulumi.com/skipAwait"] = "true"
     port = SERVICE_PORT
+    if not endpoint.certificate_arn:
+        # A TCP listener's idle timeout follows the drain budget (a TLS one cannot be changed:
+        # nlb_idle_warning says what that costs).
+        annotations[f"{NLB_LISTENER_ATTRIBUTES}.TCP-{port}"] = (
+            f"tcp.idle_timeout.seconds={nlb_tcp_idle_seconds(endpoint.drain_seconds)}"
+        )
     if endpoint.certificate_arn:
         port = 443
         annotations |= {
@@ -638,8 +766,11 @@ def network_policy(
 
 
 def disruption_budget(workload: Workload, name: str = APP) -> dict[str, Any]:
-    """At most one replica down for voluntary disruptions: with two or more, one always serves;
-    with one, node drains are not blocked forever."""
+    """At most one replica evicted at a time. It binds only the Eviction API (node drains,
+    Karpenter's graceful drift and consolidation): with two or more replicas the others keep
+    serving while one is drained. It does not hold against forceful disruption (expiry, spot
+    interruption, a node failure, or Auto Mode's terminationGracePeriod ending a drain; see
+    nodepools.gpu_node_pool), and with one replica it protects nothing (the plan warns)."""
     return {
         "apiVersion": "policy/v1",
         "kind": "PodDisruptionBudget",

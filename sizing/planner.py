@@ -14,7 +14,7 @@ The rules, in order:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import calibration
 from .catalog import (
@@ -623,7 +623,7 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         )
     if request.region not in catalog.price_sources:
         warnings.append(f"no bundled prices for {request.region}: costs use {PRICE_FALLBACK_REGION}")
-    return SizingPlan(
+    sized = SizingPlan(
         request=request,
         model=model,
         quantization=q,
@@ -631,6 +631,46 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         room=room,
         price_source=_price_source(catalog, request.region, request.capacity_types),
         warnings=tuple(warnings),
+    )
+    notices = [w for w in (single_replica_warning(sized), floor_scale_down_warning(request)) if w]
+    return replace(sized, warnings=(*sized.warnings, *notices)) if notices else sized
+
+
+def floor_scale_down_warning(request: PlanRequest) -> str | None:
+    """The on-demand floor (components/nodepools.py gpu_pool_specs) holds when replicas launch, not
+    when they are removed: a ReplicaSet ranks the pods it deletes by state, pod-deletion-cost,
+    co-location and age, never by the node's capacity type (kubernetes/kubernetes
+    pkg/controller/replicaset/replica_set.go getPodsToDelete, pkg/controller/controller_utils.go
+    ActivePodsWithRanks.Less), and the cost is an annotation of each pod while all replicas share
+    one template, so nothing here can give the on-demand ones a higher cost. Facts:
+    reference/upstream/serving-facts.json replicaset_scale_down_order."""
+    types = request.capacity_types
+    if request.min_replicas < 1 or "spot" not in types or "on-demand" not in types:
+        return None
+    return (
+        f"gpu.capacityTypes allows spot and on-demand: the first {request.min_replicas} "
+        "replica(s) launch on on-demand, but a scale-down may remove an on-demand replica and "
+        "keep a spot one, so the floor can run on spot until the next scale-up; set "
+        "gpu.capacityTypes to [on-demand] where a spot interruption of the floor is not acceptable"
+    )
+
+
+def single_replica_warning(p: SizingPlan) -> str | None:
+    """What a service at one replica loses when its node goes: a whole cold start. Nothing surges
+    a replacement replica ahead of a node's loss (expiry, interruption, failure), and a
+    PodDisruptionBudget cannot keep one pod (components/nodepools.py gpu_node_pool says what
+    each mechanism guarantees); only a rollout starts the new replica first."""
+    if p.request.min_replicas > 1:
+        return None
+    stages = p.startup_breakdown
+    outage = sum(stages.values())
+    parts = " + ".join(f"{name} {seconds} s" for name, seconds in stages.items())
+    return (
+        f"autoscaling.minReplicas = {p.request.min_replicas}: whenever one replica is all there is, "
+        "losing its node (EKS Auto Mode replaces every node within 21 days, a spot interruption "
+        "gives 2 minutes, a node or GPU can fail) stops the service for a cold start of about "
+        f"{outage} s ({parts}); a PodDisruptionBudget cannot prevent it; set "
+        "autoscaling.minReplicas to 2 or more to keep one replica serving"
     )
 
 

@@ -124,6 +124,21 @@ def mountpoint_csi_facts(version: str = "2.7.0") -> dict[str, Any]:
 
 
 @cache
+def lws_facts(version: str = "0.10.0") -> dict[str, Any]:
+    """LeaderWorkerSet's headless Services, pod subdomains, leader address, rollout defaults and
+    Available condition (``lws-v<version>.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / f"lws-v{version}.json").read_text())
+    return data
+
+
+@cache
+def pulumi_kubernetes_await_facts() -> dict[str, Any]:
+    """How pulumi-kubernetes waits for a custom resource (``pulumi-kubernetes-await.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "pulumi-kubernetes-await.json").read_text())
+    return data
+
+
+@cache
 def nlb_facts() -> dict[str, Any]:
     """NLB classes and Service annotations of the AWS Load Balancer Controller and EKS Auto Mode."""
     data: dict[str, Any] = json.loads((UPSTREAM / "nlb-facts.json").read_text())

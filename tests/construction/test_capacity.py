@@ -42,6 +42,18 @@ def gpu_pool(run: Construction) -> dict:
     return custom_objects(run, "NodePool")["gpu-inference"]
 
 
+def rollout_surge(run: Construction) -> int:
+    """Replicas the serving workload's rollout adds before it removes one (its own maxSurge)."""
+    for token in ("kubernetes:apps/v1:Deployment", "kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet"):
+        for obj in run.mocks.of_type(token):
+            spec = obj.inputs["spec"]
+            if token.endswith("Deployment") and obj.inputs["metadata"].get("name") == "vllm":
+                return int(spec["strategy"]["rollingUpdate"]["maxSurge"])
+            if token.endswith("LeaderWorkerSet"):
+                return int(spec["rolloutStrategy"]["rollingUpdateConfiguration"]["maxSurge"])
+    raise AssertionError("no serving workload")
+
+
 @pytest.fixture(scope="module")
 def dev(construct_module) -> Construction:
     return construct_module(stack_config("dev"))
@@ -106,8 +118,11 @@ def test_gpu_pool_admits_exactly_the_plan_types_with_the_mode_prefix(stack: str,
     assert taints == [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
     assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
     max_replicas = run.outputs["plan"]["max_replicas"]
-    assert pool["spec"]["limits"]["nvidia.com/gpu"] == str(max_replicas * plan.gpus_per_replica)
-    assert run.outputs["gpuLimit"] == max_replicas * plan.gpus_per_replica
+    # Room for every replica at the maximum and the one a rollout surges there.
+    gpus = (max_replicas + rollout_surge(run)) * plan.gpus_per_replica
+    assert rollout_surge(run) >= 1
+    assert pool["spec"]["limits"]["nvidia.com/gpu"] == str(gpus)
+    assert run.outputs["gpuLimit"] == gpus
 
 
 def test_karpenter_node_class_is_pinned_imdsv2_and_encrypted(prod: Construction) -> None:
@@ -168,7 +183,7 @@ def test_floor_replicas_land_on_an_on_demand_pool_when_spot_is_allowed(prod: Con
     pools = custom_objects(prod, "NodePool")
     floor, main = pools["gpu-inference-floor"], pools["gpu-inference"]
     assert requirement(floor, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
-    floor_gpus = plan["min_replicas"] * plan["gpus_per_replica"]
+    floor_gpus = (plan["min_replicas"] + rollout_surge(prod)) * plan["gpus_per_replica"]
     assert floor["spec"]["limits"]["nvidia.com/gpu"] == str(floor_gpus)
     assert floor["spec"]["weight"] > main["spec"].get("weight", 0)  # Karpenter: no weight is 0
     # The vLLM pods select a label both GPU pools put on their nodes.
@@ -194,6 +209,22 @@ def test_no_gpu_node_expires_or_is_consolidated_under_a_replica(stack: str, cons
     for pool in gpu_pools:
         assert pool["spec"]["template"]["spec"]["expireAfter"] == expected
         assert pool["spec"]["disruption"]["consolidationPolicy"] == "WhenEmpty"
+
+
+@pytest.mark.parametrize("stack", ["prod", "r1"])
+def test_drift_never_deletes_a_serving_pod_in_karpenter_mode(stack: str, construct_module) -> None:
+    """Karpenter 1.14: with terminationGracePeriod set, drift may take a node despite PDBs and
+    do-not-disrupt and deletes its pods before the period ends. Karpenter-mode GPU pools (expiry
+    Never, so no forced drain to bound) set none; Auto Mode, whose nodes expire within 21 days
+    whatever the pool says, keeps a bounded period (its README section says what that costs)."""
+    tgp = platform_facts()["karpenter"]["termination_grace_period"]
+    assert tgp["drift_ignores_pdb_and_do_not_disrupt"] is True
+    run = construct_module(stack_config(stack))
+    assert "autoMode" not in run.mocks.of_type("eks:index:Cluster")[0].inputs
+    gpu_pools = [p for n, p in custom_objects(run, "NodePool").items() if n.startswith("gpu-inference")]
+    assert gpu_pools
+    for pool in gpu_pools:
+        assert tgp["field"] not in pool["spec"]["template"]["spec"]
 
 
 def test_auto_mode_custom_node_class_has_no_tags(construct_module) -> None:
@@ -245,16 +276,17 @@ def test_auto_mode_uses_default_node_class_when_its_disk_suffices(
 def test_variant_and_families_drive_requirements_and_gpu_limit(
     construct_module, variant, family, cheapest, gpus_per_node, nodes
 ) -> None:
-    # At most 3 replicas: a two-node r1-671b replica takes a whole zone of the 3-zone VPC.
+    # At most 2 replicas: a two-node r1-671b replica takes a whole zone of the 3-zone VPC, and a
+    # rollout at the maximum needs a third.
     run = construct_module(
-        stack_config("prod", model__variant=variant, gpu__instanceFamilies=family, autoscaling__maxReplicas=3)
+        stack_config("prod", model__variant=variant, gpu__instanceFamilies=family, autoscaling__maxReplicas=2)
     )
     pool = gpu_pool(run)
     admitted = requirement(pool, "node.kubernetes.io/instance-type")["values"]
     assert admitted[0] == cheapest
     assert requirement(pool, "karpenter.k8s.aws/instance-family")["values"] == [family]
     assert requirement(pool, "karpenter.k8s.aws/instance-gpu-count")["values"] == [str(gpus_per_node)]
-    assert pool["spec"]["limits"]["nvidia.com/gpu"] == str(3 * gpus_per_node * nodes)
+    assert pool["spec"]["limits"]["nvidia.com/gpu"] == str((2 + rollout_surge(run)) * gpus_per_node * nodes)
 
 
 def test_every_iam_policy_is_least_privilege(prod: Construction) -> None:

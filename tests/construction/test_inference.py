@@ -127,7 +127,9 @@ def test_no_efa_is_requested_that_the_image_cannot_use_and_the_plan_says_so() ->
             assert not any(e["name"].startswith(("FI_", "NCCL_NET")) for e in container["env"])
     assert rendered.plan["efa_required"] is False
     assert any("TCP sockets, not EFA" in w for w in rendered.plan["warnings"])
-    assert not render(stack_config("r1", gpu__instanceFamilies="p5en")).plan["warnings"]
+    # Two replicas at the floor: no single-replica notice either.
+    single_node = stack_config("r1", gpu__instanceFamilies="p5en", autoscaling__minReplicas=2)
+    assert not render(single_node).plan["warnings"]
 
 
 def test_both_nodes_of_a_replica_stay_in_one_zone() -> None:
@@ -137,12 +139,13 @@ def test_both_nodes_of_a_replica_stay_in_one_zone() -> None:
 
 
 def test_exclusive_zones_cap_the_replicas_of_a_multi_node_plan() -> None:
-    """One replica per zone (LWS exclusive topology): more replicas than zones is refused at plan
-    time, a single-node plan is not limited."""
-    with pytest.raises(SizingError, match=r"autoscaling.maxReplicas = 4: .* 3 zones"):
-        render(stack_config("r1", autoscaling__maxReplicas=4))
-    with pytest.raises(SizingError, match="at most 2"):
-        render(stack_config("r1", network__availabilityZones=2, autoscaling__maxReplicas=3))
+    """One replica per zone (LWS exclusive topology), and a rollout at the maximum surges one more
+    group into a free zone: as many replicas as zones is refused at plan time, a single-node plan
+    is not limited."""
+    with pytest.raises(SizingError, match=r"autoscaling.maxReplicas = 3: .* 3 zones"):
+        render(stack_config("r1", autoscaling__maxReplicas=3))
+    with pytest.raises(SizingError, match="at most 1"):
+        render(stack_config("r1", network__availabilityZones=2, autoscaling__maxReplicas=2))
     assert render(stack_config("r1", gpu__instanceFamilies="p5en", autoscaling__maxReplicas=4))
 
 
@@ -375,7 +378,7 @@ def test_stager_streams_so_its_disk_fits_an_ordinary_node() -> None:
 
 def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None:
     """The leader's inline wait really loops until the group's nodes have joined Ray."""
-    import re
+    import shlex
     import sys
     import time
     import types
@@ -384,8 +387,10 @@ def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None
     leader = workload(rendered)["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]["containers"][0]
     script = leader["command"][-1]
     assert script.index("ray start --head") < script.index("ray.nodes()") < script.index("exec vllm serve")
-    match = re.search(r"python3 -c '(.*?)' (\d+) &&", script)
-    assert match and match.group(2) == "2"
+    words = shlex.split(script)  # as sh splits the line
+    start = next(i for i in range(len(words)) if words[i : i + 2] == ["python3", "-c"])
+    code, count = words[start + 2], words[start + 3]
+    assert count == "2" and words[start + 4] == "&&"
     joined = iter([1, 1, 2])  # nodes alive at each poll
     polls: list[int] = []
 
@@ -395,8 +400,8 @@ def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None
 
     monkeypatch.setitem(sys.modules, "ray", types.SimpleNamespace(init=lambda address: None, nodes=nodes))
     monkeypatch.setattr(time, "sleep", lambda seconds: None)
-    monkeypatch.setattr(sys, "argv", ["-c", match.group(2)])
-    exec(match.group(1), {})
+    monkeypatch.setattr(sys, "argv", ["-c", count])
+    exec(code, {})
     assert len(polls) == 3
 
 
@@ -599,6 +604,9 @@ def test_nlb_endpoint_is_an_internal_service_limited_to_the_vpc(stack: str, mode
     assert nlb["spec"]["loadBalancerClass"] == klass["load_balancer_class"]
     annotations = nlb["metadata"]["annotations"]
     documented = set(facts["aws_load_balancer_controller"]["service_annotations"]) | {"pulumi.com/skipAwait"}
+    # One listener-attributes annotation per <protocol>-<port> of a listener.
+    listener = facts["listener_attributes"]["annotation"]
+    documented |= {listener.format(protocol=p["protocol"], port=p["port"]) for p in nlb["spec"]["ports"]}
     assert set(annotations) <= documented
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-scheme"] == "internal"
     assert annotations["service.beta.kubernetes.io/aws-load-balancer-nlb-target-type"] == "ip"

@@ -62,7 +62,8 @@ def test_gpu_pool_limit_and_node_class_ref() -> None:
         node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "gpu"),
         labels={},
     )
-    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "12"}  # 3 replicas x TP 4
+    # (3 replicas + the one a rollout surges) x TP 4
+    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "16"}
     assert pool["spec"]["template"]["spec"]["nodeClassRef"] == {
         "group": "karpenter.k8s.aws",
         "kind": "EC2NodeClass",
@@ -124,11 +125,12 @@ def test_floor_replicas_get_an_on_demand_pool_tried_first_when_spot_is_allowed()
     )
     assert floor["metadata"]["name"] == GPU_FLOOR_NODE_POOL and main["metadata"]["name"] == GPU_NODE_POOL
     assert _capacity_types(floor) == ["on-demand"]
-    assert floor["spec"]["limits"] == {"nvidia.com/gpu": str(2 * p.gpus_per_replica)}
+    # the floor's replicas and a rollout's surge, so a rollout at the floor stays on on-demand
+    assert floor["spec"]["limits"] == {"nvidia.com/gpu": str(3 * p.gpus_per_replica)}
     # Karpenter treats a pool without weight as weight 0: the floor pool must rank above.
     assert floor["spec"]["weight"] > main["spec"].get("weight", 0)
     assert set(_capacity_types(main)) == {"spot", "on-demand"}
-    assert main["spec"]["limits"] == {"nvidia.com/gpu": str(5 * p.gpus_per_replica)}
+    assert main["spec"]["limits"] == {"nvidia.com/gpu": str(6 * p.gpus_per_replica)}
     # Both pools label their nodes alike, so one node selector reaches either.
     assert floor["spec"]["template"]["metadata"] == main["spec"]["template"]["metadata"]
 

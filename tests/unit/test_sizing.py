@@ -332,4 +332,8 @@ def test_drain_lets_a_full_length_stream_finish() -> None:
 
 def test_huge_hugging_face_downloads_warn() -> None:
     assert any("weights.source s3" in w for w in feasible(plan(PlanRequest("r1-671b", ("p5en",)))).warnings)
-    assert not feasible(plan(PlanRequest("r1-671b", ("p5en",), weights_source="s3"))).warnings
+    # Two on-demand replicas at the floor: no single-replica or spot-floor notice either.
+    quiet = PlanRequest(
+        "r1-671b", ("p5en",), weights_source="s3", min_replicas=2, capacity_types=("on-demand",)
+    )
+    assert not feasible(plan(quiet)).warnings
