@@ -10,17 +10,36 @@ does.
 
 from __future__ import annotations
 
-import ipaddress
+import importlib.util
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 Props = Mapping[str, Any]
 
 PLATFORM_FACTS = Path(__file__).resolve().parent.parent / "reference" / "upstream" / "platform-facts.json"
+
+
+def _load_cidrs() -> ModuleType:
+    """settings/cidrs.py, the one definition of a world-open CIDR set, loaded by its path: importing
+    it as ``settings.cidrs`` would run settings/__init__.py, which pulls in the sizing engine and,
+    through the ``deepseek_eks`` package, Pulumi; the pack must import no Pulumi code but
+    pulumi_policy. The file sits beside this package both in a checkout (``settings/``) and in the
+    wheel (``deepseek_eks/settings/``)."""
+    path = Path(__file__).resolve().parent.parent / "settings" / "cidrs.py"
+    spec = importlib.util.spec_from_file_location("_deepseek_eks_policy_cidrs", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - the file ships with the pack
+        raise ImportError(f"the policy pack needs {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_CIDRS = _load_cidrs()
 
 GPU_RESOURCE = "nvidia.com/gpu"
 KARPENTER_NODECLASS_GROUP = "karpenter.k8s.aws"
@@ -129,16 +148,16 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _world_open(cidrs: list[str]) -> list[str]:
-    """The CIDRs among ``cidrs`` that admit every address (prefix length 0) or are not CIDRs."""
-    bad = []
-    for cidr in cidrs:
-        try:
-            if ipaddress.ip_network(str(cidr).strip(), strict=False).prefixlen == 0:
-                bad.append(cidr)
-        except ValueError:
-            bad.append(cidr)
-    return bad
+def open_to_world(cidrs: Iterable[Any]) -> str | None:
+    """Why ``cidrs`` admit the whole internet, or None. Open means their union covers half an
+    address family or more (settings/cidrs.py), so ``0.0.0.0/1`` plus ``128.0.0.0/1`` is as open as
+    ``0.0.0.0/0``; a string that is no CIDR is named too, since it cannot be judged."""
+    listed = [str(c) for c in cidrs]
+    _, bad = _CIDRS.parse(listed)
+    if bad:
+        return f"{', '.join(bad)} is not a CIDR"
+    described: str | None = _CIDRS.describe_world_open(listed)
+    return described
 
 
 def _words(name: str) -> list[str]:
@@ -217,8 +236,8 @@ def endpoint_not_open_to_world(token: str, props: Props) -> list[str]:
         )
     if not cidrs:
         return [f"{why} without allowed CIDRs: set {setting} to the client CIDRs (endpoint.allowedCidrs)"]
-    if open_cidrs := _world_open(cidrs):
-        return [f"{why} and {setting} admits the whole internet ({', '.join(map(str, open_cidrs))})"]
+    if world := open_to_world(cidrs):
+        return [f"{why} and {setting} admits the whole internet ({world})"]
     return []
 
 
@@ -240,10 +259,8 @@ def cluster_endpoint_private_or_limited(token: str, props: Props) -> list[str]:
             f"the EKS API endpoint is public to everyone: set {where}endpointPublicAccess false or "
             f"{where}publicAccessCidrs (cluster.publicAccessCidrs)"
         ]
-    if open_cidrs := _world_open(cidrs):
-        return [
-            f"{where}publicAccessCidrs opens the EKS API endpoint to the internet ({', '.join(open_cidrs)})"
-        ]
+    if world := open_to_world(cidrs):
+        return [f"{where}publicAccessCidrs opens the EKS API endpoint to the internet ({world})"]
     return []
 
 

@@ -51,9 +51,31 @@ def test_an_internal_ingress_passes_and_an_internet_facing_one_needs_limited_cid
     [missing] = check(INGRESS, ingress(**facing))
     assert "without allowed CIDRs" in missing and rules.INGRESS_INBOUND_CIDRS in missing
     [world] = check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "203.0.113.0/24,0.0.0.0/0"}))
-    assert "admits the whole internet (0.0.0.0/0)" in world
+    assert "admits the whole internet (203.0.113.0/24, 0.0.0.0/0 together admit 100% of IPv4)" in world
     [v6] = check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "::/0"}))
     assert "::/0" in v6
+
+
+@pytest.mark.parametrize(
+    "cidrs",
+    [
+        "0.0.0.0/1,128.0.0.0/1",  # two halves: every IPv4 address, no /0 among them
+        "0.0.0.0/2,64.0.0.0/2,128.0.0.0/2",  # three quarters
+        "::/1,8000::/1",
+        "203.0.113.0/24,not-a-cidr",
+    ],
+)
+def test_a_union_of_cidrs_covering_the_internet_is_open_like_a_slash_zero(cidrs: str) -> None:
+    facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: cidrs}
+    [world] = rules.endpoint_not_open_to_world(INGRESS, ingress(**facing))
+    assert "admits the whole internet" in world
+    cluster = rules.cluster_endpoint_private_or_limited("eks:index:Cluster", {"publicAccessCidrs": cidrs.split(",")})
+    assert "opens the EKS API endpoint to the internet" in cluster[0]
+
+
+def test_a_quarter_of_the_internet_is_not_world_open() -> None:
+    facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/2,10.0.0.0/8"}
+    assert rules.endpoint_not_open_to_world(INGRESS, ingress(**facing)) == []
 
 
 def test_a_load_balancer_service_is_public_unless_marked_internal() -> None:
@@ -458,7 +480,7 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation() ->
             assert [(d.policyName, d.enforcementLevel) for d in diagnostics] == [
                 ("endpoint-not-open-to-world", analyzer_pb2.MANDATORY)
             ]
-            assert "admits the whole internet (0.0.0.0/0)" in diagnostics[0].message
+            assert "admits the whole internet (0.0.0.0/0 together admit 100% of IPv4)" in diagnostics[0].message
     finally:
         server.kill()
         server.wait(timeout=30)
