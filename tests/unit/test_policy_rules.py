@@ -69,7 +69,9 @@ def test_a_union_of_cidrs_covering_the_internet_is_open_like_a_slash_zero(cidrs:
     facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: cidrs}
     [world] = rules.endpoint_not_open_to_world(INGRESS, ingress(**facing))
     assert "admits the whole internet" in world
-    cluster = rules.cluster_endpoint_private_or_limited("eks:index:Cluster", {"publicAccessCidrs": cidrs.split(",")})
+    cluster = rules.cluster_endpoint_private_or_limited(
+        "eks:index:Cluster", {"publicAccessCidrs": cidrs.split(",")}
+    )
     assert "opens the EKS API endpoint to the internet" in cluster[0]
 
 
@@ -480,7 +482,8 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation() ->
             assert [(d.policyName, d.enforcementLevel) for d in diagnostics] == [
                 ("endpoint-not-open-to-world", analyzer_pb2.MANDATORY)
             ]
-            assert "admits the whole internet (0.0.0.0/0 together admit 100% of IPv4)" in diagnostics[0].message
+            message = diagnostics[0].message
+            assert "admits the whole internet (0.0.0.0/0 together admit 100% of IPv4)" in message
     finally:
         server.kill()
         server.wait(timeout=30)
