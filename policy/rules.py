@@ -21,7 +21,9 @@ from typing import Any
 
 Props = Mapping[str, Any]
 
-PLATFORM_FACTS = Path(__file__).resolve().parent.parent / "reference" / "upstream" / "platform-facts.json"
+# The facts of reference/upstream/platform-facts.json the rules need, shipped inside the pack (a
+# wheel has no reference/ folder); a test keeps the copy equal to the snapshot.
+PLATFORM_FACTS = Path(__file__).resolve().parent / "facts.json"
 
 
 def _load_cidrs() -> ModuleType:

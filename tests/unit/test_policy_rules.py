@@ -4,8 +4,10 @@ through pulumi-policy's own validate entry points (the policy server is not star
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -444,29 +446,52 @@ def test_the_pack_wraps_every_rule_as_a_mandatory_policy_and_reports_through_it(
     assert {u for _, u in reported} == {BUCKET_URN} and len(reported) == 2
 
 
-def test_the_pack_manifest_runs_python_from_the_repository_venv() -> None:
+def test_the_pack_manifest_needs_no_repository_virtualenv() -> None:
+    """The pack runs wherever it is installed: no ``virtualenv`` option pointing at ../.venv."""
     import yaml
 
-    manifest = yaml.safe_load((ROOT / "policy" / "PulumiPolicy.yaml").read_text())
-    assert manifest["runtime"]["name"] == "python"
-    assert (ROOT / "policy" / manifest["runtime"]["options"]["virtualenv"]).resolve() == (
-        ROOT / ".venv"
-    ).resolve()
+    import policy
+
+    manifest = yaml.safe_load((policy.pack_dir() / "PulumiPolicy.yaml").read_text())
+    assert manifest["runtime"] == {"name": "python"}
 
 
-def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation() -> None:
-    """What `pulumi preview --policy-pack policy` starts: pulumi's own runner
+def wheel_layout(root: Path) -> Path:
+    """The pack as the wheel installs it (deepseek_eks/policy beside deepseek_eks/settings), with
+    no .venv, no reference/ folder and no checkout around it; returns its pack folder."""
+    import policy
+
+    package = root / "site-packages" / "deepseek_eks"
+    shutil.copytree(policy.pack_dir(), package / "policy", ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "settings").mkdir()
+    shutil.copy(ROOT / "settings" / "cidrs.py", package / "settings" / "cidrs.py")
+    return package / "policy"
+
+
+@pytest.mark.parametrize("layout", ["checkout", "wheel"])
+def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation(
+    layout: str, tmp_path: Path
+) -> None:
+    """What `pulumi preview --policy-pack DIR` starts: pulumi's own runner
     (sdk/python/lib/pulumi/policy/__main__.py runs the pack folder's __main__.py), which serves the
-    analyzer on a port it prints; Analyze is called as the engine calls it."""
+    analyzer on a port it prints; Analyze is called as the engine calls it. From the checkout and
+    from a copy laid out as the wheel installs it, far from the repository."""
+    import policy
+
+    pack = policy.pack_dir() if layout == "checkout" else wheel_layout(tmp_path)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:0", str(ROOT / "policy")],
+        [sys.executable, "-m", "pulumi.policy", "127.0.0.1:0", str(pack)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=ROOT / "policy",
+        cwd=pack,
+        env=env,
     )
     try:
         assert server.stdout is not None
-        port = int(server.stdout.readline())
+        line = server.stdout.readline()
+        assert line, server.stderr.read().decode() if server.stderr else ""
+        port = int(line)
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             analyzer = analyzer_pb2_grpc.AnalyzerStub(channel)
             info = analyzer.GetAnalyzerInfo(empty_pb2.Empty(), timeout=30)
@@ -476,7 +501,12 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation() ->
             ]
             props = struct_pb2.Struct()
             props.update(
-                ingress(**{rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/0"})
+                ingress(
+                    **{
+                        rules.INGRESS_SCHEME: "internet-facing",
+                        rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/1,128.0.0.0/1",
+                    }
+                )
             )
             request = analyzer_pb2.AnalyzeRequest(type=INGRESS, properties=props, urn="urn:x", name="vllm")
             diagnostics = analyzer.Analyze(request, timeout=30).diagnostics
@@ -484,10 +514,40 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation() ->
                 ("endpoint-not-open-to-world", analyzer_pb2.MANDATORY)
             ]
             message = diagnostics[0].message
-            assert "admits the whole internet (0.0.0.0/0 together admit 100% of IPv4)" in message
+            assert "admits the whole internet (0.0.0.0/1, 128.0.0.0/1 together admit 100% of IPv4)" in message
+            pool = struct_pb2.Struct()
+            pool.update(gpu_pool(expire="720h"))
+            request = analyzer_pb2.AnalyzeRequest(type=NODEPOOL, properties=pool, urn="urn:p", name="gpu")
+            assert [d.policyName for d in analyzer.Analyze(request, timeout=30).diagnostics] == [
+                "gpu-nodepool-guarded"
+            ]
     finally:
         server.kill()
         server.wait(timeout=30)
+
+
+def test_the_packs_copy_of_the_platform_facts_equals_the_snapshot() -> None:
+    import policy
+
+    copy = json.loads((policy.pack_dir() / "facts.json").read_text())
+    assert copy["karpenter"]["expiration"] == FACTS["karpenter"]["expiration"]
+    assert copy["eks"]["auto_mode_max_node_lifetime"] == FACTS["eks"]["auto_mode_max_node_lifetime"]
+    assert set(copy) == {"about", "karpenter", "eks"}
+
+
+def test_the_rules_and_the_check_command_import_no_pulumi_code() -> None:
+    """Only the pack's __main__.py imports pulumi_policy; the rules and the CLI are standard library."""
+    probe = (
+        "import sys, policy.rules, policy.cli; "
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pulumi', 'pulumi_policy', 'pulumi_aws', 'pulumi_kubernetes', 'pydantic', "
+        "'deepseek_eks', 'settings')); "
+        "print(loaded)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, check=True
+    )
+    assert result.stdout.strip() == "[]"
 
 
 # --- issue 23 item 10: the broadened rules
