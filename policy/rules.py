@@ -802,29 +802,33 @@ def no_plaintext_secrets(token: str, props: Props) -> list[str]:
 # --- 8. API key --------------------------------------------------------------------------------
 
 
-# How a container starts vLLM's OpenAI-compatible server whatever its image (vLLM 0.33.0, see
-# reference/upstream/vllm-entrypoints.json): the ``vllm`` console script's ``serve``
-# subcommand, or ``python -m vllm.entrypoints.openai.api_server``; either may sit in a shell line.
+# How a container starts vLLM's OpenAI-compatible server (reference/upstream/vllm-entrypoints.json):
+# the ``vllm`` console script's ``serve`` subcommand, or ``python -m vllm.entrypoints.openai.api_server``,
+# either possibly inside a shell line; the vllm-openai image's own ENTRYPOINT is one of them. A
+# container ``command`` replaces the image's ENTRYPOINT (Kubernetes), so a vllm image running
+# another command (a weights stager, a Ray worker) serves nothing.
 VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+VLLM_SCRIPT, VLLM_SERVE = "vllm", "serve"
+
+
+def _starts_vllm(line: list[str]) -> bool:
+    words = [w.strip("'\"") for part in line for w in str(part).split()]
+    for index, word in enumerate(words):
+        if word == VLLM_SERVER_MODULE:
+            return True
+        if word.rsplit("/", 1)[-1] == VLLM_SCRIPT and words[index + 1 : index + 2] == [VLLM_SERVE]:
+            return True
+    return False
 
 
 def serves_vllm(container: Mapping[str, Any]) -> bool:
-    """True when a container runs the vLLM server: a vllm image, or the server's entrypoint."""
+    """True when a container runs the vLLM server: its command line starts it, or it keeps the
+    entrypoint of a vllm image."""
+    command, args = _list(container.get("command")), _list(container.get("args"))
+    if command:
+        return _starts_vllm([*command, *args])
     image = str(container.get("image") or "").rsplit("/", 1)[-1]
-    if image.startswith("vllm"):
-        return True
-    line = [
-        w
-        for part in [*_list(container.get("command")), *_list(container.get("args"))]
-        for w in str(part).split()
-    ]
-    for index, word in enumerate(line):
-        if word.strip("'\"") == VLLM_SERVER_MODULE:
-            return True
-        script = word.rsplit("/", 1)[-1] == "vllm"
-        if script and index + 1 < len(line) and line[index + 1] == "serve":
-            return True
-    return False
+    return image.startswith("vllm") or _starts_vllm(args)
 
 
 def _requires_key(container: Mapping[str, Any]) -> bool:

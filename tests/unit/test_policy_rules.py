@@ -1041,3 +1041,19 @@ def test_the_host_access_allow_list_names_charts_the_project_installs() -> None:
                     installed.add((r.inputs.get("namespace"), name))
     assert set(rules.HOST_ACCESS_ALLOWED) <= installed
     assert all(app in charts for _, app in rules.HOST_ACCESS_ALLOWED)
+
+
+def test_a_vllm_image_running_another_command_serves_nothing() -> None:
+    """A container command replaces the image's ENTRYPOINT (vllm-entrypoints.json): the weights
+    stager and a Ray worker in the vllm image are no vLLM servers; args alone keep the entrypoint."""
+    assert "replaces the image's ENTRYPOINT" in VLLM_ENTRYPOINTS["kubernetes_command"]["rule"]
+    image = "vllm/vllm-openai:v0.33.0"
+    stager = {"image": image, "command": ["python3", "/scripts/stage_weights.py"], "args": ["--stream"]}
+    worker = {"image": image, "command": ["/bin/sh", "-c", 'exec ray start --address="$LEADER:6379" --block']}
+    assert not rules.serves_vllm(stager) and not rules.serves_vllm(worker)
+    assert rules.serves_vllm({"image": image, "args": ["deepseek-ai/DeepSeek-R1", "--port", "8000"]})
+    leader = {
+        "image": image,
+        "command": ["/bin/sh", "-c", "ray start --head && vllm serve /models/r1 --port 8000"],
+    }
+    assert rules.serves_vllm(leader)
