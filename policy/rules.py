@@ -960,6 +960,46 @@ def no_world_open_ingress(token: str, props: Props) -> list[str]:
     ]
 
 
+STANDALONE_INGRESS_RULES = (
+    "aws:ec2/securityGroupRule:SecurityGroupRule",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+)
+
+
+def _group_of(rule: Resource) -> str:
+    """The security group a standalone rule belongs to: the URN it depends on, else its ID."""
+    deps = rule.property_dependencies.get("securityGroupId", ())
+    return deps[0] if deps else str(rule.props.get("securityGroupId"))
+
+
+def _port_range(props: Props) -> tuple[str, str, str]:
+    protocol = str(props.get("protocol", props.get("ipProtocol")))
+    return protocol, str(props.get("fromPort")), str(props.get("toPort"))
+
+
+def world_open_ingress_sets(resources: list[Resource]) -> list[tuple[str, str]]:
+    """Standalone ingress rules of one security group and port range whose CIDRs, each narrow,
+    together admit the whole internet (two /1 rules are one /0)."""
+    groups: dict[tuple[str, tuple[str, str, str]], list[Resource]] = {}
+    for rule in (r for r in resources if r.type in STANDALONE_INGRESS_RULES):
+        if _ingress_cidrs(rule.type, rule.props):
+            groups.setdefault((_group_of(rule), _port_range(rule.props)), []).append(rule)
+    problems: list[tuple[str, str]] = []
+    for (group, (protocol, low, high)), members in groups.items():
+        cidrs = [c for m in members for _, found in _ingress_cidrs(m.type, m.props) for c in found]
+        if len(members) > 1 and (world := open_to_world(cidrs)):
+            names = ", ".join(m.name or m.urn for m in members)
+            problems.extend(
+                (
+                    m.urn,
+                    f"ingress rules {names} of security group {group} ({protocol} {low}-{high}) "
+                    f"together admit the whole internet ({world})",
+                )
+                for m in members
+            )
+    return problems
+
+
 # --- 11. host access ---------------------------------------------------------------------------------
 
 # The only pods that may reach into their node, each for the reason given, keyed by (namespace,
@@ -1096,6 +1136,11 @@ STACK_RULES: tuple[StackRule, ...] = (
         "class-endpoint-not-open-to-world",
         "An Ingress made internet-facing by its IngressClassParams lists allowed CIDRs, none world-open.",
         class_endpoint_not_open_to_world,
+    ),
+    StackRule(
+        "no-world-open-ingress-sets",
+        "Standalone ingress rules of one security group and port range do not add up to the whole internet.",
+        world_open_ingress_sets,
     ),
     StackRule(
         "s3-not-public",

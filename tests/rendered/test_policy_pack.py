@@ -88,5 +88,6 @@ def test_the_rules_cover_every_promise_of_the_issue() -> None:
         "class-endpoint-not-open-to-world",
         "s3-not-public",
         "no-world-open-ingress",
+        "no-world-open-ingress-sets",
         "no-host-access",
     }

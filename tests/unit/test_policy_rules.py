@@ -1057,3 +1057,47 @@ def test_a_vllm_image_running_another_command_serves_nothing() -> None:
         "command": ["/bin/sh", "-c", "ray start --head && vllm serve /models/r1 --port 8000"],
     }
     assert rules.serves_vllm(leader)
+
+
+def test_narrow_ingress_rules_of_one_group_and_port_that_add_up_to_the_internet_are_refused() -> None:
+    check = rules.world_open_ingress_sets
+    vpc_rule = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
+    deps = {"securityGroupId": ("urn:sg",)}
+    port = {"ipProtocol": "tcp", "fromPort": 443, "toPort": 443}
+    low = Resource(vpc_rule, {**port, "cidrIpv4": "0.0.0.0/1"}, "urn:low", "low", deps)
+    high = Resource(vpc_rule, {**port, "cidrIpv4": "128.0.0.0/1"}, "urn:high", "high", deps)
+    # Each alone is half of IPv4, which the resource rule already refuses; a quarter each is not.
+    found = check([low, high])
+    assert [urn for urn, _ in found] == ["urn:low", "urn:high"]
+    assert "ingress rules low, high of security group urn:sg (tcp 443-443) together admit" in found[0][1]
+    quarters = [
+        Resource(vpc_rule, {**port, "cidrIpv4": f"{a}.0.0.0/2"}, f"urn:{a}", str(a), deps)
+        for a in (0, 64, 128, 192)
+    ]
+    assert all(rules.no_world_open_ingress(r.type, r.props) == [] for r in quarters)
+    assert len(check(quarters)) == 4
+    other_port = Resource(
+        vpc_rule, {**port, "fromPort": 22, "toPort": 22, "cidrIpv4": "128.0.0.0/2"}, "urn:o", "o", deps
+    )
+    assert check([quarters[0], other_port]) == []  # a quarter on each port
+    other_group = Resource(
+        vpc_rule, {**port, "cidrIpv4": "192.0.0.0/2"}, "urn:g", "g", {"securityGroupId": ("urn:sg2",)}
+    )
+    assert check([quarters[0], other_group]) == []  # a quarter in each group
+    sg_rule = "aws:ec2/securityGroupRule:SecurityGroupRule"
+    legacy = [
+        Resource(
+            sg_rule,
+            {
+                "type": "ingress",
+                "protocol": "tcp",
+                "fromPort": 443,
+                "toPort": 443,
+                "securityGroupId": "sg-1",
+                "cidrBlocks": [c],
+            },
+            f"urn:{i}",
+        )
+        for i, c in enumerate(["0.0.0.0/2", "64.0.0.0/2"])
+    ]
+    assert len(check(legacy)) == 2
