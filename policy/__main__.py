@@ -1,5 +1,8 @@
 """The policy pack ``pulumi preview --policy-pack policy`` runs: every rule of policy/rules.py,
-mandatory, as a pulumi-policy resource or stack validation."""
+mandatory, as a pulumi-policy resource or stack validation.
+
+``python -m policy check FILE|-`` runs the same rules over a JSON list of resources without Pulumi
+(policy/cli.py)."""
 
 from __future__ import annotations
 
@@ -67,4 +70,10 @@ def policies() -> list[ResourceValidationPolicy | StackValidationPolicy]:
 
 
 if __name__ == "__main__":
+    if Path(sys.argv[0]).resolve() == Path(__file__).resolve():
+        # ``python -m policy ...``: Pulumi's runner instead runs this file from its own
+        # pulumi/policy/__main__.py (runpy), so argv[0] names that one.
+        from policy.cli import main
+
+        sys.exit(main(sys.argv[1:]))
     PolicyPack(name="deepseek-eks-guardrails", policies=policies())  # type: ignore[arg-type]

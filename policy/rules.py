@@ -10,17 +10,38 @@ does.
 
 from __future__ import annotations
 
-import ipaddress
+import importlib.util
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 Props = Mapping[str, Any]
 
-PLATFORM_FACTS = Path(__file__).resolve().parent.parent / "reference" / "upstream" / "platform-facts.json"
+# The facts of reference/upstream/platform-facts.json the rules need, shipped inside the pack (a
+# wheel has no reference/ folder); a test keeps the copy equal to the snapshot.
+PLATFORM_FACTS = Path(__file__).resolve().parent / "facts.json"
+
+
+def _load_cidrs() -> ModuleType:
+    """settings/cidrs.py, the one definition of a world-open CIDR set, loaded by its path: importing
+    it as ``settings.cidrs`` would run settings/__init__.py, which pulls in the sizing engine and,
+    through the ``deepseek_eks`` package, Pulumi; the pack must import no Pulumi code but
+    pulumi_policy. The file sits beside this package both in a checkout (``settings/``) and in the
+    wheel (``deepseek_eks/settings/``)."""
+    path = Path(__file__).resolve().parent.parent / "settings" / "cidrs.py"
+    spec = importlib.util.spec_from_file_location("_deepseek_eks_policy_cidrs", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - the file ships with the pack
+        raise ImportError(f"the policy pack needs {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_CIDRS = _load_cidrs()
 
 GPU_RESOURCE = "nvidia.com/gpu"
 KARPENTER_NODECLASS_GROUP = "karpenter.k8s.aws"
@@ -34,7 +55,20 @@ INGRESS_SCHEME = "alb.ingress.kubernetes.io/scheme"
 INGRESS_INBOUND_CIDRS = "alb.ingress.kubernetes.io/inbound-cidrs"
 SERVICE_SCHEME = "service.beta.kubernetes.io/aws-load-balancer-scheme"
 SERVICE_INTERNAL = "service.beta.kubernetes.io/aws-load-balancer-internal"
+SERVICE_SSL_CERT = "service.beta.kubernetes.io/aws-load-balancer-ssl-cert"
 INTERNET_FACING = "internet-facing"
+# TLS on an ALB (reference/upstream/alb-ingress-facts.json): listen-ports defaults to HTTP:80, or
+# HTTPS:443 when a certificate is set; ssl-redirect turns every HTTP listener into a redirect.
+INGRESS_LISTEN_PORTS = "alb.ingress.kubernetes.io/listen-ports"
+INGRESS_CERTIFICATE = "alb.ingress.kubernetes.io/certificate-arn"
+INGRESS_SSL_REDIRECT = "alb.ingress.kubernetes.io/ssl-redirect"
+INGRESS_CLASS_ANNOTATION = "kubernetes.io/ingress.class"
+DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
+# IngressClassParams of the AWS Load Balancer Controller (elbv2.k8s.aws) and of EKS Auto Mode
+# (eks.amazonaws.com): a scheme, inboundCIDRs or certificate set there overrides the Ingress's
+# annotations (alb-ingress-facts.json). The two spell the certificate list differently.
+CLASS_PARAMS_GROUPS = ("elbv2.k8s.aws", "eks.amazonaws.com")
+CLASS_PARAMS_CERTIFICATES = ("certificateARNs", "certificateArn")
 
 # Allow statements may use "Resource": "*" only where components/iam_policies.py documents it:
 # read actions (Describe/List/Get), which take no resource-level permissions, and the load
@@ -61,7 +95,44 @@ POLICY_DOCUMENT_INPUTS = {
     "aws:s3/bucketPolicy:BucketPolicy": "policy",
     "aws:sqs/queuePolicy:QueuePolicy": "policy",
 }
-ADMIN_MANAGED_POLICIES = ("/AdministratorAccess", "/PowerUserAccess", "/IAMFullAccess")
+# Actions that return the data itself, not metadata about it: on "Resource": "*" they read every
+# object, secret, key or parameter the account holds, so the Describe/List/Get exception never
+# covers them (names as in the AWS Service Authorization Reference; compared case-insensitively,
+# as IAM compares actions).
+DATA_READ_ACTIONS = frozenset(
+    action.lower()
+    for action in (
+        "s3:GetObject",
+        "s3:GetObjectVersion",
+        "s3:GetObjectAttributes",
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:BatchGetSecretValue",
+        "kms:Decrypt",
+        "kms:ReEncryptFrom",
+        "ssm:GetParameter",
+        "ssm:GetParameters",
+        "ssm:GetParametersByPath",
+        "ssm:GetParameterHistory",
+        "dynamodb:GetItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:Query",
+        "dynamodb:Scan",
+        "sqs:ReceiveMessage",
+        "logs:GetLogEvents",
+        "logs:FilterLogEvents",
+    )
+)
+TYPED_DATA_SERVICES = frozenset({"secretsmanager", "ssm", "kms", "dynamodb"})
+POLICY_ARN_INPUTS = {
+    "aws:iam/rolePolicyAttachment:RolePolicyAttachment": "policyArn",
+    "aws:iam/userPolicyAttachment:UserPolicyAttachment": "policyArn",
+    "aws:iam/groupPolicyAttachment:GroupPolicyAttachment": "policyArn",
+    "aws:iam/policyAttachment:PolicyAttachment": "policyArn",
+    "aws:iam/role:Role": "managedPolicyArns",
+    "aws:iam/rolePolicyAttachmentsExclusive:RolePolicyAttachmentsExclusive": "policyArns",
+    "aws:iam/userPolicyAttachmentsExclusive:UserPolicyAttachmentsExclusive": "policyArns",
+    "aws:iam/groupPolicyAttachmentsExclusive:GroupPolicyAttachmentsExclusive": "policyArns",
+}
 
 # Words that make a key or variable name hold secret material (after splitting camelCase, snake
 # and kebab case); "existingSecret"-style keys name a Secret instead of holding one.
@@ -129,16 +200,16 @@ def _list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else [value]
 
 
-def _world_open(cidrs: list[str]) -> list[str]:
-    """The CIDRs among ``cidrs`` that admit every address (prefix length 0) or are not CIDRs."""
-    bad = []
-    for cidr in cidrs:
-        try:
-            if ipaddress.ip_network(str(cidr).strip(), strict=False).prefixlen == 0:
-                bad.append(cidr)
-        except ValueError:
-            bad.append(cidr)
-    return bad
+def open_to_world(cidrs: Iterable[Any]) -> str | None:
+    """Why ``cidrs`` admit the whole internet, or None. Open means their union covers half an
+    address family or more (settings/cidrs.py), so ``0.0.0.0/1`` plus ``128.0.0.0/1`` is as open as
+    ``0.0.0.0/0``; a string that is no CIDR is named too, since it cannot be judged."""
+    listed = [str(c) for c in cidrs]
+    _, bad = _CIDRS.parse(listed)
+    if bad:
+        return f"{', '.join(bad)} is not a CIDR"
+    described: str | None = _CIDRS.describe_world_open(listed)
+    return described
 
 
 def _words(name: str) -> list[str]:
@@ -217,8 +288,8 @@ def endpoint_not_open_to_world(token: str, props: Props) -> list[str]:
         )
     if not cidrs:
         return [f"{why} without allowed CIDRs: set {setting} to the client CIDRs (endpoint.allowedCidrs)"]
-    if open_cidrs := _world_open(cidrs):
-        return [f"{why} and {setting} admits the whole internet ({', '.join(map(str, open_cidrs))})"]
+    if world := open_to_world(cidrs):
+        return [f"{why} and {setting} admits the whole internet ({world})"]
     return []
 
 
@@ -240,11 +311,126 @@ def cluster_endpoint_private_or_limited(token: str, props: Props) -> list[str]:
             f"the EKS API endpoint is public to everyone: set {where}endpointPublicAccess false or "
             f"{where}publicAccessCidrs (cluster.publicAccessCidrs)"
         ]
-    if open_cidrs := _world_open(cidrs):
-        return [
-            f"{where}publicAccessCidrs opens the EKS API endpoint to the internet ({', '.join(open_cidrs)})"
-        ]
+    if world := open_to_world(cidrs):
+        return [f"{where}publicAccessCidrs opens the EKS API endpoint to the internet ({world})"]
     return []
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """An internet-facing load balancer, seen with the IngressClassParams its class refers to."""
+
+    resource: Resource
+    why: str
+    params: Mapping[str, Any]
+    """The ``spec`` of the Ingress's IngressClassParams ({} for a Service or a class without)."""
+
+
+def _class_params(resources: list[Resource]) -> tuple[dict[str, Mapping[str, Any]], str | None]:
+    """IngressClass name -> the spec of the IngressClassParams it names, and the default class."""
+    params = {
+        (group, str(_get(r.props, "metadata", "name"))): _get(r.props, "spec") or {}
+        for r in resources
+        if (found := kind_of(r.type)) and found[1] == "IngressClassParams"
+        for group in [found[0]]
+        if group in CLASS_PARAMS_GROUPS
+    }
+    by_class: dict[str, Mapping[str, Any]] = {}
+    default = None
+    for r in resources:
+        if not _is(r.type, "networking.k8s.io", "IngressClass"):
+            continue
+        name = str(_get(r.props, "metadata", "name"))
+        ref = _get(r.props, "spec", "parameters") or {}
+        by_class[name] = params.get((str(ref.get("apiGroup")), str(ref.get("name"))), {})
+        if str(_annotations(r.props).get(DEFAULT_CLASS_ANNOTATION, "")).lower() == "true":
+            default = name
+    return by_class, default
+
+
+def exposures(resources: list[Resource]) -> list[Exposure]:
+    """Every internet-facing load balancer of the stack: a LoadBalancer Service or an Ingress whose
+    scheme (from its IngressClassParams, else its annotation) is internet-facing."""
+    by_class, default = _class_params(resources)
+    found = []
+    for r in resources:
+        if _is(r.type, "networking.k8s.io", "Ingress"):
+            name = _get(r.props, "spec", "ingressClassName") or _annotations(r.props).get(
+                INGRESS_CLASS_ANNOTATION, default
+            )
+            params = by_class.get(str(name), {})
+            if params.get("scheme") == INTERNET_FACING:
+                by_params = (
+                    f"Ingress {_obj_name(r.props)} is internet-facing (its class {name}'s IngressClassParams)"
+                )
+                found.append(Exposure(r, by_params, params))
+            elif not params.get("scheme") and (why := exposed_endpoint(r.type, r.props)):
+                found.append(Exposure(r, why, params))
+        elif service := exposed_endpoint(r.type, r.props):
+            found.append(Exposure(r, service, {}))
+    return found
+
+
+def _listeners(exposure: Exposure) -> tuple[list[tuple[str, str]], bool]:
+    """(protocol, port) of each ALB listener an Ingress asks for, and whether it has a certificate."""
+    annotations = _annotations(exposure.resource.props)
+    certified = bool(annotations.get(INGRESS_CERTIFICATE)) or any(
+        exposure.params.get(key) for key in CLASS_PARAMS_CERTIFICATES
+    )
+    raw = annotations.get(INGRESS_LISTEN_PORTS)
+    if not raw:
+        return ([("HTTPS", "443")] if certified else [("HTTP", "80")]), certified
+    parsed = _document(f'{{"ports": {raw}}}')
+    ports = _list(_get(parsed, "ports")) if parsed else []
+    return [
+        (str(k).upper(), str(v)) for entry in ports if isinstance(entry, Mapping) for k, v in entry.items()
+    ], (certified)
+
+
+def endpoint_tls_when_exposed(resources: list[Resource]) -> list[tuple[str, str]]:
+    """An internet-facing endpoint serves HTTPS only: plain HTTP would carry the API key and every
+    prompt in clear text across the internet."""
+    problems = []
+    for exposure in exposures(resources):
+        resource, fix = exposure.resource, "set endpoint.certificateArn (an ACM certificate)"
+        if _is(resource.type, "", "Service"):
+            if not _annotations(resource.props).get(SERVICE_SSL_CERT):
+                problems.append((resource.urn, f"{exposure.why} without TLS ({SERVICE_SSL_CERT}): {fix}"))
+            continue
+        listeners, _ = _listeners(exposure)
+        plain = [port for protocol, port in listeners if protocol == "HTTP"]
+        if not any(protocol == "HTTPS" for protocol, _ in listeners):
+            problems.append((resource.urn, f"{exposure.why} and serves plain HTTP only: {fix}"))
+        elif plain and not _annotations(resource.props).get(INGRESS_SSL_REDIRECT):
+            problems.append(
+                (
+                    resource.urn,
+                    f"{exposure.why} and also serves plain HTTP on port {', '.join(plain)}: set "
+                    f"{INGRESS_SSL_REDIRECT} to the HTTPS port, or drop the HTTP listener",
+                )
+            )
+    return problems
+
+
+def class_endpoint_not_open_to_world(resources: list[Resource]) -> list[tuple[str, str]]:
+    """An Ingress made internet-facing by its IngressClassParams (which the resource rule cannot
+    see) limits its clients: the params' inboundCIDRs, else the Ingress's annotation."""
+    problems = []
+    for exposure in exposures(resources):
+        if exposure.params.get("scheme") != INTERNET_FACING:
+            continue
+        if "inboundCIDRs" in exposure.params:
+            setting, cidrs = "IngressClassParams spec.inboundCIDRs", _list(exposure.params["inboundCIDRs"])
+        else:
+            raw = str(_annotations(exposure.resource.props).get(INGRESS_INBOUND_CIDRS) or "")
+            setting, cidrs = INGRESS_INBOUND_CIDRS, [c for c in raw.split(",") if c.strip()]
+        if not cidrs:
+            problems.append((exposure.resource.urn, f"{exposure.why} without allowed CIDRs: set {setting}"))
+        elif world := open_to_world(cidrs):
+            problems.append(
+                (exposure.resource.urn, f"{exposure.why} and {setting} admits the whole internet ({world})")
+            )
+    return problems
 
 
 # --- 2. IMDSv2 ---------------------------------------------------------------------------------
@@ -279,15 +465,21 @@ def imdsv2_hop_limit_one(token: str, props: Props) -> list[str]:
 # --- 3. pins -----------------------------------------------------------------------------------
 
 
+# Tags that name a moving target instead of a release: ``latest`` (what a reference without a tag
+# pulls) and the branch or channel names that registries republish on every build.
+MUTABLE_TAGS = frozenset({"latest", "main", "master", "nightly", "stable", "edge", "dev"})
+
+
 def unpinned_image(image: str) -> str | None:
-    """Why an image reference is not pinned, or None (a digest or a tag other than latest)."""
+    """Why an image reference is not pinned, or None (a digest, or a tag that names a release)."""
     if "@sha256:" in image:
         return None
     last = image.rsplit("/", 1)[-1]
     if ":" not in last:
         return "has no tag"
-    if last.rsplit(":", 1)[1].lower() == "latest":
-        return "uses the mutable tag latest"
+    tag = last.rsplit(":", 1)[1]
+    if tag.lower() in MUTABLE_TAGS:
+        return f"uses the mutable tag {tag}"
     return None
 
 
@@ -310,8 +502,8 @@ def pinned_versions(token: str, props: Props) -> list[str]:
         if not local and (not version or str(version).lower() == "latest"):
             problems.append(f"Helm chart {chart!r} has no pinned version: set version")
         for path, key, value in _walk(props.get("values") or {}):
-            if key == "tag" and isinstance(value, str) and value.lower() == "latest":
-                problems.append(f"values.{path} is 'latest': pin the image tag")
+            if key == "tag" and isinstance(value, str) and value.lower() in MUTABLE_TAGS:
+                problems.append(f"values.{path} is {value!r}: pin the image tag")
     return problems
 
 
@@ -322,12 +514,45 @@ def _platform_fact(*path: str) -> Any:
     return _get(json.loads(PLATFORM_FACTS.read_text()), *path)
 
 
+# Node labels a NodePool requirement may select GPUs by: Karpenter's well-known labels on AWS
+# (karpenter.k8s.aws/instance-gpu-count, -name, -manufacturer, -memory; instance-family,
+# instance-category) and EKS Auto Mode's eks.amazonaws.com/ equivalents, besides the Kubernetes
+# instance-type label. Families g* and p* are EC2's accelerated-computing GPU families
+# (g4dn, g5, g5g, g6, g6e, gr6, p4d, p5...; no other family starts with g or p).
+GPU_LABEL_PREFIXES = ("karpenter.k8s.aws/instance-gpu-", "eks.amazonaws.com/instance-gpu-")
+FAMILY_LABELS = ("karpenter.k8s.aws/instance-family", "eks.amazonaws.com/instance-family")
+CATEGORY_LABELS = ("karpenter.k8s.aws/instance-category", "eks.amazonaws.com/instance-category")
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+GPU_FAMILY = re.compile(r"^(g|gr|p)\d", re.IGNORECASE)
+GPU_CATEGORIES = frozenset({"g", "p"})
+
+
+def _selects_gpus(requirement: Any) -> bool:
+    """True when one NodePool requirement admits only, or explicitly, GPU instances."""
+    key = str(_get(requirement, "key") or "")
+    operator = str(_get(requirement, "operator") or "")
+    values = [str(v) for v in _list(_get(requirement, "values"))]
+    if key.startswith(GPU_LABEL_PREFIXES):
+        # In/Exists/Gt ask for GPUs; Lt, NotIn and DoesNotExist keep them out (or leave them unasked).
+        return operator in ("Exists", "Gt") or (operator == "In" and any(v != "0" for v in values))
+    if operator != "In":
+        return False
+    if key in FAMILY_LABELS:
+        return any(GPU_FAMILY.match(v) for v in values)
+    if key in INSTANCE_TYPE_LABELS:
+        return any(GPU_FAMILY.match(v.split(".", 1)[0]) for v in values)
+    if key in CATEGORY_LABELS:
+        return any(v.lower() in GPU_CATEGORIES for v in values)
+    return False
+
+
 def is_gpu_nodepool(props: Props) -> bool:
+    """A NodePool that buys GPU nodes: any requirement selecting GPUs, an nvidia.com/gpu taint, or
+    nvidia.com/gpu among its limits."""
     spec = _get(props, "spec", "template", "spec") or {}
-    requirements = [str(_get(r, "key") or "") for r in _list(spec.get("requirements"))]
     taints = [str(_get(t, "key") or "") for t in _list(spec.get("taints"))]
     return (
-        any("instance-gpu" in key for key in requirements)
+        any(_selects_gpus(r) for r in _list(spec.get("requirements")))
         or GPU_RESOURCE in taints
         or GPU_RESOURCE in (_get(props, "spec", "limits") or {})
     )
@@ -463,7 +688,35 @@ def buckets_encrypted_tls_only(resources: list[Resource]) -> list[tuple[str, str
 
 
 def _star_resource_allowed(actions: list[str]) -> bool:
-    return all(a in STAR_RESOURCE_EXCEPTIONS or a.split(":", 1)[-1].startswith(READ_VERBS) for a in actions)
+    return all(
+        a.lower() not in DATA_READ_ACTIONS
+        and (a in STAR_RESOURCE_EXCEPTIONS or a.split(":", 1)[-1].startswith(READ_VERBS))
+        for a in actions
+    )
+
+
+def wildcard_arn(resource: str) -> bool:
+    """True when an ARN's resource name (after the account field, up to the first ``/`` or ``:``)
+    holds a wildcard: ``arn:aws:s3:::*`` or ``arn:aws:s3:::bucket*`` match every bucket, or every
+    bucket sharing a prefix, where ``arn:aws:s3:::bucket/*`` names one bucket's objects and
+    ``arn:aws:ec2:*:*:instance/*`` one resource type; for data services the name after the type
+    (``secret:*``, ``parameter/*``) counts as well."""
+    parts = resource.split(":", 5)
+    if len(parts) < 6 or parts[0] != "arn":
+        return False
+    segments = re.split(r"[/:]", parts[5])
+    if any(c in segments[0] for c in "*?"):
+        return True
+    # Where the ARN names a resource type first (secret:, parameter/, key/, table/), a name that
+    # opens with a wildcard matches every secret, parameter, key or table of the account.
+    return parts[2] in TYPED_DATA_SERVICES and len(segments) > 1 and segments[1].startswith(("*", "?"))
+
+
+def too_broad_managed_policy(arn: str) -> bool:
+    """AdministratorAccess (and its job-function variants), PowerUserAccess and every
+    ``*FullAccess`` AWS managed policy: each grants a whole service or the whole account."""
+    name = arn.rsplit("/", 1)[-1]
+    return name.startswith("AdministratorAccess") or name == "PowerUserAccess" or name.endswith("FullAccess")
 
 
 def wildcard_problems(document: Mapping[str, Any]) -> list[str]:
@@ -479,10 +732,16 @@ def wildcard_problems(document: Mapping[str, Any]) -> list[str]:
         actions = [str(a) for a in _list(_get(statement, "Action"))]
         if wild := [a for a in actions if "*" in a]:
             problems.append(f"statement {label}: wildcard action(s) {', '.join(wild)}")
-        if "*" in _list(_get(statement, "Resource")) and not _star_resource_allowed(actions):
+        resources = [str(r) for r in _list(_get(statement, "Resource"))]
+        if "*" in resources and not _star_resource_allowed(actions):
             others = [a for a in actions if not _star_resource_allowed([a])]
             problems.append(
                 f'statement {label}: "Resource": "*" for {", ".join(others)} (not a documented exception)'
+            )
+        if wild_arns := [r for r in resources if wildcard_arn(r)]:
+            problems.append(
+                f"statement {label}: wildcard ARN(s) {', '.join(wild_arns)} match resources by pattern: "
+                "name each bucket, queue or key"
             )
     return problems
 
@@ -494,11 +753,14 @@ def no_wildcard_iam(token: str, props: Props) -> list[str]:
     if token == "aws:iam/role:Role":
         for index, inline in enumerate(_list(props.get("inlinePolicies"))):
             documents.append((f"inlinePolicies[{index}].policy", _get(inline, "policy")))
-    if token == "aws:iam/rolePolicyAttachment:RolePolicyAttachment":
-        arn = str(props.get("policyArn") or "")
-        if arn.endswith(ADMIN_MANAGED_POLICIES):
-            return [f"policyArn {arn} grants wildcard access: attach a least-privilege policy"]
     problems: list[str] = []
+    if token in POLICY_ARN_INPUTS:
+        where = POLICY_ARN_INPUTS[token]
+        problems.extend(
+            f"{where} {arn} grants wildcard access: attach a least-privilege policy"
+            for arn in map(str, _list(props.get(where)))
+            if too_broad_managed_policy(arn)
+        )
     for where, raw in documents:
         document = _document(raw)
         if document is not None:
@@ -540,10 +802,33 @@ def no_plaintext_secrets(token: str, props: Props) -> list[str]:
 # --- 8. API key --------------------------------------------------------------------------------
 
 
-def _serves_vllm(container: Mapping[str, Any]) -> bool:
+# How a container starts vLLM's OpenAI-compatible server (reference/upstream/vllm-entrypoints.json):
+# the ``vllm`` console script's ``serve`` subcommand, or ``python -m vllm.entrypoints.openai.api_server``,
+# either possibly inside a shell line; the vllm-openai image's own ENTRYPOINT is one of them. A
+# container ``command`` replaces the image's ENTRYPOINT (Kubernetes), so a vllm image running
+# another command (a weights stager, a Ray worker) serves nothing.
+VLLM_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+VLLM_SCRIPT, VLLM_SERVE = "vllm", "serve"
+
+
+def _starts_vllm(line: list[str]) -> bool:
+    words = [w.strip("'\"") for part in line for w in str(part).split()]
+    for index, word in enumerate(words):
+        if word == VLLM_SERVER_MODULE:
+            return True
+        if word.rsplit("/", 1)[-1] == VLLM_SCRIPT and words[index + 1 : index + 2] == [VLLM_SERVE]:
+            return True
+    return False
+
+
+def serves_vllm(container: Mapping[str, Any]) -> bool:
+    """True when a container runs the vLLM server: its command line starts it, or it keeps the
+    entrypoint of a vllm image."""
+    command, args = _list(container.get("command")), _list(container.get("args"))
+    if command:
+        return _starts_vllm([*command, *args])
     image = str(container.get("image") or "").rsplit("/", 1)[-1]
-    words = [str(a) for a in [*_list(container.get("command")), *_list(container.get("args"))]]
-    return image.startswith("vllm") or (any(w.endswith("vllm") for w in words) and "serve" in words)
+    return image.startswith("vllm") or _starts_vllm(args)
 
 
 def _requires_key(container: Mapping[str, Any]) -> bool:
@@ -557,20 +842,226 @@ def api_key_when_exposed(resources: list[Resource]) -> list[tuple[str, str]]:
     """When an endpoint leaves the private network (internet-facing load balancer), every vLLM
     server must require the API key, read from a Secret (vLLM's VLLM_API_KEY, see
     reference/upstream/vllm-0.33.0/FACTS.md)."""
-    exposures = [why for r in resources if (why := exposed_endpoint(r.type, r.props))]
-    if not exposures:
+    exposed = exposures(resources)
+    if not exposed:
         return []
     problems = []
     for resource in resources:
         for path, container in containers(resource.props):
-            if _serves_vllm(container) and not _requires_key(container):
+            if serves_vllm(container) and not _requires_key(container):
                 problems.append(
                     (
                         resource.urn,
-                        f"{exposures[0]} but vLLM in {_obj_name(resource.props)} ({path}) takes requests "
+                        f"{exposed[0].why} but vLLM in {_obj_name(resource.props)} ({path}) takes requests "
                         "without an API key: set the apiKey secret (VLLM_API_KEY from a Secret)",
                     )
                 )
+    return problems
+
+
+# --- 9. public buckets ---------------------------------------------------------------------------
+
+BUCKET_TYPES = ("aws:s3/bucket:Bucket", "aws:s3/bucketV2:BucketV2")
+BUCKET_ACL_TYPES = ("aws:s3/bucketAcl:BucketAcl", "aws:s3/bucketAclV2:BucketAclV2")
+PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
+# The four switches of S3 Block Public Access (aws:s3/bucketPublicAccessBlock inputs); each left
+# off lets one path to a public bucket open (ACLs set, ACLs honoured, policies set, policies honoured).
+PUBLIC_ACCESS_FLAGS = ("blockPublicAcls", "ignorePublicAcls", "blockPublicPolicy", "restrictPublicBuckets")
+# Canned ACLs that grant the AllUsers group (S3 User Guide, Canned ACL), and the grantee groups
+# that mean everyone or every AWS account.
+PUBLIC_CANNED_ACLS = frozenset({"public-read", "public-read-write"})
+PUBLIC_GRANTEE_GROUPS = ("/global/AllUsers", "/global/AuthenticatedUsers")
+
+
+def _everyone(principal: Any) -> bool:
+    if principal == "*":
+        return True
+    return isinstance(principal, Mapping) and "*" in _list(principal.get("AWS"))
+
+
+def public_statements(document: Mapping[str, Any]) -> list[str]:
+    """Labels of the Allow statements that grant anyone (Principal "*") with no condition."""
+    return [
+        str(_get(statement, "Sid") or f"#{index}")
+        for index, statement in enumerate(_list(document.get("Statement")))
+        if _get(statement, "Effect") == "Allow"
+        and _everyone(_get(statement, "Principal"))
+        and not _get(statement, "Condition")
+    ]
+
+
+def _public_acl(resource: Resource) -> str | None:
+    acl = resource.props.get("acl")
+    if acl in PUBLIC_CANNED_ACLS:
+        return f"acl {acl}"
+    for grant in _list(_get(resource.props, "accessControlPolicy", "grants")):
+        uri = str(_get(grant, "grantee", "uri") or "")
+        if uri.endswith(PUBLIC_GRANTEE_GROUPS):
+            return f"a grant to {uri}"
+    return None
+
+
+def buckets_not_public(resources: list[Resource]) -> list[tuple[str, str]]:
+    """Every bucket blocks public access with all four flags, and no ACL or policy makes it public."""
+    problems = []
+    for bucket in (r for r in resources if r.type in BUCKET_TYPES):
+        related = [r for r in resources if r is not bucket and _feeds(r, bucket)]
+        label = bucket.name or bucket.urn
+        blocks = [r for r in related if r.type == PUBLIC_ACCESS_BLOCK]
+        if not blocks:
+            problems.append(
+                (
+                    bucket.urn,
+                    f"bucket {label} has no BucketPublicAccessBlock: add one with all four flags true",
+                )
+            )
+        elif off := [f for f in PUBLIC_ACCESS_FLAGS if not any(_truthy(b.props.get(f)) for b in blocks)]:
+            problems.append(
+                (bucket.urn, f"bucket {label}'s BucketPublicAccessBlock leaves {', '.join(off)} off")
+            )
+        for holder in [bucket, *(r for r in related if r.type in BUCKET_ACL_TYPES)]:
+            if why := _public_acl(holder):
+                problems.append((holder.urn, f"bucket {label} is public through {why}: make it private"))
+        for holder in [bucket, *(r for r in related if r.type == "aws:s3/bucketPolicy:BucketPolicy")]:
+            document = _document(holder.props.get("policy")) if holder.props.get("policy") else None
+            if document is not None and (public := public_statements(document)):
+                problems.append(
+                    (
+                        holder.urn,
+                        f'bucket {label}\'s policy grants everyone (Principal "*", no condition) in '
+                        f"statement {', '.join(public)}: name the principals",
+                    )
+                )
+    return problems
+
+
+# --- 10. security-group ingress --------------------------------------------------------------------
+
+
+def _ingress_cidrs(token: str, props: Props) -> list[tuple[str, list[Any]]]:
+    """(where, CIDRs) of each ingress permission of a security group or rule resource."""
+    if token == "aws:ec2/securityGroup:SecurityGroup":
+        return [
+            (f"ingress[{index}]", [*_list(_get(rule, "cidrBlocks")), *_list(_get(rule, "ipv6CidrBlocks"))])
+            for index, rule in enumerate(_list(props.get("ingress")))
+        ]
+    if token == "aws:ec2/securityGroupRule:SecurityGroupRule" and props.get("type") == "ingress":
+        return [("cidrBlocks", [*_list(props.get("cidrBlocks")), *_list(props.get("ipv6CidrBlocks"))])]
+    if token == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule":
+        return [("cidrIpv4/cidrIpv6", [c for c in (props.get("cidrIpv4"), props.get("cidrIpv6")) if c])]
+    return []
+
+
+def no_world_open_ingress(token: str, props: Props) -> list[str]:
+    return [
+        f"{where} admits the whole internet ({world}): allow only the clients' CIDRs or a security group"
+        for where, cidrs in _ingress_cidrs(token, props)
+        if cidrs and (world := open_to_world(cidrs))
+    ]
+
+
+STANDALONE_INGRESS_RULES = (
+    "aws:ec2/securityGroupRule:SecurityGroupRule",
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule",
+)
+
+
+def _group_of(rule: Resource) -> str:
+    """The security group a standalone rule belongs to: the URN it depends on, else its ID."""
+    deps = rule.property_dependencies.get("securityGroupId", ())
+    return deps[0] if deps else str(rule.props.get("securityGroupId"))
+
+
+def _port_range(props: Props) -> tuple[str, str, str]:
+    protocol = str(props.get("protocol", props.get("ipProtocol")))
+    return protocol, str(props.get("fromPort")), str(props.get("toPort"))
+
+
+def world_open_ingress_sets(resources: list[Resource]) -> list[tuple[str, str]]:
+    """Standalone ingress rules of one security group and port range whose CIDRs, each narrow,
+    together admit the whole internet (two /1 rules are one /0)."""
+    groups: dict[tuple[str, tuple[str, str, str]], list[Resource]] = {}
+    for rule in (r for r in resources if r.type in STANDALONE_INGRESS_RULES):
+        if _ingress_cidrs(rule.type, rule.props):
+            groups.setdefault((_group_of(rule), _port_range(rule.props)), []).append(rule)
+    problems: list[tuple[str, str]] = []
+    for (group, (protocol, low, high)), members in groups.items():
+        cidrs = [c for m in members for _, found in _ingress_cidrs(m.type, m.props) for c in found]
+        if len(members) > 1 and (world := open_to_world(cidrs)):
+            names = ", ".join(m.name or m.urn for m in members)
+            problems.extend(
+                (
+                    m.urn,
+                    f"ingress rules {names} of security group {group} ({protocol} {low}-{high}) "
+                    f"together admit the whole internet ({world})",
+                )
+                for m in members
+            )
+    return problems
+
+
+# --- 11. host access ---------------------------------------------------------------------------------
+
+# The only pods that may reach into their node, each for the reason given, keyed by (namespace,
+# app.kubernetes.io/name). These charts are installed by the project (components/observability.py,
+# components/karpenter.py), and a chart names its pods after itself (Helm's ``<chart>.name`` helper,
+# .Chart.Name in reference/upstream/helm-charts/<chart>/Chart.yaml) unless nameOverride is set.
+HOST_ACCESS_ALLOWED: Mapping[tuple[str, str], str] = {
+    ("monitoring", "prometheus-node-exporter"): "node metrics from the host's /proc, /sys and network",
+    (
+        "monitoring",
+        "dcgm-exporter",
+    ): "GPU metrics from the NVIDIA driver and the kubelet's pod-resources socket",
+    (
+        "kube-system",
+        "nvidia-device-plugin",
+    ): "registers the GPUs with the kubelet through its device-plugin socket",
+}
+HOST_NAMESPACES = ("hostNetwork", "hostPID", "hostIPC")
+APP_NAME_LABEL = "app.kubernetes.io/name"
+
+
+def pod_specs(props: Props, path: str = "") -> Iterator[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+    """(path, metadata, pod spec) of every pod template in an object: a Pod itself, a workload's
+    template, a CronJob's job template, a LeaderWorkerSet's leader and worker templates."""
+    spec = props.get("spec")
+    if isinstance(spec, Mapping) and isinstance(spec.get("containers"), list):
+        yield f"{path}spec", props.get("metadata") or {}, spec
+    for key, value in props.items():
+        if isinstance(value, Mapping):
+            yield from pod_specs(value, f"{path}{key}.")
+
+
+def host_access(spec: Mapping[str, Any]) -> list[str]:
+    """What in a pod spec reaches into its node: host namespaces, hostPath volumes, privileged."""
+    found = [name for name in HOST_NAMESPACES if _truthy(spec.get(name))]
+    found += [
+        f"hostPath volume {_get(v, 'name')}"
+        for v in _list(spec.get("volumes"))
+        if _get(v, "hostPath") is not None
+    ]
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        found += [
+            f"privileged container {_get(c, 'name')}"
+            for c in _list(spec.get(key))
+            if _truthy(_get(c, "securityContext", "privileged"))
+        ]
+    return found
+
+
+def no_host_access(token: str, props: Props) -> list[str]:
+    if kind_of(token) is None or token.startswith("kubernetes:helm.sh/"):
+        return []
+    namespace = str(_get(props, "metadata", "namespace") or "default")
+    problems = []
+    for path, metadata, spec in pod_specs(props):
+        app = _get(metadata, "labels", APP_NAME_LABEL) or _get(props, "metadata", "labels", APP_NAME_LABEL)
+        if (namespace, str(app)) in HOST_ACCESS_ALLOWED or not (found := host_access(spec)):
+            continue
+        problems.append(
+            f"{_obj_name(props)} {path} has {', '.join(found)}: only the allow-listed exporters may reach "
+            "into the node (policy/rules.py HOST_ACCESS_ALLOWED)"
+        )
     return problems
 
 
@@ -613,6 +1104,16 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
         "Kubernetes objects and Helm values carry no literal secrets (env, args, ConfigMaps, values).",
         no_plaintext_secrets,
     ),
+    ResourceRule(
+        "no-world-open-ingress",
+        "No security group admits the whole internet (0.0.0.0/0, ::/0 or a union covering half of it).",
+        no_world_open_ingress,
+    ),
+    ResourceRule(
+        "no-host-access",
+        "No pod is privileged or uses hostPath/hostNetwork/hostPID/hostIPC, but the allow-listed exporters.",
+        no_host_access,
+    ),
 )
 
 STACK_RULES: tuple[StackRule, ...] = (
@@ -625,6 +1126,26 @@ STACK_RULES: tuple[StackRule, ...] = (
         "api-key-when-exposed",
         "vLLM requires an API key (from a Secret) when its endpoint is internet-facing.",
         api_key_when_exposed,
+    ),
+    StackRule(
+        "tls-when-exposed",
+        "An internet-facing endpoint serves HTTPS (a certificate), and plain HTTP only as a redirect.",
+        endpoint_tls_when_exposed,
+    ),
+    StackRule(
+        "class-endpoint-not-open-to-world",
+        "An Ingress made internet-facing by its IngressClassParams lists allowed CIDRs, none world-open.",
+        class_endpoint_not_open_to_world,
+    ),
+    StackRule(
+        "no-world-open-ingress-sets",
+        "Standalone ingress rules of one security group and port range do not add up to the whole internet.",
+        world_open_ingress_sets,
+    ),
+    StackRule(
+        "s3-not-public",
+        "Every S3 bucket blocks public access (all four flags) and no ACL or policy grants everyone.",
+        buckets_not_public,
     ),
 )
 

@@ -51,11 +51,17 @@ def test_a_stack_made_unsafe_fails_with_each_rules_message(monkeypatch: pytest.M
         "pinned-versions",
         "gpu-nodepool-guarded",
         "api-key-when-exposed",
+        "tls-when-exposed",
     }
+    [plain] = by_rule["tls-when-exposed"]
+    assert plain == (
+        "Ingress deepseek/vllm is internet-facing and serves plain HTTP only: set endpoint.certificateArn "
+        "(an ACM certificate)"
+    )
     [world] = by_rule["endpoint-not-open-to-world"]
     assert world == (
         "Ingress deepseek/vllm is internet-facing and alb.ingress.kubernetes.io/inbound-cidrs admits the "
-        "whole internet (0.0.0.0/0)"
+        "whole internet (0.0.0.0/0 together admit 100% of IPv4)"
     )
     assert any(
         "'vllm/vllm-openai:latest' uses the mutable tag latest" in m for m in by_rule["pinned-versions"]
@@ -78,4 +84,10 @@ def test_the_rules_cover_every_promise_of_the_issue() -> None:
         "no-wildcard-iam",
         "no-plaintext-secrets",
         "api-key-when-exposed",
+        "tls-when-exposed",
+        "class-endpoint-not-open-to-world",
+        "s3-not-public",
+        "no-world-open-ingress",
+        "no-world-open-ingress-sets",
+        "no-host-access",
     }
