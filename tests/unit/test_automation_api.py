@@ -61,6 +61,12 @@ class FakeStack:
     def destroy(self, **kwargs: Any) -> None:
         self._op("destroy", kwargs)
 
+    def preview_refresh(self, **kwargs: Any) -> None:
+        self._op("preview_refresh", kwargs)
+
+    def preview_destroy(self, **kwargs: Any) -> None:
+        self._op("preview_destroy", kwargs)
+
     def outputs(self) -> dict[str, FakeOutput]:
         self.calls.append("stack.outputs")
         return {
@@ -112,6 +118,7 @@ def test_up_runs_every_step_in_order_and_returns_masked_outputs() -> None:
         "credentials:us-east-1",
         "preflight:g6e.xlarge",  # the plan of the overridden variant, not the stack file's
         "open:dev",
+        "stack.preview",  # up always previews first, --yes or not
         "stack.up",
         "stack.outputs",
     ]
@@ -133,11 +140,11 @@ def test_overrides_reach_pulumi_for_this_run_only() -> None:
     assert (ROOT / "Pulumi.prod.yaml").read_text() == before
 
 
-def test_preview_needs_no_yes_and_no_preflight_but_up_and_destroy_do() -> None:
+def test_preview_needs_no_yes_and_no_preflight_but_up_refresh_and_destroy_do() -> None:
     calls: list[str] = []
     orchestrator(calls, FakeStack(calls)).run(Operation.PREVIEW, "dev")
     assert not any(c.startswith("preflight") for c in calls)
-    for operation in (Operation.UP, Operation.DESTROY):
+    for operation in (Operation.UP, Operation.REFRESH, Operation.DESTROY):
         calls = []
         with pytest.raises(AutomationError) as info:
             orchestrator(calls, FakeStack(calls)).run(operation, "dev", skip_preflight=True)
@@ -189,7 +196,7 @@ def test_pulumi_command_error_becomes_exit_1() -> None:
         calls, fail=CommandError(type("R", (), {"stdout": "", "stderr": "boom", "code": 255})())
     )
     with pytest.raises(AutomationError) as info:
-        orchestrator(calls, stack).run(Operation.REFRESH, "dev")
+        orchestrator(calls, stack).run(Operation.REFRESH, "dev", yes=True)
     assert info.value.exit_code == 1 and "`pulumi refresh` failed" in str(info.value)
 
 
@@ -229,6 +236,7 @@ def test_cli_without_pulumi_prints_the_plan_then_one_sentence(tmp_path: Path) ->
             "prod",
             "--set",
             "model.variant=r1-distill-qwen-32b",
+            "--yes",
         ],
         capture_output=True,
         text=True,
