@@ -24,6 +24,10 @@ import json
 import os
 import stat
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +179,95 @@ def summary(changes: dict[str, int], seconds: int = 1) -> dict[str, Any]:
 
 def prelude() -> dict[str, Any]:
     return {"preludeEvent": {"config": {"aws:region": "us-east-1"}}}
+
+
+# -- AWS STS, for the CLI's credentials check (AWS_ENDPOINT_URL_STS points boto3 here) ---------
+# GetCallerIdentity's answer in the STS Query API's XML, as botocore parses it.
+IDENTITY = b"""<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+<GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/t</Arn><UserId>AIDAT</UserId>
+<Account>123456789012</Account></GetCallerIdentityResult>
+<ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></GetCallerIdentityResponse>"""
+
+
+class _Sts(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/xml")
+        self.end_headers()
+        self.wfile.write(IDENTITY)
+
+    def log_message(self, *_: Any) -> None:
+        pass
+
+
+@contextmanager
+def sts_server() -> Iterator[str]:
+    """A local STS that answers GetCallerIdentity; yields its URL."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sts)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+
+
+def aws_env(sts: str) -> dict[str, str]:
+    """Test credentials and the local STS, with nothing of the caller's AWS or Pulumi setup."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PULUMI_"))}
+    env.update(
+        AWS_ACCESS_KEY_ID="AKIATEST",
+        AWS_SECRET_ACCESS_KEY="test",
+        AWS_ENDPOINT_URL_STS=sts,
+        AWS_EC2_METADATA_DISABLED="true",
+        PULUMI_CONFIG_PASSPHRASE="test-only",
+    )
+    return env
+
+
+def rollout(urn: str, wait_s: float) -> list[dict[str, Any]]:
+    """An ``up`` that replaces a Deployment and waits ``wait_s`` on each rollout stage, with the
+    messages pulumi-kubernetes logs (reference/upstream/pulumi-kubernetes-await.json)."""
+    deployment = "kubernetes:apps/v1:Deployment"
+    nodepool = "urn:pulumi:dev::deepseek-eks::kubernetes:karpenter.sh/v1:NodePool::gpu"
+    return [
+        prelude(),
+        pre("update", nodepool, "kubernetes:karpenter.sh/v1:NodePool"),
+        done("update", nodepool, "kubernetes:karpenter.sh/v1:NodePool"),
+        pre("replace", urn, deployment),
+        diag('Waiting for Pod "deepseek/inference-7c9f" to be scheduled', urn),
+        {**diag("Waiting for app ReplicaSet to be available (0/1 Pods available)", urn), "sleep": wait_s},
+        {**diag('Waiting for Pod "deepseek/inference-7c9f" to be ready', urn), "sleep": wait_s},
+        {**diag("Deployment initialization complete", urn), "sleep": wait_s},
+        done("replace", urn, deployment),
+        summary({"update": 1, "replace": 1, "same": 40}, seconds=int(3 * wait_s) + 1),
+    ]
+
+
+def demo(argv: list[str], wait_s: float = 20.0) -> int:
+    """Run ``python -m automation ARGV`` against the stand-in, an ``up`` with long waits (for a
+    terminal recording): ``python -m tests.unit.pulumi_standin up --stack dev --yes``."""
+    import subprocess
+    import tempfile
+
+    urn = (
+        "urn:pulumi:dev::deepseek-eks::deepseek-eks:index:Inference$kubernetes:apps/v1:Deployment::inference"
+    )
+    scenario = {
+        "preview": {"events": [prelude(), pre("replace", urn, "kubernetes:apps/v1:Deployment",
+                                               detailed={"spec.template.spec.containers[0].image": "update",
+                                                         "spec.selector": "update-replace"}),
+                               summary({"replace": 1, "same": 41})]},
+        "up": {"events": rollout(urn, wait_s)},
+        "outputs": {"endpointUrl": "http://internal-deepseek.elb.amazonaws.com", "apiKey": "k"},
+        "secret_outputs": ["apiKey"],
+    }  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp, sts_server() as sts:
+        _, extra = install(Path(tmp), scenario)
+        env = {**aws_env(sts), **extra}
+        root = Path(__file__).resolve().parents[2]
+        return subprocess.call([sys.executable, "-m", "automation", *argv], cwd=root, env=env)
+
+
+if __name__ == "__main__":
+    sys.exit(demo(sys.argv[1:], float(os.environ.get("STANDIN_WAIT_S", "20"))))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from automation import cli
-from sizing import cli as sizing_cli
+from deepseek_eks.sizing import cli as sizing_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,7 @@ import pty
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -26,31 +24,11 @@ DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 URN = f"urn:pulumi:dev::deepseek-eks::deepseek-eks:index:Inference${DEPLOYMENT}::inference"
 NODEPOOL = "urn:pulumi:dev::deepseek-eks::aws:eks/nodeGroup:NodeGroup::gpu"
 
-# What STS answers to GetCallerIdentity (the Query API's XML, as botocore parses it).
-IDENTITY = b"""<GetCallerIdentityResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
-<GetCallerIdentityResult><Arn>arn:aws:iam::123456789012:user/t</Arn><UserId>AIDAT</UserId>
-<Account>123456789012</Account></GetCallerIdentityResult>
-<ResponseMetadata><RequestId>1</RequestId></ResponseMetadata></GetCallerIdentityResponse>"""
-
-
-class _Sts(BaseHTTPRequestHandler):
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/xml")
-        self.end_headers()
-        self.wfile.write(IDENTITY)
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
 
 @pytest.fixture(scope="module")
 def sts() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Sts)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}"
-    server.shutdown()
+    with standin.sts_server() as url:
+        yield url
 
 
 def preview_events() -> list[dict[str, Any]]:
@@ -120,17 +98,7 @@ def pulumi(tmp_path: Path, sts: str) -> Any:
 
         def env(self) -> dict[str, str]:
             self.log, extra = standin.install(tmp_path / "bin", self.scenario)
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PULUMI_"))}
-            env.update(extra)
-            env.update(
-                AWS_ACCESS_KEY_ID="AKIATEST",
-                AWS_SECRET_ACCESS_KEY="test",
-                AWS_ENDPOINT_URL_STS=sts,
-                AWS_EC2_METADATA_DISABLED="true",
-                PULUMI_CONFIG_PASSPHRASE="test-only",
-                COLUMNS="200",
-            )
-            return env
+            return {**standin.aws_env(sts), **extra, "COLUMNS": "200"}
 
         def run(self, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
