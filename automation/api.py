@@ -186,10 +186,20 @@ def open_stack(stack: str, project_dir: Path, *, create: bool = True) -> StackLi
 def policy_pack_dir() -> Path:
     """The project's policy pack folder: ``policy.pack_dir()`` where the package provides it (the
     pack shipped inside the package), else this checkout's ``policy/`` folder."""
-    import policy
-
-    finder = getattr(policy, "pack_dir", None)
-    return Path(finder()) if callable(finder) else PROJECT_ROOT / "policy"
+    try:
+        import policy
+    except ImportError:  # not importable from here: the checkout's folder, if there is one
+        finder = None
+    else:
+        finder = getattr(policy, "pack_dir", None)
+    folder = Path(finder()) if callable(finder) else PROJECT_ROOT / "policy"
+    if not (folder / "PulumiPolicy.yaml").is_file():
+        raise AutomationError(
+            f"The project's policy pack is missing ({folder} has no PulumiPolicy.yaml): reinstall "
+            "deepseek-eks, or pass --no-policy-pack to run without it.",
+            3,
+        )
+    return folder
 
 
 @dataclass
