@@ -420,7 +420,13 @@ def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; returns its exit code (see the module docstring)."""
     from .api import AutomationError
 
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit:  # usage errors (argparse printed why); --help and --version are 0
+        if exit.code and "--json" in argv:
+            Output(True).document({"error": "invalid command line (see stderr)", "exit_code": exit.code})
+        raise
     if "instrument" in args:
         return int(args.instrument(args))
     if "run" in args:  # the guardrail commands
@@ -435,3 +441,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(out, 1, str(error), {**result, "exit_code": 1})
     except AutomationError as error:
         return _fail(out, error.exit_code, f"error: {error}")
+    except KeyboardInterrupt:  # Pulumi got the same signal and stops its operation cleanly
+        return _fail(
+            out,
+            1,
+            "interrupted: Pulumi was asked to stop; if it was applying changes, "
+            "`python -m automation refresh` reconciles the state",
+        )

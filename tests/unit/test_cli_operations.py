@@ -300,3 +300,9 @@ def test_exit_codes_survive_a_pipe(pulumi: Any) -> None:
         )
         assert done.returncode == expected, (cmd, done.stderr)
         assert "Traceback" not in done.stderr
+
+
+def test_a_usage_error_under_json_is_still_one_document(pulumi: Any) -> None:
+    done = pulumi.run("preview", "--stack", "dev", "--json", "--parallel", "many")
+    assert done.returncode == 2 and "--parallel: invalid int value" in done.stderr
+    assert json.loads(done.stdout)["exit_code"] == 2
