@@ -11,11 +11,15 @@ says in one sentence how to fix a missing one.
     print(outputs["endpointUrl"])
     api.destroy("dev", yes=True)
 
+``up`` always previews first (with the project's policy pack unless ``RunOptions(policy_packs=[])``)
+and shows the changes; ``up``, ``refresh`` and ``destroy`` need ``yes=True`` or a ``confirm``
+callback on the ``Orchestrator``. ``destroy`` works from the stack's state alone.
+
 What each call raises (the CLI maps them to its exit codes): ``StackFileError`` (no such stack
 file, or one not shaped like Pulumi's: 2), ``SettingsError`` (invalid settings: 2),
 ``SizingError`` (no feasible plan: 1) and ``AutomationError`` (``exit_code``: 3 for a missing
-Pulumi CLI or AWS credentials, 2 for an unknown Pulumi stack or a missing ``yes``, 1 for a failed
-Pulumi operation or an unreachable AWS).
+Pulumi CLI or AWS credentials, 2 for an unknown Pulumi stack, a missing ``yes`` or a declined
+confirmation, 1 for a failed Pulumi operation or an unreachable AWS).
 """
 
 from __future__ import annotations
@@ -27,14 +31,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
 from deepseek_eks.components import size
-from deepseek_eks.settings import PROJECT, Settings, parse_settings
+from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
+from .progress import ChangeSet
 from .stackfile import PROJECT_ROOT, StackConfig, read_stack, stack_document
 
 INSTALL_PULUMI = (
@@ -145,13 +150,13 @@ def require_aws_credentials(settings: Settings) -> str:
 
 
 @contextmanager
-def effective_config_file(prepared: Prepared, project_dir: Path) -> Iterator[Path]:
+def effective_config_file(stack: str, config: StackConfig) -> Iterator[Path]:
     """The stack file with the ``--set`` overrides applied (where the stack has each setting:
     flat or inside its ``--path`` object), in a temporary file: overrides apply to this run only
     and never rewrite the stack file. Secrets and encryption settings are copied as they are."""
-    data = stack_document(prepared.config)
+    data = stack_document(config)
     with tempfile.TemporaryDirectory(prefix="deepseek-eks-") as tmp:
-        path = Path(tmp) / f"Pulumi.{prepared.stack}.yaml"
+        path = Path(tmp) / f"Pulumi.{stack}.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=True))
         yield path
 
@@ -173,15 +178,105 @@ def open_stack(stack: str, project_dir: Path, *, create: bool = True) -> StackLi
         raise AutomationError(
             f"no Pulumi stack named {stack!r} in this backend: check `pulumi stack ls`", 2
         ) from None
+    except auto.CommandError as e:  # e.g. not logged in to a backend
+        tail = "\n".join(str(e).strip().splitlines()[-3:])
+        raise AutomationError(f"could not open the Pulumi stack {stack!r}:\n{tail}", 1) from None
+
+
+def policy_pack_dir() -> Path:
+    """The project's policy pack folder: ``policy.pack_dir()`` where the package provides it (the
+    pack shipped inside the package), else this checkout's ``policy/`` folder."""
+    try:
+        import policy
+    except ImportError:  # not importable from here: the checkout's folder, if there is one
+        finder = None
+    else:
+        finder = getattr(policy, "pack_dir", None)
+    folder = Path(finder()) if callable(finder) else PROJECT_ROOT / "policy"
+    if not (folder / "PulumiPolicy.yaml").is_file():
+        raise AutomationError(
+            f"The project's policy pack is missing ({folder} has no PulumiPolicy.yaml): reinstall "
+            "deepseek-eks, or pass --no-policy-pack to run without it.",
+            3,
+        )
+    return folder
+
+
+@dataclass
+class RunOptions:
+    """Pulumi flags passed through to the operation (each only where Pulumi's command takes it).
+
+    ``policy_packs`` defaults to the project's own pack on preview and up; an empty list turns
+    it off (``--no-policy-pack``)."""
+
+    diff: bool = False
+    target: list[str] = field(default_factory=list)
+    refresh: bool = False
+    parallel: int | None = None
+    expect_no_changes: bool = False
+    policy_packs: list[str] | None = None
+
+    def kwargs(self, operation: Operation) -> dict[str, Any]:
+        """The Automation API keyword arguments of ``operation`` (its preview included)."""
+        out: dict[str, Any] = {}
+        if self.diff:
+            out["diff"] = True
+        if self.target:
+            out["target"] = list(self.target)
+        if self.parallel:
+            out["parallel"] = self.parallel
+        if self.refresh and operation in (Operation.PREVIEW, Operation.UP, Operation.DESTROY):
+            out["refresh"] = True
+        if self.expect_no_changes and operation in (Operation.PREVIEW, Operation.UP, Operation.REFRESH):
+            out["expect_no_changes"] = True
+        if operation in (Operation.PREVIEW, Operation.UP):
+            packs = [str(policy_pack_dir())] if self.policy_packs is None else self.policy_packs
+            if packs:
+                out["policy_packs"] = packs
+        return out
+
+
+# The Automation API method that shows what an operation would do, without doing it.
+PREVIEW_OF = {
+    Operation.PREVIEW: "preview",
+    Operation.UP: "preview",
+    Operation.REFRESH: "preview_refresh",
+    Operation.DESTROY: "preview_destroy",
+}
+
+
+@dataclass
+class OperationResult:
+    """What a run produced: the stack outputs, the preview's change set and each step's timing."""
+
+    outputs: dict[str, Any]
+    changes: ChangeSet
+    timings: list[dict[str, Any]] = field(default_factory=list)
+    applied: bool = False
+
+
+class Progress(Protocol):
+    """A live display of a running operation (``automation.progress.ProgressView``)."""
+
+    def __call__(self, event: Any) -> None: ...
+    def start(self) -> None: ...
+    def stop(self) -> None: ...
+    def timings(self) -> list[dict[str, Any]]: ...
 
 
 Printer = Callable[[str], None]
 
 
+def _print_changes(printer: Printer, changes: ChangeSet) -> None:
+    for line in changes.lines():
+        printer(line.plain)
+
+
 @dataclass
 class Orchestrator:
-    """Runs one operation in the safe order: validate and size (offline) -> Pulumi CLI -> AWS
-    credentials -> preflight (up only) -> the Automation API call -> summary."""
+    """Runs one operation in the safe order: settings and sizing (offline; ``destroy`` needs
+    neither) -> Pulumi CLI -> AWS credentials -> preflight (up only) -> a preview, shown ->
+    confirmation (up, refresh, destroy) -> the operation with live progress -> outputs."""
 
     project_dir: Path = PROJECT_ROOT
     opener: Callable[[str, Path], StackLike] = open_stack
@@ -190,8 +285,64 @@ class Orchestrator:
     preflight: Callable[[Settings, SizingPlan], list[Any]] | None = None
     print: Printer = print
     on_event: Callable[[Any], Any] | None = None
+    # Asked before up/refresh/destroy change anything, after the preview was shown; None means
+    # no one can be asked, so only ``yes=True`` goes ahead.
+    confirm: Callable[[Operation, ChangeSet], bool] | None = None
+    show_changes: Callable[[ChangeSet], None] | None = None
+    progress: Callable[[Operation], Progress] | None = None
+    # Pulumi's own text output (``--diff``): where it goes.
+    on_output: Printer | None = None
 
     def run(
+        self, operation: Operation, stack: str, overrides: dict[str, str] | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Run ``operation`` on ``stack``; returns the stack outputs (``{name: value}``). Takes
+        the keyword arguments of :meth:`run_detailed`."""
+        return self.run_detailed(operation, stack, overrides, **kwargs).outputs
+
+    def _settings(
+        self, operation: Operation, stack: str, overrides: dict[str, str]
+    ) -> tuple[StackConfig, Settings]:
+        if operation is not Operation.DESTROY:
+            prepared = prepare(stack, overrides, self.project_dir)
+            from deepseek_eks.sizing.cli import summary_lines
+
+            for line in summary_lines(prepared.plan):
+                self.print(line)
+            self.check_cli()
+            for warning in prepared.settings.warnings:
+                self.print(f"warning: {warning}")
+            refuse_unreachable_api(prepared.settings, operation, self.print)
+            self.check_credentials(prepared.settings)
+            if operation is Operation.UP and self.preflight is not None and not self._skip_preflight:
+                self._run_preflight(prepared)
+            return prepared.config, prepared.settings
+        # destroy deletes what the state holds and runs no program: today's settings need not
+        # size (or even validate); only the AWS settings matter, for the credentials check.
+        config = read_config(stack, overrides, self.project_dir)
+        try:
+            settings = parse_settings(config.values, config.secret_keys, stack)
+        except SettingsError as error:
+            self.print(
+                f"warning: the stack's settings no longer validate ({error}); destroying from the state"
+            )
+            aws_only = {k: v for k, v in config.values.items() if k.startswith("aws:")}
+            settings = parse_settings(aws_only, set(), stack)
+        self.check_cli()
+        self.check_credentials(settings)
+        return config, settings
+
+    def _run_preflight(self, prepared: Prepared) -> None:
+        from .preflight import Status
+
+        assert self.preflight is not None
+        checks = self.preflight(prepared.settings, prepared.plan)
+        failed = [c for c in checks if c.status is Status.FAIL]
+        if failed:
+            detail = "; ".join(f"{c.name}: {c.detail}" for c in failed)
+            raise AutomationError(f"Preflight failed ({detail}). Fix it or pass --skip-preflight.", 1)
+
+    def run_detailed(
         self,
         operation: Operation,
         stack: str,
@@ -199,52 +350,85 @@ class Orchestrator:
         *,
         yes: bool = False,
         skip_preflight: bool = False,
-    ) -> dict[str, Any]:
-        """Run ``operation`` on ``stack``; returns the stack outputs (``{name: value}``)."""
-        prepared = prepare(stack, overrides, self.project_dir)
-        from deepseek_eks.sizing.cli import summary_lines
-
-        for line in summary_lines(prepared.plan):
-            self.print(line)
-        self.check_cli()
-        for warning in prepared.settings.warnings:
-            self.print(f"warning: {warning}")
-        refuse_unreachable_api(prepared.settings, operation, self.print)
-        self.check_credentials(prepared.settings)
-        if operation is Operation.UP and not skip_preflight and self.preflight is not None:
-            from .preflight import Status
-
-            checks = self.preflight(prepared.settings, prepared.plan)
-            failed = [c for c in checks if c.status is Status.FAIL]
-            if failed:
-                detail = "; ".join(f"{c.name}: {c.detail}" for c in failed)
-                raise AutomationError(f"Preflight failed ({detail}). Fix it or pass --skip-preflight.", 1)
-        if operation.changes_resources and not yes:
+        options: RunOptions | None = None,
+    ) -> OperationResult:
+        """``run``, returning the preview's changes and the step timings too."""
+        options = options or RunOptions()
+        self._skip_preflight = skip_preflight
+        confirmed = operation is Operation.PREVIEW or yes
+        if not confirmed and self.confirm is None:
             raise AutomationError(
                 f"`{operation.value}` changes real AWS resources: pass --yes (or yes=True) to go ahead.", 2
             )
+        config, settings = self._settings(operation, stack, overrides or {})
         stack_obj = self.opener(stack, self.project_dir)
-        if operation is Operation.UP and prepared.settings.first_run_blockers and first_deployment(stack_obj):
-            raise AutomationError(" ".join(prepared.settings.first_run_blockers), 2)
-        with effective_config_file(prepared, self.project_dir) as config_file:
-            kwargs: dict[str, Any] = {"config_file": str(config_file)}
-            # Structured engine events when a progress display is attached, the CLI's text otherwise.
-            if self.on_event is not None:
-                kwargs["on_event"] = self.on_event
-            else:
-                kwargs["on_output"] = self.print
-            try:
-                getattr(stack_obj, operation.value)(**kwargs)
-            except Exception as e:  # the Automation API raises CommandError with the CLI's output
-                from pulumi.automation.errors import CommandError
+        if operation is Operation.UP and settings.first_run_blockers and first_deployment(stack_obj):
+            raise AutomationError(" ".join(settings.first_run_blockers), 2)
+        with effective_config_file(stack, config) as config_file:
+            base = {"config_file": str(config_file), **options.kwargs(operation)}
+            changes = self._preview(stack_obj, operation, base)
+            result = OperationResult({}, changes)
+            if operation is not Operation.PREVIEW:
+                if not confirmed:
+                    assert self.confirm is not None
+                    if not self.confirm(operation, changes):
+                        raise AutomationError(f"`{operation.value}` cancelled: nothing was changed.", 2)
+                result.timings = self._apply(stack_obj, operation, base)
+                result.applied = True
+        if operation is not Operation.DESTROY:
+            result.outputs = outputs_of(stack_obj)
+        return result
 
-                if isinstance(e, CommandError):
-                    tail = "\n".join(str(e).strip().splitlines()[-5:])
-                    raise AutomationError(f"`pulumi {operation.value}` failed:\n{tail}", 1) from None
-                raise
-        if operation is Operation.DESTROY:
-            return {}
-        return outputs_of(stack_obj)
+    def _call(self, stack_obj: StackLike, method: str, operation: Operation, kwargs: dict[str, Any]) -> None:
+        try:
+            getattr(stack_obj, method)(**kwargs)
+        except Exception as e:  # the Automation API raises CommandError with the CLI's output
+            from pulumi.automation.errors import CommandError
+
+            if isinstance(e, CommandError):
+                tail = "\n".join(str(e).strip().splitlines()[-5:])
+                during = " (in its preview)" if method != operation.value else ""
+                raise AutomationError(f"`pulumi {operation.value}` failed{during}:\n{tail}", 1) from None
+            raise
+
+    def _preview(self, stack_obj: StackLike, operation: Operation, base: dict[str, Any]) -> ChangeSet:
+        changes = ChangeSet()
+
+        def on_event(event: Any) -> None:
+            changes(event)
+            if self.on_event is not None:
+                self.on_event(event)
+
+        kwargs = {**base, "on_event": on_event}
+        if self.on_output is not None:
+            kwargs["on_output"] = self.on_output
+        try:
+            self._call(stack_obj, PREVIEW_OF[operation], operation, kwargs)
+        finally:  # a failed preview (a mandatory policy) still shows what it found
+            (self.show_changes or (lambda c: _print_changes(self.print, c)))(changes)
+        return changes
+
+    def _apply(
+        self, stack_obj: StackLike, operation: Operation, base: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        kwargs = dict(base)
+        if self.on_output is not None:
+            kwargs["on_output"] = self.on_output
+        progress = self.progress(operation) if self.progress is not None else None
+        if progress is not None:
+            kwargs["on_event"] = progress
+        elif self.on_event is not None:
+            kwargs["on_event"] = self.on_event
+        elif "on_output" not in kwargs:
+            kwargs["on_output"] = self.print
+        if progress is not None:
+            progress.start()
+        try:
+            self._call(stack_obj, operation.value, operation, kwargs)
+        finally:
+            if progress is not None:
+                progress.stop()
+        return progress.timings() if progress is not None else []
 
 
 def outputs_of(stack: StackLike) -> dict[str, Any]:
@@ -259,26 +443,44 @@ def _orchestrator(**kwargs: Any) -> Orchestrator:
 
 
 def up(
-    stack: str, overrides: dict[str, str] | None = None, *, yes: bool = False, **kwargs: Any
+    stack: str,
+    overrides: dict[str, str] | None = None,
+    *,
+    yes: bool = False,
+    options: RunOptions | None = None,
+    **kwargs: Any,
 ) -> dict[str, Any]:
-    """Deploy ``stack`` (preflight first); returns its outputs."""
+    """Deploy ``stack`` (preflight, then a preview, then the update); returns its outputs."""
     skip = kwargs.pop("skip_preflight", False)
-    return _orchestrator(**kwargs).run(Operation.UP, stack, overrides, yes=yes, skip_preflight=skip)
+    return _orchestrator(**kwargs).run(
+        Operation.UP, stack, overrides, yes=yes, skip_preflight=skip, options=options
+    )
 
 
-def preview(stack: str, overrides: dict[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
-    """Show what ``up`` would change; returns the current outputs."""
-    return _orchestrator(**kwargs).run(Operation.PREVIEW, stack, overrides)
+def preview(
+    stack: str, overrides: dict[str, str] | None = None, *, options: RunOptions | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """Show what ``up`` would change (the policy pack included); returns the current outputs."""
+    return _orchestrator(**kwargs).run(Operation.PREVIEW, stack, overrides, options=options)
 
 
-def refresh(stack: str, overrides: dict[str, str] | None = None, **kwargs: Any) -> dict[str, Any]:
-    """Reconcile the stack's state with AWS; returns its outputs."""
-    return _orchestrator(**kwargs).run(Operation.REFRESH, stack, overrides)
+def refresh(
+    stack: str,
+    overrides: dict[str, str] | None = None,
+    *,
+    yes: bool = False,
+    options: RunOptions | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Reconcile the stack's state with AWS (after showing what would change); returns its outputs."""
+    return _orchestrator(**kwargs).run(Operation.REFRESH, stack, overrides, yes=yes, options=options)
 
 
-def destroy(stack: str, *, yes: bool = False, **kwargs: Any) -> dict[str, Any]:
-    """Delete every resource of ``stack``."""
-    return _orchestrator(**kwargs).run(Operation.DESTROY, stack, yes=yes)
+def destroy(
+    stack: str, *, yes: bool = False, options: RunOptions | None = None, **kwargs: Any
+) -> dict[str, Any]:
+    """Delete every resource of ``stack``, from its state: today's settings need not size."""
+    return _orchestrator(**kwargs).run(Operation.DESTROY, stack, yes=yes, options=options)
 
 
 def outputs(stack: str, project_dir: Path = PROJECT_ROOT) -> dict[str, Any]:

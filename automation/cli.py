@@ -1,8 +1,12 @@
 """python -m automation: offline render and plan; preflight (read-only AWS checks); preview, up,
 refresh, destroy and outputs through the Pulumi Automation API on the same program pulumi up runs.
 
-Exit codes: 0 done; 1 infeasible plan or failed operation; 2 invalid settings or stack file;
-3 a missing prerequisite (Pulumi CLI, AWS credentials)."""
+up, refresh and destroy show a preview first and ask before changing anything (--yes answers
+for you; with no terminal and no --yes they refuse). preview and up run the project's policy pack
+unless --no-policy-pack. --json prints one JSON document on stdout and everything else on stderr.
+
+Exit codes: 0 done; 1 infeasible plan or failed operation; 2 invalid settings or stack file, or a
+refused confirmation; 3 a missing prerequisite (Pulumi CLI, AWS credentials)."""
 
 from __future__ import annotations
 
@@ -10,8 +14,13 @@ import argparse
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rich.console import Console
+from rich.text import Text
 
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
@@ -23,53 +32,361 @@ from .stackfile import PROJECT_ROOT, StackFileError
 
 DEFAULT_OUT = Path("build/rendered")
 OPERATIONS = ("preview", "up", "refresh", "destroy")
-CONFIRMED = ("up", "destroy")  # the operations that change resources and take --yes
+CONFIRMED = ("up", "refresh", "destroy")  # the operations that change state and ask first
 SET_HELP = "override a setting for this run only (e.g. model.variant=r1-671b); never saved"
+STACK_HELP = "the stack: its settings are Pulumi.<STACK>.yaml in --project-dir"
+JSON_HELP = "print one JSON document on stdout and nothing else (human text goes to stderr)"
 
 
-def _add_set(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
+class Output:
+    """Where a command writes: human text to stdout, or to stderr when ``--json`` keeps stdout
+    for the one JSON document. Engine and user text is printed as ``Text``, never as markup."""
+
+    def __init__(self, as_json: bool = False) -> None:
+        self.as_json = as_json
+        self.human = Console(file=sys.stderr if as_json else sys.stdout, highlight=False, soft_wrap=True)
+        self.errors = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+
+    def line(self, text: str | Text) -> None:
+        self.human.print(Text(text) if isinstance(text, str) else text)
+
+    def error(self, text: str) -> None:
+        self.errors.print(Text(text))
+
+    def document(self, doc: Any) -> None:
+        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
+
+
+Handler = Callable[[argparse.Namespace, Output], int]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its help line, its options and what it runs."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Handler
+
+
+COMMANDS: dict[str, Command] = {}
+
+
+def command(
+    name: str, help: str, add_arguments: Callable[[argparse.ArgumentParser], None]
+) -> Callable[[Handler], Handler]:
+    """Register ``run`` as the subcommand ``name`` (one function per subcommand)."""
+
+    def register(run: Handler) -> Handler:
+        COMMANDS[name] = Command(name, help, add_arguments, run)
+        return run
+
+    return register
+
+
+# -- shared options --------------------------------------------------------------------------
+def _stack(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stack", required=True, metavar="STACK", help=STACK_HELP)
+
+
+def _set(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help=SET_HELP)
+
+
+def _json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
+
+
+def _stack_set(p: argparse.ArgumentParser) -> None:
+    _stack(p)
+    _set(p)
+
+
+def _stack_set_json(p: argparse.ArgumentParser) -> None:
+    _stack_set(p)
+    _json(p)
+
+
+def _operation_arguments(name: str) -> Callable[[argparse.ArgumentParser], None]:
+    def add(p: argparse.ArgumentParser) -> None:
+        _stack_set_json(p)
+        if name in CONFIRMED:
+            p.add_argument(
+                "--yes",
+                action="store_true",
+                help="answer yes to the confirmation (the preview is still shown)",
+            )
+        p.add_argument(
+            "--diff", action="store_true", help="also show Pulumi's own diff text (old and new values)"
+        )
+        p.add_argument(
+            "--target",
+            action="append",
+            default=[],
+            metavar="URN",
+            help="only this resource (repeatable); see `pulumi stack --show-urns`",
+        )
+        p.add_argument(
+            "--parallel",
+            type=int,
+            metavar="N",
+            help="at most N resource operations at once (Pulumi's default: unbounded)",
+        )
+        if name in ("preview", "up", "destroy"):
+            p.add_argument("--refresh", action="store_true", help="refresh the state from AWS first")
+        if name in ("preview", "up", "refresh"):
+            p.add_argument(
+                "--expect-no-changes", action="store_true", help="fail (exit 1) if anything would change"
+            )
+        if name in ("preview", "up"):
+            p.add_argument(
+                "--no-policy-pack",
+                action="store_true",
+                help="do not run the project's policy pack (it runs by default; a warning says it did not)",
+            )
+        if name == "up":
+            p.add_argument("--skip-preflight", action="store_true", help="deploy without the AWS preflight")
+        if name in CONFIRMED:
+            p.add_argument(
+                "--progress-interval",
+                type=float,
+                default=30.0,
+                metavar="SECONDS",
+                help="off a terminal, print the steps still running this often (default 30)",
+            )
+
+    return add
+
+
+# -- offline commands ------------------------------------------------------------------------
+def _prepared(args: argparse.Namespace, out: Output) -> Any:
+    """The stack's validated settings and plan (``api.prepare``), its warnings on stderr."""
+    from .api import parse_overrides, prepare
+
+    prepared = prepare(args.stack, parse_overrides(args.set), args.project_dir)
+    for warning in prepared.settings.warnings:
+        out.error(f"warning: {warning}")
+    for blocker in prepared.settings.deploy_blockers:
+        out.error(f"warning: preflight and up refuse this stack: {blocker}")
+    for blocker in prepared.settings.first_run_blockers:
+        out.error(f"warning: preflight warns and up refuses a first deployment: {blocker}")
+    return prepared
+
+
+def _render_arguments(p: argparse.ArgumentParser) -> None:
+    _stack_set(p)
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
+
+
+@command("render", "write every object the stack creates, offline", _render_arguments)
+def _render(args: argparse.Namespace, out: Output) -> int:
+    from .render import render, write
+
+    prepared = _prepared(args, out)
+    rendered = render(prepared.config)
+    root = write(rendered, args.out)
+    for line in summary_lines(rendered.sizing):
+        out.line(line)
+    if rendered.stack_cost:
+        for line in stack_cost_lines(rendered.stack_cost):
+            out.line(line)
+    kinds = Counter(m["kind"] for m in rendered.objects())
+    kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    out.line(
+        f"rendered       {len(rendered.kubernetes)} Kubernetes objects ({kinds_text}), "
+        f"{len(rendered.helm)} Helm releases, {len(rendered.aws)} AWS resources -> {root}"
+    )
+    return 0
+
+
+@command("plan", "print the sizing plan of a stack, offline", _stack_set_json)
+def _plan(args: argparse.Namespace, out: Output) -> int:
+    prepared = _prepared(args, out)
+    cost = whole_stack_cost(prepared.settings, prepared.plan)
+    if out.as_json:
+        out.document({**prepared.plan.to_dict(), **cost.to_dict()})
+    else:
+        for line in [*summary_lines(prepared.plan), *stack_cost_lines(cost)]:
+            out.line(line)
+    return 0
+
+
+@command("preflight", "read-only AWS checks: credentials, offerings, quotas", _stack_set_json)
+def _preflight(args: argparse.Namespace, out: Output) -> int:
+    from .preflight import as_json as checks_json
+    from .preflight import exit_code, render_table, run_preflight
+
+    prepared = _prepared(args, out)
+    checks = run_preflight(prepared.settings, prepared.plan)
+    if out.as_json:
+        out.document(checks_json(checks))
+    else:
+        out.human.print(render_table(checks))
+    return exit_code(checks)
+
+
+def _bake_arguments(p: argparse.ArgumentParser) -> None:
+    _stack(p)
+    p.add_argument("--subnet-id", help="private subnet of the bake instance (default: the stack's first)")
+    _set(p)
+
+
+@command(
+    "bake-weights",
+    "bake the checkpoint into an encrypted EBS snapshot (weights.source ebs-snapshot)",
+    _bake_arguments,
+)
+def _bake(args: argparse.Namespace, out: Output) -> int:
+    from .api import parse_overrides
+    from .bake import run_bake
+
+    return run_bake(args.stack, parse_overrides(args.set), args.subnet_id, args.project_dir)
+
+
+def _print_outputs(values: dict[str, Any], out: Output) -> None:
+    for key in sorted(values):
+        value = values[key]
+        if isinstance(value, dict | list):
+            value = json.dumps(value, default=str)
+        out.line(f"{key:<22} {value}")
+
+
+def _outputs_arguments(p: argparse.ArgumentParser) -> None:
+    _stack(p)
+    _json(p)
+
+
+@command("outputs", "the stack's outputs (secrets masked)", _outputs_arguments)
+def _outputs(args: argparse.Namespace, out: Output) -> int:
+    from .api import outputs
+
+    values = outputs(args.stack, args.project_dir)
+    if out.as_json:
+        out.document(values)
+    else:
+        _print_outputs(values, out)
+    return 0
+
+
+# -- Pulumi operations -----------------------------------------------------------------------
+def _prompt(out: Output) -> Callable[[Any, Any], bool]:
+    """Ask on the terminal, after the preview was shown; nothing to change needs no answer."""
+
+    def confirm(operation: Any, changes: Any) -> bool:
+        if not changes.has_changes:
+            return True
+        out.errors.print(
+            Text(f"Do you want to {operation.value} stack resources as shown above? [y/N] "), end=""
+        )
+        try:
+            answer = input()
+        except EOFError:
+            answer = ""
+        return answer.strip().lower() in ("y", "yes")
+
+    return confirm
+
+
+def _show_changes(out: Output, operation: str) -> Callable[[Any], None]:
+    def show(changes: Any) -> None:
+        what = "Preview" if operation == "preview" else f"Preview of `{operation}`"
+        out.line(Text(f"{what}:", "bold"))
+        for line in changes.lines():
+            out.line(line)
+
+    return show
+
+
+def _operation(args: argparse.Namespace, out: Output) -> int:
+    from .api import AutomationError, Operation, Orchestrator, RunOptions, parse_overrides
+    from .preflight import run_preflight
+    from .progress import ProgressView
+
+    operation = Operation(args.command)
+    yes = getattr(args, "yes", False)
+    if args.command in CONFIRMED and not yes and not sys.stdin.isatty():
+        raise AutomationError(
+            f"`{args.command}` asks before changing anything and there is no terminal to ask on: "
+            f"pass --yes to go ahead (the preview is still shown first).",
+            2,
+        )
+    no_pack = getattr(args, "no_policy_pack", False)
+    if no_pack:
+        out.error("warning: --no-policy-pack: the project's policy pack does not run; its rules go unchecked")
+    options = RunOptions(
+        diff=args.diff,
+        target=list(args.target),
+        refresh=getattr(args, "refresh", False),
+        parallel=args.parallel,
+        expect_no_changes=getattr(args, "expect_no_changes", False),
+        policy_packs=[] if no_pack else None,
+    )
+    orchestrator = Orchestrator(
+        project_dir=args.project_dir,
+        preflight=run_preflight,
+        print=out.line,
+        confirm=_prompt(out),
+        show_changes=_show_changes(out, args.command),
+        progress=lambda _: ProgressView(out.human, heartbeat_s=getattr(args, "progress_interval", 30.0)),
+        on_output=(lambda line: out.line(Text(line))) if args.diff else None,
+    )
+    result = orchestrator.run_detailed(
+        operation,
+        args.stack,
+        parse_overrides(args.set),
+        yes=yes,
+        skip_preflight=getattr(args, "skip_preflight", False),
+        options=options,
+    )
+    if out.as_json:
+        out.document(
+            {
+                "operation": operation.value,
+                "stack": args.stack,
+                **result.changes.to_dict(),
+                "applied": result.applied,
+                "timings": result.timings,
+                "outputs": result.outputs,
+            }
+        )
+    elif result.outputs:
+        _print_outputs(result.outputs, out)
+    return 0
+
+
+for _name in OPERATIONS:
+    command(_name, f"pulumi {_name} through the Automation API", _operation_arguments(_name))(_operation)
+
+
+# -- the parser ------------------------------------------------------------------------------
+def version() -> str:
+    """The package version: installed metadata, else the checkout's pyproject.toml."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("deepseek-eks")
+    except PackageNotFoundError:
+        import tomllib
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m automation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    p.add_argument("--version", action="version", version=f"deepseek-eks {version()}")
     p.add_argument(
         "--project-dir", type=Path, default=PROJECT_ROOT, help="folder with Pulumi.yaml and the stack files"
     )
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("render", help="write every object the stack creates, offline")
-    r.add_argument("--stack", required=True)
-    r.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
-    _add_set(r)
-    pl = sub.add_parser("plan", help="print the sizing plan of a stack, offline")
-    pl.add_argument("--stack", required=True)
-    _add_set(pl)
-    pl.add_argument("--json", action="store_true")
-    pf = sub.add_parser("preflight", help="read-only AWS checks: credentials, offerings, quotas")
-    pf.add_argument("--stack", required=True)
-    _add_set(pf)
-    pf.add_argument("--json", action="store_true")
-    for name in OPERATIONS:
-        op = sub.add_parser(name, help=f"pulumi {name} through the Automation API")
-        op.add_argument("--stack", required=True)
-        _add_set(op)
-        if name in CONFIRMED:
-            op.add_argument("--yes", action="store_true", help=f"confirm: {name} changes real AWS resources")
-        op.add_argument("--json", action="store_true", help="print the outputs as JSON at the end")
-        if name == "up":
-            op.add_argument("--skip-preflight", action="store_true", help="deploy without the AWS preflight")
-    bake = sub.add_parser(
-        "bake-weights",
-        help="bake the checkpoint into an encrypted EBS snapshot (weights.source ebs-snapshot)",
-    )
-    bake.add_argument("--stack", required=True)
-    bake.add_argument("--subnet-id", help="private subnet of the bake instance (default: the stack's first)")
-    _add_set(bake)
-    out = sub.add_parser("outputs", help="the stack's outputs (secrets masked)")
-    out.add_argument("--stack", required=True)
-    out.add_argument("--json", action="store_true")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for cmd in COMMANDS.values():
+        parser = sub.add_parser(cmd.name, help=cmd.help, description=cmd.help)
+        cmd.add_arguments(parser)
+        parser.set_defaults(handler=cmd.run)
     _guardrail_commands(sub)
     # The performance instruments keep their own options and handlers (automation/simulate/cli.py,
     # automation/loadtest/cli.py).
@@ -88,15 +405,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _warn(settings: Any) -> None:
-    for warning in settings.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    for blocker in settings.deploy_blockers:
-        print(f"warning: preflight and up refuse this stack: {blocker}", file=sys.stderr)
-    for blocker in settings.first_run_blockers:
-        print(f"warning: preflight warns and up refuses a first deployment: {blocker}", file=sys.stderr)
-
-
 def _guardrail_commands(sub: Any) -> None:
     """``diff``, ``urns`` and ``pins`` (upgrade safety and pin hygiene; see automation/guardrails.py)."""
     from .guardrails import add_commands
@@ -104,118 +412,43 @@ def _guardrail_commands(sub: Any) -> None:
     add_commands(sub)
 
 
-def _plan(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Path) -> int:
-    from .api import prepare
-
-    prepared = prepare(stack, overrides, project_dir)
-    _warn(prepared.settings)
-    cost = whole_stack_cost(prepared.settings, prepared.plan)
-    if as_json:
-        print(json.dumps({**prepared.plan.to_dict(), **cost.to_dict()}, indent=2))
-    else:
-        print("\n".join([*summary_lines(prepared.plan), *stack_cost_lines(cost)]))
-    return 0
-
-
-def _render(stack: str, overrides: dict[str, str], out: Path, project_dir: Path) -> int:
-    from .api import prepare
-    from .render import render, write
-
-    prepared = prepare(stack, overrides, project_dir)
-    _warn(prepared.settings)
-    rendered = render(prepared.config)
-    root = write(rendered, out)
-    print("\n".join(summary_lines(rendered.sizing)))
-    if rendered.stack_cost:
-        print("\n".join(stack_cost_lines(rendered.stack_cost)))
-    kinds = Counter(m["kind"] for m in rendered.objects())
-    kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    print(
-        f"rendered       {len(rendered.kubernetes)} Kubernetes objects ({kinds_text}), "
-        f"{len(rendered.helm)} Helm releases, {len(rendered.aws)} AWS resources -> {root}"
-    )
-    return 0
-
-
-def _preflight(stack: str, overrides: dict[str, str], as_json: bool, project_dir: Path) -> int:
-    from rich.console import Console
-
-    from .api import prepare
-    from .preflight import as_json as checks_json
-    from .preflight import exit_code, render_table, run_preflight
-
-    prepared = prepare(stack, overrides, project_dir)
-    _warn(prepared.settings)
-    checks = run_preflight(prepared.settings, prepared.plan)
-    if as_json:
-        print(json.dumps(checks_json(checks), indent=2))
-    else:
-        Console().print(render_table(checks))
-    return exit_code(checks)
-
-
-def _print_outputs(values: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(values, indent=2, sort_keys=True, default=str))
-        return
-    for key in sorted(values):
-        value = values[key]
-        if isinstance(value, dict | list):
-            value = json.dumps(value, default=str)
-        print(f"{key:<22} {value}")
-
-
-def _operation(args: argparse.Namespace) -> int:
-    from .api import Operation, Orchestrator, parse_overrides
-    from .preflight import run_preflight
-    from .progress import EventPrinter
-
-    orchestrator = Orchestrator(
-        project_dir=args.project_dir, preflight=run_preflight, on_event=EventPrinter()
-    )
-    outputs = orchestrator.run(
-        Operation(args.command),
-        args.stack,
-        parse_overrides(args.set),
-        yes=getattr(args, "yes", False),
-        skip_preflight=getattr(args, "skip_preflight", False),
-    )
-    if outputs:
-        _print_outputs(outputs, args.json)
-    return 0
+def _fail(out: Output, code: int, message: str, doc: dict[str, Any] | None = None) -> int:
+    """One message on stderr; with --json, one JSON document on stdout too."""
+    out.error(message)
+    if out.as_json:
+        out.document(doc or {"error": message, "exit_code": code})
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .api import AutomationError, parse_overrides
+    """Run one subcommand; returns its exit code (see the module docstring)."""
+    from .api import AutomationError
 
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit:  # usage errors (argparse printed why); --help and --version are 0
+        if exit.code and "--json" in argv:
+            Output(True).document({"error": "invalid command line (see stderr)", "exit_code": exit.code})
+        raise
     if "instrument" in args:
         return int(args.instrument(args))
+    if "run" in args:  # the guardrail commands
+        return int(args.run(args))
+    out = Output(getattr(args, "json", False))
     try:
-        if args.command == "render":
-            return _render(args.stack, parse_overrides(args.set), args.out, args.project_dir)
-        if args.command == "plan":
-            return _plan(args.stack, parse_overrides(args.set), args.json, args.project_dir)
-        if args.command == "preflight":
-            return _preflight(args.stack, parse_overrides(args.set), args.json, args.project_dir)
-        if args.command in ("diff", "urns", "pins"):
-            return int(args.run(args))
-        if args.command == "bake-weights":
-            from .bake import run_bake
-
-            return run_bake(args.stack, parse_overrides(args.set), args.subnet_id, args.project_dir)
-        if args.command == "outputs":
-            from .api import outputs
-
-            _print_outputs(outputs(args.stack, args.project_dir), args.json)
-            return 0
-        return _operation(args)
+        return args.handler(args, out)
     except (SettingsError, StackFileError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(out, 2, f"error: {error}")
     except SizingError as error:
-        print(str(error), file=sys.stderr)
-        return 1
+        result = error.result.to_dict()
+        return _fail(out, 1, str(error), {**result, "exit_code": 1})
     except AutomationError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
+        return _fail(out, error.exit_code, f"error: {error}")
+    except KeyboardInterrupt:  # Pulumi got the same signal and stops its operation cleanly
+        return _fail(
+            out,
+            1,
+            "interrupted: Pulumi was asked to stop; if it was applying changes, "
+            "`python -m automation refresh` reconciles the state",
+        )

@@ -56,7 +56,7 @@ def _pins(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     d = sub.add_parser("diff", help="review the render of a stack against a git ref, offline")
-    d.add_argument("--stack", required=True)
+    d.add_argument("--stack", required=True, help="the stack to compare: Pulumi.<STACK>.yaml")
     d.add_argument("--against", required=True, metavar="REF", help="git ref to compare with, e.g. main")
     d.set_defaults(run=_diff)
     u = sub.add_parser("urns", help="check every stack's URNs against tests/snapshots (or --update them)")

@@ -1,13 +1,6 @@
 """``python -m sizing``: the sizing engine alone (see README, "Sizing")."""
 
-import os
-import sys
-
 from .cli import main
+from .pipe import run_main
 
-try:
-    sys.exit(main())
-except BrokenPipeError:
-    # The reader went away (``| head``): no traceback; silence the interpreter's final flush too.
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(0)
+run_main(main)

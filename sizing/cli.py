@@ -1,5 +1,8 @@
 """Command line of the sizing engine: ``python -m sizing --variant V --families f1,f2 ...``, and
-``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (see README, Sizing)."""
+``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (see README, Sizing).
+
+Exit codes: 0 a feasible plan; 1 no feasible plan, or the EC2 refresh failed; 2 invalid input;
+3 AWS credentials missing for --refresh-hardware."""
 
 from __future__ import annotations
 
@@ -65,17 +68,39 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m sizing",
         description="Size a DeepSeek-R1 variant on EC2 GPU instances (offline, bundled catalog).",
     )
-    p.add_argument("--variant", required=True, choices=VARIANTS)
+    p.add_argument("--variant", required=True, choices=VARIANTS, help="the DeepSeek-R1 model to serve")
     p.add_argument("--families", required=True, type=_csv, help=f"comma-separated: {', '.join(GPU_FAMILIES)}")
-    p.add_argument("--quantization", default="auto", choices=[q.value for q in Quantization])
-    p.add_argument("--max-model-len", type=int, default=32768)
-    p.add_argument("--min-full-length-sequences", type=int, default=1)
+    p.add_argument(
+        "--quantization",
+        default="auto",
+        choices=[q.value for q in Quantization],
+        help="weight format (default auto: the checkpoint's own, FP8 where the GPU runs it)",
+    )
+    p.add_argument(
+        "--max-model-len",
+        type=int,
+        default=32768,
+        help="longest prompt plus output (default 32768)",
+    )
+    p.add_argument(
+        "--min-full-length-sequences",
+        type=int,
+        default=1,
+        help="sequences of --max-model-len the KV cache must hold at once (default 1)",
+    )
     p.add_argument("--capacity-type", choices=["on-demand", "spot"], help="default: both, spot preferred")
-    p.add_argument("--region", default="us-east-1")
-    p.add_argument("--weights-source", choices=WEIGHTS_SOURCES, default="huggingface")
+    p.add_argument(
+        "--region", default="us-east-1", help="AWS region of prices and offerings (default us-east-1)"
+    )
+    p.add_argument(
+        "--weights-source",
+        choices=WEIGHTS_SOURCES,
+        default="huggingface",
+        help="where the pods load weights from (default huggingface); sets the cold-start estimate",
+    )
     p.add_argument("--repository", help="override the Hugging Face repo id or s3:// prefix")
-    p.add_argument("--min-replicas", type=int, default=1)
-    p.add_argument("--max-replicas", type=int, default=3)
+    p.add_argument("--min-replicas", type=int, default=1, help="replicas always running (default 1)")
+    p.add_argument("--max-replicas", type=int, default=3, help="most replicas it may scale to (default 3)")
     p.add_argument(
         "--refresh-hardware",
         action="store_true",
@@ -112,15 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     catalog = instance_catalog()
     if args.refresh_hardware:
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
         from .refresh import ec2_client, refresh_hardware
 
         try:
             catalog, drifts = refresh_hardware(catalog, ec2_client(args.region))
-        except (BotoCoreError, ClientError) as e:
+        except NoCredentialsError:
+            print(
+                "error: --refresh-hardware needs AWS credentials: run `aws configure` or `aws sso login`, "
+                "or set AWS_PROFILE, then run the command again.",
+                file=sys.stderr,
+            )
+            return 3
+        except (BotoCoreError, ClientError) as e:  # reachable or not, the refresh failed: not bad input
             print(f"error: cannot read EC2 instance types in {args.region}: {e}", file=sys.stderr)
-            return 2
+            return 1
         for drift in drifts:
             print(f"warning: catalog drift: {drift}", file=sys.stderr)
     try:

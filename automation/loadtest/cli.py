@@ -3,7 +3,7 @@
 Examples:
   open loop, Poisson at 2 req/s for 5 minutes:
     python -m automation loadtest --url http://localhost:8000 --model r1-distill-llama-70b \\
-        --arrivals poisson --rate 2 --duration 300 --json out.json
+        --arrivals poisson --rate 2 --duration 300 --out out.json
   closed loop, 16 clients, 200 requests (a calibration point for simulate --calibration):
     python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
 """
@@ -50,7 +50,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The load tester's options, on its own parser or on python -m automation's subcommand."""
     p.add_argument("--url", required=True, help="base URL of the OpenAI-compatible server")
     p.add_argument("--model", required=True, help="served model name (the stack's model.variant)")
-    p.add_argument("--arrivals", choices=ARRIVALS, default="poisson")
+    p.add_argument(
+        "--arrivals",
+        choices=ARRIVALS,
+        default="poisson",
+        help="how requests start: at --rate (constant, poisson), by --schedule, or --concurrency (closed)",
+    )
     p.add_argument("--rate", type=float, default=1.0, help="requests/s for constant and poisson")
     p.add_argument("--schedule", default="", help="start_s:rate_rps steps, e.g. 0:1,60:4,120:0")
     p.add_argument("--concurrency", type=int, default=1, help="clients for --arrivals closed")
@@ -59,7 +64,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", choices=sorted(LENGTH_PROFILES), default="reasoning", help="length profile")
     p.add_argument("--prompt-tokens", type=int, help="mean prompt tokens (overrides the profile)")
     p.add_argument("--output-tokens", type=int, help="mean output tokens (overrides the profile)")
-    p.add_argument("--lengths", choices=("fixed", "exponential"), default="fixed")
+    p.add_argument(
+        "--lengths",
+        choices=("fixed", "exponential"),
+        default="fixed",
+        help="token counts per request: the means exactly, or exponentially around them (default fixed)",
+    )
     p.add_argument("--timeout", type=float, default=600.0, help="whole request, seconds (default 600)")
     p.add_argument("--connect-timeout", type=float, default=10.0, help="TCP/TLS connect, seconds")
     p.add_argument(
@@ -74,12 +84,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1024,
         help="open loop: connections at once (closed loop uses --concurrency)",
     )
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="random seed of arrivals and lengths (default 1)")
     p.add_argument(
         "--api-key-env", default=API_KEY_ENV, help=f"env var holding the API key (default {API_KEY_ENV})"
     )
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
-    p.add_argument("--json", type=Path, help="write the full report here (- for stdout)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the full report as one JSON document on stdout (the summary goes to stderr)",
+    )
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the full report (JSON) to FILE")
     p.add_argument(
         "--png", type=Path, help="plot TTFT and end-to-end latency over the run (needs matplotlib)"
     )
@@ -100,7 +115,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 # Options that shape this process's output or the Job itself, not the test; the Job sets its own.
-LOCAL_ONLY = {"as_job", "namespace", "job_deadline", "image", "json", "png", "quiet", "help"}
+LOCAL_ONLY = {"as_job", "namespace", "job_deadline", "image", "json", "out", "png", "quiet", "help"}
 
 
 def job_args(args: argparse.Namespace) -> list[str]:
@@ -115,7 +130,7 @@ def job_args(args: argparse.Namespace) -> list[str]:
             continue
         flag = max(action.option_strings, key=len)
         out += [flag] if action.nargs == 0 else [flag, str(value)]
-    return [*out, "--quiet", "--json", "-"]
+    return [*out, "--quiet", "--json"]
 
 
 def print_job(args: argparse.Namespace, config: LoadTestConfig) -> None:
@@ -226,12 +241,16 @@ def run_command(args: argparse.Namespace) -> int:
     result = asyncio.run(run(config, None if args.quiet else print_progress))
     if not args.quiet:
         sys.stderr.write("\n")
-    print("\n".join(summary_lines(result)))
-    if args.json == Path("-"):
-        print(json.dumps(result, indent=2))
-    elif args.json:
-        args.json.write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.json}")
+    human = sys.stderr if args.json else sys.stdout  # --json keeps stdout for the one document
+    print("\n".join(summary_lines(result)), file=human)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.out}", file=human)
     if args.png:
-        print(f"wrote {args.png}" if plot(result, args.png) else "matplotlib is not installed: no PNG")
+        print(
+            f"wrote {args.png}" if plot(result, args.png) else "matplotlib is not installed: no PNG",
+            file=human,
+        )
+    if args.json:
+        print(json.dumps(result, indent=2))
     return 1 if result["requests"]["completed"] == 0 else 0

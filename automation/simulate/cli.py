@@ -13,7 +13,7 @@ from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
 
 from .hpa import AutoscalerSpecError
-from .replica import CalibrationError, load_calibration, published_curve
+from .replica import CalibrationError, NoThroughputData, load_calibration, published_curve
 from .run import Run, TraceSpec, build_trace, compare, load_stack, plot, simulate, table
 from .traffic import PROFILES, LengthProfile, TraceError
 
@@ -33,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The simulator's options, on its own parser or on python -m automation's subcommand."""
-    p.add_argument("--stack", required=True)
+    p.add_argument("--stack", required=True, help="the stack to simulate: Pulumi.<STACK>.yaml")
     # No default here: under python -m automation the top-level --project-dir supplies it.
     p.add_argument(
         "--project-dir",
@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--output-tokens", type=int, default=LengthProfile().output_tokens, help="mean output length"
     )
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int, default=1, help="random seed of the built-in trace (default 1)")
     p.add_argument("--calibration", type=Path, help="load-test JSON with measured throughput points")
     p.add_argument("--compare", action="store_true", help="every scaling signal plus the guides' autoscalers")
     p.add_argument(
@@ -143,8 +143,8 @@ def main(argv: list[str]) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Simulate as parsed by ``add_arguments``; the exit code (2 bad input, 1 infeasible plan,
-    3 unusable calibration)."""
+    """Simulate as parsed by ``add_arguments``; the exit code (2 bad input or an unreadable
+    --calibration file, 1 infeasible plan or no throughput data for the plan)."""
     from automation.api import AutomationError
 
     try:
@@ -155,9 +155,12 @@ def run_command(args: argparse.Namespace) -> int:
     except SizingError as error:
         print(str(error), file=sys.stderr)
         return 1
-    except CalibrationError as error:
+    except NoThroughputData as error:  # exit 3 is for missing tools and credentials only
+        print(f"error: cannot simulate: {error}", file=sys.stderr)
+        return 1
+    except CalibrationError as error:  # a --calibration file that is not a load-test report
         print(f"error: {error}", file=sys.stderr)
-        return 3
+        return 2
     except AutomationError as error:
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code

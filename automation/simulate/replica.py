@@ -22,6 +22,11 @@ class CalibrationError(ValueError):
     """No usable throughput figures for a stack."""
 
 
+class NoThroughputData(CalibrationError):
+    """No throughput figures exist for the stack's plan: nothing is wrong with the input, the
+    simulation cannot run until one is measured (``--calibration``)."""
+
+
 @dataclass(frozen=True)
 class ThroughputCurve:
     """(concurrency, aggregate output tokens/s) points, concurrency ascending, from ``source``."""
@@ -106,10 +111,10 @@ def published_curve(plan: Mapping[str, Any]) -> ThroughputCurve:
     known = "; ".join(
         f"{f.variant} on {f.gpus}x {f.gpu_model} ({'/'.join(f.quantizations)})" for f in PUBLISHED
     )
-    raise CalibrationError(
+    raise NoThroughputData(
         f"no published throughput figures for {variant} ({quant}) on {gpus}x {gpu}; bundled: {known}. "
         "Measure the deployed stack with "
-        "`python -m automation loadtest --concurrency ... --json out.json` and pass "
+        "`python -m automation loadtest --concurrency ... --out out.json` and pass "
         "`--calibration out.json`."
     )
 

@@ -65,6 +65,12 @@ class FakeStack:
     def destroy(self, **kwargs: Any) -> None:
         self._op("destroy", kwargs)
 
+    def preview_refresh(self, **kwargs: Any) -> None:
+        self._op("preview_refresh", kwargs)
+
+    def preview_destroy(self, **kwargs: Any) -> None:
+        self._op("preview_destroy", kwargs)
+
     def outputs(self) -> dict[str, FakeOutput]:
         self.calls.append("stack.outputs")
         return {
@@ -116,6 +122,7 @@ def test_up_runs_every_step_in_order_and_returns_masked_outputs() -> None:
         "credentials:us-east-1",
         "preflight:g6e.xlarge",  # the plan of the overridden variant, not the stack file's
         "open:dev",
+        "stack.preview",  # up always previews first, --yes or not
         "stack.up",
         "stack.outputs",
     ]
@@ -137,11 +144,11 @@ def test_overrides_reach_pulumi_for_this_run_only() -> None:
     assert (ROOT / "Pulumi.prod.yaml").read_text() == before
 
 
-def test_preview_needs_no_yes_and_no_preflight_but_up_and_destroy_do() -> None:
+def test_preview_needs_no_yes_and_no_preflight_but_up_refresh_and_destroy_do() -> None:
     calls: list[str] = []
     orchestrator(calls, FakeStack(calls)).run(Operation.PREVIEW, "dev")
     assert not any(c.startswith("preflight") for c in calls)
-    for operation in (Operation.UP, Operation.DESTROY):
+    for operation in (Operation.UP, Operation.REFRESH, Operation.DESTROY):
         calls = []
         with pytest.raises(AutomationError) as info:
             orchestrator(calls, FakeStack(calls)).run(operation, "dev", REACHABLE, skip_preflight=True)
@@ -195,7 +202,7 @@ def test_pulumi_command_error_becomes_exit_1() -> None:
         calls, fail=CommandError(type("R", (), {"stdout": "", "stderr": "boom", "code": 255})())
     )
     with pytest.raises(AutomationError) as info:
-        orchestrator(calls, stack).run(Operation.REFRESH, "dev")
+        orchestrator(calls, stack).run(Operation.REFRESH, "dev", yes=True)
     assert info.value.exit_code == 1 and "`pulumi refresh` failed" in str(info.value)
 
 
@@ -269,6 +276,7 @@ def test_cli_without_pulumi_prints_the_plan_then_one_sentence(tmp_path: Path) ->
             "prod",
             "--set",
             "model.variant=r1-distill-qwen-32b",
+            "--yes",
         ],
         capture_output=True,
         text=True,
@@ -328,3 +336,58 @@ def test_explicit_provider_gets_the_stacks_aws_settings() -> None:
     (provider,) = [r for r in run.mocks.resources if r.type == "pulumi:providers:aws"]
     assert provider.inputs["profile"] == "deploy"
     assert json.loads(provider.inputs["allowedAccountIds"]) == ["123456789012"]
+
+
+@dataclass
+class RecordingStack(FakeStack):
+    """FakeStack that also keeps the keyword arguments of every call."""
+
+    kwargs: list[dict[str, Any]] = field(default_factory=list)
+
+    def _op(self, name: str, kwargs: dict[str, Any]) -> None:
+        self.kwargs.append({k: v for k, v in kwargs.items() if k not in ("config_file", "on_event")})
+        super()._op(name, kwargs)
+
+
+def test_policy_pack_is_the_packages_when_it_provides_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import policy
+    from automation.api import RunOptions
+
+    (tmp_path / "PulumiPolicy.yaml").write_text("runtime: python\n")
+    monkeypatch.setattr(policy, "pack_dir", lambda: tmp_path, raising=False)
+    calls: list[str] = []
+    stack = RecordingStack(calls)
+    orchestrator(calls, stack).run(Operation.UP, "dev", yes=True, skip_preflight=True)
+    assert [k.get("policy_packs") for k in stack.kwargs] == [[str(tmp_path)], [str(tmp_path)]]
+    stack = RecordingStack([])
+    orchestrator([], stack).run(Operation.PREVIEW, "dev", options=RunOptions(policy_packs=[]))
+    assert "policy_packs" not in stack.kwargs[0]
+    (tmp_path / "PulumiPolicy.yaml").unlink()
+    with pytest.raises(AutomationError) as info:
+        orchestrator([], RecordingStack([])).run(Operation.PREVIEW, "dev")
+    assert info.value.exit_code == 3 and "--no-policy-pack" in str(info.value)
+
+
+def test_confirmation_comes_after_the_preview_and_a_no_cancels() -> None:
+    asked: list[str] = []
+    calls: list[str] = []
+
+    def confirm(operation: Operation, changes: Any) -> bool:
+        asked.append(f"{operation.value} after {calls[-1]}")
+        return False
+
+    o = orchestrator(calls, FakeStack(calls), confirm=confirm)
+    with pytest.raises(AutomationError) as info:
+        o.run(Operation.DESTROY, "dev")
+    assert asked == ["destroy after stack.preview_destroy"]
+    assert info.value.exit_code == 2 and "stack.destroy" not in calls
+
+
+def test_destroy_runs_from_the_state_when_the_settings_no_longer_validate() -> None:
+    calls: list[str] = []
+    o = orchestrator(calls, FakeStack(calls))
+    assert o.run(Operation.DESTROY, "dev", {"gpu.instanceFamilies": "g4"}, yes=True) == {}
+    assert calls[-2:] == ["stack.preview_destroy", "stack.destroy"]
+    assert any("no longer validate" in line for line in o.printed)  # type: ignore[attr-defined]

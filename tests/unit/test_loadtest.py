@@ -260,7 +260,7 @@ def test_cli_writes_json_that_calibrates_the_simulator(
                 "--requests",
                 "3",
             ]
-            args += ["--prompt-tokens", "20", "--output-tokens", "10", "--json", str(out), "--quiet"]
+            args += ["--prompt-tokens", "20", "--output-tokens", "10", "--out", str(out), "--quiet"]
             return await asyncio.to_thread(cli.main, args)
 
     assert asyncio.run(go()) == 0
@@ -284,7 +284,7 @@ def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 JOB_ARGS = ["--url", "http://vllm.deepseek.svc.cluster.local", "--model", "m", "--arrivals", "poisson"]
-JOB_ARGS += ["--rate", "0.5", "--duration", "600", "--json", "local.json", "--as-job"]
+JOB_ARGS += ["--rate", "0.5", "--duration", "600", "--out", "local.json", "--as-job"]
 
 
 def job_manifests(capsys: pytest.CaptureFixture[str]) -> list[dict]:
@@ -307,7 +307,7 @@ def test_job_manifests_are_valid_kubernetes(capsys: pytest.CaptureFixture[str]) 
     # by a report on stdout.
     shell, flag, script, name, *args = container["command"]
     assert (shell, flag, name) == ("sh", "-c", "loadtest")
-    assert args[-3:] == ["--quiet", "--json", "-"]
+    assert args[-2:] == ["--quiet", "--json"]
     sent, local = cli.parser().parse_args(args), cli.parser().parse_args(JOB_ARGS)
     assert cli.config_from_args(sent) == cli.config_from_args(local)
     assert "local.json" not in args and "--as-job" not in args
@@ -379,7 +379,7 @@ def test_job_code_runs_on_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[
     async def go() -> subprocess.CompletedProcess[str]:
         async with streaming_server() as (url, _):
             args = ["--url", url, "--model", "ok", "--arrivals", "closed", "--requests", "2"]
-            args += ["--prompt-tokens", "5", "--output-tokens", "5", "--quiet", "--json", "-"]
+            args += ["--prompt-tokens", "5", "--output-tokens", "5", "--quiet", "--json"]
             return await asyncio.to_thread(
                 subprocess.run,
                 [sys.executable, "-m", "automation.loadtest", *args],
@@ -392,5 +392,5 @@ def test_job_code_runs_on_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[
 
     done = asyncio.run(go())
     assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout[done.stdout.index("{") :])
+    report = json.loads(done.stdout)  # --json: stdout is the one document, the summary on stderr
     assert report["requests"]["completed"] == 2

@@ -1,48 +1,151 @@
-"""The progress display turns real Automation API engine events into one readable line each."""
+"""The progress view and the preview's change set, from real Automation API engine events (the
+SDK's own ``EngineEvent.from_json`` parses what the Pulumi CLI writes), with a controlled clock."""
 
 from __future__ import annotations
 
-from pulumi.automation.events import (
-    DiagnosticEvent,
-    EngineEvent,
-    OpType,
-    ResourcePreEvent,
-    StepEventMetadata,
-    SummaryEvent,
-)
+import json
+from pathlib import Path
+from typing import Any
+
+from pulumi.automation.events import EngineEvent
 from rich.console import Console
 
-from automation.progress import EventPrinter
+from automation.progress import ChangeSet, ProgressView, duration
+from tests.unit import pulumi_standin as standin
 
-URN = (
-    "urn:pulumi:dev::deepseek-eks::deepseek-eks:index:Inference$kubernetes:apps/v1:Deployment"
-    "::inference-deployment"
+URN = "urn:pulumi:dev::deepseek-eks::deepseek-eks:index:Inference$kubernetes:apps/v1:Deployment::inference"
+DEPLOYMENT = "kubernetes:apps/v1:Deployment"
+# What pulumi-kubernetes logs while a Deployment rolls out (provider/pkg/await/deployment.go),
+# snapshotted with its source in reference/upstream/pulumi-kubernetes-await.json.
+AWAIT = json.loads(
+    (Path(__file__).resolve().parents[2] / "reference/upstream/pulumi-kubernetes-await.json").read_text()
 )
 
 
-def step(op: OpType) -> EngineEvent:
-    meta = StepEventMetadata(op=op, urn=URN, type="kubernetes:apps/v1:Deployment", provider="")
-    return EngineEvent(sequence=1, timestamp=0, resource_pre_event=ResourcePreEvent(metadata=meta))
+def event(data: dict[str, Any]) -> EngineEvent:
+    return EngineEvent.from_json({"sequence": 1, "timestamp": 0, **data})
 
 
-def test_steps_diagnostics_and_summary() -> None:
-    console = Console(record=True, width=200, color_system=None)
-    printer = EventPrinter(console)
-    printer(step(OpType.CREATE))
-    printer(step(OpType.SAME))  # unchanged resources are not worth a line
-    printer(step(OpType.UPDATE))
-    printer(
-        EngineEvent(sequence=2, timestamp=0, diagnostic_event=DiagnosticEvent("quota hit\n", "", "warning"))
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def view() -> tuple[ProgressView, Console, Clock]:
+    console = Console(record=True, width=300, color_system=None, force_terminal=False)
+    clock = Clock()
+    return ProgressView(console, live=False, heartbeat_s=3600, clock=clock), console, clock
+
+
+def test_steps_end_with_their_elapsed_time_and_rollout_status_per_resource() -> None:
+    progress, console, clock = view()
+    waiting = AWAIT["deployment"]["waiting_for_replicaset"].replace("%d/%d", "0/1")
+    progress(event(standin.pre("create", URN, DEPLOYMENT)))
+    clock.now += 5
+    progress(event(standin.diag(waiting, URN, "info")))
+    progress(event(standin.diag(waiting, URN, "info")))  # pulumi-kubernetes repeats itself: shown once
+    clock.now += 600
+    progress.heartbeat()
+    progress(event(standin.diag(AWAIT["deployment"]["complete"], URN, "info#err")))
+    progress(event(standin.diag("engine chatter without a resource", "", "info")))
+    clock.now += 21
+    progress(event(standin.done("create", URN, DEPLOYMENT)))
+    progress(event(standin.pre("same", URN + "2", DEPLOYMENT)))  # unchanged: no line
+    progress(event(standin.summary({"create": 1}, seconds=626)))
+    assert console.export_text().splitlines() == [
+        f"+  create   {DEPLOYMENT} inference",
+        f"   inference: {waiting} (5s)",
+        f"... still working (10m05s): inference 10m05s ({waiting})",
+        f"   inference: {AWAIT['deployment']['complete']} (10m05s)",
+        f"   created   {DEPLOYMENT} inference (10m26s)",
+        "done in 10m26s: 1 created",
+        "slowest steps:",
+        f"     10m26s  create   {DEPLOYMENT} inference",
+    ]
+    assert progress.timings()[0]["seconds"] == 626.0
+
+
+def test_engine_text_is_never_markup() -> None:
+    progress, console, _ = view()
+    progress(event(standin.pre("update", URN, DEPLOYMENT)))
+    progress(event(standin.diag("mounting [/x] from [bold]s3[/bold]", URN)))
+    progress(event(standin.diag("token is [secret]", "", "warning")))
+    progress(event(standin.policy("no-public-endpoint", "bad [/path] here", URN)))
+    text = console.export_text()
+    assert "inference: mounting [/x] from [bold]s3[/bold]" in text
+    assert "warning: token is [secret]" in text
+    assert "[mandatory]  deepseek-eks/no-public-endpoint  bad [/path] here" in text
+
+
+def test_a_failed_step_is_counted_as_failed() -> None:
+    progress, console, clock = view()
+    progress(event(standin.pre("create", URN, DEPLOYMENT)))
+    clock.now += 90
+    failed = {
+        "resOpFailedEvent": {
+            "metadata": standin.step_meta("create", URN, DEPLOYMENT),
+            "status": 1,
+            "steps": 1,
+        }
+    }
+    progress(event(failed))
+    progress(event(standin.summary({}, seconds=0)))
+    text = console.export_text()
+    assert f"   failed    {DEPLOYMENT} inference (1m30s)" in text
+    assert "done in 1m30s: 1 failed" in text
+
+
+def test_change_set_names_the_fields_that_force_a_replacement() -> None:
+    changes = ChangeSet()
+    changes(
+        event(
+            standin.pre(
+                "replace",
+                URN,
+                DEPLOYMENT,
+                detailed={"spec.selector": "update-replace", "spec.replicas": "update"},
+            )
+        )
     )
-    printer(
-        EngineEvent(sequence=3, timestamp=0, diagnostic_event=DiagnosticEvent("debug noise", "", "debug"))
+    # no detailedDiff: the changed keys, and the replace keys that forced it
+    changes(
+        event(
+            {
+                "resourcePreEvent": {
+                    "metadata": {
+                        **standin.step_meta("replace", URN + "b", DEPLOYMENT),
+                        "diffs": ["data", "immutable"],
+                        "keys": ["immutable"],
+                    }
+                }
+            }
+        )
     )
-    summary = SummaryEvent(maybe_corrupt=False, duration_seconds=42, resource_changes={}, policy_packs={})
-    printer(EngineEvent(sequence=4, timestamp=0, summary_event=summary))
-    lines = console.export_text().splitlines()
+    changes(event(standin.pre("create-replacement", URN, DEPLOYMENT)))  # part of the replace
+    changes(event(standin.pre("same", URN + "c", DEPLOYMENT)))
+    changes(event(standin.summary({"replace": 2, "same": 7})))
+    lines = [t.plain for t in changes.lines()]
     assert lines == [
-        "+ create   kubernetes:apps/v1:Deployment inference-deployment",
-        "~ update   kubernetes:apps/v1:Deployment inference-deployment",
-        "warning: quota hit",
-        "done in 42s: 1 create, 1 update",
+        f"+- replace  {DEPLOYMENT} inference",
+        "      ~ spec.replicas",
+        "      ~ spec.selector  (forces replacement)",
+        f"+- replace  {DEPLOYMENT} inferenceb",
+        "      ~ data",
+        "      ~ immutable  (forces replacement)",
+        "Changes: 2 to replace; 7 unchanged",
+    ]
+    assert changes.has_changes
+
+
+def test_durations() -> None:
+    assert [duration(s) for s in (0, 59.4, 60, 3599, 3600, 5025)] == [
+        "0s",
+        "59s",
+        "1m00s",
+        "59m59s",
+        "1h00m00s",
+        "1h23m45s",
     ]

@@ -155,8 +155,16 @@ def test_cli_compare_writes_table_and_json(tmp_path: Path, capsys: pytest.Captur
 def test_cli_stack_without_figures_needs_a_calibration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert cli.main(["--stack", "dev", "--hours", "1", "--out", str(tmp_path)]) == 3
-    assert "--calibration" in capsys.readouterr().err
+    # Not a missing prerequisite (3 is the Pulumi CLI and AWS credentials): exit 1, saying why.
+    assert cli.main(["--stack", "dev", "--hours", "1", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "cannot simulate: no published throughput figures" in err and "--calibration" in err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    assert (
+        cli.main(["--stack", "dev", "--hours", "1", "--out", str(tmp_path), "--calibration", str(bad)]) == 2
+    )
+    assert "no points" in capsys.readouterr().err
     measured = tmp_path / "loadtest.json"
     measured.write_text(
         json.dumps(

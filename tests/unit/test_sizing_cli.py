@@ -130,3 +130,25 @@ def test_a_reader_that_stops_early_gets_no_traceback(command: list[str]) -> None
     stderr = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert "Traceback" not in stderr and "BrokenPipe" not in stderr
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("sizing --variant r1-671b --families g4dn --json", 1),  # infeasible: stays 1 behind the pipe
+        ("sizing --variant r1-671b --families g4dn", 1),
+        ("sizing --variant r1-distill-qwen-1.5b --families g4dn --json", 0),
+        ("automation plan --stack dev --json --set model.variant=r1-671b --set gpu.instanceFamilies=g4dn", 1),
+    ],
+)
+def test_exit_code_survives_a_reader_that_stops_early(command: str, expected: int) -> None:
+    """``set -o pipefail; python -m sizing ... | head -1`` keeps the command's own exit code."""
+    done = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m {command} | head -1"],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == expected, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
