@@ -359,7 +359,7 @@ def test_policy_pack_is_the_packages_when_it_provides_one(
     monkeypatch.setattr(policy, "pack_dir", lambda: tmp_path, raising=False)
     calls: list[str] = []
     stack = RecordingStack(calls)
-    orchestrator(calls, stack).run(Operation.UP, "dev", yes=True, skip_preflight=True)
+    orchestrator(calls, stack).run(Operation.UP, "dev", REACHABLE, yes=True, skip_preflight=True)
     assert [k.get("policy_packs") for k in stack.kwargs] == [[str(tmp_path)], [str(tmp_path)]]
     stack = RecordingStack([])
     orchestrator([], stack).run(Operation.PREVIEW, "dev", options=RunOptions(policy_packs=[]))

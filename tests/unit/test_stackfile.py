@@ -254,7 +254,7 @@ def test_help_has_no_rst_backticks_and_yes_only_where_it_does_something(capsys) 
             main([command, "--help"])
         text = capsys.readouterr().out
         assert "``" not in text
-        assert ("--yes" in text) is (command in ("up", "destroy")), command
+        assert ("--yes" in text) is (command in ("up", "refresh", "destroy")), command
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "``" not in capsys.readouterr().out
