@@ -35,6 +35,21 @@ CHECKOV_SKIPS = {
 }
 
 
+# vLLM 0.33.0 takes its key only from VLLM_API_KEY or --api-key (reference/upstream/vllm-0.33.0/
+# serve-flags.json, FACTS.md), and an argument is readable in the pod spec and by ps. A key file
+# would need a wrapper shell to export it into the same process environment, so it would be no
+# less exposed: the env var from a Secret reference is the narrowest form vLLM accepts.
+SECRET_ENV_SKIP = {
+    "CKV_K8S_35": "vLLM reads its API key (and huggingface_hub its token) only from the environment "
+    "or argv; the value comes from a Secret reference, never the pod spec",
+}
+
+
+def vllm_checkov_skips(workload: Workload) -> dict[str, str]:
+    """The vLLM pods' accepted findings; the secret-env one only when a Secret is read."""
+    return {**CHECKOV_SKIPS, **(SECRET_ENV_SKIP if workload.api_key or workload.hf_token else {})}
+
+
 def checkov_annotations(skips: dict[str, str]) -> dict[str, str]:
     """``checkov.io/skipN: CHECK=reason`` annotations: every accepted finding says why in place."""
     return {
@@ -409,7 +424,7 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
             "name": name,
             "namespace": workload.namespace,
             "labels": labels,
-            "annotations": checkov_annotations(CHECKOV_SKIPS),
+            "annotations": checkov_annotations(vllm_checkov_skips(workload)),
         },
         "spec": {
             "selector": {"matchLabels": selector_labels()},
@@ -502,7 +517,7 @@ def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> 
             "namespace": workload.namespace,
             "labels": labels,
             "annotations": {
-                **checkov_annotations(CHECKOV_SKIPS),
+                **checkov_annotations(vllm_checkov_skips(workload)),
                 LWS_EXCLUSIVE_TOPOLOGY: ZONE_KEY,
                 PULUMI_WAIT_FOR: LWS_READY_CONDITION,
             },

@@ -40,8 +40,27 @@ def test_a_stack_made_unsafe_fails_with_each_rules_message(monkeypatch: pytest.M
     monkeypatch.setattr(
         components.nodepools, "GPU_EXPIRE_AFTER", dict.fromkeys(components.nodepools.GPU_EXPIRE_AFTER, "720h")
     )
-    unsafe = stack_config("prod", endpoint__scheme="internet-facing", endpoint__allowedCidrs='["0.0.0.0/0"]')
-    found = stack_violations(unsafe)
+    # The settings refuse a world-open, plain-HTTP or keyless public endpoint (settings/exposure.py),
+    # so the pack, which also guards programs that bypass them, is shown one made so by hand: the
+    # public stack's Ingress opened to the world and its TLS and key taken away.
+    public = stack_config(
+        "prod",
+        endpoint__scheme="internet-facing",
+        endpoint__allowedCidrs="198.51.100.0/24",
+        endpoint__certificateArn="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
+    )
+    resources = policy_view(construct(public).mocks.resources)
+    for resource in resources:
+        if resource.type == "kubernetes:networking.k8s.io/v1:Ingress":
+            annotations = resource.props["metadata"]["annotations"]
+            annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = "0.0.0.0/0"
+            annotations["alb.ingress.kubernetes.io/listen-ports"] = '[{"HTTP": 80}]'
+            for key in ("certificate-arn", "ssl-redirect", "ssl-policy"):
+                annotations.pop(f"alb.ingress.kubernetes.io/{key}", None)
+        if resource.type == "kubernetes:apps/v1:Deployment" and resource.props["metadata"]["name"] == "vllm":
+            for container in resource.props["spec"]["template"]["spec"]["containers"]:
+                container["env"] = [e for e in container.get("env", []) if e["name"] != "VLLM_API_KEY"]
+    found = violations(resources)
     by_rule: dict[str, list[str]] = {}
     for rule, _, message in found:
         by_rule.setdefault(rule, []).append(message)
