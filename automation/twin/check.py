@@ -170,8 +170,9 @@ def wait_established(api: Api, name: str) -> None:
     """Block until the CRD ``name`` serves its kinds."""
     deadline = time.monotonic() + ESTABLISH_TIMEOUT_S
     while time.monotonic() < deadline:
-        conditions = api.call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").body
-        status = {c["type"]: c["status"] for c in (conditions.get("status") or {}).get("conditions", [])}
+        crd = api.call("GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}").body
+        conditions = (crd.get("status") or {}).get("conditions") or []  # null until the first one
+        status = {c["type"]: c["status"] for c in conditions}
         if status.get("Established") == "True":
             return
         time.sleep(0.2)

@@ -9,7 +9,35 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from ..manifest_gate import schema_dir
+from ..manifest_gate import LENIENT_KINDS, schema_dir
+
+# Extensions the API server adds when it publishes a CRD's OpenAPI (not part of a CRD's schema).
+SERVED_OPENAPI_ONLY = ("x-kubernetes-group-version-kind", "x-kubernetes-selectable-fields")
+
+
+def _open(node: Any) -> None:
+    """Keep unknown fields in every object schema under ``node``."""
+    if isinstance(node, dict):
+        if node.get("type") == "object" and "properties" in node:
+            node["x-kubernetes-preserve-unknown-fields"] = True
+        for value in node.values():
+            _open(value)
+    elif isinstance(node, list):
+        for value in node:
+            _open(value)
+
+
+def _schema(root: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    schema = json.loads((root / entry["file"]).read_text())
+    # Not CRD schema language: the Auto Mode dump copied these from a server's published OpenAPI,
+    # and the API server refuses a CRD schema carrying them.
+    for key in SERVED_OPENAPI_ONLY:
+        schema.pop(key, None)
+    if (entry["group"], entry["kind"]) in LENIENT_KINDS:
+        # The stale third-party schema lacks fields AWS documents (see manifest_gate.LENIENT_KINDS):
+        # the twin keeps unknown fields there as the gate does, checking the fields it knows.
+        _open(schema)
+    return schema
 
 
 def crd_objects(folder: Path | None = None) -> list[dict[str, Any]]:
@@ -28,7 +56,10 @@ def crd_objects(folder: Path | None = None) -> list[dict[str, Any]]:
             {
                 "apiVersion": "apiextensions.k8s.io/v1",
                 "kind": "CustomResourceDefinition",
-                "metadata": {"name": f"{plural}.{group}"},
+                "metadata": {
+                    "name": f"{plural}.{group}",
+                    "annotations": {k: v for e in versions for k, v in e.get("crd_annotations", {}).items()},
+                },
                 "spec": {
                     "group": group,
                     "names": names,
@@ -38,7 +69,7 @@ def crd_objects(folder: Path | None = None) -> list[dict[str, Any]]:
                             "name": v["version"],
                             "served": v.get("served", True),
                             "storage": v["version"] == storage[0],
-                            "schema": {"openAPIV3Schema": json.loads((root / v["file"]).read_text())},
+                            "schema": {"openAPIV3Schema": _schema(root, v)},
                         }
                         for v in versions
                     ],
