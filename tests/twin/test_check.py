@@ -96,8 +96,7 @@ def test_a_pod_template_podsecurity_refuses_is_a_finding(twin, tmp_path: Path) -
     objects, _ = load_render(render_stack("dev", "auto-mode", tmp_path))
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     privileged = copy.deepcopy(deployment)
-    container = privileged["spec"]["template"]["spec"]["containers"][0]
-    container["securityContext"] = {**container.get("securityContext", {}), "privileged": True}
+    privileged["spec"]["template"]["spec"]["hostNetwork"] = True  # valid, but baseline and restricted forbid it
     others = [o for o in objects if o is not deployment]
     report = judge_render(twin, write_objects([*others, privileged], tmp_path / "x"))
     name = f"Deployment/{deployment['metadata']['namespace']}/{deployment['metadata']['name']}"
