@@ -21,10 +21,11 @@ from automation.manifest_gate import schema_dir
 from automation.render import render as render_config
 from automation.render import write
 from automation.stackfile import stack_names
-from automation.twin import check_render
+from automation.twin import check_render, pinned_version
 from automation.twin.check import judge_render, load_render
 from automation.twin.snapshot import SNAPSHOT_DIR, sync
 from automation.twin.snapshot import render_stack as snapshot_render
+from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
 from tests.conftest import stack_config
 from tests.examples import COMPUTE_MODES
 from tests.twin.conftest import render_example, render_stack, require_twin, write_objects
@@ -199,3 +200,11 @@ def test_a_variant_change_upgrades_in_place(tmp_path: Path) -> None:
 )
 def test_a_compute_mode_switch_upgrades_in_place(tmp_path: Path) -> None:
     assert_accepted(_upgrade(tmp_path, computeMode="karpenter"))
+
+
+def test_the_server_reports_its_release(twin) -> None:
+    """twin/build.sh stamps the version (-ldflags -X), as Kubernetes' own build does: unstamped, the
+    server says v0.0.0 and kubeVersion checks (Helm's) misjudge it."""
+    version = twin.call("GET", "/version").body
+    assert version["gitVersion"] == pinned_version("kube-apiserver")
+    assert f"{version['major']}.{version['minor']}" == DEFAULT_KUBERNETES_VERSION
