@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the twin's real Kubernetes programs from the Go module proxy, only those
 # missing from the cache. Usage: twin/build.sh [NAME...]
-#   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler
+#   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -24,6 +24,7 @@ print(next(r["Version"] for r in json.load(sys.stdin)["Require"] if r["Path"] ==
 }
 kube_version="$(required_version "$here/go/kubernetes" k8s.io/kubernetes)"
 etcd_version="$(required_version "$here/go/etcd" go.etcd.io/etcd/server/v3)"
+kwok_version="$(required_version "$here/go/kwok" sigs.k8s.io/kwok)"
 
 kube_ldflags() {
   # The stamps hack/lib/version.sh sets in k8s.io/kubernetes (kube::version::ldflags),
@@ -43,6 +44,9 @@ build_one() {
   local name="$1" version module pkg ldflags
   case "$name" in
     etcd) version="$etcd_version"; module="$here/go/etcd"; pkg="."; ldflags="-s -w" ;;
+    kwok) # its consts.Version is spelled without the leading v upstream
+      version="$kwok_version"; module="$here/go/kwok"; pkg="sigs.k8s.io/kwok/cmd/kwok"
+      ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
       version="$kube_version"; module="$here/go/kubernetes"; pkg="./cmd/$name"; ldflags="$(kube_ldflags)" ;;
     *) echo "twin/build.sh: unknown program '$name'" >&2; exit 2 ;;

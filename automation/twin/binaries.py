@@ -23,6 +23,7 @@ PROGRAMS = {
     "kube-apiserver": ("go/kubernetes", "k8s.io/kubernetes"),
     "kube-controller-manager": ("go/kubernetes", "k8s.io/kubernetes"),
     "kube-scheduler": ("go/kubernetes", "k8s.io/kubernetes"),
+    "kwok": ("go/kwok", "sigs.k8s.io/kwok"),
 }
 TIER0 = ("etcd", "kube-apiserver")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from automation.manifest_gate import schema_dir
 from automation.twin import pinned_version
-from automation.twin.binaries import TWIN_DIR, binary_path
+from automation.twin.binaries import PROGRAMS, TWIN_DIR, binary_path
 from automation.twin.check import pods_of
 from automation.twin.crds import crd_objects
 from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
@@ -87,3 +87,10 @@ def test_a_leader_worker_set_yields_its_leader_and_worker_pods() -> None:
     assert all(
         p["metadata"]["namespace"] == "deepseek" and p["metadata"]["labels"] == {"a": "b"} for p in pods
     )
+
+
+def test_every_program_the_build_script_knows_has_a_pinned_version() -> None:
+    script = (TWIN_DIR / "build.sh").read_text()
+    for program in PROGRAMS:
+        assert re.fullmatch(r"v\d+\.\d+\.\d+", pinned_version(program)), program
+        assert f"{program})" in script or f"|{program}" in script, program
