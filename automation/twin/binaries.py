@@ -42,8 +42,10 @@ def pinned_version(program: str) -> str:
     """The upstream version the wrapper module of ``program`` requires (its go.mod)."""
     folder, module = PROGRAMS[program]
     text = (TWIN_DIR / folder / "go.mod").read_text()
-    # A require line, single or inside a require block; replace lines (`a => b v`) never match.
-    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)\s*$", text, re.MULTILINE)
+    # A require line, single or inside a require block, maybe `// indirect` (a tool's module);
+    # replace lines (`a => b v`) never match.
+    pattern = rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)\s*(?://.*)?$"
+    match = re.search(pattern, text, re.MULTILINE)
     if match is None:
         raise ValueError(f"twin/{folder}/go.mod does not require {module}")
     return match[1]
