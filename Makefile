@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv checkov-venv render plan urns urns-update pins test lint typecheck check clean
+.PHONY: venv checkov-venv render plan urns urns-update pins test lint typecheck check clean twin twin-build
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,12 @@ pins: venv ## every pinned version with its upstream source; fails when referenc
 
 test: venv checkov-venv ## the whole test suite
 	$(PY) -m pytest
+
+twin-build: ## build the twin's etcd and kube-apiserver from the Go module proxy (once; cached outside the tree)
+	twin/build.sh
+
+twin: venv twin-build ## build the twin, then judge every stack's and example's render against it (Tier 0)
+	DEEPSEEK_EKS_REQUIRE_TOOLS=1 $(PY) -m pytest -q tests/twin
 
 lint: venv
 	$(PY) -m ruff check .

@@ -392,8 +392,9 @@ def _parser() -> argparse.ArgumentParser:
     # automation/loadtest/cli.py).
     from .loadtest import cli as loadtest_cli
     from .simulate import cli as simulate_cli
+    from .twin import cli as twin_cli
 
-    for name, module in (("simulate", simulate_cli), ("loadtest", loadtest_cli)):
+    for name, module in (("simulate", simulate_cli), ("loadtest", loadtest_cli), ("twin", twin_cli)):
         instrument = sub.add_parser(
             name,
             help=module.HELP,

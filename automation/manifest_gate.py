@@ -26,10 +26,10 @@ from kubernetes_validate.utils import SchemaNotFoundError
 from .stackfile import PROJECT_ROOT
 
 SCHEMA_DIR_ENV = "DEEPSEEK_EKS_CRD_SCHEMAS"
-DEFAULT_SCHEMA_DIR = PROJECT_ROOT.parent / "shared" / "reference" / "schemas"
-# CRD schemas the shared set lacks, kept in the repo (same layout, each entry naming its upstream
-# tag): the external-snapshotter's VolumeSnapshot API. Always present, so never "unavailable".
-LOCAL_SCHEMA_DIR = PROJECT_ROOT / "reference" / "schemas"
+# Vendored in the repository (each index entry names its upstream repo, tag, commit and path), so a
+# fresh clone checks every custom resource; the environment variable points at another set (a
+# refreshed one under review) instead.
+DEFAULT_SCHEMA_DIR = PROJECT_ROOT / "reference" / "schemas"
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 # Schemas not strictified: the EKS Auto Mode NodeClass schema is a stale third-party dump that
@@ -39,13 +39,20 @@ LENIENT_KINDS = {("eks.amazonaws.com", "NodeClass")}
 
 
 class CrdSchemasUnavailable(RuntimeError):
-    """The CRD schema folder is not here (a user's clone): custom resources cannot be checked."""
+    """No CRD schema folder was given (or the one given has no index): custom resources cannot be
+    checked, which is an error, never a pass."""
 
 
-def schema_dir() -> Path | None:
-    """Where the CRD schemas are, or None when this checkout has none."""
-    path = Path(os.environ.get(SCHEMA_DIR_ENV, DEFAULT_SCHEMA_DIR))
-    return path if (path / "index.json").exists() else None
+def schema_dir() -> Path:
+    """Where the CRD schemas are: the repository's ``reference/schemas``, or ``$DEEPSEEK_EKS_CRD_SCHEMAS``."""
+    override = os.environ.get(SCHEMA_DIR_ENV)
+    path = Path(override) if override else DEFAULT_SCHEMA_DIR
+    if not (path / "index.json").exists():
+        raise CrdSchemasUnavailable(
+            f"{SCHEMA_DIR_ENV}={path} has no index.json: point it at a CRD schema folder of the "
+            "reference/schemas layout, or unset it to use the repository's copy"
+        )
+    return path
 
 
 def strictify(schema: dict[str, Any]) -> dict[str, Any]:
@@ -133,11 +140,9 @@ def check(obj: dict[str, Any], kubernetes_version: str, crd_dir: Path | None = N
 
     api_version = obj.get("apiVersion", "")
     group, _, version = api_version.rpartition("/")
-    schema = _crd_schemas(str(LOCAL_SCHEMA_DIR)).get((group, version, kind))
-    if schema is None and crd_dir is None:
+    if crd_dir is None:
         raise CrdSchemasUnavailable(f"{label} ({api_version}) needs the CRD schemas")
-    if schema is None and crd_dir is not None:
-        schema = _crd_schemas(str(crd_dir)).get((group, version, kind))
+    schema = _crd_schemas(str(crd_dir)).get((group, version, kind))
     if schema is None:
         return [
             *problems,

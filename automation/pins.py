@@ -35,11 +35,6 @@ CHART_CRD_REPOS = {
 }
 
 
-SCHEMAS_UNAVAILABLE = (
-    "the CRD schema index is not in this checkout (../shared/reference/schemas); set DEEPSEEK_EKS_CRD_SCHEMAS"
-)
-
-
 @dataclass(frozen=True)
 class Pin:
     """One pinned version: what it is, where it comes from, and the reference data tied to it."""
@@ -57,10 +52,8 @@ def _release(version: str) -> str:
     return version if version.startswith("v") else f"v{version}"
 
 
-def _schema_index(directory: Path | None = None) -> list[dict] | None:
+def _schema_index(directory: Path | None = None) -> list[dict]:
     root = directory or schema_dir()
-    if root is None:
-        return None
     return list(json.loads((root / "index.json").read_text())["schemas"])
 
 
@@ -72,19 +65,16 @@ def _exists(path: Path, what: str) -> str | None:
     )
 
 
-def _crd_link(pin: ChartPin, repo: str, schemas: list[dict] | None) -> tuple[str, str | None, str | None]:
-    """(reference, problem, unchecked) of a chart whose CRDs the schema index holds."""
+def _crd_link(pin: ChartPin, repo: str, schemas: list[dict]) -> tuple[str, str | None]:
+    """(reference, problem) of a chart whose CRDs the schema index holds."""
     reference = f"schemas/index.json entries of {repo}"
-    if schemas is None:
-        return reference, None, SCHEMAS_UNAVAILABLE
     tags = sorted({s["upstream"]["tag"] for s in schemas if s.get("upstream", {}).get("repo") == repo})
     if tags == [_release(pin.version)]:
-        return reference, None, None
+        return reference, None
     found = ", ".join(tags) or "absent"
     return (
         reference,
         f"chart {pin.version} but the CRD schemas of {repo} are {found}: refresh them together",
-        None,
     )
 
 
@@ -128,15 +118,15 @@ def _values_link(pin: ChartPin, name: str) -> tuple[str, str | None]:
     return reference, _exists(folder / "values.yaml", "chart default values")
 
 
-def _chart_pins(schemas: list[dict] | None) -> list[Pin]:
+def _chart_pins(schemas: list[dict]) -> list[Pin]:
     pins = []
     for attr, pin in sorted(vars(versions).items()):
         if not isinstance(pin, ChartPin):
             continue
         name = pin.chart.rsplit("/", 1)[-1]
-        reference, problem, unchecked = "-", None, None
+        reference, problem = "-", None
         if attr in CHART_CRD_REPOS:
-            reference, problem, unchecked = _crd_link(pin, CHART_CRD_REPOS[attr], schemas)
+            reference, problem = _crd_link(pin, CHART_CRD_REPOS[attr], schemas)
         if attr == "KARPENTER":
             files, missing = _karpenter_files(pin)
             reference, problem = f"{reference}, {files}", problem or missing
@@ -152,7 +142,6 @@ def _chart_pins(schemas: list[dict] | None) -> list[Pin]:
                 pin.repository or pin.chart,
                 reference,
                 problem or missing_values,
-                unchecked,
             )
         )
     return pins
@@ -181,9 +170,7 @@ def _ami_pin() -> Pin:
     return Pin("ami", "al2023", release, "awslabs/amazon-eks-ami releases", reference, problem)
 
 
-def _schema_pins(schemas: list[dict] | None) -> list[Pin]:
-    if schemas is None:
-        return [Pin("crd-schema", "-", "-", "-", "schemas/index.json", unchecked=SCHEMAS_UNAVAILABLE)]
+def _schema_pins(schemas: list[dict]) -> list[Pin]:
     return [
         Pin(
             "crd-schema",

@@ -148,12 +148,8 @@ def nlb_facts() -> dict[str, Any]:
 @cache
 def karpenter_well_known_aws_labels() -> frozenset[str]:
     """The ``karpenter.k8s.aws/*`` node labels Karpenter itself sets: the keys its NodePool CRD
-    (v1.14, CRD schema snapshot) allows in the otherwise restricted ``karpenter.k8s.aws`` domain.
-    Empty when this checkout has no CRD schemas (see automation/manifest_gate.py)."""
-    folder = schema_dir()
-    if folder is None:
-        return frozenset()
-    text = (folder / "karpenter.sh_v1_NodePool.json").read_text()
+    (v1.14, reference/schemas) allows in the otherwise restricted ``karpenter.k8s.aws`` domain."""
+    text = (schema_dir() / "karpenter.sh_v1_NodePool.json").read_text()
     rule = re.search(r'label domain \\"karpenter\.k8s\.aws\\" is restricted",\s*"rule": "([^\n]+)"', text)
     if rule is None:
         raise AssertionError("the NodePool CRD no longer restricts the karpenter.k8s.aws domain")

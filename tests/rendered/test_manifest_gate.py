@@ -7,11 +7,11 @@ jsonschema against the upstream CRD schemas, made strict. An object with no sche
 from __future__ import annotations
 
 import copy
-import os
+import json
 
 import pytest
 
-from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir, strictify
+from automation.manifest_gate import DEFAULT_SCHEMA_DIR, CrdSchemasUnavailable, check, schema_dir, strictify
 from automation.render import Rendered, render
 from automation.stackfile import read_stack, stack_names
 from deepseek_eks.settings import parse_settings
@@ -19,11 +19,9 @@ from tests.conftest import feature_configs
 
 STACKS = stack_names()
 FEATURES = feature_configs()
+# The repository's vendored reference/schemas (or $DEEPSEEK_EKS_CRD_SCHEMAS): always here, so
+# every custom resource is checked on any clone.
 CRD_DIR = schema_dir()
-NO_CRD_REASON = (
-    "CRD schemas not found (../shared/reference/schemas, or set DEEPSEEK_EKS_CRD_SCHEMAS): "
-    "custom resources cannot be validated in this checkout"
-)
 
 
 @pytest.fixture(scope="module")
@@ -41,21 +39,11 @@ def test_every_stack_file_is_covered() -> None:
 
 
 @pytest.mark.parametrize("stack", [*STACKS, *FEATURES])
-def test_builtin_kinds_pass_strict_validation(renders, stack: str) -> None:
+def test_every_object_passes_strict_validation(renders, stack: str) -> None:
     rendered, version = renders[stack]
-    problems, custom = [], 0
-    for obj in rendered.objects():
-        try:
-            problems += check(obj, version, CRD_DIR)
-        except CrdSchemasUnavailable:
-            custom += 1
+    problems = [p for obj in rendered.objects() for p in check(obj, version, CRD_DIR)]
     assert problems == []
     assert rendered.objects(), "a stack that renders no objects proves nothing"
-    if custom:
-        unchecked = f"{custom} custom resources of stack {stack} unchecked: {NO_CRD_REASON}"
-        if os.environ.get("DEEPSEEK_EKS_REQUIRE_TOOLS") == "1":  # CI: the schemas must be there
-            pytest.fail(unchecked)
-        pytest.skip(unchecked)
 
 
 def test_gate_rejects_a_broken_builtin_object(renders) -> None:
@@ -93,9 +81,6 @@ def test_gate_rejects_a_wrong_type_in_a_deployment() -> None:
     )
 
 
-crd_only = pytest.mark.skipif(CRD_DIR is None, reason=NO_CRD_REASON)
-
-
 def nodepool() -> dict:
     return {
         "apiVersion": "karpenter.sh/v1",
@@ -119,12 +104,10 @@ def nodepool() -> dict:
     }
 
 
-@crd_only
 def test_valid_custom_resource_passes() -> None:
     assert check(nodepool(), "1.34", CRD_DIR) == []
 
 
-@crd_only
 def test_gate_rejects_broken_custom_resources() -> None:
     typo = nodepool()
     typo["spec"]["template"]["spec"]["nodeClassRefs"] = typo["spec"]["template"]["spec"].pop("nodeClassRef")
@@ -141,7 +124,6 @@ def test_gate_rejects_broken_custom_resources() -> None:
     )
 
 
-@crd_only
 def test_object_without_any_schema_fails() -> None:
     obj = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
     assert check(obj, "1.34", CRD_DIR) == [
@@ -152,6 +134,26 @@ def test_object_without_any_schema_fails() -> None:
 def test_custom_resources_without_schemas_are_not_silently_passed() -> None:
     with pytest.raises(CrdSchemasUnavailable):
         check(nodepool(), "1.34", None)
+
+
+def test_the_schemas_are_vendored_with_their_sources() -> None:
+    """Every schema file is in the repository's index with the upstream it was copied from, and
+    every CRD kind the renders use is there: the gate needs nothing beside the checkout."""
+    assert CRD_DIR == DEFAULT_SCHEMA_DIR
+    index = json.loads((CRD_DIR / "index.json").read_text())["schemas"]
+    assert {e["file"] for e in index} == {p.name for p in CRD_DIR.glob("*.json")} - {"index.json"}
+    for entry in index:
+        assert {"repo", "tag", "commit", "path"} <= set(entry["upstream"]), entry["file"]
+    assert {e["group"] for e in index} >= {
+        "karpenter.sh", "karpenter.k8s.aws", "eks.amazonaws.com", "keda.sh",
+        "monitoring.coreos.com", "leaderworkerset.x-k8s.io", "snapshot.storage.k8s.io",
+    }  # fmt: skip
+
+
+def test_a_schema_folder_override_without_an_index_is_an_error(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("DEEPSEEK_EKS_CRD_SCHEMAS", str(tmp_path))
+    with pytest.raises(CrdSchemasUnavailable, match=r"DEEPSEEK_EKS_CRD_SCHEMAS=.*unset it"):
+        schema_dir()
 
 
 def test_strictify_only_closes_objects_with_properties() -> None:
@@ -171,16 +173,16 @@ def test_strictify_only_closes_objects_with_properties() -> None:
     assert "additionalProperties" not in schema  # the input is left alone
 
 
-def test_repo_local_snapshot_schemas_check_volume_snapshots_without_the_shared_set() -> None:
+def test_volume_snapshot_schemas_are_checked() -> None:
     snapshot = {
         "apiVersion": "snapshot.storage.k8s.io/v1",
         "kind": "VolumeSnapshot",
         "metadata": {"name": "vllm-weights", "namespace": "deepseek"},
         "spec": {"source": {"volumeSnapshotContentName": "deepseek-vllm-weights"}},
     }
-    assert check(snapshot, "1.34", None) == []
+    assert check(snapshot, "1.34", CRD_DIR) == []
     broken = copy.deepcopy(snapshot)
     broken["spec"]["source"]["snapshotHandel"] = "snap-0123456789abcdef0"
-    assert any("'snapshotHandel' was unexpected" in p for p in check(broken, "1.34", None))
+    assert any("'snapshotHandel' was unexpected" in p for p in check(broken, "1.34", CRD_DIR))
     cluster_scoped = copy.deepcopy(snapshot) | {"kind": "VolumeSnapshotContent"}
-    assert any("cluster-scoped" in p for p in check(cluster_scoped, "1.34", None))
+    assert any("cluster-scoped" in p for p in check(cluster_scoped, "1.34", CRD_DIR))

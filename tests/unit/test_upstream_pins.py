@@ -77,24 +77,15 @@ def test_unknown_instance_type_names_the_table_to_extend() -> None:
 # --- pin hygiene: `python -m automation pins` (automation/pins.py) ------------------------------
 
 
-def real_schema_dir() -> Path:
-    found = schema_dir()
-    if found is None:
-        if os.environ.get("DEEPSEEK_EKS_REQUIRE_TOOLS") == "1":
-            pytest.fail("the CRD schema index is required in CI (../shared/reference/schemas)")
-        pytest.skip("no CRD schema index here: set DEEPSEEK_EKS_CRD_SCHEMAS to check chart pins against it")
-    return found
-
-
 def test_every_pin_moves_with_its_reference_data() -> None:
-    pins = pin_inventory.collect_pins(real_schema_dir())
+    pins = pin_inventory.collect_pins(schema_dir())
     assert pin_inventory.check_pins(pins) == []
     assert not [p for p in pins if p.unchecked]
     listed = {(p.kind, p.name) for p in pins}
     charts = [v for v in vars(versions).values() if isinstance(v, versions.ChartPin)]
     assert {("chart", c.chart.rsplit("/", 1)[-1]) for c in charts} <= listed
     assert {("image", versions.VLLM_IMAGE.rsplit(":", 1)[0]), ("ami", "al2023")} <= listed
-    schema_files = {s["file"] for s in json.loads((real_schema_dir() / "index.json").read_text())["schemas"]}
+    schema_files = {s["file"] for s in json.loads((schema_dir() / "index.json").read_text())["schemas"]}
     assert {p.reference.removeprefix("schemas/") for p in pins if p.kind == "crd-schema"} == schema_files
 
 
@@ -168,7 +159,7 @@ def test_a_pin_moved_without_its_reference_data_fails(
 
 
 def test_the_pins_command_lists_and_passes() -> None:
-    env = {**os.environ, "DEEPSEEK_EKS_CRD_SCHEMAS": str(real_schema_dir())}
+    env = {**os.environ, "DEEPSEEK_EKS_CRD_SCHEMAS": str(schema_dir())}
     proc = subprocess.run(
         [sys.executable, "-m", "automation", "pins"], capture_output=True, text=True, timeout=60, env=env
     )

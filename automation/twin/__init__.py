@@ -1,0 +1,22 @@
+"""The local twin of the cluster (issue 24, Tier 0): the real etcd and kube-apiserver, built from
+their released Go modules (twin/build.sh), judging a render by server-side dry-run.
+
+What it proves: every rendered object is accepted by the Kubernetes API server of the pinned minor
+with strict field validation, the CRD schemas' CEL rules and PodSecurity admission of the namespace
+labels we set; against a previous render, that the update is accepted (no immutable field changed).
+What it does not: AWS, EKS Auto Mode, the Helm charts' own objects (no chart repository offline) and
+any controller's behaviour (no controllers run in Tier 0).
+"""
+
+from .binaries import BinariesMissing, binary_path, missing_binaries, pinned_version
+from .check import CheckReport, Finding, check_render
+
+__all__ = [
+    "BinariesMissing",
+    "CheckReport",
+    "Finding",
+    "binary_path",
+    "check_render",
+    "missing_binaries",
+    "pinned_version",
+]

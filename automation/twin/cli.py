@@ -1,0 +1,74 @@
+"""python -m automation twin: the real kube-apiserver judging a render (issue 24, Tier 0).
+
+twin check --render DIR [--previous DIR]   exit 0 all accepted, 1 a rejection, 2 bad input,
+                                           3 the twin's binaries are missing (`make twin`)
+twin snapshot [--update]                   the committed render snapshots (upgrade baseline)
+twin build                                 build the missing binaries (twin/build.sh)
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+from .binaries import TWIN_DIR, BinariesMissing
+from .server import TwinError
+
+HELP = "check a render against the real kube-apiserver (server-side dry-run, strict)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``twin`` subcommands."""
+    sub = parser.add_subparsers(dest="twin_command", required=True)
+    check = sub.add_parser("check", help="judge one stack's render directory (build/rendered/<stack>)")
+    check.add_argument("--render", type=Path, required=True, help="one stack's render directory")
+    check.add_argument("--previous", type=Path, help="a previous render, applied first: judge an upgrade")
+    snap = sub.add_parser("snapshot", help="compare (or --update) the committed render snapshots")
+    snap.add_argument("--update", action="store_true", help="rewrite the snapshots from today's render")
+    snap.add_argument("--stack", action="append", help="only this stack (repeatable)")
+    sub.add_parser("build", help="build the twin's binaries that are missing (twin/build.sh)")
+
+
+def _check(render: Path, previous: Path | None) -> int:
+    from .check import check_render
+
+    try:
+        report = check_render(render, previous)
+    except (ValueError, BinariesMissing, TwinError) as error:
+        # 2 not a render; 3 binaries missing (a prerequisite); 1 the twin itself failed to start.
+        code = 2 if isinstance(error, ValueError) else 3 if isinstance(error, BinariesMissing) else 1
+        print(f"error: {error}", file=sys.stderr)
+        return code
+    for note in report.notes:
+        print(f"note: {note}", file=sys.stderr)
+    for finding in report.findings:
+        print(f"REJECTED {finding.subject}: {finding.message}")
+    verdict = "accepted" if report.ok else f"{len(report.findings)} rejected"
+    print(f"twin: {report.accepted} objects accepted, {verdict} ({render})")
+    return 0 if report.ok else 1
+
+
+def _snapshot(update: bool, stacks: list[str] | None) -> int:
+    from .snapshot import SNAPSHOT_DIR, sync
+
+    changed = sync(update, stacks)
+    for stack, files in changed.items():
+        for name in files:
+            print(f"{'updated' if update else 'differs'}: {SNAPSHOT_DIR.name}/{stack}/kubernetes/{name}")
+    if update or not any(changed.values()):
+        return 0
+    print(
+        "the render changed: review it, then `python -m automation twin snapshot --update`", file=sys.stderr
+    )
+    return 1
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the chosen ``twin`` subcommand; returns the exit code."""
+    if args.twin_command == "check":
+        return _check(args.render, args.previous)
+    if args.twin_command == "snapshot":
+        return _snapshot(args.update, args.stack)
+    return subprocess.run([str(TWIN_DIR / "build.sh")], check=False).returncode

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Build the twin's real Kubernetes programs from the Go module proxy, only those
+# missing from the cache. Usage: twin/build.sh [NAME...]
+#   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok
+# Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
+# outside the work tree, so a machine builds each version once. Versions come
+# from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cache="${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}"
+export GOTOOLCHAIN=local   # never download a Go toolchain
+export GOFLAGS="${GOFLAGS:--buildvcs=false} -mod=mod -trimpath"
+export CGO_ENABLED=0
+
+command -v go >/dev/null || { echo "twin/build.sh: no Go toolchain on PATH (need Go >= 1.26)" >&2; exit 3; }
+
+# The version a wrapper requires: `go mod edit -json` reads go.mod as Go does
+# (single line or block require), without building anything.
+required_version() {
+  (cd "$1" && go mod edit -json) | python3 -c '
+import json, sys
+mod = sys.argv[1]
+print(next(r["Version"] for r in json.load(sys.stdin)["Require"] if r["Path"] == mod))' "$2"
+}
+kube_version="$(required_version "$here/go/kubernetes" k8s.io/kubernetes)"
+etcd_version="$(required_version "$here/go/etcd" go.etcd.io/etcd/server/v3)"
+kwok_version="$(required_version "$here/go/kwok" sigs.k8s.io/kwok)"
+
+kube_ldflags() {
+  # The stamps hack/lib/version.sh sets in k8s.io/kubernetes (kube::version::ldflags),
+  # so /version and kubeVersion checks see the real release, not v0.0.0.
+  local v="$kube_version" major minor
+  major="${v#v}"; major="${major%%.*}"
+  minor="${v#v*.}"; minor="${minor%%.*}"
+  local out="-s -w"
+  for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    out+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
+    out+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+  done
+  echo "$out"
+}
+
+build_one() {
+  local name="$1" version module pkg ldflags
+  case "$name" in
+    etcd) version="$etcd_version"; module="$here/go/etcd"; pkg="."; ldflags="-s -w" ;;
+    kwok) # its consts.Version is spelled without the leading v upstream
+      version="$kwok_version"; module="$here/go/kwok"; pkg="sigs.k8s.io/kwok/cmd/kwok"
+      ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler)
+      version="$kube_version"; module="$here/go/kubernetes"; pkg="./cmd/$name"; ldflags="$(kube_ldflags)" ;;
+    *) echo "twin/build.sh: unknown program '$name'" >&2; exit 2 ;;
+  esac
+  local dest="$cache/$name-$version/$name"
+  if [[ -x "$dest" ]]; then echo "twin: $name $version cached at $dest"; return; fi
+  mkdir -p "$(dirname "$dest")"
+  echo "twin: building $name $version (nice -n 10) ..."
+  local start=$SECONDS tmp="$dest.tmp.$$"
+  (cd "$module" && nice -n 10 go build -ldflags "$ldflags" -o "$tmp" "$pkg")
+  mv "$tmp" "$dest"   # atomic: a half-written binary is never taken as cached
+  local took=$((SECONDS - start))
+  echo "$(date -u +%FT%TZ) built $name $version in ${took}s" >> "$cache/build-times.log"
+  echo "twin: built $name $version in ${took}s -> $dest"
+}
+
+names=("$@"); [[ ${#names[@]} -gt 0 ]] || names=(etcd kube-apiserver)
+for n in "${names[@]}"; do build_one "$n"; done
