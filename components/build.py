@@ -137,6 +137,10 @@ class ServiceScope:
     namespace: str = INFERENCE_NAMESPACE
     """The inference namespace (created by the service)."""
     existing_cluster: ExistingCluster | None = None
+    own_aws_provider: bool = True
+    """Create the service's own AWS provider from the settings' region and aws:* (the stack program)."""
+    aws_provider: pulumi.ProviderResource | None = None
+    """Otherwise the AWS provider the component was given (None: the program's default provider)."""
     shared_addons: bool = True
     """Install the cluster-wide singletons: the monitoring stack (namespace, kube-prometheus-stack,
     dcgm-exporter on every NVIDIA node, prometheus-adapter, dashboards), KEDA and the gp3
@@ -181,15 +185,19 @@ def build_service(
     tags = aws_tags(settings)
     name = existing.cluster_name if existing else cluster_name(settings, scope.prefix)
 
-    # The stack's aws:* provider settings (an explicit provider reads none of them itself).
-    aws_provider = aws.Provider(
-        f"{scope.prefix}aws",
-        region=settings.region,
-        default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
-        **provider_args(settings),
-        opts=child,
-    )
-    aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers={"aws": aws_provider}))
+    aws_provider = scope.aws_provider
+    if scope.own_aws_provider:
+        # The stack's aws:* provider settings (an explicit provider reads none of them itself).
+        aws_provider = aws.Provider(
+            f"{scope.prefix}aws",
+            region=settings.region,
+            default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
+            **provider_args(settings),
+            opts=child,
+        )
+    # None: the program's default AWS provider (children inherit no provider from the component).
+    aws_providers = {"aws": aws_provider} if aws_provider else {}
+    aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers=aws_providers))
     net = settings.network
     network = Network(
         f"{scope.prefix}network",
@@ -226,7 +234,7 @@ def build_service(
     )
     k8s_provider = existing.provider if existing else cluster.provider  # type: ignore[union-attr]
     k8s_opts = pulumi.ResourceOptions.merge(
-        child, pulumi.ResourceOptions(providers={"kubernetes": k8s_provider, "aws": aws_provider})
+        child, pulumi.ResourceOptions(providers={"kubernetes": k8s_provider, **aws_providers})
     )
     capacity: AutoModeCapacity | KarpenterCapacity
     common = CapacityArgs(

@@ -12,6 +12,7 @@ plain types because Pulumi's component provider infers the multi-language schema
 # of the class itself with ``inspect.get_annotations`` and cannot follow plain strings.
 
 import json
+import os
 from typing import Any, TypedDict
 
 import pulumi
@@ -24,6 +25,15 @@ from .build import INFERENCE_NAMESPACE, BuildResult, ExistingCluster, ServiceSco
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
 """The name ``__main__.py`` gives its service."""
+
+
+class ServiceError(ValueError):
+    """A ``DeepSeekService``'s arguments cannot build it; the message names the service and the
+    argument as you wrote it."""
+
+    def __init__(self, service: str, message: str) -> None:
+        self.service = service
+        super().__init__(f"DeepSeekService {service!r}: {message}")
 
 
 class ModelArgs(TypedDict, total=False):
@@ -161,12 +171,14 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     """The inference namespace the service creates (default: the service's name)."""
     install_shared_addons: bool
     """Install the cluster-wide add-ons (default: only with a cluster of its own); README explains."""
+    create_aws_provider: bool
+    """Create the service's own AWS provider from region and aws (default: use yours, opts.providers)."""
 
     compute_mode: str
     """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
     kubernetes_version: str
     region: str
-    """AWS region (aws:region)."""
+    """AWS region: your provider's (required with one), else the program's aws:region."""
     model: ModelArgs
     gpu: GpuArgs
     autoscaling: ScalingArgs
@@ -185,7 +197,7 @@ class DeepSeekServiceArgs(TypedDict, total=False):
 
 
 # Where the service goes, not stack settings (see ``service_scope``).
-PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons")
+PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons", "create_aws_provider")
 _GROUPS = ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network", "observability")
 
 
@@ -298,22 +310,36 @@ class DeepSeekService(pulumi.ComponentResource):
         if settings is not None and args:
             raise ValueError("DeepSeekService: give either args or settings, not both")
         super().__init__(TYPE, name, None, opts)
-        settings = settings or service_settings(args, pulumi.get_stack())
-        self.result: BuildResult = build_service(self, settings, sizing_plan, self._scope(name, args))
+        # The stack program (settings given) keeps its own provider, as it always had.
+        own_provider = settings is not None or bool(args.get("create_aws_provider"))
+        aws_provider = self.get_provider("aws::")
+        if settings is None:
+            region = _region(name, args, own_provider, aws_provider)
+            settings = service_settings({**args, "region": region} if region else args, pulumi.get_stack())
+        scope = self._scope(name, args, own_provider, aws_provider)
+        self.result: BuildResult = build_service(self, settings, sizing_plan, scope)
         for key, value in self.result.outputs.items():
             setattr(self, snake(key), pulumi.Output.from_input(value))
         self.register_outputs(self.result.outputs)
 
-    def _scope(self, name: str, args: DeepSeekServiceArgs) -> ServiceScope:
+    def _scope(
+        self,
+        name: str,
+        args: DeepSeekServiceArgs,
+        own_provider: bool,
+        aws_provider: pulumi.ProviderResource | None,
+    ) -> ServiceScope:
         """The stack program's service keeps today's names; any other prefixes its own with its
         name, so two services (two variants, one per team) share a cluster."""
         if name == PROGRAM_SERVICE_NAME:
             prefix, namespace = "", args.get("namespace", INFERENCE_NAMESPACE)
         else:
             prefix, namespace = f"{name}-", args.get("namespace", name)
+        theirs = None if own_provider else aws_provider
         joined = args.get("existing_cluster")
         if not joined:
-            return ServiceScope(prefix, namespace, None, args.get("install_shared_addons", True))
+            shared = args.get("install_shared_addons", True)
+            return ServiceScope(prefix, namespace, None, own_provider, theirs, shared)
         provider = self.get_provider("kubernetes::")
         if provider is None or not joined.get("cluster_name"):
             raise ValueError(
@@ -326,7 +352,65 @@ class DeepSeekService(pulumi.ComponentResource):
             joined.get("node_role_name", ""),
             tuple(joined.get("node_security_group_ids", ())),
         )
-        return ServiceScope(prefix, namespace, existing, args.get("install_shared_addons", False))
+        shared = args.get("install_shared_addons", False)
+        return ServiceScope(prefix, namespace, existing, own_provider, theirs, shared)
+
+
+def _region(
+    name: str, args: DeepSeekServiceArgs, own_provider: bool, provider: pulumi.ProviderResource | None
+) -> str | None:
+    """The region the service plans for and names in its resources: the one its AWS provider
+    deploys to. A provider object does not expose its region before deployment, so with yours the
+    region is required; with the default provider it is the program's (``aws:region``, else the
+    environment's AWS_REGION / AWS_DEFAULT_REGION, the provider's own fallbacks); with its own
+    provider it is the ``region`` arg or the program's. None: the settings' default."""
+    given = args.get("region")
+    if own_provider:
+        if provider is not None:
+            raise ServiceError(
+                name,
+                "create_aws_provider=True: the component was also given an AWS provider "
+                "(opts.providers); keep one of them",
+            )
+        return given or _program_region()
+    if args.get("aws"):
+        raise ServiceError(
+            name,
+            "aws={...}: configures the service's own AWS provider; pass create_aws_provider=True, "
+            "or set these on the AWS provider you pass in opts.providers",
+        )
+    if provider is not None:
+        if not given:
+            raise ServiceError(
+                name,
+                "region: required with your AWS provider (opts.providers): give its region, which "
+                "the sizing plan prices and the resources name (a provider cannot be read before "
+                "deployment)",
+            )
+        return given
+    program = _program_region()
+    if given and program and given != program:
+        raise ServiceError(
+            name,
+            f"region={given!r}: the program's default AWS provider deploys to {program!r} "
+            "(aws:region); drop region, pass an AWS provider for that region in opts.providers, "
+            "or pass create_aws_provider=True",
+        )
+    if not (given or program):
+        raise ServiceError(
+            name,
+            "region: no region for the program's default AWS provider: set aws:region "
+            "(pulumi config set aws:region us-east-1) or pass region with your own provider",
+        )
+    return given or program
+
+
+def _program_region() -> str | None:
+    return (
+        pulumi.Config("aws").get("region")
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+    )
 
 
 def export_outputs(service: DeepSeekService) -> None:

@@ -24,6 +24,7 @@ from deepseek_eks.settings.model import _GROUPS
 from tests.conftest import stack_config
 
 PROD_AS_ARGS: DeepSeekServiceArgs = {
+    "create_aws_provider": True,  # as the stack program does
     "region": "us-east-1",
     "compute_mode": "karpenter",
     "model": ModelArgs(variant="r1-distill-llama-70b", max_model_len=32768, min_full_length_sequences=2),
@@ -124,7 +125,8 @@ def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> Recording
         DeepSeekService("team-a", args, opts)
         return {}
 
-    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
+    config = {"aws:region": "us-east-1"}
+    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config=config, secret_keys=[])
     return mocks
 
 
