@@ -1,9 +1,12 @@
-"""python -m automation: see automation/cli.py."""
+"""python -m automation: see automation/cli.py.
+
+The package is loaded as ``deepseek_eks.automation`` (the name the wheel has), not as the
+``automation`` folder ``-m`` names: one name per module, whichever way the CLI starts."""
 
 import os
 import sys
 
-from .cli import main
+from deepseek_eks.automation.cli import main
 
 try:
     sys.exit(main())

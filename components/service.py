@@ -16,6 +16,7 @@ import os
 from typing import Any, TypedDict
 
 import pulumi
+from pulumi.runtime.mocks import MockMonitor
 
 from deepseek_eks.settings import PROJECT, SECRET_KEYS, Settings, parse_settings
 from deepseek_eks.sizing import SizingPlan
@@ -310,6 +311,7 @@ class DeepSeekService(pulumi.ComponentResource):
         if settings is not None and args:
             raise ValueError("DeepSeekService: give either args or settings, not both")
         super().__init__(TYPE, name, None, opts)
+        _refuse_foreign_mocks(name)
         # The stack program (settings given) keeps its own provider, as it always had.
         own_provider = settings is not None or bool(args.get("create_aws_provider"))
         aws_provider = self.get_provider("aws::")
@@ -403,6 +405,29 @@ def _region(
             "(pulumi config set aws:region us-east-1) or pass region with your own provider",
         )
     return given or program
+
+
+def _refuse_foreign_mocks(name: str) -> None:
+    """Under ``pulumi.runtime.set_mocks`` with mocks of one's own, the component would get back
+    only its inputs: no availability zone names from ``getAvailabilityZones``, no kubeconfig from
+    the EKS cluster, no ARNs, and the program dies later inside an ``apply`` with an opaque
+    ``TypeError: 'NoneType' object is not subscriptable`` (the first is the network's
+    ``zones[i]``). Say so now, and what to use instead."""
+    monitor = pulumi.runtime.settings.SETTINGS.monitor
+    if not isinstance(monitor, MockMonitor):
+        return
+    # Imported here: only a program under mocks needs them (deepseek_eks.testing.Mocks is one).
+    from deepseek_eks.automation.mocks import RecordingMocks
+
+    mocks = monitor.mocks
+    if not isinstance(mocks, RecordingMocks):
+        raise ServiceError(
+            name,
+            f"running under pulumi.runtime.set_mocks({type(mocks).__name__}()), whose answers lack "
+            "the outputs the cloud computes for this component (availability zones, the EKS "
+            "cluster's kubeconfig, ARNs); use deepseek_eks.testing.Mocks (subclass it to answer "
+            "your own resources, calling super() for the rest) or deepseek_eks.testing.run(program)",
+        )
 
 
 def _program_region() -> str | None:

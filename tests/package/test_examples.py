@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 import yaml
 
-from automation.mocks import Recorded, RecordingMocks
-from automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
+from deepseek_eks.automation.mocks import Recorded, RecordingMocks
+from deepseek_eks.automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
 from tests.examples import COMPUTE_MODES, run_existing_cluster_example
 from tests.upstream import karpenter_well_known_aws_labels
 
@@ -226,7 +226,7 @@ def test_two_services_in_one_cluster_pass_every_policy_rule(two_services) -> Non
 
 def test_every_object_of_both_services_passes_the_manifest_gate(two_services) -> None:
     """kubernetes-validate --strict and the upstream CRD schemas, as for the example stacks."""
-    from automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
+    from deepseek_eks.automation.manifest_gate import CrdSchemasUnavailable, check, schema_dir
     from deepseek_eks.settings import Settings
 
     crd_dir = schema_dir()

@@ -129,10 +129,24 @@ def test_the_program_and_tools_load_each_module_once() -> None:
     """Everything in the checkout imports ``deepseek_eks.<name>``; a generic name beside it would be
     a second copy of the same file (two ``ComputeMode`` enums that never compare equal)."""
     modules = _modules_after(
-        "import automation.cli, automation.api, automation.render, deepseek_eks, tests.conftest"
+        "import deepseek_eks.automation.cli, deepseek_eks.automation.render, deepseek_eks.testing, "
+        "tests.conftest"
     )
     assert "deepseek_eks.components.service" in modules
-    assert not {m for m in modules if m.split(".")[0] in GENERIC[:-1]}
+    assert not {m for m in modules if m.split(".")[0] in GENERIC}
+
+
+def test_python_m_automation_loads_the_package_under_its_one_name() -> None:
+    """``python -m automation`` runs the folder's ``__main__``, which loads the CLI as
+    ``deepseek_eks.automation`` (the wheel's name): nothing else loads as ``automation.*``."""
+    modules = _modules_after(
+        "import runpy, sys\n"
+        "sys.argv = ['automation', 'plan', '--stack', 'dev', '--json']\n"
+        "try:\n    runpy.run_module('automation', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+    )
+    assert "deepseek_eks.automation.cli" in modules
+    assert {m for m in modules if m.split(".")[0] == "automation"} <= {"automation", "automation.__main__"}
 
 
 def test_python_m_sizing_loads_the_folder_alone() -> None:
@@ -149,7 +163,7 @@ def test_python_m_sizing_loads_the_folder_alone() -> None:
 
 
 def test_checkout_subpackages_are_the_top_level_folders() -> None:
-    for name in GENERIC[:-1]:
+    for name in GENERIC:
         link = ROOT / "deepseek_eks" / name
         assert link.is_symlink() and link.resolve() == ROOT / name
 

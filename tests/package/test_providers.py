@@ -11,14 +11,17 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 
-from automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks import DeepSeekService, DeepSeekServiceArgs
+from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.settings import PROJECT
 
 AWS_PROVIDER = "pulumi:providers:aws"
 JOIN: DeepSeekServiceArgs = {
     "existing_cluster": {"cluster_name": "platform"},
-    "network": {"vpc_id": "vpc-0a1b2c3d4e5f60718", "private_subnet_ids": ["subnet-0a1b2c3d", "subnet-0b"]},
+    "network": {
+        "vpc_id": "vpc-0a1b2c3d4e5f60718",
+        "private_subnet_ids": ["subnet-0a1b2c3d", "subnet-0b1b2c3d"],
+    },
     "weights": {"source": "s3"},  # its bucket and Pod Identity role are AWS resources
 }
 

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from automation.mocks import RecordingMocks, run_with_mocks
+from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.components import DeepSeekService, DeepSeekServiceArgs
 from deepseek_eks.components.service import (
     PLACEMENT_KEYS,
@@ -309,7 +309,7 @@ def test_two_services_with_every_cluster_scoped_feature_keep_their_objects_apart
 
     import pulumi_kubernetes as k8s
 
-    from automation.render import HELM_TOKENS, kubernetes_manifest
+    from deepseek_eks.automation.render import HELM_TOKENS, kubernetes_manifest
 
     mocks = RecordingMocks()
     args: DeepSeekServiceArgs = {

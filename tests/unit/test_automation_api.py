@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from automation.api import (
+from deepseek_eks.automation.api import (
     INSTALL_PULUMI,
     NO_CREDENTIALS,
     AutomationError,
@@ -79,7 +79,7 @@ class Check:
 def orchestrator(
     calls: list[str], stack: FakeStack, failing_preflight: bool = False, **kw: Any
 ) -> Orchestrator:
-    from automation.preflight import Status
+    from deepseek_eks.automation.preflight import Status
 
     def preflight(settings, plan):
         calls.append(f"preflight:{plan.instance_type}")
@@ -245,7 +245,7 @@ def test_outputs_of_an_unknown_stack_selects_only_and_never_creates(monkeypatch:
     from pulumi import automation as auto
     from pulumi.automation._cmd import CommandResult
 
-    from automation import api
+    from deepseek_eks.automation import api
 
     def create_or_select_stack(**_: Any) -> None:
         raise AssertionError("outputs must not create a stack")
@@ -264,7 +264,7 @@ def test_outputs_of_an_unknown_stack_selects_only_and_never_creates(monkeypatch:
 def test_network_failure_is_not_reported_as_rejected_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     from botocore.exceptions import EndpointConnectionError
 
-    from automation import preflight
+    from deepseek_eks.automation import preflight
 
     class Unreachable:
         def client(self, *_: Any, **__: Any) -> Any:
@@ -278,7 +278,7 @@ def test_network_failure_is_not_reported_as_rejected_credentials(monkeypatch: py
 
 
 def test_explicit_provider_gets_the_stacks_aws_settings() -> None:
-    from automation.render import construct
+    from deepseek_eks.automation.render import construct
     from tests.conftest import stack_config
 
     config = stack_config("dev")

@@ -12,7 +12,7 @@ from pulumi.automation.events import (
 )
 from rich.console import Console
 
-from automation.progress import EventPrinter
+from deepseek_eks.automation.progress import EventPrinter
 
 URN = (
     "urn:pulumi:dev::deepseek-eks::deepseek-eks:index:Inference$kubernetes:apps/v1:Deployment"
