@@ -1,16 +1,9 @@
 """python -m automation: see automation/cli.py.
 
 The package is loaded as ``deepseek_eks.automation`` (the name the wheel has), not as the
-``automation`` folder ``-m`` names: one name per module, whichever way the CLI starts."""
+``automation`` folder ``-m`` names: one name per module, whichever way the CLI starts; the same
+entry point as the ``deepseek-eks`` console script."""
 
-import os
-import sys
+from deepseek_eks.console import automation
 
-from deepseek_eks.automation.cli import main
-
-try:
-    sys.exit(main())
-except BrokenPipeError:
-    # The reader went away (``| head``): no traceback; silence the interpreter's final flush too.
-    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    sys.exit(0)
+automation()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -23,6 +24,10 @@ GENERIC = ("components", "settings", "sizing", "promql", "automation")
 
 
 def _build_wheel(out: Path) -> Path:
+    # setuptools copies into build/lib and packs what is there: a file deleted or renamed in the
+    # checkout since the last build would otherwise still be in the wheel.
+    for stale in (ROOT / "build" / "lib", *ROOT.glob("build/bdist.*")):
+        shutil.rmtree(stale, ignore_errors=True)
     subprocess.run(
         [
             sys.executable,
@@ -80,11 +85,7 @@ def test_wheel_holds_only_deepseek_eks(tmp_path: Path) -> None:
     top = {n.split("/", 1)[0] for n in names}
     assert top == {"deepseek_eks", wheel.name.split("-py3")[0] + ".dist-info"}
     assert "deepseek_eks/sizing/data/models.json" in names
-    pins = [line for line in (ROOT / "requirements.txt").read_text().splitlines() if "==" in line]
-    requires = [
-        line.removeprefix("Requires-Dist: ") for line in metadata.splitlines() if "Requires-Dist" in line
-    ]
-    assert requires == pins
+    assert "Requires-Dist: pulumi" in metadata  # its dependencies: tests/package/test_library.py
 
 
 def test_installed_tree_has_no_generic_top_level_name(installed: Path) -> None:
