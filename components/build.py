@@ -94,6 +94,12 @@ def provider_args(settings: Settings) -> dict[str, Any]:
     return args
 
 
+def arg(name: str, key: str | None = None) -> str:
+    """A ``DeepSeekService`` argument as its user writes it: ``compute_mode=...``, or a key of a
+    dict-typed one, ``autoscaling={"max_replicas": ...}`` (the names quoted as Python would)."""
+    return f"{name}={{{json.dumps(key)}: ...}}" if key else f"{name}=..."
+
+
 def cluster_name(settings: Settings, prefix: str = "") -> str:
     """EKS cluster name: the stack program's is ``deepseek-<stack>``; another service that creates
     its own cluster names it after itself (``<service>-<stack>``), so two can share an account."""
@@ -166,20 +172,22 @@ def build_service(
     auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
     if existing and existing.node_security_group_ids and auto_mode:
         raise ValueError(
-            "existing_cluster.node_security_group_ids: karpenter mode only (EKS Auto Mode's built-in "
-            "NodeClass places nodes in the cluster security group); remove it or set compute_mode karpenter"
+            f"{arg('existing_cluster', 'node_security_group_ids')}: karpenter mode only (EKS Auto Mode's "
+            "built-in NodeClass places nodes in the cluster security group); remove it or set "
+            "compute_mode='karpenter'"
         )
     if existing and not existing.node_role_name and auto_mode and needs_auto_mode_node_class(sizing_plan):
         raise ValueError(
-            f"existing_cluster.node_role_name: required here: the plan needs "
+            f"{arg('existing_cluster', 'node_role_name')}: required here: the plan needs "
             f"{sizing_plan.ephemeral_storage_gib} GiB of node disk, more than Auto Mode's built-in "
             f"NodeClass gives ({AUTO_MODE_DEFAULT_EPHEMERAL_GIB} GiB), so the service makes a NodeClass, "
             "which must name the cluster's Auto Mode node role"
         )
     if existing and not settings.network.vpc_id:
         raise ValueError(
-            "existing_cluster: set network.vpc_id and network.private_subnet_ids to the cluster's VPC "
-            "and node subnets (the service creates no VPC)"
+            f"existing_cluster={{...}}: set {arg('network', 'vpc_id')} and "
+            f"{arg('network', 'private_subnet_ids')} to the cluster's VPC and node subnets (the "
+            "service creates no VPC)"
         )
     labels = common_labels(settings)
     tags = aws_tags(settings)

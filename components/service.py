@@ -11,17 +11,30 @@ plain types because Pulumi's component provider infers the multi-language schema
 # No ``from __future__ import annotations``: the analyzer reads the annotations of ``__init__`` and
 # of the class itself with ``inspect.get_annotations`` and cannot follow plain strings.
 
+import difflib
 import json
 import os
+import re
+import weakref
 from typing import Any, TypedDict
 
 import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
-from deepseek_eks.settings import PROJECT, SECRET_KEYS, Settings, parse_settings
+from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
-from .build import INFERENCE_NAMESPACE, BuildResult, ExistingCluster, ServiceScope, build_service
+from .autoscaling import KEDA_NAMESPACE
+from .build import (
+    INFERENCE_NAMESPACE,
+    MONITORING_NAMESPACE,
+    BuildResult,
+    ExistingCluster,
+    ServiceScope,
+    arg,
+    build_service,
+)
+from .capacity import INGRESS_CLASS, STORAGE_CLASS
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
@@ -254,10 +267,64 @@ def args_config(args: DeepSeekServiceArgs) -> tuple[dict[str, Any], list[str], d
     return config, secret_keys, secrets
 
 
-def service_settings(args: DeepSeekServiceArgs, stack: str) -> Settings:
-    """Validated settings for these args; ``SettingsError`` lists every problem at once."""
+def service_settings(args: DeepSeekServiceArgs, stack: str, service: str = "") -> Settings:
+    """Validated settings for these args; ``SettingsError`` lists every problem at once, each
+    named as the args write it (``autoscaling={"max_replicas": ...}``), of the service named."""
     config, secret_keys, secrets = args_config(args)
-    return parse_settings(config, secret_keys, stack=stack, secrets=secrets)
+    unknown = _unknown_placement_keys(args)
+    try:
+        settings = parse_settings(config, secret_keys, stack=stack, secrets=secrets)
+    except SettingsError as error:
+        unknown += error.problems
+    if unknown:
+        subject = f"DeepSeekService {service!r} (stack '{stack}')" if service else f"stack '{stack}'"
+        raise SettingsError(unknown, stack, subject=subject, spelling=python_spelling)
+    return settings
+
+
+_SUFFIX = re.compile(r"([^.\[]*)(.*)")  # "privateSubnetIds[1]" -> "privateSubnetIds", "[1]"
+
+
+def python_spelling(key: str) -> str:
+    """A config key as the args write it: ``deepseek-eks:autoscaling.maxReplicas`` ->
+    ``autoscaling={"max_replicas": ...}``, ``aws:region`` -> ``region=...``,
+    ``deepseek-eks:network.privateSubnetIds[1]`` -> ``network={"private_subnet_ids": ...}[1]``.
+    A key the args spell already (an ``existing_cluster`` key) is returned as it is."""
+    if "=" in key:
+        return key
+    namespace, _, path = key.partition(":")
+    head, suffix = _SUFFIX.fullmatch(path).groups()  # type: ignore[union-attr]
+    if namespace == "aws":
+        return arg("region") + snake(suffix) if head == "region" else _arg("aws", head + suffix)
+    if suffix.startswith("."):
+        return _arg(snake(head), suffix[1:])
+    return arg(_name(snake(head))) + snake(suffix)
+
+
+def _arg(name: str, path: str) -> str:
+    key, suffix = _SUFFIX.fullmatch(path).groups()  # type: ignore[union-attr]
+    return arg(name, snake(key)) + snake(suffix)
+
+
+def _name(name: str) -> str:
+    return name if name.isidentifier() else json.dumps(name)
+
+
+def _unknown_placement_keys(args: DeepSeekServiceArgs) -> list[Problem]:
+    """Keys of ``existing_cluster`` it does not have (the settings validator checks the others)."""
+    joined = args.get("existing_cluster") or {}
+    allowed = sorted(ExistingClusterArgs.__annotations__)
+    return [
+        Problem(arg("existing_cluster", key), None, _unknown(key, allowed), hidden=True)
+        for key in joined
+        if key not in allowed
+    ]
+
+
+def _unknown(key: str, allowed: list[str]) -> str:
+    near = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return f"unknown key: {hint}it takes {', '.join(allowed)}"
 
 
 class DeepSeekService(pulumi.ComponentResource):
@@ -315,11 +382,19 @@ class DeepSeekService(pulumi.ComponentResource):
         # The stack program (settings given) keeps its own provider, as it always had.
         own_provider = settings is not None or bool(args.get("create_aws_provider"))
         aws_provider = self.get_provider("aws::")
-        if settings is None:
-            region = _region(name, args, own_provider, aws_provider)
-            settings = service_settings({**args, "region": region} if region else args, pulumi.get_stack())
-        scope = self._scope(name, args, own_provider, aws_provider)
-        self.result: BuildResult = build_service(self, settings, sizing_plan, scope)
+        try:
+            if settings is None:
+                region = _region(name, args, own_provider, aws_provider)
+                with_region = {**args, "region": region} if region else args
+                settings = service_settings(with_region, pulumi.get_stack(), name)
+            scope = self._scope(name, args, own_provider, aws_provider)
+            _claim(name, scope, scope.existing_cluster.cluster_name if scope.existing_cluster else None)
+            self.result: BuildResult = build_service(self, settings, sizing_plan, scope)
+        except ValueError as error:
+            # Every error names the service (SizingError and the rest keep their types).
+            if not isinstance(error, SettingsError | ServiceError):  # those name it already
+                error.args = (f"DeepSeekService {name!r}: {error}",)
+            raise
         for key, value in self.result.outputs.items():
             setattr(self, snake(key), pulumi.Output.from_input(value))
         self.register_outputs(self.result.outputs)
@@ -345,8 +420,9 @@ class DeepSeekService(pulumi.ComponentResource):
         provider = self.get_provider("kubernetes::")
         if provider is None or not joined.get("cluster_name"):
             raise ValueError(
-                "existing_cluster: give cluster_name, and the cluster's Kubernetes provider as this "
-                "component's provider (opts=ResourceOptions(providers={'kubernetes': provider}))"
+                f"existing_cluster={{...}}: give {arg('existing_cluster', 'cluster_name')}, and the "
+                "cluster's Kubernetes provider as this component's provider "
+                "(opts=ResourceOptions(providers={'kubernetes': provider}))"
             )
         existing = ExistingCluster(
             joined["cluster_name"],
@@ -405,6 +481,46 @@ def _region(
             "(pulumi config set aws:region us-east-1) or pass region with your own provider",
         )
     return given or program
+
+
+# What each service of the running program holds in each cluster it joins: (cluster, object) ->
+# the service's name. One table per program run (keyed by its root stack resource).
+_CLAIMS: weakref.WeakKeyDictionary[object, dict[tuple[str, ...], str]] = weakref.WeakKeyDictionary()
+_NO_ROOT = pulumi.ComponentResource  # stands in for the root where a runtime has none
+# The cluster-wide objects install_shared_addons creates (components/observability.py,
+# autoscaling.py, capacity.py), named in a collision.
+SHARED_OBJECTS = (
+    f"Helm releases kube-prometheus-stack, prometheus-adapter and dcgm-exporter in namespace "
+    f"{MONITORING_NAMESPACE}, keda in namespace {KEDA_NAMESPACE}, IngressClass {INGRESS_CLASS}, "
+    f"StorageClass {STORAGE_CLASS}"
+)
+
+
+def _claim(name: str, scope: ServiceScope, joined: str | None) -> None:
+    """Refuse a service that would create what another service of this program already creates
+    in the same existing cluster: the shared add-ons, or a namespace (and with it the Helm
+    releases, Deployments and Services named in it). Services with clusters of their own share
+    nothing."""
+    if joined is None:
+        return
+    wanted = {("namespace", scope.namespace): f"namespace {scope.namespace!r}"}
+    if scope.shared_addons:
+        wanted[("shared-addons", "")] = f"the shared add-ons ({SHARED_OBJECTS})"
+        for namespace in (MONITORING_NAMESPACE, KEDA_NAMESPACE):
+            wanted[("namespace", namespace)] = f"namespace {namespace!r} (a shared add-on's)"
+    claims = _CLAIMS.setdefault(pulumi.runtime.get_root_resource() or _NO_ROOT, {})
+    clashes = [
+        f"{what} would also be created by DeepSeekService {claims[(joined, *key)]!r}"
+        for key, what in wanted.items()
+        if (joined, *key) in claims
+    ]
+    if clashes:
+        raise ServiceError(
+            name,
+            f"collides in cluster {joined!r}: " + "; ".join(clashes) + ". Give each service its own "
+            "namespace (namespace=...) and install_shared_addons=True on one service per cluster",
+        )
+    claims.update({(joined, *key): name for key in wanted})
 
 
 def _refuse_foreign_mocks(name: str) -> None:
