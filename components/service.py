@@ -82,6 +82,7 @@ class ScalingArgs(TypedDict, total=False):
     signal: str
     """gpu-utilization, queue-depth or combined."""
     min_replicas: int
+    """Fewest replicas (0 only with a signal measured in front of vLLM: queue-depth or combined)."""
     max_replicas: int
     target_gpu_utilization: int
     """Percent, for the gpu-utilization signal."""
@@ -97,6 +98,7 @@ class EndpointArgs(TypedDict, total=False):
     scheme: str
     """internal or internet-facing."""
     allowed_cidrs: list[str]
+    """Client CIDRs the load balancer admits (required when internet-facing)."""
     certificate_arn: str
     drain_seconds: int
     load_balancer: str
@@ -128,7 +130,9 @@ class NetworkArgs(TypedDict, total=False):
     availability_zones: int
     vpc_id: str
     private_subnet_ids: list[str]
+    """Your VPC's private subnets, one per Availability Zone the nodes use."""
     public_subnet_ids: list[str]
+    """Your VPC's public subnets (for an internet-facing load balancer)."""
 
 
 class ObservabilityArgs(TypedDict, total=False):
@@ -147,18 +151,26 @@ class AssumeRoleArgs(TypedDict, total=False):
     """One role of ``aws:assumeRoles``, assumed in order."""
 
     role_arn: str
+    """The IAM role to assume."""
     session_name: str
+    """The session name of the assumed role."""
     external_id: str
+    """The external id the role's trust policy requires."""
     duration: str
+    """How long the session lasts (a Go duration, e.g. 1h)."""
 
 
 class AwsArgs(TypedDict, total=False):
     """The ``aws:*`` settings of the explicit AWS provider the service creates."""
 
     profile: str
+    """The AWS shared-config profile the provider uses."""
     assume_roles: list[AssumeRoleArgs]
+    """Roles the provider assumes, in order."""
     allowed_account_ids: list[str]
+    """The provider refuses any other AWS account."""
     forbidden_account_ids: list[str]
+    """The provider refuses these AWS accounts."""
 
 
 # Docstrings the schema shows are one line each: Python 3.13 strips the indentation of longer
@@ -191,17 +203,27 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     compute_mode: str
     """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
     kubernetes_version: str
+    """EKS Kubernetes minor of the cluster the service creates (only minors the pinned AMI release covers)."""
     region: str
     """AWS region: your provider's (required with one), else the program's aws:region."""
     model: ModelArgs
+    """model.*: which DeepSeek-R1 variant to serve and how."""
     gpu: GpuArgs
+    """gpu.*: which EC2 GPU instances the node pool may launch."""
     autoscaling: ScalingArgs
+    """autoscaling.*: the signal and bounds of the replica autoscaler."""
     endpoint: EndpointArgs
+    """endpoint.*: how clients reach the OpenAI-compatible API."""
     weights: WeightsArgs
+    """weights.*: where vLLM loads the model from."""
     cluster: ControlPlaneArgs
+    """cluster.*: the EKS control plane the service creates."""
     network: NetworkArgs
+    """network.*: a new VPC (default) or your own VPC and subnets."""
     observability: ObservabilityArgs
+    """observability.*: Prometheus, Grafana, Alertmanager and alert thresholds."""
     aws: AwsArgs
+    """aws:* settings of the service's own AWS provider (with create_aws_provider only)."""
     hf_token: pulumi.Input[str]
     """Hugging Face token (kept secret)."""
     api_key: pulumi.Input[str]
@@ -334,32 +356,51 @@ class DeepSeekService(pulumi.ComponentResource):
     # existing cluster, only what is the service's own): components/build.py build_service.
 
     compute_mode: pulumi.Output[str]
+    """auto-mode or karpenter, as planned."""
     cluster_name: pulumi.Output[str]
+    """The EKS cluster's name (yours when joining one)."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig of the cluster (secret)."""
     vpc_id: pulumi.Output[str]
+    """The VPC of the nodes."""
     gpu_node_pool: pulumi.Output[str]
+    """The NodePool of the service's GPU nodes."""
     gpu_limit: pulumi.Output[int]
+    """The GPU count the node pools may reach (at max_replicas)."""
     variant: pulumi.Output[str]
+    """The DeepSeek-R1 variant served."""
     instance_type: pulumi.Output[str]
+    """The planned EC2 instance type of a replica."""
     instance_types: pulumi.Output[list[str]]
+    """Every instance type the node pool may launch."""
     gpus_per_replica: pulumi.Output[int]
+    """GPUs one replica uses."""
     hourly_usd_at_min: pulumi.Output[float]
+    """GPU node cost per hour at min_replicas (USD, on-demand list price)."""
     hourly_usd_at_max: pulumi.Output[float]
+    """GPU node cost per hour at max_replicas (USD, on-demand list price)."""
     endpoint_url: pulumi.Output[str]
     """The load balancer URL ("" while it has no address)."""
     in_cluster_url: pulumi.Output[str]
+    """The API's URL inside the cluster."""
     served_model_name: pulumi.Output[str]
+    """The model name requests give."""
     curl: pulumi.Output[str]
     """A request that proves the endpoint works."""
     weights_bucket: pulumi.Output[str]
+    """The S3 bucket of the weights (weights source s3 or s3-mountpoint; else empty)."""
     scaling_signal: pulumi.Output[str]
+    """The autoscaling signal in effect."""
     hpa_name: pulumi.Output[str]
+    """The HorizontalPodAutoscaler scaling the replicas."""
     prometheus_url: pulumi.Output[str]
+    """The in-cluster Prometheus the autoscaler queries."""
     grafana_admin_password: pulumi.Output[str]
     """Grafana admin password (secret)."""
     inference_namespace: pulumi.Output[str]
+    """The namespace of the service's workload."""
     monitoring_namespace: pulumi.Output[str]
+    """The namespace of the monitoring stack."""
     plan: pulumi.Output[dict[str, Any]]
     """The sizing plan (plan.json's fields)."""
 

@@ -1,6 +1,7 @@
 """Write provider/schema.json: the Pulumi package schema of DeepSeekService, inferred from its typed
-args by Pulumi's own analyzer (the one ``component_provider_host`` runs when the engine loads the
-provider), so what other languages see is what the Python component accepts.
+args by Pulumi's own analyzer (the one the provider runs when the engine loads it) and completed
+from the settings model (deepseek_eks/schema.py: descriptions, enums, defaults), so what other
+languages see is what the Python component accepts.
 
     python tools/generate_schema.py            # rewrite provider/schema.json
     python tools/generate_schema.py --check    # exit 1 if it is stale
@@ -22,6 +23,7 @@ SCHEMA = ROOT / "provider" / "schema.json"
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere in the checkout
 
 from deepseek_eks import DeepSeekService, __version__  # noqa: E402
+from deepseek_eks.schema import enrich  # noqa: E402
 from deepseek_eks.settings import PROJECT  # noqa: E402
 
 
@@ -33,7 +35,7 @@ def schema() -> dict[str, Any]:
         PROJECT, __version__, None, result["component_definitions"], result["type_definitions"], dependencies
     )
     document: dict[str, Any] = spec.to_json()
-    return document
+    return enrich(document)
 
 
 def text() -> str:

@@ -150,6 +150,8 @@ def _json_schema() -> dict[str, Any]:
         if "$ref" in spec:
             return {"$ref": "#/definitions/" + spec["$ref"].removeprefix("#/types/")}
         out: dict[str, Any] = {"type": spec["type"]}
+        if "enum" in spec:  # an enum type: its values only
+            out["enum"] = [e["value"] for e in spec["enum"]]
         if spec["type"] == "array":
             out["items"] = convert(spec["items"])
         if spec["type"] == "object" and "properties" in spec:
@@ -196,6 +198,8 @@ def test_the_schema_check_refuses_a_misspelt_property() -> None:
         jsonschema.validate({"model": {"varient": "r1-671b"}}, _json_schema())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"autoscaling": {"maxReplicas": "three"}}, _json_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"autoscaling": {"signal": "vibes"}}, _json_schema())
 
 
 def test_every_service_scrapes_and_alerts_on_its_own_vllm(two_services) -> None:
