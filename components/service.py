@@ -527,7 +527,13 @@ def _region(
 # What each service of the running program holds in each cluster it joins: (cluster, object) ->
 # the service's name. One table per program run (keyed by its root stack resource).
 _CLAIMS: weakref.WeakKeyDictionary[object, dict[tuple[str, ...], str]] = weakref.WeakKeyDictionary()
-_NO_ROOT = pulumi.ComponentResource  # stands in for the root where a runtime has none
+
+
+class _NoRoot:
+    """Stands in for the root stack resource where a runtime has none."""
+
+
+_NO_ROOT = _NoRoot()
 # The cluster-wide objects install_shared_addons creates (components/observability.py,
 # autoscaling.py, capacity.py), named in a collision.
 SHARED_OBJECTS = (
