@@ -1,7 +1,9 @@
-"""python -m automation: see automation/cli.py."""
+"""python -m automation: see automation/cli.py.
 
-from deepseek_eks.sizing.pipe import run_main
+The package is loaded as ``deepseek_eks.automation`` (the name the wheel has), not as the
+``automation`` folder ``-m`` names: one name per module, whichever way the CLI starts; the same
+entry point as the ``deepseek-eks`` console script."""
 
-from .cli import main
+from deepseek_eks.console import automation
 
-run_main(main)
+automation()

@@ -5,7 +5,7 @@ Every operation validates the settings and sizes the stack first, offline, so a 
 configuration fails in milliseconds; then it checks for the Pulumi CLI and AWS credentials and
 says in one sentence how to fix a missing one.
 
-    from automation import api
+    from deepseek_eks.automation import api
 
     outputs = api.up("dev", overrides={"model.variant": "r1-distill-llama-8b"}, yes=True)
     print(outputs["endpointUrl"])

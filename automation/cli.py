@@ -23,12 +23,12 @@ from rich.console import Console
 from rich.text import Text
 
 from deepseek_eks.components import SizingError
-from deepseek_eks.settings import SettingsError
+from deepseek_eks.settings import PROJECT, SettingsError
 from deepseek_eks.sizing.cli import summary_lines
 from deepseek_eks.sizing.stack_cost import summary_lines as stack_cost_lines
 
 from .costing import whole_stack_cost
-from .stackfile import PROJECT_ROOT, StackFileError
+from .stackfile import PROJECT_ROOT, StackFileError, read_project
 
 DEFAULT_OUT = Path("build/rendered")
 OPERATIONS = ("preview", "up", "refresh", "destroy")
@@ -376,11 +376,17 @@ def version() -> str:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m automation", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=Path(sys.argv[0]).name if sys.argv[0].endswith("deepseek-eks") else "python -m automation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action="version", version=f"deepseek-eks {version()}")
     p.add_argument(
-        "--project-dir", type=Path, default=PROJECT_ROOT, help="folder with Pulumi.yaml and the stack files"
+        "--project-dir",
+        type=Path,
+        default=None,
+        help="folder with this program's Pulumi.yaml and stack files (default: the current folder "
+        "when it has a Pulumi.yaml, else the checkout's)",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for cmd in COMMANDS.values():
@@ -421,6 +427,34 @@ def _fail(out: Output, code: int, message: str, doc: dict[str, Any] | None = Non
     return code
 
 
+def project_dir(given: Path | None) -> Path:
+    """The project folder the commands read: ``--project-dir``, else the current folder when it
+    holds a Pulumi.yaml (as the Pulumi CLI does), else the checkout's. These commands build the
+    deepseek-eks program itself from that folder's stack files, so a folder of another project (a
+    program of your own that uses the component) is refused instead of being planned as this
+    program with nothing but its defaults."""
+    if given is None:
+        cwd = Path.cwd()
+        given = (
+            PROJECT_ROOT
+            if (PROJECT_ROOT / "Pulumi.yaml").is_file() and not (cwd / "Pulumi.yaml").is_file()
+            else cwd
+        )
+    if (given / "Pulumi.yaml").is_file():
+        name = read_project(given).name
+        if name != PROJECT:
+            raise StackFileError(
+                str(given / "Pulumi.yaml"),
+                [
+                    f"project {name!r} is not the {PROJECT} program these commands build (they "
+                    f"would plan {PROJECT}'s defaults, not your program): test a program of your own "
+                    "with deepseek_eks.testing (README, 'Test your own program offline'), or give "
+                    f"--project-dir a {PROJECT} project (its Pulumi.yaml says name: {PROJECT})"
+                ],
+            )
+    return given
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; returns its exit code (see the module docstring)."""
     from .api import AutomationError
@@ -432,6 +466,11 @@ def main(argv: list[str] | None = None) -> int:
         if exit.code and "--json" in argv:
             Output(True).document({"error": "invalid command line (see stderr)", "exit_code": exit.code})
         raise
+    try:
+        args.project_dir = project_dir(args.project_dir)
+    except StackFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if "instrument" in args:
         return int(args.instrument(args))
     if "run" in args:  # the guardrail commands

@@ -40,6 +40,9 @@ class Recorded:
     # input name -> URNs of the resources whose outputs fed it (what a policy pack sees as
     # property dependencies)
     dependencies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # The provider reference (``<provider urn>::<id>``) of a custom resource; "" for the default
+    # provider (the SDK sends none) and for components.
+    provider: str = ""
 
 
 def _short_hash(text: str, length: int = 8) -> str:
@@ -247,7 +250,21 @@ class RecordingMocks(Mocks):
             )
         where: tuple[str, str, tuple[str, ...], dict[str, tuple[str, ...]]]
         where = getattr(_registering, "urns", ("", "", (), {}))
-        self.resources.append(Recorded(token, args.name, inputs, state, bool(args.custom), *where))
+        urn, parent, aliases, dependencies = where
+        self.resources.append(
+            Recorded(
+                token,
+                args.name,
+                inputs,
+                state,
+                bool(args.custom),
+                urn,
+                parent,
+                aliases,
+                dependencies,
+                provider=args.provider or "",
+            )
+        )
         return resource_id(token, args.name), state
 
     def call(self, args: MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:

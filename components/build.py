@@ -101,6 +101,12 @@ def provider_args(settings: Settings) -> dict[str, Any]:
     return args
 
 
+def arg(name: str, key: str | None = None) -> str:
+    """A ``DeepSeekService`` argument as its user writes it: ``compute_mode=...``, or a key of a
+    dict-typed one, ``autoscaling={"max_replicas": ...}`` (the names quoted as Python would)."""
+    return f"{name}={{{json.dumps(key)}: ...}}" if key else f"{name}=..."
+
+
 def cluster_name(settings: Settings, prefix: str = "") -> str:
     """EKS cluster name: the stack program's is ``deepseek-<stack>``; another service that creates
     its own cluster names it after itself (``<service>-<stack>``), so two can share an account."""
@@ -144,6 +150,10 @@ class ServiceScope:
     namespace: str = INFERENCE_NAMESPACE
     """The inference namespace (created by the service)."""
     existing_cluster: ExistingCluster | None = None
+    own_aws_provider: bool = True
+    """Create the service's own AWS provider from the settings' region and aws:* (the stack program)."""
+    aws_provider: pulumi.ProviderResource | None = None
+    """Otherwise the AWS provider the component was given (None: the program's default provider)."""
     shared_addons: bool = True
     """Install the cluster-wide singletons: the monitoring stack (namespace, kube-prometheus-stack,
     dcgm-exporter on every NVIDIA node, prometheus-adapter, dashboards), KEDA and the gp3
@@ -169,34 +179,40 @@ def build_service(
     auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
     if existing and existing.node_security_group_ids and auto_mode:
         raise ValueError(
-            "existing_cluster.node_security_group_ids: karpenter mode only (EKS Auto Mode's built-in "
-            "NodeClass places nodes in the cluster security group); remove it or set compute_mode karpenter"
+            f"{arg('existing_cluster', 'node_security_group_ids')}: karpenter mode only (EKS Auto Mode's "
+            "built-in NodeClass places nodes in the cluster security group); remove it or set "
+            "compute_mode='karpenter'"
         )
     if existing and not existing.node_role_name and auto_mode and needs_auto_mode_node_class(sizing_plan):
         raise ValueError(
-            f"existing_cluster.node_role_name: required here: the plan needs "
+            f"{arg('existing_cluster', 'node_role_name')}: required here: the plan needs "
             f"{sizing_plan.ephemeral_storage_gib} GiB of node disk, more than Auto Mode's built-in "
             f"NodeClass gives ({AUTO_MODE_DEFAULT_EPHEMERAL_GIB} GiB), so the service makes a NodeClass, "
             "which must name the cluster's Auto Mode node role"
         )
     if existing and not settings.network.vpc_id:
         raise ValueError(
-            "existing_cluster: set network.vpc_id and network.private_subnet_ids to the cluster's VPC "
-            "and node subnets (the service creates no VPC)"
+            f"existing_cluster={{...}}: set {arg('network', 'vpc_id')} and "
+            f"{arg('network', 'private_subnet_ids')} to the cluster's VPC and node subnets (the "
+            "service creates no VPC)"
         )
     labels = common_labels(settings)
     tags = aws_tags(settings)
     name = existing.cluster_name if existing else cluster_name(settings, scope.prefix)
 
-    # The stack's aws:* provider settings (an explicit provider reads none of them itself).
-    aws_provider = aws.Provider(
-        f"{scope.prefix}aws",
-        region=settings.region,
-        default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
-        **provider_args(settings),
-        opts=child,
-    )
-    aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers={"aws": aws_provider}))
+    aws_provider = scope.aws_provider
+    if scope.own_aws_provider:
+        # The stack's aws:* provider settings (an explicit provider reads none of them itself).
+        aws_provider = aws.Provider(
+            f"{scope.prefix}aws",
+            region=settings.region,
+            default_tags=aws.ProviderDefaultTagsArgs(tags=tags),
+            **provider_args(settings),
+            opts=child,
+        )
+    # None: the program's default AWS provider (children inherit no provider from the component).
+    aws_providers = {"aws": aws_provider} if aws_provider else {}
+    aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers=aws_providers))
     net = settings.network
     network = Network(
         f"{scope.prefix}network",
@@ -235,7 +251,7 @@ def build_service(
     )
     k8s_provider = existing.provider if existing else cluster.provider  # type: ignore[union-attr]
     k8s_opts = pulumi.ResourceOptions.merge(
-        child, pulumi.ResourceOptions(providers={"kubernetes": k8s_provider, "aws": aws_provider})
+        child, pulumi.ResourceOptions(providers={"kubernetes": k8s_provider, **aws_providers})
     )
     capacity: AutoModeCapacity | KarpenterCapacity
     common = CapacityArgs(

@@ -11,19 +11,43 @@ plain types because Pulumi's component provider infers the multi-language schema
 # No ``from __future__ import annotations``: the analyzer reads the annotations of ``__init__`` and
 # of the class itself with ``inspect.get_annotations`` and cannot follow plain strings.
 
+import difflib
 import json
+import os
+import re
+import weakref
 from typing import Any, TypedDict
 
 import pulumi
+from pulumi.runtime.mocks import MockMonitor
 
-from deepseek_eks.settings import PROJECT, SECRET_KEYS, Settings, parse_settings
+from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
-from .build import INFERENCE_NAMESPACE, BuildResult, ExistingCluster, ServiceScope, build_service
+from .autoscaling import KEDA_NAMESPACE
+from .build import (
+    INFERENCE_NAMESPACE,
+    MONITORING_NAMESPACE,
+    BuildResult,
+    ExistingCluster,
+    ServiceScope,
+    arg,
+    build_service,
+)
+from .capacity import INGRESS_CLASS, STORAGE_CLASS
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
 """The name ``__main__.py`` gives its service."""
+
+
+class ServiceError(ValueError):
+    """A ``DeepSeekService``'s arguments cannot build it; the message names the service and the
+    argument as you wrote it."""
+
+    def __init__(self, service: str, message: str) -> None:
+        self.service = service
+        super().__init__(f"DeepSeekService {service!r}: {message}")
 
 
 class ModelArgs(TypedDict, total=False):
@@ -58,6 +82,7 @@ class ScalingArgs(TypedDict, total=False):
     signal: str
     """gpu-utilization, queue-depth or combined."""
     min_replicas: int
+    """Fewest replicas (0 only with a signal measured in front of vLLM: queue-depth or combined)."""
     max_replicas: int
     target_gpu_utilization: int
     """Percent, for the gpu-utilization signal."""
@@ -117,7 +142,9 @@ class NetworkArgs(TypedDict, total=False):
     availability_zones: int
     vpc_id: str
     private_subnet_ids: list[str]
+    """Your VPC's private subnets, one per Availability Zone the nodes use."""
     public_subnet_ids: list[str]
+    """Your VPC's public subnets (for an internet-facing load balancer)."""
 
 
 class ObservabilityArgs(TypedDict, total=False):
@@ -136,18 +163,26 @@ class AssumeRoleArgs(TypedDict, total=False):
     """One role of ``aws:assumeRoles``, assumed in order."""
 
     role_arn: str
+    """The IAM role to assume."""
     session_name: str
+    """The session name of the assumed role."""
     external_id: str
+    """The external id the role's trust policy requires."""
     duration: str
+    """How long the session lasts (a Go duration, e.g. 1h)."""
 
 
 class AwsArgs(TypedDict, total=False):
     """The ``aws:*`` settings of the explicit AWS provider the service creates."""
 
     profile: str
+    """The AWS shared-config profile the provider uses."""
     assume_roles: list[AssumeRoleArgs]
+    """Roles the provider assumes, in order."""
     allowed_account_ids: list[str]
+    """The provider refuses any other AWS account."""
     forbidden_account_ids: list[str]
+    """The provider refuses these AWS accounts."""
 
 
 # Docstrings the schema shows are one line each: Python 3.13 strips the indentation of longer
@@ -174,21 +209,33 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     """The inference namespace the service creates (default: the service's name)."""
     install_shared_addons: bool
     """Install the cluster-wide add-ons (default: only with a cluster of its own); README explains."""
+    create_aws_provider: bool
+    """Create the service's own AWS provider from region and aws (default: use yours, opts.providers)."""
 
     compute_mode: str
     """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
     kubernetes_version: str
+    """EKS Kubernetes minor of the cluster the service creates (only minors the pinned AMI release covers)."""
     region: str
-    """AWS region (aws:region)."""
+    """AWS region: your provider's (required with one), else the program's aws:region."""
     model: ModelArgs
+    """model.*: which DeepSeek-R1 variant to serve and how."""
     gpu: GpuArgs
+    """gpu.*: which EC2 GPU instances the node pool may launch."""
     autoscaling: ScalingArgs
+    """autoscaling.*: the signal and bounds of the replica autoscaler."""
     endpoint: EndpointArgs
+    """endpoint.*: how clients reach the OpenAI-compatible API."""
     weights: WeightsArgs
+    """weights.*: where vLLM loads the model from."""
     cluster: ControlPlaneArgs
+    """cluster.*: the EKS control plane the service creates."""
     network: NetworkArgs
+    """network.*: a new VPC (default) or your own VPC and subnets."""
     observability: ObservabilityArgs
+    """observability.*: Prometheus, Grafana, Alertmanager and alert thresholds."""
     aws: AwsArgs
+    """aws:* settings of the service's own AWS provider (with create_aws_provider only)."""
     hf_token: pulumi.Input[str]
     """Hugging Face token (kept secret)."""
     api_key: pulumi.Input[str]
@@ -198,7 +245,7 @@ class DeepSeekServiceArgs(TypedDict, total=False):
 
 
 # Where the service goes, not stack settings (see ``service_scope``).
-PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons")
+PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons", "create_aws_provider")
 _GROUPS = ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network", "observability")
 
 
@@ -254,10 +301,64 @@ def args_config(args: DeepSeekServiceArgs) -> tuple[dict[str, Any], list[str], d
     return config, secret_keys, secrets
 
 
-def service_settings(args: DeepSeekServiceArgs, stack: str) -> Settings:
-    """Validated settings for these args; ``SettingsError`` lists every problem at once."""
+def service_settings(args: DeepSeekServiceArgs, stack: str, service: str = "") -> Settings:
+    """Validated settings for these args; ``SettingsError`` lists every problem at once, each
+    named as the args write it (``autoscaling={"max_replicas": ...}``), of the service named."""
     config, secret_keys, secrets = args_config(args)
-    return parse_settings(config, secret_keys, stack=stack, secrets=secrets)
+    unknown = _unknown_placement_keys(args)
+    try:
+        settings = parse_settings(config, secret_keys, stack=stack, secrets=secrets)
+    except SettingsError as error:
+        unknown += error.problems
+    if unknown:
+        subject = f"DeepSeekService {service!r} (stack '{stack}')" if service else f"stack '{stack}'"
+        raise SettingsError(unknown, stack, subject=subject, spelling=python_spelling)
+    return settings
+
+
+_SUFFIX = re.compile(r"([^.\[]*)(.*)")  # "privateSubnetIds[1]" -> "privateSubnetIds", "[1]"
+
+
+def python_spelling(key: str) -> str:
+    """A config key as the args write it: ``deepseek-eks:autoscaling.maxReplicas`` ->
+    ``autoscaling={"max_replicas": ...}``, ``aws:region`` -> ``region=...``,
+    ``deepseek-eks:network.privateSubnetIds[1]`` -> ``network={"private_subnet_ids": ...}[1]``.
+    A key the args spell already (an ``existing_cluster`` key) is returned as it is."""
+    if "=" in key:
+        return key
+    namespace, _, path = key.partition(":")
+    head, suffix = _SUFFIX.fullmatch(path).groups()  # type: ignore[union-attr]
+    if namespace == "aws":
+        return arg("region") + snake(suffix) if head == "region" else _arg("aws", head + suffix)
+    if suffix.startswith("."):
+        return _arg(snake(head), suffix[1:])
+    return arg(_name(snake(head))) + snake(suffix)
+
+
+def _arg(name: str, path: str) -> str:
+    key, suffix = _SUFFIX.fullmatch(path).groups()  # type: ignore[union-attr]
+    return arg(name, snake(key)) + snake(suffix)
+
+
+def _name(name: str) -> str:
+    return name if name.isidentifier() else json.dumps(name)
+
+
+def _unknown_placement_keys(args: DeepSeekServiceArgs) -> list[Problem]:
+    """Keys of ``existing_cluster`` it does not have (the settings validator checks the others)."""
+    joined = args.get("existing_cluster") or {}
+    allowed = sorted(ExistingClusterArgs.__annotations__)
+    return [
+        Problem(arg("existing_cluster", key), None, _unknown(key, allowed), hidden=True)
+        for key in joined
+        if key not in allowed
+    ]
+
+
+def _unknown(key: str, allowed: list[str]) -> str:
+    near = difflib.get_close_matches(key, allowed, n=1)
+    hint = f"did you mean {near[0]!r}? " if near else ""
+    return f"unknown key: {hint}it takes {', '.join(allowed)}"
 
 
 class DeepSeekService(pulumi.ComponentResource):
@@ -267,34 +368,53 @@ class DeepSeekService(pulumi.ComponentResource):
     # existing cluster, only what is the service's own): components/build.py build_service.
 
     compute_mode: pulumi.Output[str]
+    """auto-mode or karpenter, as planned."""
     cluster_name: pulumi.Output[str]
+    """The EKS cluster's name (yours when joining one)."""
     kubeconfig: pulumi.Output[str]
     """Kubeconfig of the cluster (secret)."""
     vpc_id: pulumi.Output[str]
+    """The VPC of the nodes."""
     gpu_node_pool: pulumi.Output[str]
+    """The NodePool of the service's GPU nodes."""
     gpu_limit: pulumi.Output[int]
+    """The GPU count the node pools may reach (at max_replicas)."""
     variant: pulumi.Output[str]
+    """The DeepSeek-R1 variant served."""
     instance_type: pulumi.Output[str]
+    """The planned EC2 instance type of a replica."""
     instance_types: pulumi.Output[list[str]]
+    """Every instance type the node pool may launch."""
     gpus_per_replica: pulumi.Output[int]
+    """GPUs one replica uses."""
     hourly_usd_at_min: pulumi.Output[float]
+    """GPU node cost per hour at min_replicas (USD, on-demand list price)."""
     hourly_usd_at_max: pulumi.Output[float]
+    """GPU node cost per hour at max_replicas (USD, on-demand list price)."""
     endpoint_url: pulumi.Output[str]
     """The load balancer URL ("" while it has no address)."""
     in_cluster_url: pulumi.Output[str]
+    """The API's URL inside the cluster."""
     served_model_name: pulumi.Output[str]
+    """The model name requests give."""
     curl: pulumi.Output[str]
     """A request that proves the endpoint works (it reads the key from the stack, never shows it)."""
     api_key: pulumi.Output[str]
     """The API key clients send (secret): the configured or the generated one ("" with auth none)."""
     weights_bucket: pulumi.Output[str]
+    """The S3 bucket of the weights (weights source s3 or s3-mountpoint; else empty)."""
     scaling_signal: pulumi.Output[str]
+    """The autoscaling signal in effect."""
     hpa_name: pulumi.Output[str]
+    """The HorizontalPodAutoscaler scaling the replicas."""
     prometheus_url: pulumi.Output[str]
+    """The in-cluster Prometheus the autoscaler queries."""
     grafana_admin_password: pulumi.Output[str]
     """Grafana admin password (secret)."""
     inference_namespace: pulumi.Output[str]
+    """The namespace of the service's workload."""
     monitoring_namespace: pulumi.Output[str]
+    """The namespace of the monitoring stack."""
     plan: pulumi.Output[dict[str, Any]]
     """The sizing plan (plan.json's fields)."""
 
@@ -313,27 +433,51 @@ class DeepSeekService(pulumi.ComponentResource):
         if settings is not None and args:
             raise ValueError("DeepSeekService: give either args or settings, not both")
         super().__init__(TYPE, name, None, opts)
-        settings = settings or service_settings(args, pulumi.get_stack())
-        self.result: BuildResult = build_service(self, settings, sizing_plan, self._scope(name, args))
+        _refuse_foreign_mocks(name)
+        # The stack program (settings given) keeps its own provider, as it always had.
+        own_provider = settings is not None or bool(args.get("create_aws_provider"))
+        aws_provider = self.get_provider("aws::")
+        try:
+            if settings is None:
+                region = _region(name, args, own_provider, aws_provider)
+                with_region = {**args, "region": region} if region else args
+                settings = service_settings(with_region, pulumi.get_stack(), name)
+            scope = self._scope(name, args, own_provider, aws_provider)
+            _claim(name, scope, scope.existing_cluster.cluster_name if scope.existing_cluster else None)
+            self.result: BuildResult = build_service(self, settings, sizing_plan, scope)
+        except ValueError as error:
+            # Every error names the service (SizingError and the rest keep their types).
+            if not isinstance(error, SettingsError | ServiceError):  # those name it already
+                error.args = (f"DeepSeekService {name!r}: {error}",)
+            raise
         for key, value in self.result.outputs.items():
             setattr(self, snake(key), pulumi.Output.from_input(value))
         self.register_outputs(self.result.outputs)
 
-    def _scope(self, name: str, args: DeepSeekServiceArgs) -> ServiceScope:
+    def _scope(
+        self,
+        name: str,
+        args: DeepSeekServiceArgs,
+        own_provider: bool,
+        aws_provider: pulumi.ProviderResource | None,
+    ) -> ServiceScope:
         """The stack program's service keeps today's names; any other prefixes its own with its
         name, so two services (two variants, one per team) share a cluster."""
         if name == PROGRAM_SERVICE_NAME:
             prefix, namespace = "", args.get("namespace", INFERENCE_NAMESPACE)
         else:
             prefix, namespace = f"{name}-", args.get("namespace", name)
+        theirs = None if own_provider else aws_provider
         joined = args.get("existing_cluster")
         if not joined:
-            return ServiceScope(prefix, namespace, None, args.get("install_shared_addons", True))
+            shared = args.get("install_shared_addons", True)
+            return ServiceScope(prefix, namespace, None, own_provider, theirs, shared)
         provider = self.get_provider("kubernetes::")
         if provider is None or not joined.get("cluster_name"):
             raise ValueError(
-                "existing_cluster: give cluster_name, and the cluster's Kubernetes provider as this "
-                "component's provider (opts=ResourceOptions(providers={'kubernetes': provider}))"
+                f"existing_cluster={{...}}: give {arg('existing_cluster', 'cluster_name')}, and the "
+                "cluster's Kubernetes provider as this component's provider "
+                "(opts=ResourceOptions(providers={'kubernetes': provider}))"
             )
         existing = ExistingCluster(
             joined["cluster_name"],
@@ -341,7 +485,134 @@ class DeepSeekService(pulumi.ComponentResource):
             joined.get("node_role_name", ""),
             tuple(joined.get("node_security_group_ids", ())),
         )
-        return ServiceScope(prefix, namespace, existing, args.get("install_shared_addons", False))
+        shared = args.get("install_shared_addons", False)
+        return ServiceScope(prefix, namespace, existing, own_provider, theirs, shared)
+
+
+def _region(
+    name: str, args: DeepSeekServiceArgs, own_provider: bool, provider: pulumi.ProviderResource | None
+) -> str | None:
+    """The region the service plans for and names in its resources: the one its AWS provider
+    deploys to. A provider object does not expose its region before deployment, so with yours the
+    region is required; with the default provider it is the program's (``aws:region``, else the
+    environment's AWS_REGION / AWS_DEFAULT_REGION, the provider's own fallbacks); with its own
+    provider it is the ``region`` arg or the program's. None: the settings' default."""
+    given = args.get("region")
+    if own_provider:
+        if provider is not None:
+            raise ServiceError(
+                name,
+                "create_aws_provider=True: the component was also given an AWS provider "
+                "(opts.providers); keep one of them",
+            )
+        return given or _program_region()
+    if args.get("aws"):
+        raise ServiceError(
+            name,
+            "aws={...}: configures the service's own AWS provider; pass create_aws_provider=True, "
+            "or set these on the AWS provider you pass in opts.providers",
+        )
+    if provider is not None:
+        if not given:
+            raise ServiceError(
+                name,
+                "region: required with your AWS provider (opts.providers): give its region, which "
+                "the sizing plan prices and the resources name (a provider cannot be read before "
+                "deployment)",
+            )
+        return given
+    program = _program_region()
+    if given and program and given != program:
+        raise ServiceError(
+            name,
+            f"region={given!r}: the program's default AWS provider deploys to {program!r} "
+            "(aws:region); drop region, pass an AWS provider for that region in opts.providers, "
+            "or pass create_aws_provider=True",
+        )
+    if not (given or program):
+        raise ServiceError(
+            name,
+            "region: no region for the program's default AWS provider: set aws:region "
+            "(pulumi config set aws:region us-east-1) or pass region with your own provider",
+        )
+    return given or program
+
+
+# What each service of the running program holds in each cluster it joins: (cluster, object) ->
+# the service's name. One table per program run (keyed by its root stack resource).
+_CLAIMS: weakref.WeakKeyDictionary[object, dict[tuple[str, ...], str]] = weakref.WeakKeyDictionary()
+
+
+class _NoRoot:
+    """Stands in for the root stack resource where a runtime has none."""
+
+
+_NO_ROOT = _NoRoot()
+# The cluster-wide objects install_shared_addons creates (components/observability.py,
+# autoscaling.py, capacity.py), named in a collision.
+SHARED_OBJECTS = (
+    f"Helm releases kube-prometheus-stack, prometheus-adapter and dcgm-exporter in namespace "
+    f"{MONITORING_NAMESPACE}, keda in namespace {KEDA_NAMESPACE}, IngressClass {INGRESS_CLASS}, "
+    f"StorageClass {STORAGE_CLASS}"
+)
+
+
+def _claim(name: str, scope: ServiceScope, joined: str | None) -> None:
+    """Refuse a service that would create what another service of this program already creates
+    in the same existing cluster: the shared add-ons, or a namespace (and with it the Helm
+    releases, Deployments and Services named in it). Services with clusters of their own share
+    nothing."""
+    if joined is None:
+        return
+    wanted = {("namespace", scope.namespace): f"namespace {scope.namespace!r}"}
+    if scope.shared_addons:
+        wanted[("shared-addons", "")] = f"the shared add-ons ({SHARED_OBJECTS})"
+        for namespace in (MONITORING_NAMESPACE, KEDA_NAMESPACE):
+            wanted[("namespace", namespace)] = f"namespace {namespace!r} (a shared add-on's)"
+    claims = _CLAIMS.setdefault(pulumi.runtime.get_root_resource() or _NO_ROOT, {})
+    clashes = [
+        f"{what} would also be created by DeepSeekService {claims[(joined, *key)]!r}"
+        for key, what in wanted.items()
+        if (joined, *key) in claims
+    ]
+    if clashes:
+        raise ServiceError(
+            name,
+            f"collides in cluster {joined!r}: " + "; ".join(clashes) + ". Give each service its own "
+            "namespace (namespace=...) and install_shared_addons=True on one service per cluster",
+        )
+    claims.update({(joined, *key): name for key in wanted})
+
+
+def _refuse_foreign_mocks(name: str) -> None:
+    """Under ``pulumi.runtime.set_mocks`` with mocks of one's own, the component would get back
+    only its inputs: no availability zone names from ``getAvailabilityZones``, no kubeconfig from
+    the EKS cluster, no ARNs, and the program dies later inside an ``apply`` with an opaque
+    ``TypeError: 'NoneType' object is not subscriptable`` (the first is the network's
+    ``zones[i]``). Say so now, and what to use instead."""
+    monitor = pulumi.runtime.settings.SETTINGS.monitor
+    if not isinstance(monitor, MockMonitor):
+        return
+    # Imported here: only a program under mocks needs them (deepseek_eks.testing.Mocks is one).
+    from deepseek_eks.automation.mocks import RecordingMocks
+
+    mocks = monitor.mocks
+    if not isinstance(mocks, RecordingMocks):
+        raise ServiceError(
+            name,
+            f"running under pulumi.runtime.set_mocks({type(mocks).__name__}()), whose answers lack "
+            "the outputs the cloud computes for this component (availability zones, the EKS "
+            "cluster's kubeconfig, ARNs); use deepseek_eks.testing.Mocks (subclass it to answer "
+            "your own resources, calling super() for the rest) or deepseek_eks.testing.run(program)",
+        )
+
+
+def _program_region() -> str | None:
+    return (
+        pulumi.Config("aws").get("region")
+        or os.environ.get("AWS_REGION")
+        or os.environ.get("AWS_DEFAULT_REGION")
+    )
 
 
 def export_outputs(service: DeepSeekService) -> None:

@@ -11,7 +11,7 @@ import difflib
 import ipaddress
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from typing import Annotated, Any
@@ -544,11 +544,31 @@ class Problem:
     hidden: bool = False
 
     def __str__(self) -> str:
-        key = shown_key(self.key)
+        return self.shown()
+
+    def shown(self, spelling: Spelling | None = None) -> str:
+        """The problem with its key (and the keys its message names) in ``spelling``; by default
+        as a stack file writes them."""
+        key = spelling(self.key) if spelling else shown_key(self.key)  # a spelling quotes its own
+        message = _respelt(self.message, spelling) if spelling else self.message
         if self.hidden:
-            return f"{key}: {self.message}"
+            return f"{key}: {message}"
         shown = "(not set)" if self.value is _UNSET else _display(self.value)
-        return f"{key} = {shown}: {self.message}"
+        return f"{key} = {shown}: {message}"
+
+
+Spelling = Callable[[str], str]
+"""How a front end names a setting, from its full config key (``deepseek-eks:model.maxModelLen``,
+``aws:region``): the component shows ``model={"max_model_len": ...}`` (components/service.py).
+One validator, two spellings (DESIGN.md)."""
+
+
+def _respelt(message: str, spelling: Spelling) -> str:
+    """``message`` with each setting it names (``endpoint.allowedCidrs``, ``aws:region``) in ``spelling``."""
+    keys = sorted((*known_keys(), *(f"{AWS}:{k}" for k in AWS_KEYS)), key=len, reverse=True)
+    alternatives = "|".join(re.escape(k) for k in keys)
+    pattern = re.compile(rf"(?<![\w.:-])(?:{alternatives})(?![\w])")
+    return pattern.sub(lambda m: spelling(m[0] if ":" in m[0] else f"{PROJECT}:{m[0]}"), message)
 
 
 _UNSET = object()
@@ -557,11 +577,20 @@ _UNSET = object()
 class SettingsError(ValueError):
     """Every problem found in a stack's settings, reported together."""
 
-    def __init__(self, problems: Iterable[Problem], stack: str = ""):
+    def __init__(
+        self,
+        problems: Iterable[Problem],
+        stack: str = "",
+        *,
+        subject: str = "",
+        spelling: Spelling | None = None,
+    ):
+        """``subject``: what the settings belong to (default: the stack); ``spelling``: how the
+        keys are shown (default: as in a stack file)."""
         self.problems = list(problems)
-        where = f" of stack '{stack}'" if stack else ""
+        where = f" of {subject}" if subject else f" of stack '{stack}'" if stack else ""
         lines = [f"{len(self.problems)} invalid setting(s){where}:"]
-        lines += [f"  - {p}" for p in self.problems]
+        lines += [f"  - {p.shown(spelling)}" for p in self.problems]
         super().__init__("\n".join(lines))
 
 

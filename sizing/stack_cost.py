@@ -89,7 +89,9 @@ class StackCost:
 @cache
 def stack_prices() -> dict[str, Any]:
     """sizing/data/stack_prices.json."""
-    return json.loads(resources.files("sizing").joinpath("data", "stack_prices.json").read_text("utf-8"))
+    # The package it is loaded as: sizing in the checkout, deepseek_eks.sizing from the wheel.
+    data = resources.files(__package__ or "sizing").joinpath("data", "stack_prices.json")
+    return json.loads(data.read_text("utf-8"))
 
 
 def _regional(prices: dict[str, float], region: str, fallback: str) -> tuple[float, str]:

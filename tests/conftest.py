@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from automation.render import Construction
-from automation.render import construct as run_build
-from automation.stackfile import StackConfig, read_stack
+from deepseek_eks.automation.render import Construction
+from deepseek_eks.automation.render import construct as run_build
+from deepseek_eks.automation.stackfile import StackConfig, read_stack
 from deepseek_eks.settings import PROJECT
 
 

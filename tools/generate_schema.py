@@ -1,6 +1,7 @@
 """Write provider/schema.json: the Pulumi package schema of DeepSeekService, inferred from its typed
-args by Pulumi's own analyzer (the one ``component_provider_host`` runs when the engine loads the
-provider), so what other languages see is what the Python component accepts.
+args by Pulumi's own analyzer (the one the provider runs when the engine loads it) and completed
+from the settings model (deepseek_eks/schema.py: descriptions, enums, defaults), so what other
+languages see is what the Python component accepts.
 
     python tools/generate_schema.py            # rewrite provider/schema.json
     python tools/generate_schema.py --check    # exit 1 if it is stale
@@ -11,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +22,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "provider" / "schema.json"
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere in the checkout
 
-from deepseek_eks import DeepSeekService  # noqa: E402
+from deepseek_eks import DeepSeekService, __version__  # noqa: E402
+from deepseek_eks.schema import enrich  # noqa: E402
 from deepseek_eks.settings import PROJECT  # noqa: E402
 
 
 def schema() -> dict[str, Any]:
     """The schema ``ComponentProvider`` serves (pulumi/provider/experimental/component.py)."""
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     result = Analyzer(PROJECT).analyze([DeepSeekService])
     dependencies = sorted(result["dependencies"], key=lambda d: f"{d.name}{d.version}")
     spec = generate_schema(
-        PROJECT, version, None, result["component_definitions"], result["type_definitions"], dependencies
+        PROJECT, __version__, None, result["component_definitions"], result["type_definitions"], dependencies
     )
     document: dict[str, Any] = spec.to_json()
-    return document
+    return enrich(document)
 
 
 def text() -> str:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "deepseek_eks"
-SUBPACKAGES = ("components", "settings", "sizing", "promql")
+SUBPACKAGES = ("components", "settings", "sizing", "promql", "automation")
 SKIP = {".venv", ".venv-checkov", "build", PACKAGE, ".git", "reference", "node_modules"}
 
 _NAMES = "|".join(SUBPACKAGES)

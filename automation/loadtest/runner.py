@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from automation.stats import percentile
+from ..stats import percentile
 
 ARRIVALS = ("constant", "poisson", "schedule", "closed")
 # Mean prompt / output tokens per profile. "reasoning": DeepSeek-R1 emitted ~1,162 completion

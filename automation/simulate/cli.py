@@ -8,10 +8,10 @@ import json
 import sys
 from pathlib import Path
 
-from automation.stackfile import PROJECT_ROOT, StackFileError
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
 
+from ..stackfile import PROJECT_ROOT, StackFileError
 from .hpa import AutoscalerSpecError
 from .replica import CalibrationError, NoThroughputData, load_calibration, published_curve
 from .run import Run, TraceSpec, build_trace, compare, load_stack, plot, simulate, table
@@ -94,7 +94,7 @@ def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) ->
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from automation.api import parse_overrides
+    from ..api import parse_overrides
 
     overrides = parse_overrides(args.set)
     for name in ("hours", "rate", "prompt_tokens", "output_tokens"):
@@ -145,7 +145,7 @@ def main(argv: list[str]) -> int:
 def run_command(args: argparse.Namespace) -> int:
     """Simulate as parsed by ``add_arguments``; the exit code (2 bad input or an unreadable
     --calibration file, 1 infeasible plan or no throughput data for the plan)."""
-    from automation.api import AutomationError
+    from ..api import AutomationError
 
     try:
         return _simulate(args)

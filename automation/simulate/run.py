@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from automation.stackfile import PROJECT_ROOT, read_stack
-from automation.stats import percentile
 from deepseek_eks.settings import PROJECT, parse_settings
 from deepseek_eks.sizing.planner import STARTUP_MARGIN
 
+from ..stackfile import PROJECT_ROOT, read_stack
+from ..stats import percentile
 from .engine import Outcome, SimConfig, Simulation, StartupTimes
 from .replica import ReplicaModel, ThroughputCurve, published_curve
 from .stack import (
@@ -65,7 +65,7 @@ def load_stack(
     label: str | None = None,
 ) -> StackInputs:
     """Render ``stack`` (with ``--set`` overrides) offline and read what the simulator needs."""
-    from automation.render import render
+    from ..render import render
 
     config = read_stack(stack, project_dir).with_overrides(dict(overrides or {}), PROJECT)
     settings = parse_settings(config.values, config.secret_keys, stack)

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from automation.render import Rendered, render
 from deepseek_eks import promql
+from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components.autoscaling import behavior
 from tests.conftest import stack_config
 

@@ -8,8 +8,8 @@ import math
 
 import pytest
 
-from automation.manifest_gate import check, schema_dir
-from automation.render import Rendered, render
+from deepseek_eks.automation.manifest_gate import check, schema_dir
+from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
 from tests.conftest import stack_config
@@ -744,7 +744,7 @@ def test_own_bucket_reader_may_only_list_and_read_that_prefix(repository: str, p
 
 
 def test_own_bucket_arn_is_in_the_accounts_partition(monkeypatch) -> None:
-    from automation import mocks
+    from deepseek_eks.automation import mocks
 
     govcloud = {
         "partition": "aws-us-gov",

@@ -30,13 +30,13 @@ def local_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_stack_is_created_and_has_no_outputs_before_up(local_backend: Path) -> None:
-    from automation import api
+    from deepseek_eks.automation import api
 
     assert api.outputs("dev", ROOT) == {}
     assert any(local_backend.rglob("*.json"))  # the stack now exists in the file backend
 
 
 def test_cli_version_is_usable() -> None:
-    from automation.api import require_pulumi_cli
+    from deepseek_eks.automation.api import require_pulumi_cli
 
     assert os.path.basename(require_pulumi_cli()) == "pulumi"

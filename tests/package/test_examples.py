@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 import yaml
 
-from automation.mocks import Recorded, RecordingMocks
-from automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
+from deepseek_eks.automation.mocks import Recorded, RecordingMocks
+from deepseek_eks.automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
 from tests.examples import COMPUTE_MODES, run_existing_cluster_example
 from tests.upstream import karpenter_well_known_aws_labels
 
@@ -150,6 +150,8 @@ def _json_schema() -> dict[str, Any]:
         if "$ref" in spec:
             return {"$ref": "#/definitions/" + spec["$ref"].removeprefix("#/types/")}
         out: dict[str, Any] = {"type": spec["type"]}
+        if "enum" in spec:  # an enum type: its values only
+            out["enum"] = [e["value"] for e in spec["enum"]]
         if spec["type"] == "array":
             out["items"] = convert(spec["items"])
         if spec["type"] == "object" and "properties" in spec:
@@ -196,6 +198,8 @@ def test_the_schema_check_refuses_a_misspelt_property() -> None:
         jsonschema.validate({"model": {"varient": "r1-671b"}}, _json_schema())
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"autoscaling": {"maxReplicas": "three"}}, _json_schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"autoscaling": {"signal": "vibes"}}, _json_schema())
 
 
 def test_every_service_scrapes_and_alerts_on_its_own_vllm(two_services) -> None:
@@ -226,7 +230,7 @@ def test_two_services_in_one_cluster_pass_every_policy_rule(two_services) -> Non
 
 def test_every_object_of_both_services_passes_the_manifest_gate(two_services) -> None:
     """kubernetes-validate --strict and the upstream CRD schemas, as for the example stacks."""
-    from automation.manifest_gate import check, schema_dir
+    from deepseek_eks.automation.manifest_gate import check, schema_dir
     from deepseek_eks.settings import Settings
 
     crd_dir = schema_dir()

@@ -8,7 +8,7 @@ from typing import Any
 import pulumi
 import pytest
 
-from automation.mocks import RecordingMocks, run_with_mocks
+from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.components import DeepSeekService, DeepSeekServiceArgs
 from deepseek_eks.components.service import (
     PLACEMENT_KEYS,
@@ -19,11 +19,12 @@ from deepseek_eks.components.service import (
     service_settings,
 )
 from deepseek_eks.promql import ADAPTER_GPU_METRIC
-from deepseek_eks.settings import PROJECT, Settings, SettingsError
+from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settings
 from deepseek_eks.settings.model import _GROUPS
 from tests.conftest import stack_config
 
 PROD_AS_ARGS: DeepSeekServiceArgs = {
+    "create_aws_provider": True,  # as the stack program does
     "region": "us-east-1",
     "compute_mode": "karpenter",
     "model": ModelArgs(variant="r1-distill-llama-70b", max_model_len=32768, min_full_length_sequences=2),
@@ -63,20 +64,40 @@ def test_top_level_args_are_the_settings_fields() -> None:
     assert set(DeepSeekServiceArgs.__annotations__) - set(PLACEMENT_KEYS) == settings_fields
 
 
-def test_bad_args_are_all_reported_at_once_by_config_key() -> None:
+def test_bad_args_are_all_reported_at_once_as_the_args_write_them() -> None:
     with pytest.raises(SettingsError) as error:
         service_settings(
             {
                 "model": {"max_model_len": 10, "variant": "r2"},
-                "autoscaling": {"signal": "vibes"},
+                "autoscaling": {"signal": "vibes", "max_replica": 3},  # type: ignore[typeddict-unknown-key]
                 "compute_mode": "fargate",
                 "colour": "blue",  # type: ignore[typeddict-unknown-key]
+                "endpoint": {"scheme": "internet-facing"},
             },
             "dev",
+            "chat",
         )
     text = str(error.value)
-    for key in ("model.maxModelLen", "model.variant", "autoscaling.signal", "computeMode", "colour"):
-        assert f"{PROJECT}:{key}" in text, key
+    assert text.startswith("7 invalid setting(s) of DeepSeekService 'chat' (stack 'dev'):")
+    for shown in (
+        'model={"max_model_len": ...} = 10',
+        'model={"variant": ...} = "r2"',
+        'autoscaling={"signal": ...} = "vibes"',
+        'autoscaling={"max_replica": ...}: unknown setting; did you mean autoscaling={"max_replicas": ...}',
+        'compute_mode=... = "fargate"',
+        "colour=...: unknown setting",
+        'endpoint={"allowed_cidrs": ...} = []: required when endpoint={"scheme": ...} is internet-facing',
+    ):
+        assert shown in text, shown
+    assert f"{PROJECT}:" not in text and "maxModelLen" not in text and "endpoint.scheme" not in text
+
+
+def test_a_stack_files_errors_keep_the_stack_file_spelling() -> None:
+    with pytest.raises(SettingsError) as error:
+        parse_settings({f"{PROJECT}:autoscaling.maxReplica": 3, f"{PROJECT}:computeMode": "x"})
+    text = str(error.value)
+    assert f"{PROJECT}:autoscaling.maxReplica: unknown setting" in text
+    assert f'{PROJECT}:computeMode = "x"' in text
 
 
 def test_args_render_what_the_equivalent_stack_config_renders(construct) -> None:
@@ -129,7 +150,8 @@ def _joining(args: DeepSeekServiceArgs, with_provider: bool = True) -> Recording
         DeepSeekService("team-a", args, opts)
         return {}
 
-    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
+    config = {"aws:region": "us-east-1"}
+    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config=config, secret_keys=[])
     return mocks
 
 
@@ -154,7 +176,8 @@ def test_joining_needs_the_clusters_kubernetes_provider() -> None:
 
 
 def test_joining_needs_the_clusters_vpc() -> None:
-    with pytest.raises(Exception, match=r"set network.vpc_id and network.private_subnet_ids"):
+    message = r"'team-a': existing_cluster=\{...\}: set network=\{\"vpc_id\": ...\} and"
+    with pytest.raises(Exception, match=message):
         _joining({"existing_cluster": {"cluster_name": "platform"}, "autoscaling": {"signal": "queue-depth"}})
 
 
@@ -165,7 +188,7 @@ def test_joining_a_karpenter_cluster_needs_its_node_role() -> None:
 
 def test_node_security_groups_are_refused_under_auto_mode() -> None:
     joined = {"cluster_name": "platform", "node_security_group_ids": ["sg-0a1b2c3d4e5f60718"]}
-    with pytest.raises(Exception, match="node_security_group_ids: karpenter mode only"):
+    with pytest.raises(Exception, match=r'"node_security_group_ids": ...\}: karpenter mode only'):
         _joining({**JOIN, "existing_cluster": joined})  # type: ignore[typeddict-item]
 
 
@@ -312,7 +335,7 @@ def test_two_services_with_every_cluster_scoped_feature_keep_their_objects_apart
 
     import pulumi_kubernetes as k8s
 
-    from automation.render import HELM_TOKENS, kubernetes_manifest
+    from deepseek_eks.automation.render import HELM_TOKENS, kubernetes_manifest
 
     mocks = RecordingMocks()
     args: DeepSeekServiceArgs = {
@@ -365,7 +388,8 @@ def test_joining_auto_mode_needs_the_node_role_when_the_plan_needs_a_larger_disk
     """The 70B distill needs more node disk than Auto Mode's built-in NodeClass (80 GiB): the
     service then makes a NodeClass, which cannot be valid without the node role."""
     big = {**JOIN, "model": {"variant": "r1-distill-llama-70b"}, "gpu": {"instance_families": ["g6e"]}}
-    with pytest.raises(Exception, match=r"existing_cluster\.node_role_name: required here: the plan needs"):
+    message = r'existing_cluster=\{"node_role_name": ...\}: required here: the plan needs'
+    with pytest.raises(Exception, match=message):
         _joining(big)  # type: ignore[arg-type]
     joined = {**JOIN["existing_cluster"], "node_role_name": "platform-auto-mode-node"}
     (node_class,) = _manifests(_joining({**big, "existing_cluster": joined}), "NodeClass").values()  # type: ignore[typeddict-item]

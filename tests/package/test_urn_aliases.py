@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from automation.mocks import Recorded
-from automation.stackfile import read_stack, stack_names
-from automation.urns import run_resources
+from deepseek_eks.automation.mocks import Recorded
+from deepseek_eks.automation.stackfile import read_stack, stack_names
+from deepseek_eks.automation.urns import run_resources
 
 BEFORE = json.loads((Path(__file__).parents[1] / "data" / "urns_before_deepseek_service.json").read_text())
 

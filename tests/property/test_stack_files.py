@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from automation.cli import main
-from automation.stackfile import read_stack
+from deepseek_eks.automation.cli import main
+from deepseek_eks.automation.stackfile import read_stack
 from deepseek_eks.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]

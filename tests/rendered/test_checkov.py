@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from automation.render import render, write
-from automation.stackfile import read_stack, stack_names
+from deepseek_eks.automation.render import render, write
+from deepseek_eks.automation.stackfile import read_stack, stack_names
 from tests.conftest import feature_configs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from automation.render import Rendered, render
+from deepseek_eks.automation.render import Rendered, render
 from tests.conftest import stack_config
 from tests.upstream import vllm_auth_prefixes
 

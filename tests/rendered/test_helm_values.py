@@ -24,8 +24,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from automation.render import HELM_TOKENS, _helm_release, render
-from automation.stackfile import read_stack
+from deepseek_eks.automation.render import HELM_TOKENS, _helm_release, render
+from deepseek_eks.automation.stackfile import read_stack
 from tests.examples import COMPUTE_MODES, run_existing_cluster_example
 from tests.upstream import ChartDefaults, helm_chart_defaults, helm_chart_sources
 

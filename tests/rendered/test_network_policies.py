@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from automation.render import Rendered, render
+from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components.warm_spare import WARM_SPARE
 from tests.conftest import stack_config
 from tests.netpol import Cluster, Host, Pod

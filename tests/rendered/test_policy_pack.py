@@ -7,10 +7,10 @@ import pytest
 
 import deepseek_eks.components.nodepools
 import deepseek_eks.components.vllm  # noqa: F401
-from automation.mocks import Recorded
-from automation.render import _prune, construct, unwrap_secrets
-from automation.stackfile import StackConfig, read_stack, stack_names
 from deepseek_eks import components
+from deepseek_eks.automation.mocks import Recorded
+from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
+from deepseek_eks.automation.stackfile import StackConfig, read_stack, stack_names
 from policy.rules import RESOURCE_RULES, STACK_RULES, Resource, violations
 from tests.conftest import stack_config
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from automation.render import render, write
-from automation.stackfile import stack_names
+from deepseek_eks.automation.render import render, write
+from deepseek_eks.automation.stackfile import stack_names
 from tests.conftest import stack_config
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,11 +14,11 @@ import pytest
 
 import deepseek_eks.components.karpenter
 import deepseek_eks.components.namespaces  # noqa: F401
-from automation import diff as diff_module
-from automation import urns
-from automation.mocks import Recorded
-from automation.stackfile import read_stack, stack_names
 from deepseek_eks import components
+from deepseek_eks.automation import diff as diff_module
+from deepseek_eks.automation import urns
+from deepseek_eks.automation.mocks import Recorded
+from deepseek_eks.automation.stackfile import read_stack, stack_names
 from tests.rendered.test_render import automation
 
 FACTS = urns.replace_on_change()

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import yaml
 
-from automation.render import HELM_TOKENS, kubernetes_manifest, render, write
-from automation.twin import missing_binaries
-from automation.twin.binaries import BUILD_HINT
-from automation.twin.server import Api, running_twin
+from deepseek_eks.automation.render import HELM_TOKENS, kubernetes_manifest, render, write
+from deepseek_eks.automation.twin import missing_binaries
+from deepseek_eks.automation.twin.binaries import BUILD_HINT
+from deepseek_eks.automation.twin.server import Api, running_twin
 from tests.conftest import stack_config
 from tests.examples import run_existing_cluster_example
 

@@ -9,11 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from automation.manifest_gate import schema_dir
-from automation.twin import pinned_version
-from automation.twin.binaries import PROGRAMS, TWIN_DIR, binary_path
-from automation.twin.check import pods_of
-from automation.twin.crds import crd_objects
+from deepseek_eks.automation.manifest_gate import schema_dir
+from deepseek_eks.automation.twin import pinned_version
+from deepseek_eks.automation.twin.binaries import PROGRAMS, TWIN_DIR, binary_path
+from deepseek_eks.automation.twin.check import pods_of
+from deepseek_eks.automation.twin.crds import crd_objects
 from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
 from tests.upstream import UPSTREAM
 

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from automation.manifest_gate import check as gate_check
-from automation.manifest_gate import schema_dir
-from automation.render import render as render_config
-from automation.render import write
-from automation.stackfile import stack_names
-from automation.twin import check_render, pinned_version
-from automation.twin.check import judge_render, load_render
-from automation.twin.snapshot import SNAPSHOT_DIR, sync
-from automation.twin.snapshot import render_stack as snapshot_render
+from deepseek_eks.automation.manifest_gate import check as gate_check
+from deepseek_eks.automation.manifest_gate import schema_dir
+from deepseek_eks.automation.render import render as render_config
+from deepseek_eks.automation.render import write
+from deepseek_eks.automation.stackfile import stack_names
+from deepseek_eks.automation.twin import check_render, pinned_version
+from deepseek_eks.automation.twin.check import judge_render, load_render
+from deepseek_eks.automation.twin.snapshot import SNAPSHOT_DIR, sync
+from deepseek_eks.automation.twin.snapshot import render_stack as snapshot_render
 from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
 from tests.conftest import stack_config
 from tests.examples import COMPUTE_MODES

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from automation.api import (
+from deepseek_eks.automation.api import (
     INSTALL_PULUMI,
     NO_CREDENTIALS,
     AutomationError,
@@ -89,7 +89,7 @@ class Check:
 def orchestrator(
     calls: list[str], stack: FakeStack, failing_preflight: bool = False, **kw: Any
 ) -> Orchestrator:
-    from automation.preflight import Status
+    from deepseek_eks.automation.preflight import Status
 
     def preflight(settings, plan):
         calls.append(f"preflight:{plan.instance_type}")
@@ -293,7 +293,7 @@ def test_outputs_of_an_unknown_stack_selects_only_and_never_creates(monkeypatch:
     from pulumi import automation as auto
     from pulumi.automation._cmd import CommandResult
 
-    from automation import api
+    from deepseek_eks.automation import api
 
     def create_or_select_stack(**_: Any) -> None:
         raise AssertionError("outputs must not create a stack")
@@ -312,7 +312,7 @@ def test_outputs_of_an_unknown_stack_selects_only_and_never_creates(monkeypatch:
 def test_network_failure_is_not_reported_as_rejected_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
     from botocore.exceptions import EndpointConnectionError
 
-    from automation import preflight
+    from deepseek_eks.automation import preflight
 
     class Unreachable:
         def client(self, *_: Any, **__: Any) -> Any:
@@ -326,7 +326,7 @@ def test_network_failure_is_not_reported_as_rejected_credentials(monkeypatch: py
 
 
 def test_explicit_provider_gets_the_stacks_aws_settings() -> None:
-    from automation.render import construct
+    from deepseek_eks.automation.render import construct
     from tests.conftest import stack_config
 
     config = stack_config("dev")
@@ -353,7 +353,7 @@ def test_policy_pack_is_the_packages_when_it_provides_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import policy
-    from automation.api import RunOptions
+    from deepseek_eks.automation.api import RunOptions
 
     (tmp_path / "PulumiPolicy.yaml").write_text("runtime: python\n")
     monkeypatch.setattr(policy, "pack_dir", lambda: tmp_path, raising=False)

@@ -11,7 +11,7 @@ import pytest
 from botocore.validate import validate_parameters
 from moto import mock_aws
 
-from automation.bake import (
+from deepseek_eks.automation.bake import (
     DONE_MARKER,
     PLACEHOLDER_SNAPSHOT,
     TAG_FILLED,
@@ -219,7 +219,7 @@ def test_the_placeholder_id_parses_but_is_not_a_real_snapshot() -> None:
 
 
 def test_the_command_refuses_a_stack_of_another_source_and_a_missing_subnet(capsys) -> None:
-    from automation.cli import main
+    from deepseek_eks.automation.cli import main
 
     assert main(["bake-weights", "--stack", "prod"]) == 2
     assert "set it to ebs-snapshot" in capsys.readouterr().err

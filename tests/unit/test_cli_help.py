@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from automation import cli
+from deepseek_eks.automation import cli
 from deepseek_eks.sizing import cli as sizing_cli
 
 ROOT = Path(__file__).resolve().parents[2]

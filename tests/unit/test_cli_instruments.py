@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from automation import cli
-from automation.loadtest import cli as loadtest_cli
-from automation.simulate import cli as simulate_cli
+from deepseek_eks.automation import cli
+from deepseek_eks.automation.loadtest import cli as loadtest_cli
+from deepseek_eks.automation.simulate import cli as simulate_cli
 
 ROOT = Path(__file__).parents[2]
 

@@ -166,7 +166,7 @@ def test_up_yes_previews_first_and_shows_the_property_diff(pulumi: Any) -> None:
 
 
 def test_policy_pack_runs_by_default_and_opting_out_is_loud(pulumi: Any) -> None:
-    from automation.api import policy_pack_dir
+    from deepseek_eks.automation.api import policy_pack_dir
 
     assert pulumi.run("preview", "--stack", "dev").returncode == 0
     (preview,) = pulumi.operations()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from automation.stackfile import parse_key
+from deepseek_eks.automation.stackfile import parse_key
 from deepseek_eks.settings import parse_settings, safe_yaml
 from deepseek_eks.settings.model import AWS_KEYS, MAX_REPLICAS, SettingsError, _boolean
 from tests.upstream import pulumi_config_facts

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from automation.render import construct, render
+from deepseek_eks.automation.render import construct, render
 from deepseek_eks.settings import SettingsError, parse_settings
 from deepseek_eks.settings.cidrs import coverage, world_open
 from tests.conftest import stack_config
@@ -105,7 +105,7 @@ def test_private_access_to_a_vpc_this_stack_creates_is_refused_on_the_first_run_
 
 
 def test_render_warns_about_an_unreachable_api_but_still_renders(tmp_path: Path) -> None:
-    from automation.cli import main
+    from deepseek_eks.automation.cli import main
 
     assert main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "dev" / "plan.json").exists()

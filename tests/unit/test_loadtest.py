@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from automation.loadtest import cli
-from automation.loadtest.runner import (
+from deepseek_eks.automation.loadtest import cli
+from deepseek_eks.automation.loadtest.runner import (
     Arrivals,
     Lengths,
     LoadTestConfig,
@@ -24,7 +24,7 @@ from automation.loadtest.runner import (
     run,
     split_events,
 )
-from automation.simulate.replica import load_calibration
+from deepseek_eks.automation.simulate.replica import load_calibration
 from deepseek_eks.components.versions import LOADTEST_PACKAGES
 
 FIRST_TOKEN_S = 0.200

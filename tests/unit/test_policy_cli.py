@@ -87,8 +87,8 @@ def test_a_clean_list_exits_0_with_no_output() -> None:
 
 def test_the_offline_render_of_an_example_stack_passes(tmp_path: Path) -> None:
     """What `automation render` builds, in the CLI's input shape: no violation (as the pack test)."""
-    from automation.render import _prune, construct, unwrap_secrets
-    from automation.stackfile import read_stack
+    from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
+    from deepseek_eks.automation.stackfile import read_stack
 
     records = construct(read_stack("r1")).mocks.resources
     document = [

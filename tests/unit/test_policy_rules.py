@@ -1029,8 +1029,8 @@ def test_the_host_access_allow_list_names_charts_the_project_installs() -> None:
     for chart_yaml in (ROOT / "reference" / "upstream" / "helm-charts").glob("*/Chart.yaml"):
         chart = yaml.safe_load(chart_yaml.read_text())
         charts[chart["name"]] = [d["name"] for d in chart.get("dependencies") or []]
-    from automation.render import construct
-    from automation.stackfile import read_stack, stack_names
+    from deepseek_eks.automation.render import construct
+    from deepseek_eks.automation.stackfile import read_stack, stack_names
 
     installed = set()
     for stack in stack_names():

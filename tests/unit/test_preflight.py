@@ -26,8 +26,16 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from automation import preflight
-from automation.preflight import Check, Status, as_json, exit_code, offered_zones, render_table, run_preflight
+from deepseek_eks.automation import preflight
+from deepseek_eks.automation.preflight import (
+    Check,
+    Status,
+    as_json,
+    exit_code,
+    offered_zones,
+    render_table,
+    run_preflight,
+)
 from deepseek_eks.components import SizingError, size
 from deepseek_eks.settings import Settings, parse_settings
 from deepseek_eks.sizing.catalog import instance_catalog
@@ -697,7 +705,7 @@ def _cli_preflight(
 ) -> tuple:
     import json as json_module
 
-    from automation import cli, preflight
+    from deepseek_eks.automation import cli, preflight
 
     real = preflight.run_preflight
     monkeypatch.setattr(preflight, "run_preflight", lambda s, p: real(s, p, quotas_client=quotas.client))
@@ -832,7 +840,7 @@ def test_unreadable_ssm_warns_with_the_permission_to_grant() -> None:
 
 
 def test_session_uses_the_stacks_aws_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from automation.preflight import aws_session
+    from deepseek_eks.automation.preflight import aws_session
 
     credentials = tmp_path / "credentials"
     credentials.write_text("[deploy]\naws_access_key_id = AKIADEPLOYPROFILE\naws_secret_access_key = x\n")
@@ -844,7 +852,7 @@ def test_session_uses_the_stacks_aws_profile(tmp_path: Path, monkeypatch: pytest
 
 
 def test_session_assumes_the_stacks_roles_and_checks_the_account() -> None:
-    from automation.preflight import aws_session
+    from deepseek_eks.automation.preflight import aws_session
 
     role = f"arn:aws:iam::{ACCOUNT}:role/deploy"
     settings = parse_settings(
@@ -865,7 +873,7 @@ def test_session_assumes_the_stacks_roles_and_checks_the_account() -> None:
 def test_pinned_weights_addons_are_checked_against_the_versions_eks_offers() -> None:
     from botocore.stub import Stubber
 
-    from automation.preflight import _check_addon
+    from deepseek_eks.automation.preflight import _check_addon
     from deepseek_eks.components.inference import weights_addons
     from deepseek_eks.components.versions import MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION
 

@@ -10,7 +10,7 @@ from typing import Any
 from pulumi.automation.events import EngineEvent
 from rich.console import Console
 
-from automation.progress import ChangeSet, ProgressView, duration
+from deepseek_eks.automation.progress import ChangeSet, ProgressView, duration
 from tests.unit import pulumi_standin as standin
 
 URN = "urn:pulumi:dev::deepseek-eks::deepseek-eks:index:Inference$kubernetes:apps/v1:Deployment::inference"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from automation.stackfile import read_stack, stack_names
+from deepseek_eks.automation.stackfile import read_stack, stack_names
 from deepseek_eks.components import size
 from deepseek_eks.settings import known_keys, parse_settings
 
@@ -69,7 +69,7 @@ def test_project_file_defaults_mirror_the_code(key: str) -> None:
 
 
 def test_project_defaults_parse_to_the_code_defaults() -> None:
-    from automation.stackfile import project_defaults
+    from deepseek_eks.automation.stackfile import project_defaults
 
     values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in project_defaults().items()}
     assert parse_settings(values) == parse_settings({})

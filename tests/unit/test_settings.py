@@ -188,7 +188,7 @@ def test_s3_repository_with_huggingface_is_refused_and_the_source_is_not_switche
 
 
 def test_s3_repository_with_ebs_snapshot_is_refused_because_baking_downloads_from_hugging_face() -> None:
-    from automation.bake import bake_script
+    from deepseek_eks.automation.bake import bake_script
 
     found = problems(
         {

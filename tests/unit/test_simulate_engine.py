@@ -6,11 +6,11 @@ import math
 
 import pytest
 
-from automation.simulate.engine import SimConfig, Simulation, StartupTimes
-from automation.simulate.hpa import Behavior
-from automation.simulate.replica import ReplicaModel, ThroughputCurve
-from automation.simulate.stack import QUEUE_TOTAL, AutoscalerSpec, MetricSpec
-from automation.simulate.traffic import LengthProfile, Request, generate
+from deepseek_eks.automation.simulate.engine import SimConfig, Simulation, StartupTimes
+from deepseek_eks.automation.simulate.hpa import Behavior
+from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve
+from deepseek_eks.automation.simulate.stack import QUEUE_TOTAL, AutoscalerSpec, MetricSpec
+from deepseek_eks.automation.simulate.traffic import LengthProfile, Request, generate
 
 NO_LIMIT = 10**9
 
@@ -151,7 +151,7 @@ def test_cost_counts_every_node_second() -> None:
 
 
 def test_p95_ttft_over_time_buckets_by_arrival() -> None:
-    from automation.simulate.run import p95_ttft_over_time
+    from deepseek_eks.automation.simulate.run import p95_ttft_over_time
 
     # One server at 100 tok/s, 100-token requests: 1 s each. Two at t=0 (the second waits 1 s),
     # one alone at t=700.

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from automation.simulate.hpa import (
+from deepseek_eks.automation.simulate.hpa import (
     Behavior,
     HorizontalController,
     KedaActivation,

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from automation.render import render
-from automation.simulate import cli
-from automation.simulate.hpa import Behavior
-from automation.simulate.run import TraceSpec, build_trace, compare, load_stack, simulate
-from automation.simulate.stack import GPU_TOTAL, QUEUE_TOTAL, duration_s
-from automation.simulate.traffic import LengthProfile, TraceError, read_csv
+from deepseek_eks.automation.render import render
+from deepseek_eks.automation.simulate import cli
+from deepseek_eks.automation.simulate.hpa import Behavior
+from deepseek_eks.automation.simulate.run import TraceSpec, build_trace, compare, load_stack, simulate
+from deepseek_eks.automation.simulate.stack import GPU_TOTAL, QUEUE_TOTAL, duration_s
+from deepseek_eks.automation.simulate.traffic import LengthProfile, TraceError, read_csv
 
 from ..conftest import stack_config
 
@@ -72,7 +72,7 @@ def short_trace(inputs, seed: int = 5):
 
 
 def _curve(inputs):
-    from automation.simulate.replica import published_curve
+    from deepseek_eks.automation.simulate.replica import published_curve
 
     return published_curve(inputs.plan)
 
@@ -195,7 +195,7 @@ def test_cli_bad_input_exits_2(args: list[str], message: str, capsys: pytest.Cap
 
 
 def test_dcgm_collection_interval_from_chart_values() -> None:
-    from automation.simulate.stack import stack_facts
+    from deepseek_eks.automation.simulate.stack import stack_facts
 
     def collect(values: dict) -> float:
         return stack_facts([], {"dcgm-exporter": {"values": values}}).gpu_collect_s
@@ -208,7 +208,7 @@ def test_dcgm_collection_interval_from_chart_values() -> None:
 
 
 def test_pod_start_follows_the_plan_breakdown_when_present() -> None:
-    from automation.simulate.run import startup_times
+    from deepseek_eks.automation.simulate.run import startup_times
 
     plan = {
         "startup_seconds": 900,

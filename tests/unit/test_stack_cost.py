@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from automation import cli
-from automation.api import prepare
-from automation.costing import stack_shape, whole_stack_cost
+from deepseek_eks.automation import cli
+from deepseek_eks.automation.api import prepare
+from deepseek_eks.automation.costing import stack_shape, whole_stack_cost
 from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
 from deepseek_eks.sizing.stack_cost import StackShape, stack_cost
 from tests.conftest import stack_config

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from automation.cli import main
-from automation.stackfile import StackFileError, read_stack
+from deepseek_eks.automation.cli import main
+from deepseek_eks.automation.stackfile import StackFileError, read_stack
 from deepseek_eks.settings import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from automation import pins as pin_inventory
-from automation.manifest_gate import schema_dir
+from deepseek_eks.automation import pins as pin_inventory
+from deepseek_eks.automation.manifest_gate import schema_dir
 from deepseek_eks.components import versions
 from deepseek_eks.settings.model import SUPPORTED_KUBERNETES_VERSIONS
 from deepseek_eks.sizing import instance_catalog

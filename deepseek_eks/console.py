@@ -1,0 +1,49 @@
+"""The console scripts (pyproject.toml ``[project.scripts]``): ``deepseek-eks`` is
+``python -m automation`` and ``deepseek-eks-sizing`` is ``python -m sizing``, from any directory."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+# What only the command-line tools import (pyproject.toml's ``cli`` extra).
+CLI_EXTRA = {"boto3": "boto3", "botocore": "boto3", "rich": "rich", "httpx": "httpx"}
+MISSING_PREREQUISITE = 3  # DESIGN.md's exit code for a missing prerequisite
+
+
+def _run(main: Callable[[list[str] | None], int]) -> NoReturn:
+    """``main``'s exit code, also when a reader stops early (``| head``: see sizing/pipe.py), or
+    exit 3 naming the extra when a command-line-only dependency is missing."""
+    from deepseek_eks.sizing.pipe import run_main
+
+    def call() -> int:
+        try:
+            return main(None)
+        except ModuleNotFoundError as error:
+            package = CLI_EXTRA.get((error.name or "").split(".")[0])
+            if package is None:
+                raise
+            print(
+                f"error: this command needs {package}, an optional dependency of the command-line "
+                "tools: pip install 'deepseek-eks[cli]'",
+                file=sys.stderr,
+            )
+            return MISSING_PREREQUISITE
+
+    run_main(call)
+    raise AssertionError("run_main exits")  # pragma: no cover
+
+
+def automation() -> NoReturn:
+    """``deepseek-eks``: render, plan, preflight and the Automation API (automation/cli.py)."""
+    from deepseek_eks.automation.cli import main
+
+    _run(main)
+
+
+def sizing() -> NoReturn:
+    """``deepseek-eks-sizing``: the sizing engine alone (sizing/cli.py)."""
+    from deepseek_eks.sizing.cli import main
+
+    _run(main)
