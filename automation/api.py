@@ -24,6 +24,7 @@ confirmation, 1 for a failed Pulumi operation or an unreachable AWS).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -168,10 +169,15 @@ def open_stack(stack: str, project_dir: Path, *, create: bool = True) -> StackLi
     unknown name is an ``AutomationError`` (exit 2) naming the stack."""
     from pulumi import automation as auto
 
+    from deepseek_eks.policy import pack_env
+
+    # The Pulumi CLI starts the policy pack (PulumiPolicy.yaml names no virtualenv) with the first
+    # python on PATH: this interpreter, which has pulumi-policy, goes first.
+    opts = auto.LocalWorkspaceOptions(env_vars=pack_env({"PATH": os.environ.get("PATH", "")}))
     try:
         if create:
-            return auto.create_or_select_stack(stack_name=stack, work_dir=str(project_dir))
-        return auto.select_stack(stack_name=stack, work_dir=str(project_dir))
+            return auto.create_or_select_stack(stack_name=stack, work_dir=str(project_dir), opts=opts)
+        return auto.select_stack(stack_name=stack, work_dir=str(project_dir), opts=opts)
     except FileNotFoundError:  # the SDK shells out to `pulumi version` first
         raise AutomationError(INSTALL_PULUMI) from None
     except auto.StackNotFoundError:
@@ -187,7 +193,7 @@ def policy_pack_dir() -> Path:
     """The project's policy pack folder: ``policy.pack_dir()`` where the package provides it (the
     pack shipped inside the package), else this checkout's ``policy/`` folder."""
     try:
-        import policy
+        from deepseek_eks import policy  # the checkout's policy/ or the wheel's deepseek_eks/policy
     except ImportError:  # not importable from here: the checkout's folder, if there is one
         finder = None
     else:

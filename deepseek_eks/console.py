@@ -8,18 +8,25 @@ from collections.abc import Callable
 from typing import NoReturn
 
 # What only the command-line tools import (pyproject.toml's ``cli`` extra).
-CLI_EXTRA = {"boto3": "boto3", "botocore": "boto3", "rich": "rich", "httpx": "httpx"}
+CLI_EXTRA = {
+    "boto3": "boto3",
+    "botocore": "boto3",
+    "rich": "rich",
+    "httpx": "httpx",
+    "pulumi_policy": "pulumi-policy",
+}
 MISSING_PREREQUISITE = 3  # DESIGN.md's exit code for a missing prerequisite
 
 
-def _run(main: Callable[[list[str] | None], int]) -> NoReturn:
-    """``main``'s exit code, also when a reader stops early (``| head``: see sizing/pipe.py), or
-    exit 3 naming the extra when a command-line-only dependency is missing."""
+def _run(load: Callable[[], Callable[[list[str] | None], int]]) -> NoReturn:
+    """The command ``load`` returns, run with its exit code kept also when a reader stops early
+    (``| head``: see sizing/pipe.py); exit 3 naming the extra when a command-line-only dependency
+    is missing, whether at import or at run time."""
     from deepseek_eks.sizing.pipe import run_main
 
     def call() -> int:
         try:
-            return main(None)
+            return load()(None)
         except ModuleNotFoundError as error:
             package = CLI_EXTRA.get((error.name or "").split(".")[0])
             if package is None:
@@ -35,15 +42,23 @@ def _run(main: Callable[[list[str] | None], int]) -> NoReturn:
     raise AssertionError("run_main exits")  # pragma: no cover
 
 
-def automation() -> NoReturn:
-    """``deepseek-eks``: render, plan, preflight and the Automation API (automation/cli.py)."""
+def _automation_main() -> Callable[[list[str] | None], int]:
     from deepseek_eks.automation.cli import main
 
-    _run(main)
+    return main
+
+
+def _sizing_main() -> Callable[[list[str] | None], int]:
+    from deepseek_eks.sizing.cli import main
+
+    return main
+
+
+def automation() -> NoReturn:
+    """``deepseek-eks``: render, plan, preflight and the Automation API (automation/cli.py)."""
+    _run(_automation_main)
 
 
 def sizing() -> NoReturn:
     """``deepseek-eks-sizing``: the sizing engine alone (sizing/cli.py)."""
-    from deepseek_eks.sizing.cli import main
-
-    _run(main)
+    _run(_sizing_main)

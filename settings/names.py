@@ -6,7 +6,8 @@ check these functions against that file):
   ``eks/2017-11-01/service-2.json`` shape ``ClusterName``);
 - SQS queue names: at most 80 alphanumerics, hyphens and underscores (``sqs`` CreateQueue);
 - Hugging Face repo ids: ``huggingface_hub`` 0.36.0 ``validate_repo_id``;
-- AWS regions: the ones botocore's endpoint data lists for EKS, in any partition;
+- AWS regions: the ones botocore's endpoint data lists for EKS, in any partition (snapshotted in
+  ``sizing/data/eks_regions.json``);
 - a VPC's range must be routable: not loopback, link-local, multicast, reserved or unspecified
   (IANA special-purpose registry, RFC 6890, as Python's ``ipaddress`` classifies it).
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import re
 
 EKS_CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9\-_]*")
@@ -76,15 +78,12 @@ def hf_repo_id_problem(repo_id: str) -> str | None:
 
 @functools.cache
 def known_regions() -> frozenset[str]:
-    """Every region botocore's endpoint data lists for EKS, across partitions."""
-    import botocore.session
+    """Every region botocore's endpoint data lists for EKS, across partitions, as snapshotted in
+    the package (``sizing/data/eks_regions.json``; botocore is only a command-line dependency)."""
+    from importlib import resources
 
-    session = botocore.session.get_session()
-    return frozenset(
-        region
-        for partition in session.get_available_partitions()
-        for region in session.get_available_regions("eks", partition_name=partition)
-    )
+    data = json.loads(resources.files("deepseek_eks.sizing").joinpath("data/eks_regions.json").read_text())
+    return frozenset(region for regions in data["regions_by_partition"].values() for region in regions)
 
 
 def region_problem(region: str) -> str | None:

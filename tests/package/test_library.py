@@ -22,7 +22,7 @@ from tests.package.test_packaging import HAS_WHEEL, ROOT, _build_wheel
 
 pytestmark = pytest.mark.skipif(not HAS_WHEEL, reason="the `wheel` package (requirements-dev.txt) is needed")
 SITE = sysconfig.get_paths()["purelib"]  # the tested dependencies, for the fresh venv's scripts
-CLI_ONLY = {"rich", "httpx", "boto3"}
+CLI_ONLY = {"rich", "httpx", "boto3", "pulumi-policy"}  # the CLI runs the policy pack
 
 
 @pytest.fixture(scope="module")

@@ -92,9 +92,9 @@ def _enum(spec: dict[str, Any]) -> list[str] | None:
     return [e["value"] for e in type_["enum"]] if "enum" in type_ else None
 
 
-def _problem_keys(key: str, value: Any) -> set[str]:
+def _problem_keys(key: str, value: Any, companions: dict[str, Any] | None = None) -> set[str]:
     try:
-        parse_settings({f"{PROJECT}:{key}": value})
+        parse_settings({f"{PROJECT}:{key}": value, **(companions or {})})
     except SettingsError as error:
         return {p.key.split("[")[0] for p in error.problems}
     return set()
@@ -104,10 +104,13 @@ def test_each_enum_is_the_closed_set_the_settings_accept() -> None:
     """Every value of an enum passes the settings validator, and a value outside it does not."""
     enums = {key: (values, spec) for key, spec in _setting_keys() if (values := _enum(spec)) is not None}
     assert {"computeMode", "model.variant", "gpu.instanceFamilies", "weights.source"} <= set(enums)
+    # Values that need a companion setting to be valid (settings/exposure.py): an NLB serves keyless.
+    companions = {("endpoint.loadBalancer", "nlb"): {f"{PROJECT}:endpoint.auth": "none"}}
     for key, (values, spec) in enums.items():
         wrap = (lambda v: [v]) if spec.get("type") == "array" else (lambda v: v)
         for value in values:
-            assert f"{PROJECT}:{key}" not in _problem_keys(key, wrap(value)), (key, value)
+            found = _problem_keys(key, wrap(value), companions.get((key, str(value)), {}))
+            assert f"{PROJECT}:{key}" not in found, (key, value)
         assert f"{PROJECT}:{key}" in _problem_keys(key, wrap("not-a-value")), key
 
 

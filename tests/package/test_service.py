@@ -78,7 +78,7 @@ def test_bad_args_are_all_reported_at_once_as_the_args_write_them() -> None:
             "chat",
         )
     text = str(error.value)
-    assert text.startswith("7 invalid setting(s) of DeepSeekService 'chat' (stack 'dev'):")
+    assert text.startswith("8 invalid setting(s) of DeepSeekService 'chat' (stack 'dev'):")
     for shown in (
         'model={"max_model_len": ...} = 10',
         'model={"variant": ...} = "r2"',
@@ -87,6 +87,7 @@ def test_bad_args_are_all_reported_at_once_as_the_args_write_them() -> None:
         'compute_mode=... = "fargate"',
         "colour=...: unknown setting",
         'endpoint={"allowed_cidrs": ...} = []: required when endpoint={"scheme": ...} is internet-facing',
+        'endpoint={"certificate_arn": ...} = null: required when endpoint={"scheme": ...} is internet-facing',
     ):
         assert shown in text, shown
     assert f"{PROJECT}:" not in text and "maxModelLen" not in text and "endpoint.scheme" not in text

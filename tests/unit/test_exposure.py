@@ -221,6 +221,17 @@ def test_karpenter_queue_names_past_the_sqs_limit_are_refused() -> None:
     parse_settings({}, stack=stack)  # Auto Mode creates no queue
 
 
+def test_the_packaged_region_list_is_botocores() -> None:
+    import botocore.session
+
+    session = botocore.session.get_session()
+    listed = {
+        p: session.get_available_regions("eks", partition_name=p) for p in session.get_available_partitions()
+    }
+    packaged = json.loads((ROOT / "sizing/data/eks_regions.json").read_text())["regions_by_partition"]
+    assert packaged == listed == NAMES["eks_regions"]["by_partition"]
+
+
 def test_regions_are_the_ones_aws_lists() -> None:
     for regions in NAMES["eks_regions"]["by_partition"].values():
         for region in regions[:3]:
