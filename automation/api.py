@@ -223,6 +223,10 @@ class Orchestrator:
                 f"`{operation.value}` changes real AWS resources: pass --yes (or yes=True) to go ahead.", 2
             )
         stack_obj = self.opener(stack, self.project_dir)
+        if operation in (Operation.PREVIEW, Operation.UP):
+            from .mode_switch import refuse_switch
+
+            refuse_switch(stack, outputs_of(stack_obj), prepared.settings.compute_mode.value)
         with effective_config_file(prepared, self.project_dir) as config_file:
             kwargs: dict[str, Any] = {"config_file": str(config_file)}
             # Structured engine events when a progress display is attached, the CLI's text otherwise.

@@ -143,11 +143,19 @@ def _preflight(stack: str, overrides: dict[str, str], as_json: bool, project_dir
     prepared = prepare(stack, overrides, project_dir)
     _warn(prepared.settings)
     checks = run_preflight(prepared.settings, prepared.plan)
+    checks.append(_compute_mode_check(stack, prepared.settings, project_dir))
     if as_json:
         print(json.dumps(checks_json(checks), indent=2))
     else:
         Console().print(render_table(checks))
     return exit_code(checks)
+
+
+def _compute_mode_check(stack: str, settings: Any, project_dir: Path) -> Any:
+    """The preflight row refusing an in-place computeMode switch (automation/mode_switch.py)."""
+    from .mode_switch import preflight_check
+
+    return preflight_check(stack, settings.compute_mode.value, project_dir)
 
 
 def _print_outputs(values: dict[str, Any], as_json: bool) -> None:
