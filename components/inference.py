@@ -106,6 +106,8 @@ class InferenceArgs:
     """AWS region (S3 client of vLLM and the stager)."""
     labels: dict[str, str]
     """Labels on every object."""
+    image: str = VLLM_IMAGE
+    """The vLLM image reference the server and the stager pull (image.registry applied)."""
     weights_source: str = "huggingface"
     """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
     there; ``s3-mountpoint`` mounts that bucket read-only; with an ``s3://`` repository in the plan
@@ -211,6 +213,7 @@ class Inference(pulumi.ComponentResource):
             # Mountpoint the driver's pod fetches the credentials of vLLM's service account.
             pod_identity=streamed,
             weights_volume=weights_volume,
+            image=args.image,
         )
         timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
@@ -549,6 +552,7 @@ class Inference(pulumi.ComponentResource):
                 hf_token=args.hf_token,
                 labels=args.labels,
                 disk_gib=STAGE_DISK_GIB,
+                image=args.image,
             )
         )
         # Only DNS, HTTPS (Hugging Face, S3) and its Pod Identity credentials out; nothing in.
@@ -604,7 +608,15 @@ def stage_seconds(plan: SizingPlan) -> int:
 
 
 def stage_job_spec(
-    *, bucket: str, prefix: str, repo: str, region: str, hf_token: bool, labels: dict[str, str], disk_gib: int
+    *,
+    bucket: str,
+    prefix: str,
+    repo: str,
+    region: str,
+    hf_token: bool,
+    labels: dict[str, str],
+    disk_gib: int,
+    image: str = VLLM_IMAGE,
 ) -> dict[str, Any]:
     """The stager Job's spec: the vLLM image (it has huggingface_hub and boto3) runs
     ``stage_weights.py`` from a ConfigMap, hardened like the server, with a disk for one copy."""
@@ -637,7 +649,7 @@ def stage_job_spec(
                 "containers": [
                     {
                         "name": "stage",
-                        "image": VLLM_IMAGE,
+                        "image": image,
                         "imagePullPolicy": "IfNotPresent",
                         "command": ["python3", "/scripts/stage_weights.py"],
                         "args": [

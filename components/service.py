@@ -90,6 +90,14 @@ class WeightsArgs(TypedDict, total=False):
     """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
 
 
+class ImageArgs(TypedDict, total=False):
+    """``image.*``: where GPU nodes pull the vLLM image from."""
+
+    registry: str
+    """Registry replacing docker.io (a mirror or an ECR pull-through cache, host/prefix); unset:
+    anonymous Docker Hub pulls, which plan and render warn about."""
+
+
 class ControlPlaneArgs(TypedDict, total=False):
     """``cluster.*``: the EKS control plane the service creates."""
 
@@ -175,6 +183,7 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     cluster: ControlPlaneArgs
     network: NetworkArgs
     observability: ObservabilityArgs
+    image: ImageArgs
     aws: AwsArgs
     hf_token: pulumi.Input[str]
     """Hugging Face token (kept secret)."""
@@ -186,7 +195,17 @@ class DeepSeekServiceArgs(TypedDict, total=False):
 
 # Where the service goes, not stack settings (see ``service_scope``).
 PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons")
-_GROUPS = ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network", "observability")
+_GROUPS = (
+    "model",
+    "gpu",
+    "autoscaling",
+    "endpoint",
+    "weights",
+    "cluster",
+    "network",
+    "observability",
+    "image",
+)
 
 
 def snake(name: str) -> str:

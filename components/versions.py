@@ -54,6 +54,23 @@ SYSTEM_NODE_INSTANCE_TYPES = ("m7i.large", "m6i.large")
 # PromQL is written against (vllm:kv_cache_usage_perc, vllm:inter_token_latency_seconds); the
 # image bundles Ray (multi-node) and the Run:ai model streamer (S3 loading).
 VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
+# Its digest: none could be read here (no registry is reachable and no upstream record of the
+# v0.33.0 manifest digest was found), so the tag stays the pin; set this to "sha256:<hex>" once it
+# is read from Docker Hub (`docker buildx imagetools inspect vllm/vllm-openai:v0.33.0`), and every
+# pull then names the digest too (image_reference).
+VLLM_IMAGE_DIGEST: str | None = None
+# A bare Docker Hub reference (no registry host) means docker.io (distribution/reference).
+DOCKER_HUB = "docker.io"
+
+
+def image_reference(image: str, registry: str | None = None, digest: str | None = None) -> str:
+    """``image`` (a Docker Hub reference) pulled from ``registry`` instead of Docker Hub when one is
+    given (a mirror or an ECR pull-through cache keeps Docker Hub's repository path under its own
+    host and prefix), pinned by ``digest`` when one is known (``name:tag@sha256:...``)."""
+    path = image.removeprefix(f"{DOCKER_HUB}/")
+    reference = f"{registry.rstrip('/')}/{path}" if registry else image
+    return f"{reference}@{digest}" if digest else reference
+
 
 # LeaderWorkerSet controller for multi-node replicas; 0.10.0 matches the LWS CRD schema the
 # manifest gate validates against.
