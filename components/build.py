@@ -361,6 +361,7 @@ def build_service(
             labels=labels,
             image=image_reference(VLLM_IMAGE, settings.image.registry, VLLM_IMAGE_DIGEST),
             weights_source=settings.weights.source.value,
+            retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,

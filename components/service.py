@@ -88,6 +88,8 @@ class WeightsArgs(TypedDict, total=False):
     """EBS snapshot of the weights (python -m automation bake-weights), for ebs-snapshot."""
     fast_snapshot_restore: bool
     """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
+    retain_bucket: bool
+    """Keep the staged-weights bucket on destroy and replacement (default true)."""
 
 
 class ImageArgs(TypedDict, total=False):

@@ -374,6 +374,13 @@ class WeightsSettings(_Group):
         False,
         description="Enable EBS fast snapshot restore on the weights snapshot in the cluster's zones.",
     )
+    retain_bucket: Boolean = Field(
+        True,
+        description=(
+            "Keep the bucket of staged weights (weights.source s3 or s3-mountpoint) when the stack is "
+            "destroyed or the bucket replaced; false deletes it with its objects."
+        ),
+    )
 
 
 # A registry host (with an optional port) and path, as a container image reference starts

@@ -27,7 +27,7 @@ from .catalog import (
     model_catalog,
     unknown_family_message,
 )
-from .checkpoints import known_checkpoint
+from .checkpoints import known_checkpoint, pinned_revision
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
@@ -365,6 +365,11 @@ class SizingPlan:
             args += ["--quantization", "fp8_per_tensor"]
         if self.request.weights_source == "s3":
             args += ["--load-format", "runai_streamer"]
+        revision = pinned_revision(self.model.variant, self.repository or "")
+        if revision and self.request.weights_source == "huggingface":
+            # vLLM downloads from the Hub itself: the weights and tokenizer at the catalog's commit
+            # (a staged copy is that commit already, under a prefix named after it).
+            args += ["--revision", revision, "--tokenizer-revision", revision]
         if fit.nodes > 1:
             args += ["--distributed-executor-backend", "ray"]
         args += ["--reasoning-parser", "deepseek_r1", "--port", str(VLLM_PORT)]
