@@ -82,13 +82,13 @@ def preflight_check(
 ) -> Any:
     """The preflight row: FAIL when the stack is deployed with another mode, WARN when its state
     cannot be read here (no Pulumi CLI or backend), PASS otherwise."""
-    from .api import AutomationError
     from .preflight import Check, Status
 
     try:
         deployed = read_deployed_mode(stack, project_dir, opener)
-    except AutomationError as error:
-        return Check(CHECK_NAME, Status.WARN, f"could not read stack {stack!r}'s deployed mode ({error}).")
+    except Exception as error:  # no CLI (AutomationError), no backend login (CommandError), ...
+        detail = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        return Check(CHECK_NAME, Status.WARN, f"could not read stack {stack!r}'s deployed mode ({detail}).")
     refusal = switch_refusal(stack, deployed, wanted)
     if refusal:
         return Check(CHECK_NAME, Status.FAIL, refusal)

@@ -63,6 +63,12 @@ def test_preflight_fails_a_switch_passes_a_first_deployment_and_warns_without_st
     assert preflight_check("dev", "karpenter", ROOT, raising(2)).status is Status.PASS
     assert preflight_check("dev", "karpenter", ROOT, raising(3)).status is Status.WARN
 
+    def not_logged_in(stack: str, path: Path, create: bool) -> Any:
+        raise RuntimeError("error: PULUMI_ACCESS_TOKEN must be set for login during non-interactive sessions")
+
+    warned = preflight_check("dev", "karpenter", ROOT, not_logged_in)
+    assert warned.status is Status.WARN and "PULUMI_ACCESS_TOKEN" in warned.detail
+
 
 def _k8s(urn: str, kind: str, name: str, **inputs: Any) -> Recorded:
     return Recorded(kind, urn, {"metadata": {"name": name}, **inputs}, {}, True, urn=urn)
