@@ -154,7 +154,8 @@ def test_any_stack_file_means_what_it_says_or_is_refused_by_key(case) -> None:
             assert "No feasible plan" in output
             return
         assert code == 0, output
-        plan = json.loads(output[output.index("{") :])
+        # The plan is the JSON document on stdout; warnings (stderr) follow it in ``output``.
+        plan, _ = json.JSONDecoder().raw_decode(output, output.index("{"))
         config = read_stack("p", project_dir)
         s = parse_settings(config.values, config.secret_keys, "p")
     expected_plan = {

@@ -33,7 +33,9 @@ def run(tmp_path: Path, capsys: pytest.CaptureFixture[str], *args: str) -> tuple
 def plan_of(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict:
     code, text = run(tmp_path, capsys, "plan", "--stack", "t", "--json", *extra)
     assert code == 0, text
-    return json.loads(text[text.index("{") :])
+    # The plan is the JSON document on stdout; warnings (stderr) follow it in ``text``.
+    plan: dict = json.JSONDecoder().raw_decode(text, text.index("{"))[0]
+    return plan
 
 
 # ------------------------------------------------------------------ 1. structured config, merge by path
