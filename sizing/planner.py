@@ -14,7 +14,7 @@ The rules, in order:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import calibration
 from .catalog import (
@@ -628,7 +628,7 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         )
     if request.region not in catalog.price_sources:
         warnings.append(f"no bundled prices for {request.region}: costs use {PRICE_FALLBACK_REGION}")
-    return SizingPlan(
+    sized = SizingPlan(
         request=request,
         model=model,
         quantization=q,
@@ -637,6 +637,17 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         price_source=_price_source(catalog, request.region, request.capacity_types),
         warnings=tuple(warnings),
     )
+    served = sized.repository
+    if request.weights_source == "huggingface" and served and not pinned_revision(model.variant, served):
+        # Each pod downloads at its own start: without a pinned commit a moved main branch would
+        # give replicas of one deployment different weights (sizing/data/revisions.json).
+        unpinned = (
+            f"{served} has no pinned commit in the model catalog: every vLLM pod downloads its main "
+            "branch when it starts, so replicas can load different revisions if it moves; weights.source "
+            "s3 stages one commit for all of them"
+        )
+        sized = replace(sized, warnings=(*sized.warnings, unpinned))
+    return sized
 
 
 # Model families whose float16 serving vLLM 0.33.0 allows: it refuses float16 only for

@@ -122,3 +122,15 @@ def test_retain_bucket_false_deletes_the_bucket_with_its_objects(monkeypatch: py
     assert not any(retained.values()), retained
     (bucket,) = [r for r in rendered.aws if r["type"] == "aws:s3/bucket:Bucket"]
     assert bucket["inputs"]["forceDestroy"] is True
+
+
+def test_an_unpinned_repository_downloaded_by_each_pod_is_warned_about() -> None:
+    from deepseek_eks.sizing import PlanRequest, plan
+
+    def warnings(variant: str, source: str = "huggingface") -> list[str]:
+        sized = plan(PlanRequest(variant, ("g6e",), weights_source=source))
+        return [w for w in getattr(sized, "warnings", ()) if "no pinned commit" in w]
+
+    assert "r1-distill-llama-8b" not in REVISIONS and warnings("r1-distill-llama-8b")
+    assert not warnings("r1-distill-llama-8b", "s3")  # one staged commit for every replica
+    assert not warnings("r1-distill-qwen-7b")  # pinned: vLLM gets --revision
