@@ -368,6 +368,10 @@ class Orchestrator:
             )
         config, settings = self._settings(operation, stack, overrides or {})
         stack_obj = self.opener(stack, self.project_dir)
+        if operation in (Operation.PREVIEW, Operation.UP):
+            from .mode_switch import refuse_switch
+
+            refuse_switch(stack, outputs_of(stack_obj), settings.compute_mode.value)
         if operation is Operation.UP and settings.first_run_blockers and first_deployment(stack_obj):
             raise AutomationError(" ".join(settings.first_run_blockers), 2)
         with effective_config_file(stack, config) as config_file:

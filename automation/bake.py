@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from deepseek_eks.sizing import SizingPlan
+from deepseek_eks.sizing.checkpoints import pinned_revision
 from deepseek_eks.sizing.planner import SNAPSHOT_VOLUME_IOPS, SNAPSHOT_VOLUME_THROUGHPUT_MIBPS
 
 TAG_STACK = "deepseek-eks:stack"
 TAG_REPOSITORY = "deepseek-eks:repository"
+TAG_REVISION = "deepseek-eks:revision"
 TAG_ROLE = "deepseek-eks:role"
 TAG_FILLED = "deepseek-eks:filled"
 ROLE_VOLUME = "weights-bake-volume"
@@ -70,19 +72,25 @@ class BakeSpec:
     """KMS key for the volume and snapshot; None: the account's EBS default key."""
     throughput_mibps: int = SNAPSHOT_VOLUME_THROUGHPUT_MIBPS
     iops: int = SNAPSHOT_VOLUME_IOPS
+    revision: str = "main"
+    """The Hugging Face commit the model catalog pins for the repository, or main (then the bake
+    reads whatever main is at bake time, and the tag says so)."""
 
     @property
     def tags(self) -> dict[str, str]:
-        return {TAG_STACK: self.stack, TAG_REPOSITORY: self.repository}
+        # The revision is part of what a snapshot is: a new pin bakes a new snapshot, never reuses one.
+        return {TAG_STACK: self.stack, TAG_REPOSITORY: self.repository, TAG_REVISION: self.revision}
 
 
 def spec_for(
     stack: str, plan: SizingPlan, subnet_id: str, zone: str, fast_restore_zones: tuple[str, ...]
 ) -> BakeSpec:
     """The bake of ``plan``'s checkpoint for ``stack``."""
+    repository = plan.repository or plan.model.hf_repo  # a known AWQ checkpoint included
     return BakeSpec(
         stack=stack,
-        repository=plan.repository or plan.model.hf_repo,  # a known AWQ checkpoint included
+        repository=repository,
+        revision=pinned_revision(plan.model.variant, repository) or "main",
         volume_gib=plan.weights_volume_gib,
         subnet_id=subnet_id,
         availability_zone=zone,
@@ -226,11 +234,12 @@ def _fast_restore(ec2: Any, spec: BakeSpec, snapshot_id: str, say: Callable[[str
     say(f"fast snapshot restore enabled for {snapshot_id} in {zones} (billed per zone-hour)")
 
 
-def bake_script(repository: str, volume_id: str) -> str:
+def bake_script(repository: str, volume_id: str, revision: str = "main") -> str:
     """User data of the bake instance: find the attached volume by its NVMe serial (the volume id
     without the dash), format it if blank, download the checkpoint onto it, then power off."""
     serial = volume_id.replace("-", "")
     repo = shlex.quote(repository)
+    rev = shlex.quote(revision)
     return f"""#!/bin/bash
 set -euo pipefail
 for _ in $(seq 120); do
@@ -242,7 +251,7 @@ done
 blkid "$dev" || mkfs.ext4 -q -L weights "$dev"
 mkdir -p /weights && mount "$dev" /weights
 python3 -m venv /opt/hf && /opt/hf/bin/pip install -q huggingface_hub=={HUGGINGFACE_HUB_VERSION}
-/opt/hf/bin/hf download {repo} --local-dir /weights
+/opt/hf/bin/hf download {repo} --revision {rev} --local-dir /weights
 rm -rf /weights/.cache
 chown -R 10001:10001 /weights
 sync && umount /weights
@@ -267,7 +276,7 @@ class InstanceFiller:
             MinCount=1,
             MaxCount=1,
             SubnetId=spec.subnet_id,
-            UserData=bake_script(spec.repository, volume_id),
+            UserData=bake_script(spec.repository, volume_id, spec.revision),
             InstanceInitiatedShutdownBehavior="stop",
             MetadataOptions={"HttpTokens": "required", "HttpEndpoint": "enabled"},
             BlockDeviceMappings=[

@@ -214,11 +214,14 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
 
 @command("preflight", "read-only AWS checks: credentials, offerings, quotas", _stack_set_json)
 def _preflight(args: argparse.Namespace, out: Output) -> int:
+    from .mode_switch import preflight_check
     from .preflight import as_json as checks_json
     from .preflight import exit_code, render_table, run_preflight
 
     prepared = _prepared(args, out)
     checks = run_preflight(prepared.settings, prepared.plan)
+    # the row refusing an in-place computeMode switch (automation/mode_switch.py)
+    checks.append(preflight_check(args.stack, prepared.settings.compute_mode.value, args.project_dir))
     if out.as_json:
         out.document(checks_json(checks))
     else:

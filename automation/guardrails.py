@@ -11,6 +11,18 @@ from typing import Any
 def _diff(args: argparse.Namespace) -> int:
     from .diff import DiffError, diff
 
+    if bool(args.against) == bool(args.set):
+        print(
+            "error: diff takes --against REF (a git ref) or --set KEY=VALUE (a setting change)",
+            file=sys.stderr,
+        )
+        return 2
+    if args.set:
+        from .api import parse_overrides
+        from .diff import setting_report
+
+        sys.stdout.writelines(setting_report(args.stack, parse_overrides(args.set), args.project_dir))
+        return 0
     try:
         lines, problems = diff(args.stack, args.against, args.project_dir)
     except DiffError as error:
@@ -55,9 +67,18 @@ def _pins(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    d = sub.add_parser("diff", help="review the render of a stack against a git ref, offline")
+    d = sub.add_parser(
+        "diff", help="review the render of a stack against a git ref, or what a setting change does, offline"
+    )
     d.add_argument("--stack", required=True, help="the stack to compare: Pulumi.<STACK>.yaml")
-    d.add_argument("--against", required=True, metavar="REF", help="git ref to compare with, e.g. main")
+    d.add_argument("--against", metavar="REF", help="git ref to compare with, e.g. main")
+    d.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="show what this setting change would create, replace and delete (e.g. computeMode=karpenter)",
+    )
     d.set_defaults(run=_diff)
     u = sub.add_parser("urns", help="check every stack's URNs against tests/snapshots (or --update them)")
     u.add_argument(

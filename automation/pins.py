@@ -6,7 +6,8 @@ reference data: a vLLM image without ``reference/upstream/vllm-<version>/``, a K
 LeaderWorkerSet chart whose CRD schemas (``schemas/index.json``) are of another release, an AMI
 alias that is not an amazon-eks-ami release, a load balancer controller chart without its IAM
 policy snapshot, any chart without its default values snapshot (``helm-charts/<chart>-<version>/``,
-which tests/rendered/test_helm_values.py checks every value the program sets against).
+which tests/rendered/test_helm_values.py checks every value the program sets against) or without
+the upstream release row (repository, tag, commit) it was read from in ``helm-charts/index.json``.
 """
 
 from __future__ import annotations
@@ -98,24 +99,34 @@ def _load_balancer_controller_link(pin: ChartPin, name: str) -> tuple[str, str |
     return reference, _exists(policy, "controller IAM policy")
 
 
-def helm_chart_snapshot(chart: str, version: str) -> tuple[Path, str | None]:
-    """The folder of a chart's default values snapshot at ``version``, and why another release of
-    the chart stands in for it (``stand_ins`` of ``helm-charts/index.json``; None when the folder
-    is that release's own). The folder may be missing: the caller reports it."""
-    own = HELM_CHARTS / f"{chart}-{version}"
-    if own.is_dir():
-        return own, None
-    stand_in = json.loads((HELM_CHARTS / "index.json").read_text())["stand_ins"].get(own.name)
-    if stand_in is None:
-        return own, None
-    return HELM_CHARTS / stand_in["snapshot"], stand_in["why"]
+def helm_chart_snapshot(chart: str, version: str) -> Path:
+    """The folder of a chart's default values snapshot at ``version`` (it may be missing: the
+    caller reports it)."""
+    return HELM_CHARTS / f"{chart}-{version}"
+
+
+def helm_chart_source(chart: str, version: str) -> dict[str, str] | None:
+    """The upstream release row of a chart snapshot (``snapshots`` of ``helm-charts/index.json``:
+    repository, tag or release ref, commit, path), or None when there is none."""
+    row: dict[str, str] | None = json.loads((HELM_CHARTS / "index.json").read_text())["snapshots"].get(
+        f"{chart}-{version}"
+    )
+    return row
 
 
 def _values_link(pin: ChartPin, name: str) -> tuple[str, str | None]:
-    """(reference, problem) of the chart's default values snapshot."""
-    folder, stand_in = helm_chart_snapshot(name, pin.version)
-    reference = f"{folder.relative_to(UPSTREAM)}/" + (f" (stands in for {pin.version})" if stand_in else "")
-    return reference, _exists(folder / "values.yaml", "chart default values")
+    """(reference, problem) of the chart's default values snapshot and its upstream release row: a
+    pin with no row is a version nobody has shown to exist upstream."""
+    folder = helm_chart_snapshot(name, pin.version)
+    reference = f"{folder.relative_to(UPSTREAM)}/"
+    source = helm_chart_source(name, pin.version)
+    problem = _exists(folder / "values.yaml", "chart default values")
+    if source is None:
+        return reference, problem or (
+            f"no upstream release row for {folder.name} in helm-charts/index.json: pin a version whose "
+            "tag or release can be read upstream and record where its snapshot came from"
+        )
+    return f"{reference} ({source['repo']} {source['ref']})", problem
 
 
 def _chart_pins(schemas: list[dict]) -> list[Pin]:

@@ -21,6 +21,7 @@ from deepseek_eks.sizing.cli import summary_lines
 from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
 from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
+from .iam_policies import pull_through_cache_policy
 from .inference import Inference, InferenceArgs
 from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
@@ -29,6 +30,7 @@ from .network import Network, NetworkArgs
 from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
+from .versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, nlb_idle_warning, zone_refusal
 
 INFERENCE_NAMESPACE = "deepseek"
@@ -164,6 +166,30 @@ class ServiceScope:
     namespace's vLLM pods)."""
 
 
+def _image_pull_access(
+    name: str, settings: Settings, node_role_name: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> None:
+    """The node role's access for the chosen image source: nothing more for Docker Hub or another
+    registry (anonymous pulls), and for an ECR pull-through cache what it documents besides ECR
+    pull access (which both node roles have: AmazonEC2ContainerRegistryPullOnly)."""
+    ecr = settings.image.ecr
+    if ecr is None or not node_role_name:
+        return
+    aws.iam.RolePolicy(
+        name,
+        role=node_role_name,
+        policy=json.dumps(
+            pull_through_cache_policy(
+                partition="aws-cn" if ecr["cn"] else "aws",
+                region=ecr["region"],
+                account=ecr["account"],
+                prefix=ecr["prefix"],
+            )
+        ),
+        opts=opts,
+    )
+
+
 def build_service(
     parent: pulumi.ComponentResource,
     settings: Settings,
@@ -292,6 +318,15 @@ def build_service(
             opts=k8s_opts,
         )
 
+    node_role_name = (
+        existing.node_role_name
+        if existing
+        else cluster.auto_mode_node_role_name  # type: ignore[union-attr]
+        if auto_mode
+        else capacity.node_role_name  # type: ignore[union-attr]
+    )
+    _image_pull_access(f"{scope.prefix}image-pull-through-cache", settings, node_role_name, aws_opts)
+
     namespaces = Namespaces(
         f"{scope.prefix}namespaces",
         NamespacesArgs(
@@ -350,7 +385,9 @@ def build_service(
             cluster_name=name,
             region=settings.region,
             labels=labels,
+            image=image_reference(VLLM_IMAGE, settings.image.registry, VLLM_IMAGE_DIGEST),
             weights_source=settings.weights.source.value,
+            retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,

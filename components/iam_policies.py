@@ -565,6 +565,24 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
 # --- the rule book ----------------------------------------------------------------------------
 
 
+# --- image pulls ------------------------------------------------------------------------------
+
+
+def pull_through_cache_policy(*, partition: str, region: str, account: str, prefix: str | None) -> Policy:
+    """What a node pulling through an ECR pull-through cache needs besides ECR pull access (Amazon
+    ECR User Guide, "IAM permissions required to sync an upstream registry", snapshotted in
+    reference/upstream/image-pulls.json): import the upstream image, and create its repository on
+    the first pull. Scoped to the repositories under the rule's prefix."""
+    repositories = f"{_plain('prefix', prefix)}/*" if prefix else "*"
+    arn = (
+        f"arn:{_plain('partition', partition)}:ecr:{_plain('region', region)}:{_plain('account', account)}"
+        f":repository/{repositories}"
+    )
+    return _document(
+        _statement("PullThroughCache", ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"], arn)
+    )
+
+
 def _as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else [value]
 

@@ -16,6 +16,7 @@ import pulumi_kubernetes as k8s
 
 from deepseek_eks.settings import s3_location
 from deepseek_eks.sizing import SizingPlan
+from deepseek_eks.sizing.checkpoints import pinned_revision
 from deepseek_eks.sizing.planner import (
     HF_DOWNLOAD_GIB_PER_S,
     SNAPSHOT_VOLUME_IOPS,
@@ -106,6 +107,11 @@ class InferenceArgs:
     """AWS region (S3 client of vLLM and the stager)."""
     labels: dict[str, str]
     """Labels on every object."""
+    image: str = VLLM_IMAGE
+    """The vLLM image reference the server and the stager pull (image.registry applied)."""
+    retain_weights_bucket: bool = True
+    """``weights.retainBucket``: keep the staged-weights bucket (and its settings) on destroy and
+    replacement; False deletes it with its objects."""
     weights_source: str = "huggingface"
     """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
     there; ``s3-mountpoint`` mounts that bucket read-only; with an ``s3://`` repository in the plan
@@ -177,6 +183,9 @@ class Inference(pulumi.ComponentResource):
         weights_volume: dict[str, Any] | None = None
         self.weights_bucket = None
         streamed = args.weights_source == "s3"
+        repository = plan.request.repository or plan.model.hf_repo
+        # The commit the model catalog pins for this repository (None: staged at main, resolved then).
+        self._revision = pinned_revision(plan.model.variant, repository)
         if args.weights_source in ("s3", "s3-mountpoint"):
             own = s3_location(plan.request.repository or "")
             weights = self._own_bucket(*own) if own else self._staged_bucket()
@@ -211,6 +220,7 @@ class Inference(pulumi.ComponentResource):
             # Mountpoint the driver's pod fetches the credentials of vLLM's service account.
             pod_identity=streamed,
             weights_volume=weights_volume,
+            image=args.image,
         )
         timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
@@ -301,9 +311,14 @@ class Inference(pulumi.ComponentResource):
         """An encrypted, private, TLS-only bucket that the stager Job fills from Hugging Face, with
         a write role for the Job and a read role for vLLM, each limited to this variant's prefix."""
         name, args = self._name, self._args
-        child = pulumi.ResourceOptions(parent=self)
-        prefix = f"{args.plan.model.variant}/"
-        bucket = aws.s3.Bucket(f"{name}-weights", force_destroy=True, opts=child)
+        # Kept on destroy and on replacement by default: staging the weights again takes hours. The
+        # settings below it are kept too, or deleting them would change the kept bucket (its public
+        # access block above all). README "Weights from S3" says how to delete it.
+        retain = args.retain_weights_bucket
+        child = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
+        # One prefix per commit, so a new pin stages beside the old copy instead of over it.
+        prefix = f"{args.plan.model.variant}/" + (f"{self._revision}/" if self._revision else "")
+        bucket = aws.s3.Bucket(f"{name}-weights", force_destroy=not retain, opts=child)
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-weights",
             bucket=bucket.id,
@@ -555,6 +570,8 @@ class Inference(pulumi.ComponentResource):
                 hf_token=args.hf_token,
                 labels=args.labels,
                 disk_gib=STAGE_DISK_GIB,
+                image=args.image,
+                revision=self._revision,
             )
         )
         # Only DNS, HTTPS (Hugging Face, S3) and its Pod Identity credentials out; nothing in.
@@ -610,7 +627,16 @@ def stage_seconds(plan: SizingPlan) -> int:
 
 
 def stage_job_spec(
-    *, bucket: str, prefix: str, repo: str, region: str, hf_token: bool, labels: dict[str, str], disk_gib: int
+    *,
+    bucket: str,
+    prefix: str,
+    repo: str,
+    region: str,
+    hf_token: bool,
+    labels: dict[str, str],
+    disk_gib: int,
+    image: str = VLLM_IMAGE,
+    revision: str | None = None,
 ) -> dict[str, Any]:
     """The stager Job's spec: the vLLM image (it has huggingface_hub and boto3) runs
     ``stage_weights.py`` from a ConfigMap, hardened like the server, with a disk for one copy."""
@@ -643,7 +669,7 @@ def stage_job_spec(
                 "containers": [
                     {
                         "name": "stage",
-                        "image": VLLM_IMAGE,
+                        "image": image,
                         "imagePullPolicy": "IfNotPresent",
                         "command": ["python3", "/scripts/stage_weights.py"],
                         "args": [
@@ -653,6 +679,9 @@ def stage_job_spec(
                             bucket,
                             "--prefix",
                             prefix,
+                            # The pinned commit, or main: resolved once and recorded by the stager.
+                            "--revision",
+                            revision or "main",
                             "--workdir",
                             "/stage",
                             "--stream",  # one file at a time: the disk holds one shard

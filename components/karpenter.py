@@ -51,7 +51,12 @@ SYSTEM_NAMESPACE = "kube-system"
 GENERAL_NODE_DISK_GIB = 50  # CPU nodes hold only small images
 CRITICAL_ADDONS_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists"}
 MANAGED_POLICY = "arn:{partition}:iam::aws:policy/{name}"
-NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
+# The node role's managed policies: Karpenter 1.14's getting-started CloudFormation
+# (reference/upstream/karpenter-1.14-cloudformation.yaml, KarpenterNodeRole) gives ECR pull-only
+# access, not ReadOnly's Describe/List; AmazonSSMManagedInstanceCore is left out (no SSM sessions).
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
+# Policies attached before under another resource name: (old name, the policy that replaced it).
+NODE_POLICY_RENAMES = {"AmazonEC2ContainerRegistryPullOnly": "AmazonEC2ContainerRegistryReadOnly"}
 
 # EventBridge events Karpenter acts on before AWS takes a node away (Karpenter interruption docs).
 INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
@@ -107,6 +112,8 @@ class KarpenterCapacity(pulumi.ComponentResource):
     """SQS queue Karpenter reads interruption events from (None when joining)."""
     node_role_arn: pulumi.Output[str] | None
     """IAM role of every node, system and Karpenter-launched (None when joining)."""
+    node_role_name: pulumi.Input[str]
+    """The name of that role (the existing cluster's when joining)."""
 
     def __init__(self, name: str, args: KarpenterCapacityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:KarpenterCapacity", name, None, opts)
@@ -118,7 +125,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
                     "existing_cluster.node_role_name: required with computeMode karpenter (the IAM role "
                     "name of the cluster's Karpenter nodes, which its controller may pass)"
                 )
-            node_role = args.existing_node_role_name
+            node_role = self.node_role_name = args.existing_node_role_name
             self.interruption_queue_name = self.node_role_arn = None
             after_controller = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
             k8s_child = after_controller
@@ -221,17 +228,23 @@ class KarpenterCapacity(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         for policy in NODE_POLICIES:
+            was = NODE_POLICY_RENAMES.get(policy)
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-{policy}",
                 role=node_role.name,
                 policy_arn=managed_policy_arn(partition, policy),
-                opts=pulumi.ResourceOptions(parent=self),
+                # The same attachment under its old name: the engine replaces it (the new policy
+                # attached before the old one is detached) instead of orphaning the old URN.
+                opts=pulumi.ResourceOptions(
+                    parent=self, aliases=[pulumi.Alias(name=f"{name}-node-{was}")] if was else None
+                ),
             )
         # No AccessEntry for this role: the system managed node group uses it, and EKS creates the
         # EC2_LINUX access entry of a managed node group's role itself; a principal can be in one
         # access entry only (EKS User Guide, "Create access entries"). Karpenter's nodes share
         # the role, so that entry admits them too.
         self.node_role_arn = node_role.arn
+        self.node_role_name = node_role.name
 
         # Interruption handling: EventBridge -> SQS -> Karpenter drains before AWS reclaims.
         queue = aws.sqs.Queue(

@@ -121,6 +121,16 @@ class WeightsArgs(TypedDict, total=False):
     """EBS snapshot of the weights (python -m automation bake-weights), for ebs-snapshot."""
     fast_snapshot_restore: bool
     """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
+    retain_bucket: bool
+    """Keep the staged-weights bucket on destroy and replacement (default true)."""
+
+
+class ImageArgs(TypedDict, total=False):
+    """``image.*``: where GPU nodes pull the vLLM image from."""
+
+    registry: str
+    """Registry replacing docker.io (a mirror or an ECR pull-through cache, host/prefix); unset:
+    anonymous Docker Hub pulls, which plan and render warn about."""
 
 
 class ControlPlaneArgs(TypedDict, total=False):
@@ -234,6 +244,8 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     """network.*: a new VPC (default) or your own VPC and subnets."""
     observability: ObservabilityArgs
     """observability.*: Prometheus, Grafana, Alertmanager and alert thresholds."""
+    image: ImageArgs
+    """image.*: where nodes pull the vLLM image from (a mirror or ECR pull-through cache)."""
     aws: AwsArgs
     """aws:* settings of the service's own AWS provider (with create_aws_provider only)."""
     hf_token: pulumi.Input[str]
@@ -246,7 +258,17 @@ class DeepSeekServiceArgs(TypedDict, total=False):
 
 # Where the service goes, not stack settings (see ``service_scope``).
 PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons", "create_aws_provider")
-_GROUPS = ("model", "gpu", "autoscaling", "endpoint", "weights", "cluster", "network", "observability")
+_GROUPS = (
+    "model",
+    "gpu",
+    "autoscaling",
+    "endpoint",
+    "weights",
+    "cluster",
+    "network",
+    "observability",
+    "image",
+)
 
 
 def snake(name: str) -> str:

@@ -54,6 +54,23 @@ SYSTEM_NODE_INSTANCE_TYPES = ("m7i.large", "m6i.large")
 # PromQL is written against (vllm:kv_cache_usage_perc, vllm:inter_token_latency_seconds); the
 # image bundles Ray (multi-node) and the Run:ai model streamer (S3 loading).
 VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
+# Its digest: none could be read here (no registry is reachable and no upstream record of the
+# v0.33.0 manifest digest was found), so the tag stays the pin; set this to "sha256:<hex>" once it
+# is read from Docker Hub (`docker buildx imagetools inspect vllm/vllm-openai:v0.33.0`), and every
+# pull then names the digest too (image_reference).
+VLLM_IMAGE_DIGEST: str | None = None
+# A bare Docker Hub reference (no registry host) means docker.io (distribution/reference).
+DOCKER_HUB = "docker.io"
+
+
+def image_reference(image: str, registry: str | None = None, digest: str | None = None) -> str:
+    """``image`` (a Docker Hub reference) pulled from ``registry`` instead of Docker Hub when one is
+    given (a mirror or an ECR pull-through cache keeps Docker Hub's repository path under its own
+    host and prefix), pinned by ``digest`` when one is known (``name:tag@sha256:...``)."""
+    path = image.removeprefix(f"{DOCKER_HUB}/")
+    reference = f"{registry.rstrip('/')}/{path}" if registry else image
+    return f"{reference}@{digest}" if digest else reference
+
 
 # LeaderWorkerSet controller for multi-node replicas; 0.10.0 matches the LWS CRD schema the
 # manifest gate validates against.
@@ -61,9 +78,12 @@ LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10
 
 # Prometheus operator, Prometheus, Grafana, node-exporter and kube-state-metrics. The
 # ServiceMonitor, PodMonitor and PrometheusRule objects the project renders are validated
-# against prometheus-operator 0.93.0's CRD schemas.
+# against prometheus-operator 0.93.0's CRD schemas. 88.5.3 is the newest release that can be shown
+# to exist: prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3 (ea930bae,
+# 2026-08-21; the newest such tag in the mirror read 2026-12-03, main at cf408a29 says 88.5.3).
+# 88.6.0, pinned before, has no tag or release there.
 KUBE_PROMETHEUS_STACK = ChartPin(
-    "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.6.0"
+    "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.5.3"
 )
 PROMETHEUS_ADAPTER = ChartPin(
     "prometheus-adapter", "https://prometheus-community.github.io/helm-charts", "5.3.0"

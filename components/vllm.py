@@ -177,6 +177,7 @@ class Workload:
     # A volume source (e.g. {"persistentVolumeClaim": ...}) holding the weights, mounted read-only
     # at WEIGHTS_MOUNT_PATH; None when vLLM downloads or streams them.
     weights_volume: dict[str, Any] | None = None
+    image: str = VLLM_IMAGE  # the reference GPU nodes pull (image.registry applied)
 
 
 def selector_labels() -> dict[str, str]:
@@ -369,7 +370,7 @@ def server_container(
     """The vLLM OpenAI server container (the leader's, for multi-node replicas)."""
     container: dict[str, Any] = {
         "name": APP,
-        "image": VLLM_IMAGE,
+        "image": workload.image,
         "imagePullPolicy": "IfNotPresent",
         "ports": [{"name": PORT_NAME, "containerPort": VLLM_PORT, "protocol": "TCP"}],
         "env": _env(plan, workload),

@@ -421,6 +421,56 @@ class WeightsSettings(_Group):
         False,
         description="Enable EBS fast snapshot restore on the weights snapshot in the cluster's zones.",
     )
+    retain_bucket: Boolean = Field(
+        True,
+        description=(
+            "Keep the bucket of staged weights (weights.source s3 or s3-mountpoint) when the stack is "
+            "destroyed or the bucket replaced; false deletes it with its objects."
+        ),
+    )
+
+
+# A registry host (with an optional port) and path, as a container image reference starts
+# (distribution/reference grammar: lowercase domain components, path components of [a-z0-9._-]).
+_DOMAIN_PART = r"[a-z0-9]([a-z0-9-]*[a-z0-9])?"
+_REGISTRY = rf"^{_DOMAIN_PART}(\.{_DOMAIN_PART})*(:[0-9]{{1,5}})?(/[a-z0-9]+([._-][a-z0-9]+)*)*$"
+# A private ECR registry: <account>.dkr.ecr.<region>.amazonaws.com[.cn], then an optional path
+# (a pull-through cache rule's repository prefix). Amazon ECR User Guide, "Private registry concepts".
+ECR_REGISTRY = re.compile(
+    r"^(?P<account>[0-9]{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?P<cn>\.cn)?(/(?P<prefix>.+))?$",
+    re.ASCII,
+)
+
+
+class ImageSettings(_Group):
+    """``image.*``: where GPU nodes pull the vLLM image from."""
+
+    registry: str | None = Field(
+        None,
+        max_length=255,
+        pattern=_REGISTRY,
+        description=(
+            "Registry (host and optional path) that replaces docker.io for the vLLM image: a "
+            "mirror, or an ECR pull-through cache for Docker Hub "
+            "(<account>.dkr.ecr.<region>.amazonaws.com/<prefix>). Unset: anonymous Docker Hub pulls."
+        ),
+    )
+
+    @property
+    def ecr(self) -> re.Match[str] | None:
+        """The registry's account, region and prefix when it is a private ECR registry."""
+        return ECR_REGISTRY.match(self.registry or "")
+
+
+# Docker Hub's pull limit for unauthenticated users, per IPv4 address (or IPv6 /64): every GPU node
+# behind the VPC's NAT gateway shares one. Source: reference/upstream/image-pulls.json.
+DOCKER_HUB_WARNING = (
+    f"{PROJECT}:image.registry is unset: every GPU node pulls the vLLM image anonymously from Docker Hub "
+    "through the NAT gateway's address, and Docker Hub allows unauthenticated users 100 pulls per 6 hours "
+    "per IPv4 address (docs.docker.com/docker-hub/usage/pulls); a scale-out or node replacement beyond "
+    "that fails with 429 Too Many Requests. Set image.registry to a mirror or an ECR pull-through cache "
+    "(<account>.dkr.ecr.<region>.amazonaws.com/<prefix>)"
+)
 
 
 class AssumeRole(_Group):
@@ -469,6 +519,7 @@ class Settings(BaseModel):
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     network: NetworkSettings = Field(default_factory=NetworkSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    image: ImageSettings = Field(default_factory=ImageSettings)
     kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
     region: str = DEFAULT_REGION
     aws: AwsSettings = Field(default_factory=AwsSettings)
@@ -604,6 +655,7 @@ _GROUPS: dict[str, type[_Group]] = {
     "cluster": ClusterSettings,
     "network": NetworkSettings,
     "observability": ObservabilitySettings,
+    "image": ImageSettings,
 }
 _SCALARS = ("computeMode", "kubernetesVersion", *SECRET_KEYS)
 AWS = "aws"
@@ -1091,6 +1143,8 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
         )
     out += _s3_repository_problems(model, groups["weights"], invalid)
     out += _network_problems(groups["network"], endpoint, invalid)
+    if _usable(invalid, "image.registry") and not groups["image"].registry:
+        warnings.append(DOCKER_HUB_WARNING)
     return out, warnings
 
 

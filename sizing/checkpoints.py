@@ -1,20 +1,22 @@
-"""Known pre-quantized checkpoints per variant (sizing/data/checkpoints.json, each with its source)."""
+"""Known pre-quantized checkpoints per variant (sizing/data/checkpoints.json) and the pinned Hugging Face
+commits of the default repositories (sizing/data/revisions.json), each with its source."""
 
 from __future__ import annotations
 
 import json
 from functools import cache
 from importlib import resources
+from typing import Any
+
+
+def _data(name: str) -> Any:
+    data = resources.files(__package__ or "sizing").joinpath("data", name)
+    return json.loads(data.read_text(encoding="utf-8"))
 
 
 @cache
 def _table() -> dict[str, dict[str, dict[str, str]]]:
-    text = (
-        resources.files(__package__ or "sizing")
-        .joinpath("data", "checkpoints.json")
-        .read_text(encoding="utf-8")
-    )
-    table: dict[str, dict[str, dict[str, str]]] = json.loads(text)["checkpoints"]
+    table: dict[str, dict[str, dict[str, str]]] = _data("checkpoints.json")["checkpoints"]
     return table
 
 
@@ -22,3 +24,17 @@ def known_checkpoint(variant: str, quantization: str) -> str | None:
     """The public repository serving ``variant`` pre-quantized as ``quantization``, if one is known."""
     entry = _table().get(variant, {}).get(quantization)
     return entry["repository"] if entry else None
+
+
+@cache
+def _revisions() -> dict[str, dict[str, str]]:
+    table: dict[str, dict[str, str]] = _data("revisions.json")["revisions"]
+    return table
+
+
+def pinned_revision(variant: str, repository: str) -> str | None:
+    """The Hugging Face commit ``repository`` is served at for ``variant`` (sizing/data/revisions.json,
+    each with the source that records it), or None when none is recorded: the stager then resolves
+    the main branch once and records the commit it staged."""
+    entry = _revisions().get(variant)
+    return entry["revision"] if entry and entry["repository"] == repository else None

@@ -27,7 +27,7 @@ from .catalog import (
     model_catalog,
     unknown_family_message,
 )
-from .checkpoints import known_checkpoint
+from .checkpoints import known_checkpoint, pinned_revision
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
@@ -365,6 +365,11 @@ class SizingPlan:
             args += ["--quantization", "fp8_per_tensor"]
         if self.request.weights_source == "s3":
             args += ["--load-format", "runai_streamer"]
+        revision = pinned_revision(self.model.variant, self.repository or "")
+        if revision and self.request.weights_source == "huggingface":
+            # vLLM downloads from the Hub itself: the weights and tokenizer at the catalog's commit
+            # (a staged copy is that commit already, under a prefix named after it).
+            args += ["--revision", revision, "--tokenizer-revision", revision]
         if fit.nodes > 1:
             args += ["--distributed-executor-backend", "ray"]
         args += ["--reasoning-parser", "deepseek_r1", "--port", str(VLLM_PORT)]
@@ -632,6 +637,16 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         price_source=_price_source(catalog, request.region, request.capacity_types),
         warnings=tuple(warnings),
     )
+    served = sized.repository
+    if request.weights_source == "huggingface" and served and not pinned_revision(model.variant, served):
+        # Each pod downloads at its own start: without a pinned commit a moved main branch would
+        # give replicas of one deployment different weights (sizing/data/revisions.json).
+        unpinned = (
+            f"{served} has no pinned commit in the model catalog: every vLLM pod downloads its main "
+            "branch when it starts, so replicas can load different revisions if it moves; weights.source "
+            "s3 stages one commit for all of them"
+        )
+        sized = replace(sized, warnings=(*sized.warnings, unpinned))
     notices = [w for w in (single_replica_warning(sized), floor_scale_down_warning(request)) if w]
     return replace(sized, warnings=(*sized.warnings, *notices)) if notices else sized
 

@@ -167,27 +167,23 @@ class ChartDefaults:
     """Its values.yaml."""
     schema: dict[str, Any] | None
     """Its values.schema.json, when the chart ships one."""
-    stand_in: str | None
-    """Why another release's snapshot stands in for the one asked for; None when it is its own."""
 
 
 @cache
 def helm_chart_defaults(chart: str, version: str) -> ChartDefaults:
-    """The default values of ``chart`` at ``version`` (a declared stand-in when that release could
-    not be read); FileNotFoundError when there is no snapshot."""
-    folder, stand_in = helm_chart_snapshot(chart, version)
+    """The default values of ``chart`` at ``version``; FileNotFoundError when there is no snapshot."""
+    folder = helm_chart_snapshot(chart, version)
     schema_file = folder / "values.schema.json"
     return ChartDefaults(
         folder=folder,
         chart=yaml.safe_load((folder / "Chart.yaml").read_text()),
         values=yaml.safe_load((folder / "values.yaml").read_text()) or {},
         schema=json.loads(schema_file.read_text()) if schema_file.exists() else None,
-        stand_in=stand_in,
     )
 
 
 @cache
 def helm_chart_sources() -> dict[str, Any]:
-    """``helm-charts/index.json``: where each snapshot came from, and the declared stand-ins."""
+    """``helm-charts/index.json``: where each snapshot came from."""
     data: dict[str, Any] = json.loads((HELM_CHARTS / "index.json").read_text())
     return data

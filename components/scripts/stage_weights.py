@@ -7,7 +7,16 @@ S3 with ``--load-format runai_streamer``, so no pod ever pulls from the Hub.
 
 Why it is shaped this way:
 
-* Idempotent: when the marker exists and names the same repo and revision, the Job exits 0 before
+* One commit: a branch or tag (``--revision main``) is resolved to its commit once, through the Hub
+  API, before anything is copied; every file is read at that commit, and the commit is what the
+  markers record. The deployment pins commits where the model catalog records one
+  (sizing/data/revisions.json) and then stages into a prefix named after the commit.
+* Never two revisions in one prefix: ``PREFIX.staging.json`` names the commit being copied before
+  the first upload; a prefix whose markers name another commit is refused, not overwritten.
+* Verified: the Hub's file listing at that commit (sizes, and the sha256 of every LFS file) is read
+  first; each downloaded file is checked against it before upload, every object in S3 is checked
+  for its size after, and the listing is recorded in the completion marker.
+* Idempotent: when the marker exists and names the same repo and commit, the Job exits 0 before
   downloading anything, so re-running (or re-applying) the Job is free.
 * Resumable: the marker is written only after every upload succeeded, and a file whose object already
   exists with the same size is skipped, so a re-run after a partial failure uploads only what is
@@ -24,8 +33,10 @@ Encryption is left to the bucket's default encryption unless ``sse`` is given. T
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,7 +53,9 @@ S3Client: TypeAlias = Any
 # nothing else: no .bin/.pth duplicates of the same weights, no GGUF, no images.
 ALLOW_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "*.py", "tokenizer*"]
 MARKER_NAME = ".staged.json"
+IN_PROGRESS_NAME = ".staging.json"
 GIB = 1024**3
+COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 class StageError(Exception):
@@ -61,6 +74,108 @@ def normalise_prefix(prefix: str) -> str:
 
 def marker_key(prefix: str) -> str:
     return f"{normalise_prefix(prefix)}{MARKER_NAME}"
+
+
+def in_progress_key(prefix: str) -> str:
+    return f"{normalise_prefix(prefix)}{IN_PROGRESS_NAME}"
+
+
+def _wanted(name: str) -> bool:
+    from fnmatch import fnmatch
+
+    return any(fnmatch(name, pattern) or fnmatch(Path(name).name, pattern) for pattern in ALLOW_PATTERNS)
+
+
+def resolve(repo: str, revision: str, api: Any) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The commit ``revision`` (a branch, tag or commit) points at now, and the Hub's listing of the
+    servable files at that commit: {path: {"size": bytes, "sha256": hex or None}} (sha256 is known
+    for LFS files, which the weights are). ``api`` is a ``huggingface_hub.HfApi``."""
+    token = os.environ.get("HF_TOKEN") or None
+    info = api.model_info(repo, revision=revision, files_metadata=True, token=token)
+    commit = str(info.sha or "")
+    if not COMMIT.fullmatch(commit):
+        raise StageError(f"the Hub gave no commit for {repo}@{revision} (got {commit!r})")
+    if COMMIT.fullmatch(revision) and commit != revision:
+        raise StageError(f"{repo}@{revision} resolved to another commit, {commit}")
+    listing = {
+        f.rfilename: {"size": f.size, "sha256": f.lfs.sha256 if f.lfs else None}
+        for f in info.siblings or []
+        if _wanted(f.rfilename)
+    }
+    if not listing:
+        raise StageError(f"no files to stage in {repo}@{commit} (do the allow patterns match the repo?)")
+    return commit, listing
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(8 * 1024 * 1024), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_file(name: str, path: Path, listing: dict[str, dict[str, Any]]) -> None:
+    """Refuse a downloaded file whose size or sha256 differs from the Hub's listing at the commit."""
+    expected = listing.get(name)
+    if expected is None:
+        raise StageError(f"{name} is not in the Hub's listing of the commit")
+    size = path.stat().st_size
+    if expected["size"] is not None and size != expected["size"]:
+        raise StageError(f"{name}: {size} bytes downloaded, the Hub lists {expected['size']}")
+    if expected["sha256"] and sha256_of(path) != expected["sha256"]:
+        raise StageError(f"{name}: sha256 differs from the Hub's listing ({expected['sha256']})")
+
+
+def verify_staged(bucket: str, prefix: str, listing: dict[str, dict[str, Any]], s3_client: S3Client) -> int:
+    """Every listed file is in S3 under ``prefix`` with the listed size; returns the total bytes."""
+    prefix = normalise_prefix(prefix)
+    missing, wrong, total = [], [], 0
+    for name, expected in sorted(listing.items()):
+        size = _remote_size(s3_client, bucket, prefix + name)
+        if size is None:
+            missing.append(name)
+        elif expected["size"] is not None and size != expected["size"]:
+            wrong.append(f"{name} ({size} bytes, listed {expected['size']})")
+        total += size or 0
+    if missing or wrong:
+        detail = "; ".join([*(f"missing {m}" for m in missing), *(f"wrong size {w}" for w in wrong)])
+        raise StageError(f"s3://{bucket}/{prefix} does not match the Hub's listing: {detail}")
+    return total
+
+
+def _read_json(s3_client: S3Client, bucket: str, key: str) -> dict[str, Any] | None:
+    """The JSON object at ``key``; None when there is none (or it is not a JSON object)."""
+    try:
+        obj = s3_client.get_object(Bucket=bucket, Key=key)
+    except ClientError as err:
+        if err.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
+            return None
+        raise
+    try:
+        value = json.loads(obj["Body"].read())
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def claim_prefix(bucket: str, prefix: str, repo: str, commit: str, s3_client: S3Client) -> None:
+    """Record the commit being copied before the first upload, and refuse a prefix whose markers
+    name another repo or commit: resuming would mix two revisions' files."""
+    for key in (marker_key(prefix), in_progress_key(prefix)):
+        found = _read_json(s3_client, bucket, key)
+        if found and (found.get("repo"), found.get("revision")) != (repo, commit):
+            raise StageError(
+                f"s3://{bucket}/{key} records {found.get('repo')}@{found.get('revision')}, "
+                f"not {repo}@{commit}: staging here would mix revisions; stage into a prefix of its "
+                "own (the deployment names the prefix after the pinned commit) or empty this prefix first"
+            )
+    s3_client.put_object(
+        Bucket=bucket,
+        Key=in_progress_key(prefix),
+        Body=json.dumps({"repo": repo, "revision": commit}).encode(),
+        ContentType="application/json",
+    )
 
 
 def download(repo: str, revision: str, workdir: Path) -> Path:
@@ -140,29 +255,51 @@ def write_marker(
     total_bytes: int,
     s3_client: S3Client,
     sse: str | None = None,
+    listing: dict[str, dict[str, Any]] | None = None,
+    requested: str | None = None,
 ) -> None:
-    """Record that ``prefix`` holds ``repo@revision`` in full; written last, so it implies success."""
-    body = json.dumps({"repo": repo, "revision": revision, "files": files, "bytes": total_bytes})
+    """Record that ``prefix`` holds ``repo@revision`` (a commit) in full, with the Hub's listing it
+    was verified against and the ref that was asked for; written last, so it implies success."""
+    marker: dict[str, Any] = {"repo": repo, "revision": revision, "files": files, "bytes": total_bytes}
+    if requested is not None:
+        marker["requested"] = requested
+    if listing is not None:
+        marker["listing"] = listing
     extra = {"ServerSideEncryption": sse} if sse else {}
     s3_client.put_object(
-        Bucket=bucket, Key=marker_key(prefix), Body=body.encode(), ContentType="application/json", **extra
+        Bucket=bucket,
+        Key=marker_key(prefix),
+        Body=json.dumps(marker, sort_keys=True).encode(),
+        ContentType="application/json",
+        **extra,
     )
 
 
 def is_staged(bucket: str, prefix: str, repo: str, revision: str, s3_client: S3Client) -> bool:
     """True when the marker exists and names this repo and revision (another model or revision
     in the same prefix means the prefix must be staged again)."""
-    try:
-        obj = s3_client.get_object(Bucket=bucket, Key=marker_key(prefix))
-    except ClientError as err:
-        if err.response.get("Error", {}).get("Code") in ("404", "NoSuchKey"):
-            return False
-        raise
-    try:
-        marker = json.loads(obj["Body"].read())
-    except ValueError:
-        return False  # a garbled marker proves nothing; staging again is the safe answer
-    return isinstance(marker, dict) and marker.get("repo") == repo and marker.get("revision") == revision
+    marker = _read_json(s3_client, bucket, marker_key(prefix))  # a garbled marker proves nothing
+    return marker is not None and marker.get("repo") == repo and marker.get("revision") == revision
+
+
+def _finish(
+    bucket: str,
+    prefix: str,
+    repo: str,
+    revision: str,
+    files: int,
+    s3_client: S3Client,
+    sse: str | None,
+    listing: dict[str, dict[str, Any]] | None,
+    requested: str | None,
+    total: int,
+) -> None:
+    """Check S3 against the listing (when there is one), then write the completion marker."""
+    if listing is not None:
+        total = verify_staged(bucket, prefix, listing, s3_client)
+    write_marker(bucket, prefix, repo, revision, files, total, s3_client, sse, listing, requested)
+    if listing is not None:  # the completion marker now names the commit; the claim is done
+        s3_client.delete_object(Bucket=bucket, Key=in_progress_key(prefix))
 
 
 def stage(
@@ -173,16 +310,25 @@ def stage(
     revision: str,
     s3_client: S3Client,
     sse: str | None = None,
+    listing: dict[str, dict[str, Any]] | None = None,
+    requested: str | None = None,
 ) -> list[str]:
-    """Upload ``local_dir`` and then write the marker; return the keys uploaded."""
+    """Check the download against the Hub's ``listing`` (when given), upload ``local_dir`` and then
+    write the marker; return the keys uploaded."""
     files = local_files(local_dir)
     if not files:
         # A marker over an empty prefix would make every later run skip a model that is not there.
         raise StageError(f"no files to stage in {local_dir} (do the allow patterns match the repo?)")
+    if listing is not None:
+        for rel, path in files:
+            check_file(rel, path, listing)
+        if missing := sorted(set(listing) - {rel for rel, _ in files}):
+            raise StageError(f"the download lacks {', '.join(missing)} of the Hub's listing")
+        claim_prefix(bucket, prefix, repo, revision, s3_client)
     total = sum(path.stat().st_size for _, path in files)
     print(f"staging {len(files)} files ({total / GIB:.2f} GiB) to s3://{bucket}/{prefix}", flush=True)
     uploaded = upload(local_dir, bucket, prefix, s3_client, sse=sse)
-    write_marker(bucket, prefix, repo, revision, len(files), total, s3_client, sse=sse)
+    _finish(bucket, prefix, repo, revision, len(files), s3_client, sse, listing, requested, total)
     print(f"staged: {len(uploaded)} uploaded, {len(files) - len(uploaded)} already there", flush=True)
     return uploaded
 
@@ -195,23 +341,25 @@ def stream(
     prefix: str,
     s3_client: S3Client,
     sse: str | None = None,
+    listing: dict[str, dict[str, Any]] | None = None,
+    requested: str | None = None,
 ) -> list[str]:
-    """Copy the repo one file at a time (download, upload, delete), then write the marker.
+    """Copy the repo one file at a time (download, check, upload, delete), then write the marker.
 
     The disk only ever holds the largest file (a few GiB), not the checkpoint (641 GiB for
     r1-671b), so the Job fits on an ordinary node. An object already in S3 is skipped: S3 shows an
-    object only once its upload completed, so a re-run resumes where the last one stopped.
+    object only once its upload completed, and ``claim_prefix`` has made sure it is of this commit,
+    so a re-run resumes where the last one stopped; its size is checked against the listing at the end.
     """
-    from fnmatch import fnmatch
-
     from huggingface_hub import HfApi, hf_hub_download
 
     token = os.environ.get("HF_TOKEN") or None
-    names = sorted(
-        name
-        for name in HfApi().list_repo_files(repo, revision=revision, token=token)
-        if any(fnmatch(name, pattern) or fnmatch(Path(name).name, pattern) for pattern in ALLOW_PATTERNS)
-    )
+    if listing is not None:
+        names = sorted(listing)
+        claim_prefix(bucket, prefix, repo, revision, s3_client)
+    else:
+        listed = HfApi().list_repo_files(repo, revision=revision, token=token)
+        names = sorted(name for name in listed if _wanted(name))
     if not names:
         raise StageError(f"no files to stage in {repo}@{revision} (do the allow patterns match the repo?)")
     prefix = normalise_prefix(prefix)
@@ -226,13 +374,15 @@ def stream(
             print(f"[{index}/{len(names)}] skip {name} (already there)", flush=True)
             continue
         path = Path(hf_hub_download(repo, name, revision=revision, local_dir=workdir, token=token))
+        if listing is not None:
+            check_file(name, path, listing)
         size = path.stat().st_size
         s3_client.upload_file(str(path), bucket, key, ExtraArgs=extra_args)
         path.unlink()
         total += size
         uploaded.append(key)
         print(f"[{index}/{len(names)}] uploaded {name} ({size / GIB:.2f} GiB)", flush=True)
-    write_marker(bucket, prefix, repo, revision, len(names), total, s3_client, sse=sse)
+    _finish(bucket, prefix, repo, revision, len(names), s3_client, sse, listing, requested, total)
     print(f"staged: {len(uploaded)} uploaded, {len(names) - len(uploaded)} already there", flush=True)
     return uploaded
 
@@ -247,7 +397,9 @@ def _one_line(err: BaseException, with_type: bool = True) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repo", required=True, help="Hugging Face repo id, e.g. org/name")
-    parser.add_argument("--revision", default="main", help="branch, tag or commit (pin a commit)")
+    parser.add_argument(
+        "--revision", default="main", help="commit to stage, or a branch or tag resolved to its commit once"
+    )
     parser.add_argument("--bucket", required=True)
     parser.add_argument("--prefix", required=True, help="key prefix, e.g. r1-distill-qwen-7b/")
     parser.add_argument("--workdir", type=Path, default=Path(os.environ.get("STAGE_DIR", "/stage")))
@@ -276,23 +428,58 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ClientError as err:
             code = err.response.get("Error", {}).get("Code", "?")
             raise StageError(f"bucket {args.bucket!r} not found or not accessible ({code})") from None
-        if is_staged(args.bucket, prefix, args.repo, args.revision, s3_client):
+        # A pinned commit that is staged already needs no call to the Hub at all.
+        if COMMIT.fullmatch(args.revision) and is_staged(
+            args.bucket, prefix, args.repo, args.revision, s3_client
+        ):
             print(f"already staged: {args.repo}@{args.revision} at {where}", flush=True)
+            return 0
+        # A moving ref is resolved once: the commit it named when this prefix was staged stays.
+        staged = _read_json(s3_client, args.bucket, marker_key(prefix))
+        if staged and (staged.get("repo"), staged.get("requested")) == (args.repo, args.revision):
+            print(
+                f"already staged: {args.repo}@{args.revision} as commit {staged.get('revision')} at {where} "
+                "(resolved when it was staged; pin a commit to move)",
+                flush=True,
+            )
+            return 0
+        try:
+            from huggingface_hub import HfApi
+
+            commit, listing = resolve(args.repo, args.revision, HfApi())
+        except StageError:
+            raise
+        except Exception as err:  # Hub errors have many types; all end the Job the same way
+            raise StageError(f"listing {args.repo}@{args.revision} failed: {_one_line(err)}") from None
+        if commit != args.revision:
+            print(f"{args.repo}@{args.revision} is commit {commit}: staging that commit", flush=True)
+        if is_staged(args.bucket, prefix, args.repo, commit, s3_client):
+            print(f"already staged: {args.repo}@{commit} at {where}", flush=True)
             return 0
         if args.stream:
             try:
-                stream(args.repo, args.revision, args.workdir, args.bucket, prefix, s3_client, sse=args.sse)
+                stream(
+                    args.repo,
+                    commit,
+                    args.workdir,
+                    args.bucket,
+                    prefix,
+                    s3_client,
+                    args.sse,
+                    listing,
+                    args.revision,
+                )
             except (StageError, ClientError, BotoCoreError, S3UploadFailedError, OSError):
                 raise  # reported below like every other staging failure
             except Exception as err:  # Hub errors have many types; all end the Job the same way
-                raise StageError(f"copy of {args.repo}@{args.revision} failed: {_one_line(err)}") from None
+                raise StageError(f"copy of {args.repo}@{commit} failed: {_one_line(err)}") from None
             return 0
-        print(f"downloading {args.repo}@{args.revision} to {args.workdir}", flush=True)
+        print(f"downloading {args.repo}@{commit} to {args.workdir}", flush=True)
         try:
-            local_dir = download(args.repo, args.revision, args.workdir)
+            local_dir = download(args.repo, commit, args.workdir)
         except Exception as err:  # Hub errors have many types; all end the Job the same way
-            raise StageError(f"download of {args.repo}@{args.revision} failed: {_one_line(err)}") from None
-        stage(local_dir, args.bucket, prefix, args.repo, args.revision, s3_client, sse=args.sse)
+            raise StageError(f"download of {args.repo}@{commit} failed: {_one_line(err)}") from None
+        stage(local_dir, args.bucket, prefix, args.repo, commit, s3_client, args.sse, listing, args.revision)
     except StageError as err:
         print(f"error: {_one_line(err, with_type=False)}", file=sys.stderr)
         return 1

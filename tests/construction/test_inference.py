@@ -12,11 +12,21 @@ from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
+from deepseek_eks.sizing.catalog import model_catalog
+from deepseek_eks.sizing.checkpoints import pinned_revision
 from tests.conftest import stack_config
 from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
 from tests.upstream_platform import platform_facts
 
+
 # A family list that fits each variant (stack: prod, Karpenter), cheapest first.
+def staged_prefix(variant: str) -> str:
+    """Where the stager puts a variant: a prefix of the commit the catalog pins, when it pins one
+    (sizing/data/revisions.json), so two revisions never share a prefix."""
+    revision = pinned_revision(variant, model_catalog()[variant].hf_repo)
+    return f"{variant}/{revision}/" if revision else f"{variant}/"
+
+
 VARIANTS = {
     "r1-distill-qwen-1.5b": "g6",
     "r1-distill-qwen-7b": "g6,g5",
@@ -310,7 +320,8 @@ def test_s3_weights_bucket_is_private_encrypted_and_staged_before_vllm(construct
     }
     reader = policies["inference-reader"]["Statement"][1]
     stager = policies["inference-stager"]["Statement"][1]
-    assert reader["Action"] == ["s3:GetObject"] and reader["Resource"].endswith("/r1-distill-qwen-7b/*")
+    prefix = staged_prefix("r1-distill-qwen-7b")
+    assert reader["Action"] == ["s3:GetObject"] and reader["Resource"].endswith(f"/{prefix}*")
     assert "s3:PutObject" in stager["Action"]
     associations = {
         r.inputs["serviceAccount"]
@@ -320,7 +331,7 @@ def test_s3_weights_bucket_is_private_encrypted_and_staged_before_vllm(construct
     deployment = run.mocks.of_type("kubernetes:apps/v1:Deployment")[0].inputs
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert args[args.index("--model") + 1].startswith("s3://") and args[args.index("--model") + 1].endswith(
-        "/r1-distill-qwen-7b/"
+        f"/{prefix}"
     )
     assert args[args.index("--load-format") + 1] == "runai_streamer"
     job = run.mocks.of_type("kubernetes:batch/v1:Job")[0].inputs
@@ -437,7 +448,7 @@ def test_mountpoint_weights_are_a_read_only_static_volume_of_the_staged_prefix(c
     options = volume["spec"]["mountOptions"]
     keys = {o.split("=")[0].split(" ")[0] for o in options}
     assert keys <= set(facts["mount_option_keys"]["value"]) and "read-only" in keys
-    assert f"prefix {variant}/" in options
+    assert f"prefix {staged_prefix(variant)}" in options
     assert volume["spec"]["claimRef"] == {"namespace": "deepseek", "name": claim["metadata"]["name"]}
     assert claim["spec"]["volumeName"] == volume["metadata"]["name"]
     # vLLM reads the mounted directory with its default loader: no streamer, no download.
@@ -457,7 +468,7 @@ def test_mountpoint_weights_are_a_read_only_static_volume_of_the_staged_prefix(c
     }
     reader = policies["inference-reader"]["Statement"]
     assert [s["Action"] for s in reader] == [["s3:ListBucket"], ["s3:GetObject"]]
-    assert reader[1]["Resource"].endswith(f"/{variant}/*")
+    assert reader[1]["Resource"].endswith(f"/{staged_prefix(variant)}*")
     # vLLM itself makes no AWS call: its NetworkPolicy lets out no Pod Identity agent traffic.
     (policy,) = [
         o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"

@@ -44,14 +44,6 @@ FREE_FORM: dict[str, str] = {
     ),
 }
 
-# Pinned releases whose own values.yaml could not be read, checked against another release of the
-# same chart instead; each is declared with its reason in helm-charts/index.json ("stand_ins"),
-# and a new one must be accepted here, by name.
-ACCEPTED_STAND_INS = {
-    # prometheus-community/helm-charts as stored here ends at 88.5.3 (2026-08-22).
-    "kube-prometheus-stack-88.6.0",
-}
-
 _MISSING = object()
 Releases = dict[str, dict[str, dict[str, Any]]]
 """Source (stack or example) -> release name -> {chart, version, values, ...}."""
@@ -202,16 +194,12 @@ def test_each_snapshot_is_the_chart_release_it_is_named_after() -> None:
     for folder, source in sources["snapshots"].items():
         chart, version = folder.rsplit("-", 1)
         defaults = helm_chart_defaults(chart, version)
-        assert defaults.stand_in is None and defaults.folder.name == folder
+        assert defaults.folder.name == folder
         assert defaults.chart["name"] == chart, folder
         # LWS packages its tag's chart under the release version (see the entry's note).
         assert str(defaults.chart["version"]) == source.get("source_version", version), folder
         assert {"repo", "ref", "commit", "path"} <= source.keys(), folder
-    assert set(sources["stand_ins"]) == ACCEPTED_STAND_INS
-    for pinned, stand_in in sources["stand_ins"].items():
-        chart = pinned.rsplit("-", 1)[0]
-        assert stand_in["snapshot"] in sources["snapshots"] and stand_in["snapshot"].startswith(f"{chart}-")
-        assert stand_in["why"]
+    assert set(sources) == {"about", "snapshots"}, "a chart snapshot must be its own release's"
 
 
 def test_sub_chart_snapshots_are_the_versions_their_parent_names(releases: Releases) -> None:
@@ -311,6 +299,6 @@ def test_a_values_schema_allows_keys_and_is_enforced(tmp_path: Path) -> None:
     assert unknown_keys({"image": {"tag": "v1"}}, {}, schema) == []
     misspelt = unknown_keys({"image": {"digest": "sha"}}, {}, schema)
     assert misspelt == ["image.digest: not a key of the chart's values"]
-    chart = ChartDefaults(tmp_path, {"name": "demo"}, {"image": {"tag": "v1"}}, schema, None)
+    chart = ChartDefaults(tmp_path, {"name": "demo"}, {"image": {"tag": "v1"}}, schema)
     assert schema_problems(chart, {"image": {"tag": "v2"}}) == []
     assert schema_problems(chart, {"image": {"tag": 2}}) == ["schema: $.image.tag: 2 is not of type 'string'"]

@@ -3,6 +3,8 @@ stack made unsafe on purpose fails with each rule's message."""
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 
 import deepseek_eks.components.nodepools
@@ -13,6 +15,9 @@ from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
 from deepseek_eks.automation.stackfile import StackConfig, read_stack, stack_names
 from policy.rules import RESOURCE_RULES, STACK_RULES, Resource, violations
 from tests.conftest import stack_config
+
+# The module itself: ``components.build`` is the package's build() function.
+BUILD = importlib.import_module("deepseek_eks.components.build")
 
 
 def policy_view(records: list[Recorded]) -> list[Resource]:
@@ -36,7 +41,8 @@ def test_every_example_stack_passes_every_rule(stack: str) -> None:
 
 
 def test_a_stack_made_unsafe_fails_with_each_rules_message(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(components.vllm, "VLLM_IMAGE", "vllm/vllm-openai:latest")
+    # The stack composes the image reference (image.registry, digest) from this pin (components/build.py).
+    monkeypatch.setattr(BUILD, "VLLM_IMAGE", "vllm/vllm-openai:latest")
     monkeypatch.setattr(
         components.nodepools, "GPU_EXPIRE_AFTER", dict.fromkeys(components.nodepools.GPU_EXPIRE_AFTER, "720h")
     )

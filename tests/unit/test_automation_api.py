@@ -46,6 +46,7 @@ class FakeStack:
     calls: list[str]
     fail: Exception | None = None
     configs: list[dict] = field(default_factory=list)
+    deployed: dict[str, FakeOutput] = field(default_factory=dict)  # outputs of an earlier `up`
 
     def _op(self, name: str, kwargs: dict[str, Any]) -> None:
         self.calls.append(f"stack.{name}")
@@ -76,6 +77,7 @@ class FakeStack:
         return {
             "endpointUrl": FakeOutput("http://internal-x.elb.amazonaws.com"),
             "kubeconfig": FakeOutput("k", True),
+            **self.deployed,
         }
 
 
@@ -122,6 +124,7 @@ def test_up_runs_every_step_in_order_and_returns_masked_outputs() -> None:
         "credentials:us-east-1",
         "preflight:g6e.xlarge",  # the plan of the overridden variant, not the stack file's
         "open:dev",
+        "stack.outputs",  # the deployed computeMode, read before anything changes
         "stack.preview",  # up always previews first, --yes or not
         "stack.up",
         "stack.outputs",
@@ -154,6 +157,26 @@ def test_preview_needs_no_yes_and_no_preflight_but_up_refresh_and_destroy_do() -
             orchestrator(calls, FakeStack(calls)).run(operation, "dev", REACHABLE, skip_preflight=True)
         assert info.value.exit_code == 2 and "--yes" in str(info.value)
         assert not any(c.startswith("open") for c in calls)  # nothing touched Pulumi
+
+
+@pytest.mark.parametrize("operation", [Operation.PREVIEW, Operation.UP])
+def test_a_compute_mode_switch_on_a_deployed_stack_is_refused_before_pulumi_runs(
+    operation: Operation,
+) -> None:
+    """dev is deployed with auto-mode (its computeMode output); --set computeMode=karpenter would
+    re-create its NodePools and StorageClass under new URNs and turn Auto Mode off."""
+    calls: list[str] = []
+    stack = FakeStack(calls, deployed={"computeMode": FakeOutput("auto-mode")})
+    with pytest.raises(AutomationError) as info:
+        orchestrator(calls, stack).run(operation, "dev", {"computeMode": "karpenter"}, yes=True)
+    message = str(info.value)
+    assert info.value.exit_code == 2 and "deepseek-eks:computeMode" in message
+    assert "new stack" in message and "diff --stack dev --set computeMode=karpenter" in message
+    assert f"stack.{operation.value}" not in calls
+    calls.clear()  # the mode it was deployed with goes ahead, and so does a first deployment
+    orchestrator(calls, stack).run(operation, "dev", yes=True)
+    orchestrator(calls, FakeStack(calls)).run(operation, "dev", {"computeMode": "karpenter"}, yes=True)
+    assert calls.count(f"stack.{operation.value}") == 2
 
 
 def test_failing_preflight_stops_before_pulumi_unless_skipped() -> None:

@@ -15,6 +15,7 @@ from deepseek_eks.automation.bake import (
     DONE_MARKER,
     PLACEHOLDER_SNAPSHOT,
     TAG_FILLED,
+    TAG_REVISION,
     BakeError,
     BakeSpec,
     InstanceFiller,
@@ -202,12 +203,22 @@ def test_the_bake_script_finds_its_volume_downloads_and_reports() -> None:
     script = bake_script("deepseek-ai/DeepSeek-R1", "vol-0123456789abcdef0")
     assert script.startswith("#!/bin/bash\nset -euo pipefail")
     assert '"vol0123456789abcdef0"' in script  # NVMe serial of an EBS volume: its id without the dash
-    assert "hf download deepseek-ai/DeepSeek-R1 --local-dir /weights" in script
+    assert "hf download deepseek-ai/DeepSeek-R1 --revision main --local-dir /weights" in script
+    pinned = bake_script("deepseek-ai/DeepSeek-R1", "vol-0123456789abcdef0", "0" * 40)
+    assert f"--revision {'0' * 40} --local-dir" in pinned
     assert "blkid" in script and "mkfs.ext4" in script  # a resumed volume is not reformatted
     assert f"{DONE_MARKER} vol-0123456789abcdef0" in script and script.rstrip().endswith("poweroff")
     assert "10001:10001" in script  # readable by vLLM's UID (components/vllm.py RUN_AS_USER)
     hostile = bake_script("a/b; rm -rf /", "vol-0123456789abcdef0")
     assert "'a/b; rm -rf /'" in hostile
+
+
+def test_a_bake_is_of_the_pinned_commit_and_tagged_with_it(ec2: Any) -> None:
+    """prod serves r1-distill-llama-70b, whose commit sizing/data/revisions.json pins: a snapshot of
+    another commit (or of main) is another snapshot, never reused for this one."""
+    s = spec(ec2)
+    assert s.revision == "07a264a567ba0863a4ab34fdb3c2b8a54e0bb494"
+    assert s.tags[TAG_REVISION] == s.revision
 
 
 def test_the_placeholder_id_parses_but_is_not_a_real_snapshot() -> None:

@@ -12,6 +12,7 @@ import yaml
 from deepseek_eks.automation.stackfile import read_stack, stack_names
 from deepseek_eks.components import size
 from deepseek_eks.settings import known_keys, parse_settings
+from deepseek_eks.settings.model import _GROUPS as SETTINGS_GROUPS
 
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT_FILE = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
@@ -20,16 +21,7 @@ PROJECT_FILE = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
 def code_defaults() -> dict[str, object]:
     s = parse_settings({})
     out: dict[str, object] = {"computeMode": s.compute_mode.value, "kubernetesVersion": s.kubernetes_version}
-    for group in (
-        "model",
-        "gpu",
-        "autoscaling",
-        "endpoint",
-        "weights",
-        "cluster",
-        "network",
-        "observability",
-    ):
+    for group in SETTINGS_GROUPS:
         for key, value in getattr(s, group).model_dump(mode="json", by_alias=True).items():
             out[f"{group}.{key}"] = value
     return out
@@ -45,6 +37,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "endpoint.hostedZoneId",
     "endpoint.drainSeconds",
     "weights.snapshotId",
+    "image.registry",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",

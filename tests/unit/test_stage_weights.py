@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -29,6 +30,51 @@ FILES = {
     "model-00001-of-00002.safetensors": b"\x00\x01\x02\x03\x04\x05\x06\x07",
     "tokenizer/tokenizer.json": b'{"version": "1.0"}',
 }
+
+
+def listing(files: dict[str, bytes]) -> dict[str, dict[str, Any]]:
+    """What the Hub lists for ``files``: sizes, and the sha256 of the LFS (safetensors) ones."""
+    return {
+        name: {
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest() if name.endswith(".safetensors") else None,
+        }
+        for name, data in files.items()
+    }
+
+
+def hub_api(files: dict[str, bytes], sha: str = REVISION, tokens: set[str | None] | None = None) -> type:
+    """huggingface_hub.HfApi as the stager calls it: model_info with files_metadata (the commit a
+    revision points at, and each file's size and LFS sha256), and list_repo_files."""
+
+    class HfApi:
+        def model_info(self, repo: str, revision: str, files_metadata: bool, token: str | None) -> Any:
+            assert files_metadata
+            if tokens is not None:
+                tokens.add(token)
+            extra = {"README.md": b"readme", "original/consolidated.pth": b"pth"}
+            siblings = [
+                types.SimpleNamespace(
+                    rfilename=name,
+                    size=meta["size"],
+                    lfs=types.SimpleNamespace(sha256=meta["sha256"]) if meta["sha256"] else None,
+                )
+                for name, meta in listing({**files, **extra}).items()
+            ]
+            return types.SimpleNamespace(sha=sha, siblings=siblings)
+
+        def list_repo_files(self, repo: str, revision: str, token: str | None) -> list[str]:
+            if tokens is not None:
+                tokens.add(token)
+            return [*files, "README.md", "original/consolidated.pth"]
+
+    return HfApi
+
+
+@pytest.fixture(autouse=True)
+def hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Hub lists FILES at REVISION (tests that download replace the module with their own)."""
+    monkeypatch.setitem(sys.modules, "huggingface_hub", types.SimpleNamespace(HfApi=hub_api(FILES)))
 
 
 @pytest.fixture
@@ -126,8 +172,10 @@ def test_main_stages_and_writes_a_marker_for_that_repo_and_revision(
     assert marker == {
         "repo": REPO,
         "revision": REVISION,
+        "requested": REVISION,
         "files": len(FILES),
         "bytes": sum(len(b) for b in FILES.values()),
+        "listing": listing(FILES),  # what it was verified against
     }
     assert sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
     assert not sw.is_staged(BUCKET, PREFIX, REPO, "main", s3)
@@ -147,20 +195,62 @@ def test_main_with_the_marker_present_exits_0_without_downloading(
     assert "already staged" in capsys.readouterr().out
 
 
-def test_a_marker_for_another_revision_does_not_count(
-    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_prefix_holding_another_revision_is_refused_not_mixed(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sw.stage(tree, BUCKET, PREFIX, REPO, "older", s3)
-    calls: list[str] = []
+    older = "0" * 40
+    sw.stage(tree, BUCKET, PREFIX, REPO, older, s3)
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tree)
+    assert sw.main(argv()) == 1
+    assert "would mix revisions" in capsys.readouterr().err
+    assert sw.is_staged(BUCKET, PREFIX, REPO, older, s3) and not sw.is_staged(
+        BUCKET, PREFIX, REPO, REVISION, s3
+    )
+    # A copy of another commit that stopped half-way (no completion marker yet) is refused too.
+    s3.delete_object(Bucket=BUCKET, Key=PREFIX + ".staged.json")
+    s3.put_object(
+        Bucket=BUCKET, Key=PREFIX + ".staging.json", Body=json.dumps({"repo": REPO, "revision": older})
+    )
+    assert sw.main(argv()) == 1
 
-    def fake_download(repo: str, revision: str, workdir: Path) -> Path:
-        calls.append(revision)
-        return tree
 
-    monkeypatch.setattr(sw, "download", fake_download)
-    assert sw.main(argv()) == 0
-    assert calls == [REVISION]
-    assert sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+def test_a_moving_ref_is_resolved_once_and_its_commit_recorded(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    revisions: list[str] = []
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: revisions.append(revision) or tree)
+    assert sw.main(argv(revision="main")) == 0
+    assert revisions == [REVISION]  # every file read at the commit, not at the moving branch
+    marker = json.loads(body(s3, PREFIX + ".staged.json"))
+    assert (marker["revision"], marker["requested"]) == (REVISION, "main")
+    assert f"is commit {REVISION}" in capsys.readouterr().out
+    assert sw.main(argv(revision="main")) == 0 and revisions == [REVISION]  # staged: nothing copied again
+    # main has moved on since: the prefix keeps the commit main was resolved to when it was staged.
+    monkeypatch.setitem(
+        sys.modules, "huggingface_hub", types.SimpleNamespace(HfApi=hub_api(FILES, sha="1" * 40))
+    )
+    assert sw.main(argv(revision="main")) == 0 and revisions == [REVISION]
+    assert f"as commit {REVISION}" in capsys.readouterr().out
+
+
+def test_a_download_that_differs_from_the_hubs_listing_is_not_staged(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tree / "model-00001-of-00002.safetensors").write_bytes(b"\x00\x01\x02\x03\x04\x05\x06\xff")  # same size
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tree)
+    assert sw.main(argv()) == 1
+    assert "sha256 differs" in capsys.readouterr().err
+    assert not sw.is_staged(BUCKET, PREFIX, REPO, REVISION, s3)
+
+
+def test_the_staged_objects_are_checked_against_the_listing(s3: Any) -> None:
+    for name, data in FILES.items():
+        s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=data)
+    assert sw.verify_staged(BUCKET, PREFIX, listing(FILES), s3) == sum(len(b) for b in FILES.values())
+    s3.put_object(Bucket=BUCKET, Key=PREFIX + "config.json", Body=b"{}")
+    s3.delete_object(Bucket=BUCKET, Key=PREFIX + "tokenizer/tokenizer.json")
+    with pytest.raises(sw.StageError, match=r"missing tokenizer/tokenizer\.json; wrong size config\.json"):
+        sw.verify_staged(BUCKET, PREFIX, listing(FILES), s3)
 
 
 def test_download_passes_the_token_from_env_and_nothing_prints_it(
@@ -177,7 +267,9 @@ def test_download_passes_the_token_from_env_and_nothing_prints_it(
         return str(local)
 
     monkeypatch.setitem(
-        sys.modules, "huggingface_hub", types.SimpleNamespace(snapshot_download=snapshot_download)
+        sys.modules,
+        "huggingface_hub",
+        types.SimpleNamespace(snapshot_download=snapshot_download, HfApi=hub_api({"config.json": b"{}"})),
     )
     monkeypatch.setenv("HF_TOKEN", SENTINEL)
 
@@ -199,7 +291,9 @@ def test_a_download_error_is_one_line_with_the_token_scrubbed(
         raise RuntimeError(f"401 Unauthorized\nfor token {kwargs['token']}")
 
     monkeypatch.setitem(
-        sys.modules, "huggingface_hub", types.SimpleNamespace(snapshot_download=snapshot_download)
+        sys.modules,
+        "huggingface_hub",
+        types.SimpleNamespace(snapshot_download=snapshot_download, HfApi=hub_api(FILES)),
     )
     monkeypatch.setenv("HF_TOKEN", SENTINEL)
 
@@ -270,11 +364,6 @@ class FakeHub:
     def module(self) -> types.SimpleNamespace:
         hub = self
 
-        class HfApi:
-            def list_repo_files(self, repo: str, revision: str, token: str | None) -> list[str]:
-                hub.tokens.add(token)
-                return [*hub.files, "README.md", "original/consolidated.pth"]
-
         def hf_hub_download(repo: str, name: str, revision: str, local_dir: Path, token: str | None) -> str:
             hub.downloaded.append(name)
             path = Path(local_dir) / name
@@ -282,7 +371,9 @@ class FakeHub:
             path.write_bytes(hub.files[name])
             return str(path)
 
-        return types.SimpleNamespace(HfApi=HfApi, hf_hub_download=hf_hub_download)
+        return types.SimpleNamespace(
+            HfApi=hub_api(hub.files, tokens=hub.tokens), hf_hub_download=hf_hub_download
+        )
 
 
 def test_stream_copies_file_by_file_and_keeps_no_copy_on_disk(

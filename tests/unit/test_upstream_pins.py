@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from deepseek_eks.automation import pins as pin_inventory
 from deepseek_eks.automation.manifest_gate import schema_dir
@@ -156,6 +157,23 @@ def test_a_pin_moved_without_its_reference_data_fails(
     monkeypatch.setattr(versions, attribute, value)
     problems = pin_inventory.check_pins(pin_inventory.collect_pins(index))
     assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_every_chart_pin_has_an_upstream_release_row() -> None:
+    """A chart pin is a release someone read upstream: its values snapshot has a row naming the
+    repository, the tag (or release branch) and the commit it was read at, and the Chart.yaml read
+    there carries the pinned version (LWS's tag says 0.1.0 and is released as its tag: the row's
+    ``source_version`` says so)."""
+    charts = [pin for pin in vars(versions).values() if isinstance(pin, versions.ChartPin)]
+    assert len(charts) >= 8
+    for pin in charts:
+        name = pin.chart.rsplit("/", 1)[-1]
+        row = pin_inventory.helm_chart_source(name, pin.version)
+        assert row is not None, f"{name} {pin.version} has no row in helm-charts/index.json"
+        assert {"repo", "ref", "commit", "path"} <= row.keys() and re.fullmatch("[0-9a-f]{40}", row["commit"])
+        folder = pin_inventory.helm_chart_snapshot(name, pin.version)
+        chart = yaml.safe_load((folder / "Chart.yaml").read_text())
+        assert (chart["name"], str(chart["version"])) == (name, row.get("source_version", pin.version))
 
 
 def test_the_pins_command_lists_and_passes() -> None:
