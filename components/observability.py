@@ -80,6 +80,34 @@ def kube_prometheus_stack_values(opts: ObservabilityOptions) -> dict[str, Any]:
     }
 
 
+# The chart's metrics ConfigMap (templates/metrics-configmap.yaml of chart 4.8.2: always rendered,
+# key ``metrics``) mounted as a directory at a path the image does not have, and the exporter
+# pointed at the file in it with ``-f`` (pkg/cmd/app.go: the collectors flag). The chart's default
+# instead mounts the key with subPath over /etc/dcgm-exporter/default-counters.csv, a file the
+# image ships, which runc refuses on SELinux-enforcing nodes such as EKS Auto Mode's
+# (NVIDIA/dcgm-exporter#613; facts in reference/upstream/dcgm-exporter-4.8.2-image.json).
+DCGM_COUNTERS_DIR = "/etc/dcgm-exporter-counters"
+DCGM_COUNTERS_FILE = "counters.csv"
+
+
+def dcgm_counters_mount() -> dict[str, Any]:
+    """dcgm-exporter values that give it the chart's counters list without mounting over a file."""
+    volume = "exporter-metrics-volume"
+    return {
+        "arguments": ["-f", f"{DCGM_COUNTERS_DIR}/{DCGM_COUNTERS_FILE}"],
+        "extraConfigMapVolumes": [
+            {
+                "name": volume,
+                "configMap": {
+                    "name": "exporter-metrics-config-map",
+                    "items": [{"key": "metrics", "path": DCGM_COUNTERS_FILE}],
+                },
+            }
+        ],
+        "extraVolumeMounts": [{"name": volume, "mountPath": DCGM_COUNTERS_DIR, "readOnly": True}],
+    }
+
+
 def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
     """dcgm-exporter on every NVIDIA GPU node of the cluster, not only this service's: it is a
     shared add-on, and the other services' GPU metrics (dashboards, the gpu-utilization HPA) come
@@ -89,6 +117,7 @@ def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
     return {
         "nodeSelector": dict(placement.any_gpu_node_selector),
         "tolerations": [dict(t) for t in placement.tolerations],
+        **dcgm_counters_mount(),
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
     }
