@@ -31,6 +31,8 @@ from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, zone_refusa
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
+# node-exporter and dcgm-exporter: host PID/network, hostPath and GPU devices (Pod Security privileged).
+NODE_MONITORING_NAMESPACE = "node-monitoring"
 
 
 class SizingError(ValueError):
@@ -278,10 +280,16 @@ def build_service(
                 ),
                 NamespaceSpec(
                     MONITORING_NAMESPACE,
+                    "baseline",
+                    reason="the charts' default pod settings are not all restricted-compliant "
+                    "(warned and audited at restricted)",
+                ),
+                NamespaceSpec(
+                    NODE_MONITORING_NAMESPACE,
                     "privileged",
                     reason="node-exporter and dcgm-exporter read host PID/network and GPU devices",
                 ),
-            ][: 2 if scope.shared_addons else 1],  # the monitoring namespace is a shared add-on
+            ][: 3 if scope.shared_addons else 1],  # the monitoring namespaces are shared add-ons
             labels=labels,
         ),
         opts=k8s_opts,
@@ -343,6 +351,7 @@ def build_service(
         f"{scope.prefix}observability",
         ObservabilityArgs(
             namespace=MONITORING_NAMESPACE,
+            host_namespace=NODE_MONITORING_NAMESPACE,
             scope=queries,
             slo=promql.Slo(
                 ttft_p95_seconds=obs.ttft_slo_seconds,

@@ -39,9 +39,13 @@ class ObservabilityOptions:
     alertmanager: bool
 
 
-def kube_prometheus_stack_values(opts: ObservabilityOptions) -> dict[str, Any]:
-    """Values for kube-prometheus-stack: every ServiceMonitor, PodMonitor and PrometheusRule in
-    the cluster is selected (the chart otherwise selects only its own release's)."""
+def kube_prometheus_stack_values(
+    opts: ObservabilityOptions, namespace: str, host_namespace: str
+) -> dict[str, Any]:
+    """Values for kube-prometheus-stack installed in ``namespace``: every ServiceMonitor,
+    PodMonitor and PrometheusRule in the cluster is selected (the chart otherwise selects only its
+    own release's); node-exporter, which needs the host's PID and network namespaces, goes to
+    ``host_namespace`` so that ``namespace`` can enforce Pod Security ``baseline``."""
     open_selectors = {
         f"{kind}SelectorNilUsesHelmValues": False
         for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
@@ -72,8 +76,18 @@ def kube_prometheus_stack_values(opts: ObservabilityOptions) -> dict[str, Any]:
                 "userKey": "admin-user",
                 "passwordKey": "admin-password",
             },
-            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}},
+            # Namespaced RBAC: grafana 12.11.1's templates/role.yaml then grants the sidecars
+            # get/list/watch on ConfigMaps and Secrets in its own namespace only, and
+            # templates/clusterrole.yaml renders no ClusterRole (no cluster-wide Secret read).
+            # The dashboards sidecar must then watch only that namespace: kube-prometheus-stack
+            # sets searchNamespace ALL, which the sidecar could not list with a Role.
+            "rbac": {"namespaced": True},
+            "sidecar": {
+                "dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": [namespace]}
+            },
         },
+        # kube-prometheus-stack 88.5.3 values.yaml: prometheus-node-exporter.namespaceOverride.
+        "prometheus-node-exporter": {"namespaceOverride": host_namespace},
         # No prometheus-node-exporter tolerations: the sub-chart's default (values.yaml of
         # prometheus-node-exporter 4.56.1) tolerates every NoSchedule taint, the GPU nodes' and the
         # system nodes' CriticalAddonsOnly alike; a list of ours would replace it, not add to it.
@@ -205,7 +219,10 @@ class ObservabilityArgs:
     """Inputs of ``Observability``."""
 
     namespace: str
-    """Namespace of Prometheus, Grafana, dcgm-exporter and the adapter."""
+    """Namespace of Prometheus, Grafana and the adapter (Pod Security ``baseline``)."""
+    host_namespace: str
+    """Namespace of the exporters that need host access, node-exporter and dcgm-exporter (Pod
+    Security ``privileged``)."""
     scope: promql.Scope
     """The vLLM deployment the monitors, rules and dashboards are about."""
     slo: promql.Slo
@@ -265,7 +282,7 @@ class Observability(pulumi.ComponentResource):
             "kube-prometheus-stack",
             KUBE_PROMETHEUS_STACK,
             args.namespace,
-            kube_prometheus_stack_values(args.options),
+            kube_prometheus_stack_values(args.options, args.namespace, args.host_namespace),
             pulumi.ResourceOptions(parent=self, depends_on=[*deps, admin, *args.placement.depends_on]),
         )
         crds_ready = pulumi.ResourceOptions(parent=self, depends_on=[*deps, stack])
@@ -274,7 +291,7 @@ class Observability(pulumi.ComponentResource):
             f"{name}-dcgm-exporter",
             "dcgm-exporter",
             DCGM_EXPORTER,
-            args.namespace,
+            args.host_namespace,
             dcgm_exporter_values(args.placement),
             crds_ready,
         )
