@@ -360,7 +360,9 @@ class Inference(pulumi.ComponentResource):
             f"{name}-{role}",
             parent=self,
             policy=bucket_arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write))),
-            service_account=ServiceAccountRef(args.cluster_name, args.namespace, service_account),
+            service_account=ServiceAccountRef(
+                args.cluster_name, args.namespace, service_account, args.region
+            ),
             depends_on=list(args.depends_on),
         )
 
@@ -844,18 +846,21 @@ def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[
     """Read (vLLM) or read-write (stager) on one prefix of the weights bucket only: the variant's in
     the project's bucket, or the one model.repository names in yours ("" is the whole bucket)."""
     object_actions = ["s3:GetObject"] + (["s3:PutObject", "s3:AbortMultipartUpload"] if write else [])
+    listing: dict[str, Any] = {
+        "Sid": "ListThePrefix",
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket"],
+        "Resource": bucket_arn,
+    }
+    if prefix:
+        # StringLike, not StringLikeIfExists: a listing that names no prefix (the whole bucket)
+        # has no s3:prefix key, and IfExists would let it through. The stager therefore checks
+        # the bucket and its objects by listing under the prefix, never with HeadBucket.
+        listing["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}
     return {
         "Version": "2012-10-17",
         "Statement": [
-            {
-                "Sid": "ListThePrefix",
-                "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": bucket_arn,
-                # IfExists: HeadBucket (the stager's first check) is authorised as ListBucket with
-                # no prefix; listings that do name one stay inside the weights prefix.
-                "Condition": {"StringLikeIfExists": {"s3:prefix": [prefix, f"{prefix}*"]}},
-            },
+            listing,
             {
                 "Sid": "ObjectsUnderThePrefix",
                 "Effect": "Allow",

@@ -51,7 +51,15 @@ SYSTEM_NAMESPACE = "kube-system"
 GENERAL_NODE_DISK_GIB = 50  # CPU nodes hold only small images
 CRITICAL_ADDONS_TOLERATION = {"key": "CriticalAddonsOnly", "operator": "Exists"}
 MANAGED_POLICY = "arn:{partition}:iam::aws:policy/{name}"
-NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryReadOnly")
+# Image pulls need ECR read for pulling only: AmazonEC2ContainerRegistryPullOnly, the policy the EKS
+# User Guide's node role names (create-node-role; reference/upstream/eks-iam-facts.json), not
+# ReadOnly, which also lists and describes every repository of the account.
+NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
+# Earlier logical names of node policy attachments, kept as aliases so Pulumi replaces the
+# attachment (a new policy ARN) instead of seeing an unrelated delete and create.
+NODE_POLICY_ALIASES = {"AmazonEC2ContainerRegistryPullOnly": "AmazonEC2ContainerRegistryReadOnly"}
+# The aws-ebs-csi-driver add-on's controller service account, in kube-system (EKS User Guide, ebs-csi).
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 
 # EventBridge events Karpenter acts on before AWS takes a node away (Karpenter interruption docs).
 INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
@@ -221,11 +229,14 @@ class KarpenterCapacity(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
         for policy in NODE_POLICIES:
+            earlier = NODE_POLICY_ALIASES.get(policy)
             aws.iam.RolePolicyAttachment(
                 f"{name}-node-{policy}",
                 role=node_role.name,
                 policy_arn=managed_policy_arn(partition, policy),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(
+                    parent=self, aliases=[pulumi.Alias(name=f"{name}-node-{earlier}")] if earlier else None
+                ),
             )
         # No AccessEntry for this role: the system managed node group uses it, and EKS creates the
         # EC2_LINUX access entry of a managed node group's role itself; a principal can be in one
@@ -263,7 +274,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
         self.interruption_queue_name = queue.name
 
         def system_account(service_account: str) -> ServiceAccountRef:
-            return ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, service_account)
+            return ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, service_account, args.region)
 
         controller_role = pod_identity_role(
             f"{name}-karpenter",
@@ -343,6 +354,8 @@ class KarpenterCapacity(pulumi.ComponentResource):
             f"{name}-ebs-csi",
             parent=self,
             managed_policy_arn=managed_policy_arn(partition, "AmazonEBSCSIDriverPolicy"),
+            service_account=system_account(EBS_CSI_SERVICE_ACCOUNT),
+            associate=False,
         )
         ebs_addon = aws.eks.Addon(
             f"{name}-ebs-csi",
@@ -350,7 +363,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
             addon_name="aws-ebs-csi-driver",
             pod_identity_associations=[
                 aws.eks.AddonPodIdentityAssociationArgs(
-                    role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa"
+                    role_arn=ebs_role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT
                 )
             ],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[system_nodes, pod_identity_agent]),

@@ -1011,6 +1011,21 @@ def _s3_repository_problems(
     if location is None:
         return []
     key, repository = f"{PROJECT}:model.repository", model.repository
+    # --- net23: no IAM wildcard from a setting ---
+    # The bucket and prefix become IAM resources (arn:...:bucket/prefix*) and an s3:prefix
+    # condition, where * and ? are wildcards: s3://bucket/* would grant every object of the
+    # bucket, not a folder named "*".
+    if any(c in location[1] for c in "*?"):
+        return [
+            Problem(
+                key,
+                repository,
+                "the prefix contains '*' or '?', which IAM reads as a wildcard in the reader's "
+                "policy (s3://bucket/* would grant the whole bucket): give the folder itself, such "
+                "as s3://bucket/deepseek/r1, or s3://bucket for the whole bucket",
+            )
+        ]
+    # --- end net23 ---
     segments = location[1].removesuffix("/").split("/")
     if location[1] and any(segment in ("", ".", "..") for segment in segments):
         return [
