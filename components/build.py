@@ -204,6 +204,7 @@ def build_service(
             vpc_id=net.vpc_id,
             private_subnet_ids=net.private_subnet_ids,
             public_subnet_ids=net.public_subnet_ids,
+            load_balancer_subnet_ids=net.load_balancer_subnet_ids,
         ),
         opts=aws_opts,
     )
@@ -322,13 +323,15 @@ def build_service(
                 drain_seconds=drain,
                 load_balancer=settings.endpoint.load_balancer.value,
                 nlb_class=NLB_CLASSES[settings.compute_mode.value],
+                subnet_ids=() if internet_facing else tuple(network.load_balancer_subnet_ids),
             ),
             vpc_cidr=network.vpc_cidr,
             # The ALB takes addresses in the subnets the load balancer controller discovers for its
-            # scheme: public (kubernetes.io/role/elb) or private (kubernetes.io/role/internal-elb).
+            # scheme: public (kubernetes.io/role/elb) or the load-balancer-only private subnets
+            # (kubernetes.io/role/internal-elb), or the ones the Ingress/Service names.
             load_balancer_cidrs=network.public_subnet_cidrs
             if internet_facing
-            else network.private_subnet_cidrs,
+            else network.internal_load_balancer_cidrs,
             cluster_name=name,
             region=settings.region,
             labels=labels,

@@ -398,9 +398,10 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
     StackTags, ``pkg/networking/backend_sg_provider.go``); changes and deletions require that tag
     on the resource with this cluster's name, and creations require it on the request, so another
     cluster's controller in the same account cannot be steered into this one's resources. The
-    cluster name is also needed because the controller opens the node security group to its own (backend) security group, and it picks that
-    group on a node's ENI by the EKS tag ``kubernetes.io/cluster/<cluster>`` (``owned`` on the
-    EKS cluster security group, ``owned``/``shared`` on node groups), so rule changes on groups
+    cluster name is also needed because the controller opens the node security group to its own
+    (backend) security group, and it picks that group on a node's ENI by the EKS tag
+    ``kubernetes.io/cluster/<cluster>`` (``owned`` on the EKS cluster security group,
+    ``owned``/``shared`` on node groups), so rule changes on groups
     it did not create are allowed only on groups carrying that tag.
 
     Listener and rule calls (create, delete, modify, certificates) stay on ``"*"`` as in the

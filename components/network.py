@@ -1,5 +1,6 @@
-"""The VPC: a new one across 2-3 AZs (private subnets for nodes, public ones for internet-facing
-load balancers, one NAT gateway, an S3 gateway endpoint), or the ids of your own."""
+"""The VPC: a new one across 2-3 AZs (private subnets for nodes and pods, small private subnets
+for internal load balancers only, public ones for internet-facing load balancers, one NAT gateway,
+an S3 gateway endpoint), or the ids of your own."""
 
 from __future__ import annotations
 
@@ -16,17 +17,28 @@ class SubnetPlan:
 
     private: list[str]
     public: list[str]
+    load_balancer: list[str]
+    """Private subnets where only internal load balancers take addresses (no nodes, no pods)."""
 
 
 def plan_subnets(vpc_cidr: str, zones: int) -> SubnetPlan:
     """Split the VPC into quarters: one large private subnet per AZ (pods take VPC addresses, so
-    nodes need room), and the last quarter cut into small public subnets for load balancers."""
+    nodes need room), and the last quarter cut into four: small public subnets for internet-facing
+    load balancers, and the fourth cut again into one small private subnet per AZ for internal
+    load balancers. Those keep the ALB's or NLB's addresses out of the pod subnets, so the
+    NetworkPolicy can admit the load balancer without admitting every pod (VPC CNI gives pods
+    addresses of the node subnets)."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
     quarters = list(vpc.subnets(prefixlen_diff=2))
     if not 2 <= zones <= 3:
         raise ValueError(f"zones must be 2 or 3, got {zones}")
-    public = list(quarters[3].subnets(prefixlen_diff=2))
-    return SubnetPlan(private=[str(q) for q in quarters[:zones]], public=[str(p) for p in public[:zones]])
+    last = list(quarters[3].subnets(prefixlen_diff=2))
+    load_balancer = list(last[3].subnets(prefixlen_diff=2))
+    return SubnetPlan(
+        private=[str(q) for q in quarters[:zones]],
+        public=[str(p) for p in last[:zones]],
+        load_balancer=[str(b) for b in load_balancer[:zones]],
+    )
 
 
 @dataclass
@@ -49,6 +61,8 @@ class NetworkArgs:
     """Bring your own VPC: private subnets for nodes."""
     public_subnet_ids: list[str] | None = None
     """Bring your own VPC: public subnets for internet-facing load balancers."""
+    load_balancer_subnet_ids: list[str] | None = None
+    """Bring your own VPC: private subnets only internal load balancers use (no pods)."""
 
 
 class Network(pulumi.ComponentResource):
@@ -66,6 +80,13 @@ class Network(pulumi.ComponentResource):
     """CIDRs of the private subnets (where an internal load balancer gets its addresses)."""
     public_subnet_cidrs: pulumi.Output[list[str]]
     """CIDRs of the public subnets (where an internet-facing load balancer gets its addresses)."""
+    load_balancer_subnet_ids: list[str]
+    """Subnets to name on the Ingress or Service of an internal load balancer: your
+    ``load_balancer_subnet_ids``; empty for the VPC the program creates, whose load-balancer
+    subnets alone carry the controller's discovery tag."""
+    internal_load_balancer_cidrs: pulumi.Output[list[str]]
+    """CIDRs an internal load balancer takes its addresses from: the load-balancer subnets, or,
+    in your VPC without ``load_balancer_subnet_ids``, the private subnets (settings warn)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
@@ -78,6 +99,12 @@ class Network(pulumi.ComponentResource):
             self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
             self.private_subnet_cidrs = self._cidrs_of(args.private_subnet_ids or [])
             self.public_subnet_cidrs = self._cidrs_of(args.public_subnet_ids or [])
+            self.load_balancer_subnet_ids = list(args.load_balancer_subnet_ids or [])
+            self.internal_load_balancer_cidrs = (
+                self._cidrs_of(self.load_balancer_subnet_ids)
+                if self.load_balancer_subnet_ids
+                else self.private_subnet_cidrs
+            )
         else:
             self._create(name, args)
         self.register_outputs(
@@ -138,8 +165,13 @@ class Network(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{name}-private"},
             opts=child,
         )
-        private_tags = {"kubernetes.io/role/internal-elb": "1", "karpenter.sh/discovery": args.cluster_name}
+        # The internal-elb discovery tag only on the load-balancer subnets (AWS Load Balancer
+        # Controller subnet auto-discovery; EKS Auto Mode's controller reads the same tag), so
+        # internal load balancers never take addresses where pods live.
+        private_tags = {"karpenter.sh/discovery": args.cluster_name}
         private = self._tier(name, "private", plan.private, zones, vpc, private_rt, private_tags, args)
+        lb_tags = {"kubernetes.io/role/internal-elb": "1"}
+        self._tier(name, "lb", plan.load_balancer, zones, vpc, private_rt, lb_tags, args)
         # S3 traffic (weights, image layers from ECR's S3) skips the NAT gateway: free and faster.
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
@@ -156,6 +188,8 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)
         self.private_subnet_cidrs = pulumi.Output.from_input(list(plan.private))
         self.public_subnet_cidrs = pulumi.Output.from_input(list(plan.public))
+        self.load_balancer_subnet_ids = []
+        self.internal_load_balancer_cidrs = pulumi.Output.from_input(list(plan.load_balancer))
 
     def _cidrs_of(self, subnet_ids: list[str]) -> pulumi.Output[list[str]]:
         """The CIDR of each of your own subnets, read from EC2."""

@@ -105,6 +105,7 @@ class NetworkArgs(TypedDict, total=False):
     vpc_id: str
     private_subnet_ids: list[str]
     public_subnet_ids: list[str]
+    load_balancer_subnet_ids: list[str]
 
 
 class ObservabilityArgs(TypedDict, total=False):

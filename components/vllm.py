@@ -448,6 +448,9 @@ class Endpoint:
     nlb_class: str = "service.k8s.aws/nlb"
     """loadBalancerClass of the NLB controller: the AWS Load Balancer Controller's, or Auto Mode's
     ``eks.amazonaws.com/nlb`` (NLB_CLASSES)."""
+    subnet_ids: tuple[str, ...] = ()
+    """Subnets the load balancer must use (network.loadBalancerSubnetIds in your VPC); empty:
+    the controller's tag discovery."""
 
 
 # The controller that provisions an NLB for a Service of type LoadBalancer: the AWS Load Balancer
@@ -477,6 +480,8 @@ def ingress(workload: Workload, endpoint: Endpoint, name: str = APP) -> dict[str
             f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
         ),
     }
+    if endpoint.subnet_ids:  # AWS Load Balancer Controller v3.5.0 docs/guide/ingress/annotations.md
+        annotations["alb.ingress.kubernetes.io/subnets"] = ",".join(endpoint.subnet_ids)
     if endpoint.internet_facing:
         annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(endpoint.allowed_cidrs)
     if endpoint.certificate_arn:
@@ -539,6 +544,8 @@ def nlb_service(
             "preserve_client_ip.enabled=false"
         ),
     }
+    if endpoint.subnet_ids:  # AWS Load Balancer Controller v3.5.0 docs/guide/service/annotations.md
+        annotations[f"{a}aws-load-balancer-subnets"] = ",".join(endpoint.subnet_ids)
     # Pulumi would wait for endpoints, which exist only once a replica has loaded (see ``service``).
     annotations["pulumi.com/skipAwait"] = "true"
     port = SERVICE_PORT

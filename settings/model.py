@@ -337,6 +337,12 @@ class NetworkSettings(_Group):
     public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list, max_length=16
     )
+    # --- net23: load-balancer-only subnets (issue 23 item 4) ---
+    load_balancer_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list,
+        max_length=16,
+        description="With network.vpcId, private subnets only internal load balancers use (no pods).",
+    )
 
 
 class ObservabilitySettings(_Group):
@@ -960,6 +966,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     warnings += _world_open(
         f"{p}cluster.publicAccessCidrs", cluster.public_access_cidrs, "the EKS API endpoint"
     )
+    warnings += _load_balancer_subnet_warnings(groups["network"], endpoint)  # net23
     model: ModelSettings = groups["model"]
     if _usable(invalid, "model.variant", "model.maxModelLen"):
         spec = model_catalog()[model.variant.value]
@@ -1168,6 +1175,45 @@ def _world_open(key: str, cidrs: Iterable[str], what: str) -> list[str]:
     ]
 
 
+# --- net23: load-balancer-only subnets (issue 23 item 4) ---
+def _load_balancer_subnet_problems(network: NetworkSettings) -> list[Problem]:
+    """Load-balancer subnets must be their own: one that is also a pod subnet would admit its pods."""
+    key, lb = f"{PROJECT}:network.loadBalancerSubnetIds", network.load_balancer_subnet_ids
+    if not lb:
+        return []
+    shared = sorted(set(lb) & (set(network.private_subnet_ids) | set(network.public_subnet_ids)))
+    if shared:
+        return [
+            Problem(
+                key,
+                shared,
+                "also listed in network.privateSubnetIds or network.publicSubnetIds: give subnets "
+                "no node or pod uses, so the NetworkPolicy can admit the load balancer alone",
+            )
+        ]
+    if len(lb) < 2:
+        return [Problem(key, lb, "list at least 2 subnets in different AZs (an ALB needs two)")]
+    return []
+
+
+def _load_balancer_subnet_warnings(network: NetworkSettings, endpoint: EndpointSettings) -> list[str]:
+    """Your VPC with an internal endpoint and no load-balancer subnets: the policy can only admit
+    the private subnets, where every pod of the cluster has its address too (VPC CNI)."""
+    if not network.vpc_id or network.load_balancer_subnet_ids:
+        return []
+    if endpoint.scheme is EndpointScheme.INTERNET_FACING:
+        return []
+    return [
+        f"{PROJECT}:network.loadBalancerSubnetIds is not set: the internal load balancer takes "
+        "addresses in your private subnets, which are also pod subnets, so port 8000 admits every "
+        "pod there; give 2+ small private subnets that only load balancers use (they are named on "
+        "the Ingress or Service)"
+    ]
+
+
+# --- end net23 ---
+
+
 def _network_problems(
     network: NetworkSettings, endpoint: EndpointSettings, invalid: set[str]
 ) -> list[Problem]:
@@ -1210,8 +1256,9 @@ def _network_problems(
                         "only applies to the VPC the program creates; remove it when network.vpcId is set",
                     )
                 )
+        out += _load_balancer_subnet_problems(network)
     else:
-        for key in ("private_subnet_ids", "public_subnet_ids"):
+        for key in ("private_subnet_ids", "public_subnet_ids", "load_balancer_subnet_ids"):
             if getattr(network, key):
                 alias = NetworkSettings.model_fields[key].alias
                 out.append(Problem(f"{p}{alias}", getattr(network, key), "needs network.vpcId"))
