@@ -47,6 +47,7 @@ from .vllm import (
     Workload,
     checkov_annotations,
     container_security_context,
+    default_deny_policy,
     deployment,
     disruption_budget,
     egress_rules,
@@ -277,6 +278,10 @@ class Inference(pulumi.ComponentResource):
         )
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
+        )
+        deny = ns_workload.apply(default_deny_policy)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-default-deny", metadata=deny["metadata"], spec=deny["spec"], opts=after
         )
         if args.warm_spare_nodes:
             self._warm_spares(ns_workload)

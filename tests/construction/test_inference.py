@@ -258,7 +258,9 @@ def test_network_policy_admits_the_load_balancer_subnets_not_the_vpc(scheme: str
     extra = {"endpoint__allowedCidrs": "198.51.100.0/24"} if scheme == "internet-facing" else {}
     rendered = render(stack_config("dev", endpoint__scheme=scheme, **extra))
     subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
-    policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
+    policy = next(
+        o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"
+    )["spec"]
     admitted = [
         peer["ipBlock"]["cidr"] for rule in policy["ingress"] for peer in rule["from"] if "ipBlock" in peer
     ]
@@ -274,7 +276,9 @@ def test_your_own_vpc_admits_your_subnets() -> None:
             network__privateSubnetIds="subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2",
         )
     )
-    policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
+    policy = next(
+        o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"
+    )["spec"]
     admitted = [
         peer["ipBlock"]["cidr"] for rule in policy["ingress"] for peer in rule["from"] if "ipBlock" in peer
     ]

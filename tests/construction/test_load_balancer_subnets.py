@@ -30,7 +30,9 @@ NLB_FACTS = json.loads((UPSTREAM / "nlb-facts.json").read_text())["aws_load_bala
 
 
 def _admitted(rendered) -> list[str]:  # type: ignore[no-untyped-def]
-    policy = next(o for o in rendered.objects() if o["kind"] == "NetworkPolicy")["spec"]
+    policy = next(
+        o for o in rendered.objects() if o["kind"] == "NetworkPolicy" and o["metadata"]["name"] == "vllm"
+    )["spec"]
     return [p["ipBlock"]["cidr"] for rule in policy["ingress"] for p in rule["from"] if "ipBlock" in p]
 
 

@@ -256,6 +256,27 @@ def test_no_other_pod_reaches_port_8000_from_its_address_in_a_pod_subnet(case: S
     assert case.cluster.allows(prometheus_at_an_address, case.server, 8000)
 
 
+def test_any_other_pod_of_the_service_namespace_is_denied_both_ways(case: Stack) -> None:
+    """Default deny in the namespace the service owns: a pod no workload policy selects (started
+    by hand, say) can neither be reached nor reach out; the workloads keep what they need
+    (the tests above)."""
+    stranger = Pod(
+        case.server.namespace, {"app": "debug"}, {"http": 8080}, ip=host_in(case.pod_subnets[0]).ip
+    )
+    for source in (PROMETHEUS, *(host_in(c) for c in case.alb_subnets), Pod("default", {"app": "curl"})):
+        assert not case.cluster.allows(source, stranger, 8080), source
+    for dest, port, protocol in (
+        (Host(S3_ADDRESS), 443, "TCP"),
+        (Host(INTERNET_ADDRESS), 80, "TCP"),
+        (COREDNS, 53, "UDP"),
+        (case.server, 8000, "TCP"),
+    ):
+        assert not case.cluster.allows(stranger, dest, port, protocol), dest
+    # ...while vLLM itself still resolves names and reaches HTTPS.
+    assert case.cluster.allows(case.server, COREDNS, 53, "UDP")
+    assert case.cluster.allows(case.server, Host(S3_ADDRESS), 443)
+
+
 def test_the_nodes_of_a_multi_node_replica_reach_each_other() -> None:
     r1 = stack("r1")
     leader, worker = (w.pod for w in r1.vllm)
