@@ -205,6 +205,7 @@ def build_service(
             private_subnet_ids=net.private_subnet_ids,
             public_subnet_ids=net.public_subnet_ids,
             load_balancer_subnet_ids=net.load_balancer_subnet_ids,
+            nat_gateway_per_zone=net.nat_gateway_per_zone,
         ),
         opts=aws_opts,
     )

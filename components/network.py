@@ -63,6 +63,8 @@ class NetworkArgs:
     """Bring your own VPC: public subnets for internet-facing load balancers."""
     load_balancer_subnet_ids: list[str] | None = None
     """Bring your own VPC: private subnets only internal load balancers use (no pods)."""
+    nat_gateway_per_zone: bool = False
+    """The VPC the program creates: one NAT gateway per AZ instead of one for all."""
 
 
 class Network(pulumi.ComponentResource):
@@ -146,39 +148,29 @@ class Network(pulumi.ComponentResource):
         )
         # Only load balancers live in the public subnets, with their own addresses.
         public = self._tier(
-            name, "public", plan.public, zones, vpc, public_rt, {"kubernetes.io/role/elb": "1"}, args
+            name, "public", plan.public, zones, vpc, [public_rt], {"kubernetes.io/role/elb": "1"}, args
         )
-        # One NAT gateway, not one per AZ: nodes only pull images and weights through it, and a
-        # second or third would add ~$65 a month each to an otherwise idle stack.
-        eip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags={**args.tags, "Name": f"{name}-nat"}, opts=child)
-        nat = aws.ec2.NatGateway(
-            f"{name}-nat",
-            allocation_id=eip.id,
-            subnet_id=public[0].id,
-            tags={**args.tags, "Name": f"{name}-nat"},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
-        )
-        private_rt = aws.ec2.RouteTable(
-            f"{name}-private",
-            vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-            tags={**args.tags, "Name": f"{name}-private"},
-            opts=child,
-        )
+        # One NAT gateway by default, not one per AZ: nodes only pull images and weights through
+        # it, and a second or third would add ~$65 a month each to an otherwise idle stack. With
+        # nat_gateway_per_zone each AZ gets its own (in its public subnet) and its private subnets
+        # route through it, so losing one AZ does not cut the others off (AWS VPC User Guide, NAT
+        # gateways: a NAT gateway is zonal; create one per AZ for zone independence).
+        nat_zones = len(public) if args.nat_gateway_per_zone else 1
+        private_rts = [self._nat_route_table(name, i, public[i], vpc, igw, args) for i in range(nat_zones)]
         # The internal-elb discovery tag only on the load-balancer subnets (AWS Load Balancer
         # Controller subnet auto-discovery; EKS Auto Mode's controller reads the same tag), so
         # internal load balancers never take addresses where pods live.
         private_tags = {"karpenter.sh/discovery": args.cluster_name}
-        private = self._tier(name, "private", plan.private, zones, vpc, private_rt, private_tags, args)
+        private = self._tier(name, "private", plan.private, zones, vpc, private_rts, private_tags, args)
         lb_tags = {"kubernetes.io/role/internal-elb": "1"}
-        self._tier(name, "lb", plan.load_balancer, zones, vpc, private_rt, lb_tags, args)
+        self._tier(name, "lb", plan.load_balancer, zones, vpc, private_rts, lb_tags, args)
         # S3 traffic (weights, image layers from ECR's S3) skips the NAT gateway: free and faster.
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=vpc.id,
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
-            route_table_ids=[private_rt.id],
+            route_table_ids=[rt.id for rt in private_rts],
             tags={**args.tags, "Name": f"{name}-s3"},
             opts=child,
         )
@@ -190,6 +182,37 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_cidrs = pulumi.Output.from_input(list(plan.public))
         self.load_balancer_subnet_ids = []
         self.internal_load_balancer_cidrs = pulumi.Output.from_input(list(plan.load_balancer))
+
+    def _nat_route_table(
+        self,
+        name: str,
+        zone: int,
+        public_subnet: aws.ec2.Subnet,
+        vpc: aws.ec2.Vpc,
+        igw: aws.ec2.InternetGateway,
+        args: NetworkArgs,
+    ) -> aws.ec2.RouteTable:
+        """A NAT gateway in ``public_subnet`` and the private route table through it; zone 0 keeps
+        the names the single NAT gateway always had, so turning the option on only adds."""
+        suffix = "" if zone == 0 else f"-{zone}"
+        child = pulumi.ResourceOptions(parent=self)
+        eip = aws.ec2.Eip(
+            f"{name}-nat{suffix}", domain="vpc", tags={**args.tags, "Name": f"{name}-nat{suffix}"}, opts=child
+        )
+        nat = aws.ec2.NatGateway(
+            f"{name}-nat{suffix}",
+            allocation_id=eip.id,
+            subnet_id=public_subnet.id,
+            tags={**args.tags, "Name": f"{name}-nat{suffix}"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+        )
+        return aws.ec2.RouteTable(
+            f"{name}-private{suffix}",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+            tags={**args.tags, "Name": f"{name}-private{suffix}"},
+            opts=child,
+        )
 
     def _cidrs_of(self, subnet_ids: list[str]) -> pulumi.Output[list[str]]:
         """The CIDR of each of your own subnets, read from EC2."""
@@ -205,11 +228,12 @@ class Network(pulumi.ComponentResource):
         cidrs: list[str],
         zones: pulumi.Output[list[str]],
         vpc: aws.ec2.Vpc,
-        route_table: aws.ec2.RouteTable,
+        route_tables: list[aws.ec2.RouteTable],
         tier_tags: dict[str, str],
         args: NetworkArgs,
     ) -> list[aws.ec2.Subnet]:
-        """One subnet per AZ, no public IPs on launch, each on the tier's route table."""
+        """One subnet per AZ, no public IPs on launch, the i-th on the i-th route table (or the
+        only one)."""
         child = pulumi.ResourceOptions(parent=self)
         subnets = []
         for i, cidr in enumerate(cidrs):
@@ -223,7 +247,10 @@ class Network(pulumi.ComponentResource):
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
-                f"{name}-{tier}-{i}", subnet_id=subnet.id, route_table_id=route_table.id, opts=child
+                f"{name}-{tier}-{i}",
+                subnet_id=subnet.id,
+                route_table_id=route_tables[i % len(route_tables)].id,
+                opts=child,
             )
             subnets.append(subnet)
         return subnets

@@ -106,6 +106,7 @@ class NetworkArgs(TypedDict, total=False):
     private_subnet_ids: list[str]
     public_subnet_ids: list[str]
     load_balancer_subnet_ids: list[str]
+    nat_gateway_per_zone: bool
 
 
 class ObservabilityArgs(TypedDict, total=False):

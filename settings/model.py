@@ -337,6 +337,10 @@ class NetworkSettings(_Group):
     public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list, max_length=16
     )
+    # --- net23: one NAT gateway per AZ (issue 23 item 8) ---
+    nat_gateway_per_zone: Boolean = Field(
+        False, description="One NAT gateway per AZ in the VPC the program creates (one in all by default)."
+    )
     # --- net23: load-balancer-only subnets (issue 23 item 4) ---
     load_balancer_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
@@ -1246,7 +1250,7 @@ def _network_problems(
                 )
             )
         # Pulumi passes Pulumi.yaml's defaults as config too, so only a changed value is a mistake.
-        for key in ("vpc_cidr", "availability_zones"):
+        for key in ("vpc_cidr", "availability_zones", "nat_gateway_per_zone"):
             if getattr(network, key) != NetworkSettings.model_fields[key].default:
                 alias = NetworkSettings.model_fields[key].alias
                 out.append(
