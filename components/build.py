@@ -224,6 +224,7 @@ def build_service(
                 public_access_cidrs=settings.cluster.public_access_cidrs,
                 admin_role_arns=settings.cluster.admin_role_arns,
                 tags=tags,
+                secrets_kms_key_arn=settings.cluster.secrets_kms_key_arn,
             ),
             opts=aws_opts,
         )

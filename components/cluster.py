@@ -37,6 +37,9 @@ class ClusterArgs:
     """Extra IAM roles given cluster-admin through access entries."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags of the cluster."""
+    secrets_kms_key_arn: str | None = None
+    """Customer-managed KMS key for envelope encryption of Kubernetes Secrets (None: EKS's default
+    encryption of etcd only)."""
 
 
 class Cluster(pulumi.ComponentResource):
@@ -90,6 +93,7 @@ class Cluster(pulumi.ComponentResource):
             # The VPC CNI enforces NetworkPolicies only when asked to (Auto Mode: see capacity).
             vpc_cni_options=None if args.auto_mode else eks.VpcCniOptionsArgs(enable_network_policy=True),
             tags=args.tags,
+            **_secrets_encryption(args),
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.eks = cluster
@@ -109,3 +113,9 @@ class Cluster(pulumi.ComponentResource):
                 "autoModeNodeRoleName": self.auto_mode_node_role_name,
             }
         )
+
+
+def _secrets_encryption(args: ClusterArgs) -> dict[str, str]:
+    """pulumi-eks' ``encryption_config_key_arn``: EKS envelope-encrypts Secrets with that key (EKS
+    User Guide, enable-kms: it can be enabled on an existing cluster, never disabled or changed)."""
+    return {"encryption_config_key_arn": args.secrets_kms_key_arn} if args.secrets_kms_key_arn else {}

@@ -95,6 +95,7 @@ class ControlPlaneArgs(TypedDict, total=False):
 
     public_access_cidrs: list[str]
     admin_role_arns: list[str]
+    secrets_kms_key_arn: str
 
 
 class NetworkArgs(TypedDict, total=False):

@@ -323,6 +323,13 @@ class ClusterSettings(_Group):
         max_length=100,
         description="IAM roles given cluster-admin through EKS access entries.",
     )
+    # --- net23: customer-managed KMS key for Kubernetes Secrets (issue 23 item 8) ---
+    secrets_kms_key_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
+        description="KMS key (ARN, same region) EKS envelope-encrypts Kubernetes Secrets with; once "
+        "set it cannot be removed or changed on that cluster (EKS).",
+    )
 
 
 class NetworkSettings(_Group):
@@ -901,6 +908,7 @@ _PATTERN_MESSAGES = {
     "publicSubnetIds": "must be a subnet id like subnet-0123456789abcdef0",
     "capacityReservationIds": "must be a capacity reservation id: cr-[0-9a-f]{17} (cr-0123456789abcdef0)",
     "adminRoleArns": "must be an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)",
+    "secretsKmsKeyArn": "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>), not an alias",
     "prometheusRetention": "must be a number and one unit of h, d, w or y (e.g. 15d)",
     "profile": "must be an AWS profile name (letters, digits and _.+@=,-)",
     "allowedAccountIds": "must be a 12-digit AWS account id",

@@ -43,6 +43,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "endpoint.certificateArn",
     "endpoint.drainSeconds",
     "weights.snapshotId",
+    "cluster.secretsKmsKeyArn",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",
