@@ -206,6 +206,7 @@ def build_service(
             public_subnet_ids=net.public_subnet_ids,
             load_balancer_subnet_ids=net.load_balancer_subnet_ids,
             nat_gateway_per_zone=net.nat_gateway_per_zone,
+            flow_logs=net.flow_logs,
         ),
         opts=aws_opts,
     )

@@ -123,6 +123,27 @@ def service_trust_policy(service: str) -> Policy:
     )
 
 
+# --- VPC flow logs ---------------------------------------------------------------------------
+
+
+def flow_logs_policy(*, log_group_arn: str) -> Policy:
+    """What the flow-logs service needs to write to one log group (the group exists already, so
+    no logs:CreateLogGroup)."""
+    _plain("log_group_arn", log_group_arn)
+    return _document(
+        _statement(
+            "WriteFlowLogs",
+            [
+                "logs:CreateLogStream",
+                "logs:DescribeLogGroups",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
+            [log_group_arn, f"{log_group_arn}:*"],
+        )
+    )
+
+
 # --- Karpenter --------------------------------------------------------------------------------
 
 

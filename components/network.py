@@ -5,10 +5,15 @@ an S3 gateway endpoint), or the ids of your own."""
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+
+from .iam_policies import flow_logs_policy, service_trust_policy
+
+FLOW_LOG_RETENTION_DAYS = 365
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class NetworkArgs:
     """Bring your own VPC: private subnets only internal load balancers use (no pods)."""
     nat_gateway_per_zone: bool = False
     """The VPC the program creates: one NAT gateway per AZ instead of one for all."""
+    flow_logs: bool = False
+    """VPC flow logs (all traffic) to a CloudWatch log group, for the VPC created or yours."""
 
 
 class Network(pulumi.ComponentResource):
@@ -109,6 +116,8 @@ class Network(pulumi.ComponentResource):
             )
         else:
             self._create(name, args)
+        if args.flow_logs:
+            self._flow_logs(name, args)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -182,6 +191,36 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_cidrs = pulumi.Output.from_input(list(plan.public))
         self.load_balancer_subnet_ids = []
         self.internal_load_balancer_cidrs = pulumi.Output.from_input(list(plan.load_balancer))
+
+    def _flow_logs(self, name: str, args: NetworkArgs) -> None:
+        """All of the VPC's traffic to a CloudWatch log group kept a year, written by a role only
+        the flow-logs service can assume, allowed to write that group only (pulumi-aws FlowLog,
+        CloudWatch example: principal vpc-flow-logs.amazonaws.com, the logs:* write actions)."""
+        child = pulumi.ResourceOptions(parent=self)
+        group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-logs", retention_in_days=FLOW_LOG_RETENTION_DAYS, tags=args.tags, opts=child
+        )
+        role = aws.iam.Role(
+            f"{name}-flow-logs",
+            assume_role_policy=json.dumps(service_trust_policy("vpc-flow-logs.amazonaws.com")),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-flow-logs",
+            role=role.id,
+            policy=group.arn.apply(lambda arn: json.dumps(flow_logs_policy(log_group_arn=arn))),
+            opts=child,
+        )
+        aws.ec2.FlowLog(
+            f"{name}-flow-logs",
+            vpc_id=self.vpc_id,
+            traffic_type="ALL",
+            log_destination_type="cloud-watch-logs",
+            log_destination=group.arn,
+            iam_role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
 
     def _nat_route_table(
         self,

@@ -108,6 +108,7 @@ class NetworkArgs(TypedDict, total=False):
     public_subnet_ids: list[str]
     load_balancer_subnet_ids: list[str]
     nat_gateway_per_zone: bool
+    flow_logs: bool
 
 
 class ObservabilityArgs(TypedDict, total=False):

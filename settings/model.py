@@ -344,6 +344,10 @@ class NetworkSettings(_Group):
     public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list, max_length=16
     )
+    # --- net23: VPC flow logs (issue 23 item 8) ---
+    flow_logs: Boolean = Field(
+        False, description="VPC flow logs (all traffic) to a CloudWatch log group kept 365 days."
+    )
     # --- net23: one NAT gateway per AZ (issue 23 item 8) ---
     nat_gateway_per_zone: Boolean = Field(
         False, description="One NAT gateway per AZ in the VPC the program creates (one in all by default)."
