@@ -340,6 +340,7 @@ def build_service(
             labels=labels,
             weights_source=settings.weights.source.value,
             snapshot_id=settings.weights.snapshot_id,
+            weights_kms_key_arn=settings.weights.kms_key_arn,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,

@@ -114,6 +114,9 @@ class InferenceArgs:
     pod a volume restored from ``snapshot_id``; ``huggingface`` downloads at start."""
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
+    weights_kms_key_arn: str | None = None
+    """KMS key of the weights (``weights.kmsKeyArn``): the project's bucket's default encryption,
+    and a key the weights roles may use; None: SSE-S3."""
     ebs_driver: str = "ebs.csi.aws.com"
     """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
@@ -315,7 +318,7 @@ class Inference(pulumi.ComponentResource):
             rules=[
                 aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
                     apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
+                        **_bucket_encryption(args.weights_kms_key_arn)
                     ),
                     bucket_key_enabled=True,
                 )
@@ -364,7 +367,11 @@ class Inference(pulumi.ComponentResource):
         pod_identity_role(
             f"{name}-{role}",
             parent=self,
-            policy=bucket_arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write))),
+            policy=bucket_arn.apply(
+                lambda arn: json.dumps(
+                    weights_access_policy(arn, prefix, write=write, kms_key_arn=args.weights_kms_key_arn)
+                )
+            ),
             service_account=ServiceAccountRef(
                 args.cluster_name, args.namespace, service_account, args.region
             ),
@@ -847,9 +854,21 @@ def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[str, Any]:
+def _bucket_encryption(kms_key_arn: str | None) -> dict[str, str]:
+    """The weights bucket's default encryption: SSE-KMS with the given key, else SSE-S3."""
+    if kms_key_arn:
+        return {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
+    return {"sse_algorithm": "AES256"}
+
+
+def weights_access_policy(
+    bucket_arn: str, prefix: str, *, write: bool, kms_key_arn: str | None = None
+) -> dict[str, Any]:
     """Read (vLLM) or read-write (stager) on one prefix of the weights bucket only: the variant's in
-    the project's bucket, or the one model.repository names in yours ("" is the whole bucket)."""
+    the project's bucket, or the one model.repository names in yours ("" is the whole bucket).
+    With a KMS key, also the key calls S3 makes for SSE-KMS objects on the caller's behalf:
+    kms:Decrypt to read, and kms:GenerateDataKey to write (Amazon S3 User Guide, "Using
+    server-side encryption with AWS KMS keys": permissions; reference/upstream/eks-iam-facts.json)."""
     object_actions = ["s3:GetObject"] + (["s3:PutObject", "s3:AbortMultipartUpload"] if write else [])
     listing: dict[str, Any] = {
         "Sid": "ListThePrefix",
@@ -862,18 +881,21 @@ def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[
         # has no s3:prefix key, and IfExists would let it through. The stager therefore checks
         # the bucket and its objects by listing under the prefix, never with HeadBucket.
         listing["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            listing,
-            {
-                "Sid": "ObjectsUnderThePrefix",
-                "Effect": "Allow",
-                "Action": sorted(object_actions),
-                "Resource": f"{bucket_arn}/{prefix}*",
-            },
-        ],
-    }
+    statements = [
+        listing,
+        {
+            "Sid": "ObjectsUnderThePrefix",
+            "Effect": "Allow",
+            "Action": sorted(object_actions),
+            "Resource": f"{bucket_arn}/{prefix}*",
+        },
+    ]
+    if kms_key_arn:
+        key_actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
+        statements.append(
+            {"Sid": "UseTheWeightsKey", "Effect": "Allow", "Action": key_actions, "Resource": kms_key_arn}
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def _ingress_host(status: Any) -> str:

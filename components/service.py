@@ -88,6 +88,8 @@ class WeightsArgs(TypedDict, total=False):
     """EBS snapshot of the weights (python -m automation bake-weights), for ebs-snapshot."""
     fast_snapshot_restore: bool
     """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
+    kms_key_arn: str
+    """KMS key of the weights bucket (and of your own bucket's SSE-KMS objects)."""
 
 
 class ControlPlaneArgs(TypedDict, total=False):

@@ -395,6 +395,13 @@ class WeightsSettings(_Group):
         False,
         description="Enable EBS fast snapshot restore on the weights snapshot in the cluster's zones.",
     )
+    # --- net23: customer-managed KMS key for the weights bucket (issue 23 item 8) ---
+    kms_key_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
+        description="KMS key (ARN) of the weights: the project's bucket is encrypted with it, and the "
+        "weights roles may use it (also for your own bucket's SSE-KMS objects).",
+    )
 
 
 class AssumeRole(_Group):
@@ -913,6 +920,7 @@ _PATTERN_MESSAGES = {
     "capacityReservationIds": "must be a capacity reservation id: cr-[0-9a-f]{17} (cr-0123456789abcdef0)",
     "adminRoleArns": "must be an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)",
     "secretsKmsKeyArn": "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>), not an alias",
+    "kmsKeyArn": "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>), not an alias",
     "prometheusRetention": "must be a number and one unit of h, d, w or y (e.g. 15d)",
     "profile": "must be an AWS profile name (letters, digits and _.+@=,-)",
     "allowedAccountIds": "must be a 12-digit AWS account id",
@@ -1006,6 +1014,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             )
         )
     out += _s3_repository_problems(model, groups["weights"], invalid)
+    out += _weights_kms_problems(groups["weights"], invalid)  # net23
     out += _network_problems(groups["network"], endpoint, invalid)
     return out, warnings
 
@@ -1188,6 +1197,23 @@ def _world_open(key: str, cidrs: Iterable[str], what: str) -> list[str]:
         f"{key} includes {cidr}: {what} is open to the whole internet; list your clients' CIDRs instead"
         for cidr in cidrs
         if ipaddress.IPv4Network(cidr).prefixlen == 0
+    ]
+
+
+# --- net23: customer-managed KMS key for the weights (issue 23 item 8) ---
+def _weights_kms_problems(weights: WeightsSettings, invalid: set[str]) -> list[Problem]:
+    """The key is used only where the weights are in S3; elsewhere it would be silently ignored."""
+    if not weights.kms_key_arn or not _usable(invalid, "weights.source"):
+        return []
+    if weights.source in (WeightsSource.S3, WeightsSource.S3_MOUNTPOINT):
+        return []
+    return [
+        Problem(
+            f"{PROJECT}:weights.kmsKeyArn",
+            weights.kms_key_arn,
+            f"only applies with weights.source s3 or s3-mountpoint (it is {weights.source.value}): "
+            "remove it or change the source",
+        )
     ]
 
 

@@ -44,6 +44,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "endpoint.drainSeconds",
     "weights.snapshotId",
     "cluster.secretsKmsKeyArn",
+    "weights.kmsKeyArn",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",

@@ -21,6 +21,7 @@ from moto import mock_aws
 from deepseek_eks.components.inference import weights_access_policy
 from deepseek_eks.components.scripts import stage_weights as sw
 from deepseek_eks.settings import SettingsError, parse_settings
+from tests.conftest import stack_config
 from tests.upstream import UPSTREAM
 
 S3_CALLS = json.loads((UPSTREAM / "eks-iam-facts.json").read_text())["s3_actions_by_operation"]["value"]
@@ -133,3 +134,36 @@ def test_every_call_the_stager_makes_is_allowed_by_its_role(
     assert recorded
     refused = [(op, params) for op, params in recorded if not call_allowed(policy, op, params)]
     assert refused == []
+
+
+KEY = "arn:aws:kms:us-east-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+SSE_KMS = json.loads((UPSTREAM / "eks-iam-facts.json").read_text())["s3_sse_kms_permissions"]["value"]
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_with_a_weights_key_the_roles_may_use_it_as_s3_needs(write: bool) -> None:
+    policy = weights_access_policy(BUCKET_ARN, PREFIX, write=write, kms_key_arn=KEY)
+    needed = SSE_KMS["multipart_upload"] if write else SSE_KMS["read"]
+    assert all(allowed(policy, action, KEY, {}) for action in needed)
+    if not write:
+        assert not any(allowed(policy, a, KEY, {}) for a in SSE_KMS["write"]), "the reader cannot encrypt"
+    assert not allowed(policy, "kms:Decrypt", KEY.replace("1234abcd", "99999999"), {}), "only that key"
+    assert not allowed(weights_access_policy(BUCKET_ARN, PREFIX, write=write), "kms:Decrypt", KEY, {})
+
+
+def test_the_project_bucket_is_encrypted_with_the_weights_key(construct) -> None:  # type: ignore[no-untyped-def]
+    run = construct(stack_config("dev", weights__source="s3", weights__kmsKeyArn=KEY))
+    token = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    (sse,) = run.mocks.of_type(token)
+    rule = sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]
+    assert rule == {"sseAlgorithm": "aws:kms", "kmsMasterKeyId": KEY}
+    policies = [json.loads(r.inputs["policy"]) for r in run.mocks.of_type("aws:iam/rolePolicy:RolePolicy")]
+    assert sum(any(s.get("Resource") == KEY for s in p["Statement"]) for p in policies) == 2  # reader, stager
+
+
+def test_a_weights_key_without_s3_weights_is_refused() -> None:
+    with pytest.raises(SettingsError) as raised:
+        parse_settings({f"{P}weights.kmsKeyArn": KEY})
+    assert f"{P}weights.kmsKeyArn" in str(raised.value) and "only applies with weights.source s3" in str(
+        raised.value
+    )
