@@ -93,7 +93,9 @@ class Cluster(pulumi.ComponentResource):
             # The VPC CNI enforces NetworkPolicies only when asked to (Auto Mode: see capacity).
             vpc_cni_options=None if args.auto_mode else eks.VpcCniOptionsArgs(enable_network_policy=True),
             tags=args.tags,
-            **_secrets_encryption(args),
+            # EKS envelope-encrypts Secrets with this key (EKS User Guide, enable-kms: it can be
+            # added to an existing cluster, never removed or changed); None leaves it off.
+            encryption_config_key_arn=args.secrets_kms_key_arn,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.eks = cluster
@@ -113,9 +115,3 @@ class Cluster(pulumi.ComponentResource):
                 "autoModeNodeRoleName": self.auto_mode_node_role_name,
             }
         )
-
-
-def _secrets_encryption(args: ClusterArgs) -> dict[str, str]:
-    """pulumi-eks' ``encryption_config_key_arn``: EKS envelope-encrypts Secrets with that key (EKS
-    User Guide, enable-kms: it can be enabled on an existing cluster, never disabled or changed)."""
-    return {"encryption_config_key_arn": args.secrets_kms_key_arn} if args.secrets_kms_key_arn else {}
