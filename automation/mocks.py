@@ -155,6 +155,8 @@ COMPUTED_OUTPUTS: dict[str, OutputFn] = {
     "aws:ec2/eip:Eip": lambda ctx: {"allocationId": ctx.id, "publicIp": "198.51.100.10"},
     "aws:ec2/natGateway:NatGateway": _ec2("natgateway"),
     "aws:ec2/vpcEndpoint:VpcEndpoint": _ec2("vpc-endpoint"),
+    "aws:ec2/flowLog:FlowLog": _ec2("vpc-flow-log"),
+    "aws:cloudwatch/logGroup:LogGroup": _arn_of("logs", "log-group:"),
     "aws:ec2/launchTemplate:LaunchTemplate": lambda ctx: {**_ec2("launch-template")(ctx), "latestVersion": 1},
     "aws:iam/role:Role": _arn_of("iam", "role/", regional=False),
     "aws:iam/rolePolicy:RolePolicy": _none,

@@ -35,6 +35,8 @@ from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, nlb_idle_wa
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"
+# node-exporter and dcgm-exporter: host PID/network, hostPath and GPU devices (Pod Security privileged).
+NODE_MONITORING_NAMESPACE = "node-monitoring"
 
 
 class SizingError(ValueError):
@@ -251,6 +253,9 @@ def build_service(
             vpc_id=net.vpc_id,
             private_subnet_ids=net.private_subnet_ids,
             public_subnet_ids=net.public_subnet_ids,
+            load_balancer_subnet_ids=net.load_balancer_subnet_ids,
+            nat_gateway_per_zone=net.nat_gateway_per_zone,
+            flow_logs=net.flow_logs,
         ),
         opts=aws_opts,
     )
@@ -271,6 +276,7 @@ def build_service(
                 private_access_cidrs=settings.cluster.private_access_cidrs,
                 private_access_security_group_ids=settings.cluster.private_access_security_group_ids,
                 tags=tags,
+                secrets_kms_key_arn=settings.cluster.secrets_kms_key_arn,
             ),
             opts=aws_opts,
         )
@@ -338,10 +344,16 @@ def build_service(
                 ),
                 NamespaceSpec(
                     MONITORING_NAMESPACE,
+                    "baseline",
+                    reason="the charts' default pod settings are not all restricted-compliant "
+                    "(warned and audited at restricted)",
+                ),
+                NamespaceSpec(
+                    NODE_MONITORING_NAMESPACE,
                     "privileged",
                     reason="node-exporter and dcgm-exporter read host PID/network and GPU devices",
                 ),
-            ][: 2 if scope.shared_addons else 1],  # the monitoring namespace is a shared add-on
+            ][: 3 if scope.shared_addons else 1],  # the monitoring namespaces are shared add-ons
             labels=labels,
         ),
         opts=k8s_opts,
@@ -375,13 +387,15 @@ def build_service(
                 drain_seconds=drain,
                 load_balancer=settings.endpoint.load_balancer.value,
                 nlb_class=NLB_CLASSES[settings.compute_mode.value],
+                subnet_ids=() if internet_facing else tuple(network.load_balancer_subnet_ids),
             ),
             vpc_cidr=network.vpc_cidr,
             # The ALB takes addresses in the subnets the load balancer controller discovers for its
-            # scheme: public (kubernetes.io/role/elb) or private (kubernetes.io/role/internal-elb).
+            # scheme: public (kubernetes.io/role/elb) or the load-balancer-only private subnets
+            # (kubernetes.io/role/internal-elb), or the ones the Ingress/Service names.
             load_balancer_cidrs=network.public_subnet_cidrs
             if internet_facing
-            else network.private_subnet_cidrs,
+            else network.internal_load_balancer_cidrs,
             cluster_name=name,
             region=settings.region,
             labels=labels,
@@ -389,6 +403,7 @@ def build_service(
             weights_source=settings.weights.source.value,
             retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
+            weights_kms_key_arn=settings.weights.kms_key_arn,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
@@ -406,6 +421,7 @@ def build_service(
         f"{scope.prefix}observability",
         ObservabilityArgs(
             namespace=MONITORING_NAMESPACE,
+            host_namespace=NODE_MONITORING_NAMESPACE,
             scope=queries,
             slo=promql.Slo(
                 ttft_p95_seconds=obs.ttft_slo_seconds,

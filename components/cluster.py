@@ -41,6 +41,9 @@ class ClusterArgs:
     """Security groups admitted on 443 to the private endpoint."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags of the cluster."""
+    secrets_kms_key_arn: str | None = None
+    """Customer-managed KMS key for envelope encryption of Kubernetes Secrets (None: EKS's default
+    encryption of etcd only)."""
 
 
 class Cluster(pulumi.ComponentResource):
@@ -94,6 +97,9 @@ class Cluster(pulumi.ComponentResource):
             # The VPC CNI enforces NetworkPolicies only when asked to (Auto Mode: see capacity).
             vpc_cni_options=None if args.auto_mode else eks.VpcCniOptionsArgs(enable_network_policy=True),
             tags=args.tags,
+            # EKS envelope-encrypts Secrets with this key (EKS User Guide, enable-kms: it can be
+            # added to an existing cluster, never removed or changed); None leaves it off.
+            encryption_config_key_arn=args.secrets_kms_key_arn,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.eks = cluster

@@ -72,14 +72,40 @@ def _plain(name: str, value: str) -> str:
 # --- trust policies ---------------------------------------------------------------------------
 
 
-def pod_identity_trust_policy() -> Policy:
-    """Trust policy of a role assumed through EKS Pod Identity (the agent also tags the session)."""
+# The session tags EKS Pod Identity sets when it assumes a role (EKS User Guide, pod-id-role:
+# eks-cluster-arn, kubernetes-namespace, kubernetes-service-account, ...), conditioned on in the
+# trust policy as aws:RequestTag/<tag> (facts in reference/upstream/eks-iam-facts.json). The
+# cluster ARN carries the account, so it also pins the source account.
+POD_IDENTITY_CLUSTER_TAG = "eks-cluster-arn"
+POD_IDENTITY_NAMESPACE_TAG = "kubernetes-namespace"
+POD_IDENTITY_SERVICE_ACCOUNT_TAG = "kubernetes-service-account"
+
+
+def eks_cluster_arn(*, partition: str, region: str, account_id: str, cluster_name: str) -> str:
+    """ARN of an EKS cluster (the value of Pod Identity's ``eks-cluster-arn`` session tag)."""
+    for name, value in (("partition", partition), ("region", region), ("account_id", account_id)):
+        _plain(name, value)
+    return f"arn:{partition}:eks:{region}:{account_id}:cluster/{_plain('cluster_name', cluster_name)}"
+
+
+def pod_identity_trust_policy(*, cluster_arn: str, namespace: str, service_account: str) -> Policy:
+    """Trust policy of a role assumed through EKS Pod Identity for one service account of one
+    cluster: the session tags the service sets must name that cluster, namespace and account."""
     return _document(
         {
             "Sid": "EksPodIdentityAssumeRole",
             "Effect": "Allow",
             "Principal": {"Service": "pods.eks.amazonaws.com"},
             "Action": sorted(["sts:AssumeRole", "sts:TagSession"]),
+            "Condition": {
+                "StringEquals": {
+                    f"aws:RequestTag/{POD_IDENTITY_CLUSTER_TAG}": _plain("cluster_arn", cluster_arn),
+                    f"aws:RequestTag/{POD_IDENTITY_NAMESPACE_TAG}": _plain("namespace", namespace),
+                    f"aws:RequestTag/{POD_IDENTITY_SERVICE_ACCOUNT_TAG}": _plain(
+                        "service_account", service_account
+                    ),
+                }
+            },
         }
     )
 
@@ -94,6 +120,27 @@ def service_trust_policy(service: str) -> Policy:
             "Principal": {"Service": service},
             "Action": ["sts:AssumeRole"],
         }
+    )
+
+
+# --- VPC flow logs ---------------------------------------------------------------------------
+
+
+def flow_logs_policy(*, log_group_arn: str) -> Policy:
+    """What the flow-logs service needs to write to one log group (the group exists already, so
+    no logs:CreateLogGroup)."""
+    _plain("log_group_arn", log_group_arn)
+    return _document(
+        _statement(
+            "WriteFlowLogs",
+            [
+                "logs:CreateLogStream",
+                "logs:DescribeLogGroups",
+                "logs:DescribeLogStreams",
+                "logs:PutLogEvents",
+            ],
+            [log_group_arn, f"{log_group_arn}:*"],
+        )
     )
 
 
@@ -368,11 +415,14 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
     the WAF, WAF Regional and Shield ones and ``elasticloadbalancing:SetWebAcl``.
 
     The controller tags every load balancer, target group, listener and security group it creates
-    with ``elbv2.k8s.aws/cluster``; changes and deletions require that tag on the resource, and
-    creations require it on the request. The one place ``cluster_name`` is needed: the controller
-    also opens the node security group to its own (backend) security group, and it picks that
-    group on a node's ENI by the EKS tag ``kubernetes.io/cluster/<cluster>`` (``owned`` on the
-    EKS cluster security group, ``owned``/``shared`` on node groups), so rule changes on groups
+    with ``elbv2.k8s.aws/cluster`` set to its cluster name (v3.5.0 ``pkg/deploy/tracking/provider.go``
+    StackTags, ``pkg/networking/backend_sg_provider.go``); changes and deletions require that tag
+    on the resource with this cluster's name, and creations require it on the request, so another
+    cluster's controller in the same account cannot be steered into this one's resources. The
+    cluster name is also needed because the controller opens the node security group to its own
+    (backend) security group, and it picks that group on a node's ENI by the EKS tag
+    ``kubernetes.io/cluster/<cluster>`` (``owned`` on the EKS cluster security group,
+    ``owned``/``shared`` on node groups), so rule changes on groups
     it did not create are allowed only on groups carrying that tag.
 
     Listener and rule calls (create, delete, modify, certificates) stay on ``"*"`` as in the
@@ -389,14 +439,14 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
     target_groups = f"{elb}:targetgroup/*/*"
     listeners = [f"{elb}:listener/app/*/*/*", f"{elb}:listener/net/*/*/*"]
     listener_rules = [f"{elb}:listener-rule/app/*/*/*/*", f"{elb}:listener-rule/net/*/*/*/*"]
-    cluster_tag_on_request = {"Null": {f"aws:RequestTag/{_ELBV2_CLUSTER_TAG}": "false"}}
-    cluster_tag_on_resource = {"Null": {f"aws:ResourceTag/{_ELBV2_CLUSTER_TAG}": "false"}}
-    # Tag changes on an existing resource may not touch the cluster tag itself.
+    request_tag = {f"aws:RequestTag/{_ELBV2_CLUSTER_TAG}": cluster_name}
+    resource_tag = {f"aws:ResourceTag/{_ELBV2_CLUSTER_TAG}": cluster_name}
+    cluster_tag_on_request = {"StringEquals": request_tag}
+    cluster_tag_on_resource = {"StringEquals": resource_tag}
+    # Tag changes on an existing resource of this cluster may not touch the cluster tag itself.
     retag_condition = {
-        "Null": {
-            f"aws:RequestTag/{_ELBV2_CLUSTER_TAG}": "true",
-            f"aws:ResourceTag/{_ELBV2_CLUSTER_TAG}": "false",
-        }
+        "Null": {f"aws:RequestTag/{_ELBV2_CLUSTER_TAG}": "true"},
+        "StringEquals": resource_tag,
     }
 
     return _document(
@@ -461,7 +511,7 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
             "AllowTagSecurityGroupOnCreate",
             ["ec2:CreateTags"],
             security_groups,
-            condition={"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"}, **cluster_tag_on_request},
+            condition={"StringEquals": {"ec2:CreateAction": "CreateSecurityGroup", **request_tag}},
         ),
         _statement(
             "AllowRetagOwnSecurityGroups",
@@ -509,9 +559,9 @@ def load_balancer_controller_policy(*, partition: str, cluster_name: str) -> Pol
             [target_groups, *load_balancers],
             condition={
                 "StringEquals": {
-                    "elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"]
+                    "elasticloadbalancing:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"],
+                    **request_tag,
                 },
-                **cluster_tag_on_request,
             },
         ),
         _statement(

@@ -48,6 +48,7 @@ from .vllm import (
     Workload,
     checkov_annotations,
     container_security_context,
+    default_deny_policy,
     deployment,
     disruption_budget,
     egress_rules,
@@ -119,6 +120,9 @@ class InferenceArgs:
     pod a volume restored from ``snapshot_id``; ``huggingface`` downloads at start."""
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
+    weights_kms_key_arn: str | None = None
+    """KMS key of the weights (``weights.kmsKeyArn``): the project's bucket's default encryption,
+    and a key the weights roles may use; None: SSE-S3."""
     ebs_driver: str = "ebs.csi.aws.com"
     """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
@@ -288,6 +292,10 @@ class Inference(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
         )
+        deny = ns_workload.apply(default_deny_policy)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-default-deny", metadata=deny["metadata"], spec=deny["spec"], opts=after
+        )
         if args.warm_spare_nodes:
             self._warm_spares(ns_workload)
         if args.max_replicas > 1:
@@ -325,7 +333,7 @@ class Inference(pulumi.ComponentResource):
             rules=[
                 aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
                     apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        sse_algorithm="AES256"
+                        **_bucket_encryption(args.weights_kms_key_arn)
                     ),
                     bucket_key_enabled=True,
                 )
@@ -374,8 +382,14 @@ class Inference(pulumi.ComponentResource):
         pod_identity_role(
             f"{name}-{role}",
             parent=self,
-            policy=bucket_arn.apply(lambda arn: json.dumps(weights_access_policy(arn, prefix, write=write))),
-            service_account=ServiceAccountRef(args.cluster_name, args.namespace, service_account),
+            policy=bucket_arn.apply(
+                lambda arn: json.dumps(
+                    weights_access_policy(arn, prefix, write=write, kms_key_arn=args.weights_kms_key_arn)
+                )
+            ),
+            service_account=ServiceAccountRef(
+                args.cluster_name, args.namespace, service_account, args.region
+            ),
             depends_on=list(args.depends_on),
         )
 
@@ -875,30 +889,48 @@ def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def weights_access_policy(bucket_arn: str, prefix: str, *, write: bool) -> dict[str, Any]:
+def _bucket_encryption(kms_key_arn: str | None) -> dict[str, str]:
+    """The weights bucket's default encryption: SSE-KMS with the given key, else SSE-S3."""
+    if kms_key_arn:
+        return {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
+    return {"sse_algorithm": "AES256"}
+
+
+def weights_access_policy(
+    bucket_arn: str, prefix: str, *, write: bool, kms_key_arn: str | None = None
+) -> dict[str, Any]:
     """Read (vLLM) or read-write (stager) on one prefix of the weights bucket only: the variant's in
-    the project's bucket, or the one model.repository names in yours ("" is the whole bucket)."""
+    the project's bucket, or the one model.repository names in yours ("" is the whole bucket).
+    With a KMS key, also the key calls S3 makes for SSE-KMS objects on the caller's behalf:
+    kms:Decrypt to read, and kms:GenerateDataKey to write (Amazon S3 User Guide, "Using
+    server-side encryption with AWS KMS keys": permissions; reference/upstream/eks-iam-facts.json)."""
     object_actions = ["s3:GetObject"] + (["s3:PutObject", "s3:AbortMultipartUpload"] if write else [])
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "ListThePrefix",
-                "Effect": "Allow",
-                "Action": ["s3:ListBucket"],
-                "Resource": bucket_arn,
-                # IfExists: HeadBucket (the stager's first check) is authorised as ListBucket with
-                # no prefix; listings that do name one stay inside the weights prefix.
-                "Condition": {"StringLikeIfExists": {"s3:prefix": [prefix, f"{prefix}*"]}},
-            },
-            {
-                "Sid": "ObjectsUnderThePrefix",
-                "Effect": "Allow",
-                "Action": sorted(object_actions),
-                "Resource": f"{bucket_arn}/{prefix}*",
-            },
-        ],
+    listing: dict[str, Any] = {
+        "Sid": "ListThePrefix",
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket"],
+        "Resource": bucket_arn,
     }
+    if prefix:
+        # StringLike, not StringLikeIfExists: a listing that names no prefix (the whole bucket)
+        # has no s3:prefix key, and IfExists would let it through. The stager therefore checks
+        # the bucket and its objects by listing under the prefix, never with HeadBucket.
+        listing["Condition"] = {"StringLike": {"s3:prefix": [prefix, f"{prefix}*"]}}
+    statements = [
+        listing,
+        {
+            "Sid": "ObjectsUnderThePrefix",
+            "Effect": "Allow",
+            "Action": sorted(object_actions),
+            "Resource": f"{bucket_arn}/{prefix}*",
+        },
+    ]
+    if kms_key_arn:
+        key_actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
+        statements.append(
+            {"Sid": "UseTheWeightsKey", "Effect": "Allow", "Action": key_actions, "Resource": kms_key_arn}
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
 
 
 def _ingress_host(status: Any) -> str:

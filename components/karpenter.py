@@ -57,6 +57,8 @@ MANAGED_POLICY = "arn:{partition}:iam::aws:policy/{name}"
 NODE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEKS_CNI_Policy", "AmazonEC2ContainerRegistryPullOnly")
 # Policies attached before under another resource name: (old name, the policy that replaced it).
 NODE_POLICY_RENAMES = {"AmazonEC2ContainerRegistryPullOnly": "AmazonEC2ContainerRegistryReadOnly"}
+# The aws-ebs-csi-driver add-on's controller service account, in kube-system (EKS User Guide, ebs-csi).
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 
 # EventBridge events Karpenter acts on before AWS takes a node away (Karpenter interruption docs).
 INTERRUPTION_EVENTS: dict[str, dict[str, list[str]]] = {
@@ -276,7 +278,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
         self.interruption_queue_name = queue.name
 
         def system_account(service_account: str) -> ServiceAccountRef:
-            return ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, service_account)
+            return ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, service_account, args.region)
 
         controller_role = pod_identity_role(
             f"{name}-karpenter",
@@ -356,6 +358,8 @@ class KarpenterCapacity(pulumi.ComponentResource):
             f"{name}-ebs-csi",
             parent=self,
             managed_policy_arn=managed_policy_arn(partition, "AmazonEBSCSIDriverPolicy"),
+            service_account=system_account(EBS_CSI_SERVICE_ACCOUNT),
+            associate=False,
         )
         ebs_addon = aws.eks.Addon(
             f"{name}-ebs-csi",
@@ -363,7 +367,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
             addon_name="aws-ebs-csi-driver",
             pod_identity_associations=[
                 aws.eks.AddonPodIdentityAssociationArgs(
-                    role_arn=ebs_role.arn, service_account="ebs-csi-controller-sa"
+                    role_arn=ebs_role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT
                 )
             ],
             opts=pulumi.ResourceOptions(parent=self, depends_on=[system_nodes, pod_identity_agent]),

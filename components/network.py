@@ -1,13 +1,19 @@
-"""The VPC: a new one across 2-3 AZs (private subnets for nodes, public ones for internet-facing
-load balancers, one NAT gateway, an S3 gateway endpoint), or the ids of your own."""
+"""The VPC: a new one across 2-3 AZs (private subnets for nodes and pods, small private subnets
+for internal load balancers only, public ones for internet-facing load balancers, one NAT gateway,
+an S3 gateway endpoint), or the ids of your own."""
 
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
+
+from .iam_policies import flow_logs_policy, service_trust_policy
+
+FLOW_LOG_RETENTION_DAYS = 365
 
 
 @dataclass(frozen=True)
@@ -16,17 +22,28 @@ class SubnetPlan:
 
     private: list[str]
     public: list[str]
+    load_balancer: list[str]
+    """Private subnets where only internal load balancers take addresses (no nodes, no pods)."""
 
 
 def plan_subnets(vpc_cidr: str, zones: int) -> SubnetPlan:
     """Split the VPC into quarters: one large private subnet per AZ (pods take VPC addresses, so
-    nodes need room), and the last quarter cut into small public subnets for load balancers."""
+    nodes need room), and the last quarter cut into four: small public subnets for internet-facing
+    load balancers, and the fourth cut again into one small private subnet per AZ for internal
+    load balancers. Those keep the ALB's or NLB's addresses out of the pod subnets, so the
+    NetworkPolicy can admit the load balancer without admitting every pod (VPC CNI gives pods
+    addresses of the node subnets)."""
     vpc = ipaddress.IPv4Network(vpc_cidr)
     quarters = list(vpc.subnets(prefixlen_diff=2))
     if not 2 <= zones <= 3:
         raise ValueError(f"zones must be 2 or 3, got {zones}")
-    public = list(quarters[3].subnets(prefixlen_diff=2))
-    return SubnetPlan(private=[str(q) for q in quarters[:zones]], public=[str(p) for p in public[:zones]])
+    last = list(quarters[3].subnets(prefixlen_diff=2))
+    load_balancer = list(last[3].subnets(prefixlen_diff=2))
+    return SubnetPlan(
+        private=[str(q) for q in quarters[:zones]],
+        public=[str(p) for p in last[:zones]],
+        load_balancer=[str(b) for b in load_balancer[:zones]],
+    )
 
 
 @dataclass
@@ -49,6 +66,12 @@ class NetworkArgs:
     """Bring your own VPC: private subnets for nodes."""
     public_subnet_ids: list[str] | None = None
     """Bring your own VPC: public subnets for internet-facing load balancers."""
+    load_balancer_subnet_ids: list[str] | None = None
+    """Bring your own VPC: private subnets only internal load balancers use (no pods)."""
+    nat_gateway_per_zone: bool = False
+    """The VPC the program creates: one NAT gateway per AZ instead of one for all."""
+    flow_logs: bool = False
+    """VPC flow logs (all traffic) to a CloudWatch log group, for the VPC created or yours."""
 
 
 class Network(pulumi.ComponentResource):
@@ -66,6 +89,13 @@ class Network(pulumi.ComponentResource):
     """CIDRs of the private subnets (where an internal load balancer gets its addresses)."""
     public_subnet_cidrs: pulumi.Output[list[str]]
     """CIDRs of the public subnets (where an internet-facing load balancer gets its addresses)."""
+    load_balancer_subnet_ids: list[str]
+    """Subnets to name on the Ingress or Service of an internal load balancer: your
+    ``load_balancer_subnet_ids``; empty for the VPC the program creates, whose load-balancer
+    subnets alone carry the controller's discovery tag."""
+    internal_load_balancer_cidrs: pulumi.Output[list[str]]
+    """CIDRs an internal load balancer takes its addresses from: the load-balancer subnets, or,
+    in your VPC without ``load_balancer_subnet_ids``, the private subnets (settings warn)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
@@ -78,8 +108,16 @@ class Network(pulumi.ComponentResource):
             self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
             self.private_subnet_cidrs = self._cidrs_of(args.private_subnet_ids or [])
             self.public_subnet_cidrs = self._cidrs_of(args.public_subnet_ids or [])
+            self.load_balancer_subnet_ids = list(args.load_balancer_subnet_ids or [])
+            self.internal_load_balancer_cidrs = (
+                self._cidrs_of(self.load_balancer_subnet_ids)
+                if self.load_balancer_subnet_ids
+                else self.private_subnet_cidrs
+            )
         else:
             self._create(name, args)
+        if args.flow_logs:
+            self._flow_logs(name, args)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -119,34 +157,29 @@ class Network(pulumi.ComponentResource):
         )
         # Only load balancers live in the public subnets, with their own addresses.
         public = self._tier(
-            name, "public", plan.public, zones, vpc, public_rt, {"kubernetes.io/role/elb": "1"}, args
+            name, "public", plan.public, zones, vpc, [public_rt], {"kubernetes.io/role/elb": "1"}, args
         )
-        # One NAT gateway, not one per AZ: nodes only pull images and weights through it, and a
-        # second or third would add ~$65 a month each to an otherwise idle stack.
-        eip = aws.ec2.Eip(f"{name}-nat", domain="vpc", tags={**args.tags, "Name": f"{name}-nat"}, opts=child)
-        nat = aws.ec2.NatGateway(
-            f"{name}-nat",
-            allocation_id=eip.id,
-            subnet_id=public[0].id,
-            tags={**args.tags, "Name": f"{name}-nat"},
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
-        )
-        private_rt = aws.ec2.RouteTable(
-            f"{name}-private",
-            vpc_id=vpc.id,
-            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
-            tags={**args.tags, "Name": f"{name}-private"},
-            opts=child,
-        )
-        private_tags = {"kubernetes.io/role/internal-elb": "1", "karpenter.sh/discovery": args.cluster_name}
-        private = self._tier(name, "private", plan.private, zones, vpc, private_rt, private_tags, args)
+        # One NAT gateway by default, not one per AZ: nodes only pull images and weights through
+        # it, and a second or third would add ~$65 a month each to an otherwise idle stack. With
+        # nat_gateway_per_zone each AZ gets its own (in its public subnet) and its private subnets
+        # route through it, so losing one AZ does not cut the others off (AWS VPC User Guide, NAT
+        # gateways: a NAT gateway is zonal; create one per AZ for zone independence).
+        nat_zones = len(public) if args.nat_gateway_per_zone else 1
+        private_rts = [self._nat_route_table(name, i, public[i], vpc, igw, args) for i in range(nat_zones)]
+        # The internal-elb discovery tag only on the load-balancer subnets (AWS Load Balancer
+        # Controller subnet auto-discovery; EKS Auto Mode's controller reads the same tag), so
+        # internal load balancers never take addresses where pods live.
+        private_tags = {"karpenter.sh/discovery": args.cluster_name}
+        private = self._tier(name, "private", plan.private, zones, vpc, private_rts, private_tags, args)
+        lb_tags = {"kubernetes.io/role/internal-elb": "1"}
+        self._tier(name, "lb", plan.load_balancer, zones, vpc, private_rts, lb_tags, args)
         # S3 traffic (weights, image layers from ECR's S3) skips the NAT gateway: free and faster.
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=vpc.id,
             service_name=f"com.amazonaws.{args.region}.s3",
             vpc_endpoint_type="Gateway",
-            route_table_ids=[private_rt.id],
+            route_table_ids=[rt.id for rt in private_rts],
             tags={**args.tags, "Name": f"{name}-s3"},
             opts=child,
         )
@@ -156,6 +189,69 @@ class Network(pulumi.ComponentResource):
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)
         self.private_subnet_cidrs = pulumi.Output.from_input(list(plan.private))
         self.public_subnet_cidrs = pulumi.Output.from_input(list(plan.public))
+        self.load_balancer_subnet_ids = []
+        self.internal_load_balancer_cidrs = pulumi.Output.from_input(list(plan.load_balancer))
+
+    def _flow_logs(self, name: str, args: NetworkArgs) -> None:
+        """All of the VPC's traffic to a CloudWatch log group kept a year, written by a role only
+        the flow-logs service can assume, allowed to write that group only (pulumi-aws FlowLog,
+        CloudWatch example: principal vpc-flow-logs.amazonaws.com, the logs:* write actions)."""
+        child = pulumi.ResourceOptions(parent=self)
+        group = aws.cloudwatch.LogGroup(
+            f"{name}-flow-logs", retention_in_days=FLOW_LOG_RETENTION_DAYS, tags=args.tags, opts=child
+        )
+        role = aws.iam.Role(
+            f"{name}-flow-logs",
+            assume_role_policy=json.dumps(service_trust_policy("vpc-flow-logs.amazonaws.com")),
+            opts=child,
+        )
+        aws.iam.RolePolicy(
+            f"{name}-flow-logs",
+            role=role.id,
+            policy=group.arn.apply(lambda arn: json.dumps(flow_logs_policy(log_group_arn=arn))),
+            opts=child,
+        )
+        aws.ec2.FlowLog(
+            f"{name}-flow-logs",
+            vpc_id=self.vpc_id,
+            traffic_type="ALL",
+            log_destination_type="cloud-watch-logs",
+            log_destination=group.arn,
+            iam_role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+
+    def _nat_route_table(
+        self,
+        name: str,
+        zone: int,
+        public_subnet: aws.ec2.Subnet,
+        vpc: aws.ec2.Vpc,
+        igw: aws.ec2.InternetGateway,
+        args: NetworkArgs,
+    ) -> aws.ec2.RouteTable:
+        """A NAT gateway in ``public_subnet`` and the private route table through it; zone 0 keeps
+        the names the single NAT gateway always had, so turning the option on only adds."""
+        suffix = "" if zone == 0 else f"-{zone}"
+        child = pulumi.ResourceOptions(parent=self)
+        eip = aws.ec2.Eip(
+            f"{name}-nat{suffix}", domain="vpc", tags={**args.tags, "Name": f"{name}-nat{suffix}"}, opts=child
+        )
+        nat = aws.ec2.NatGateway(
+            f"{name}-nat{suffix}",
+            allocation_id=eip.id,
+            subnet_id=public_subnet.id,
+            tags={**args.tags, "Name": f"{name}-nat{suffix}"},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[igw]),
+        )
+        return aws.ec2.RouteTable(
+            f"{name}-private{suffix}",
+            vpc_id=vpc.id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)],
+            tags={**args.tags, "Name": f"{name}-private{suffix}"},
+            opts=child,
+        )
 
     def _cidrs_of(self, subnet_ids: list[str]) -> pulumi.Output[list[str]]:
         """The CIDR of each of your own subnets, read from EC2."""
@@ -171,11 +267,12 @@ class Network(pulumi.ComponentResource):
         cidrs: list[str],
         zones: pulumi.Output[list[str]],
         vpc: aws.ec2.Vpc,
-        route_table: aws.ec2.RouteTable,
+        route_tables: list[aws.ec2.RouteTable],
         tier_tags: dict[str, str],
         args: NetworkArgs,
     ) -> list[aws.ec2.Subnet]:
-        """One subnet per AZ, no public IPs on launch, each on the tier's route table."""
+        """One subnet per AZ, no public IPs on launch, the i-th on the i-th route table (or the
+        only one)."""
         child = pulumi.ResourceOptions(parent=self)
         subnets = []
         for i, cidr in enumerate(cidrs):
@@ -189,7 +286,10 @@ class Network(pulumi.ComponentResource):
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
-                f"{name}-{tier}-{i}", subnet_id=subnet.id, route_table_id=route_table.id, opts=child
+                f"{name}-{tier}-{i}",
+                subnet_id=subnet.id,
+                route_table_id=route_tables[i % len(route_tables)].id,
+                opts=child,
             )
             subnets.append(subnet)
         return subnets

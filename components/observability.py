@@ -39,9 +39,13 @@ class ObservabilityOptions:
     alertmanager: bool
 
 
-def kube_prometheus_stack_values(opts: ObservabilityOptions) -> dict[str, Any]:
-    """Values for kube-prometheus-stack: every ServiceMonitor, PodMonitor and PrometheusRule in
-    the cluster is selected (the chart otherwise selects only its own release's)."""
+def kube_prometheus_stack_values(
+    opts: ObservabilityOptions, namespace: str, host_namespace: str
+) -> dict[str, Any]:
+    """Values for kube-prometheus-stack installed in ``namespace``: every ServiceMonitor,
+    PodMonitor and PrometheusRule in the cluster is selected (the chart otherwise selects only its
+    own release's); node-exporter, which needs the host's PID and network namespaces, goes to
+    ``host_namespace`` so that ``namespace`` can enforce Pod Security ``baseline``."""
     open_selectors = {
         f"{kind}SelectorNilUsesHelmValues": False
         for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
@@ -72,11 +76,49 @@ def kube_prometheus_stack_values(opts: ObservabilityOptions) -> dict[str, Any]:
                 "userKey": "admin-user",
                 "passwordKey": "admin-password",
             },
-            "sidecar": {"dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": "ALL"}},
+            # Namespaced RBAC: grafana 12.11.1's templates/role.yaml then grants the sidecars
+            # get/list/watch on ConfigMaps and Secrets in its own namespace only, and
+            # templates/clusterrole.yaml renders no ClusterRole (no cluster-wide Secret read).
+            # The dashboards sidecar must then watch only that namespace: kube-prometheus-stack
+            # sets searchNamespace ALL, which the sidecar could not list with a Role.
+            "rbac": {"namespaced": True},
+            "sidecar": {
+                "dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": [namespace]}
+            },
         },
+        # kube-prometheus-stack 88.5.3 values.yaml: prometheus-node-exporter.namespaceOverride.
+        "prometheus-node-exporter": {"namespaceOverride": host_namespace},
         # No prometheus-node-exporter tolerations: the sub-chart's default (values.yaml of
         # prometheus-node-exporter 4.56.1) tolerates every NoSchedule taint, the GPU nodes' and the
         # system nodes' CriticalAddonsOnly alike; a list of ours would replace it, not add to it.
+    }
+
+
+# The chart's metrics ConfigMap (templates/metrics-configmap.yaml of chart 4.8.2: always rendered,
+# key ``metrics``) mounted as a directory at a path the image does not have, and the exporter
+# pointed at the file in it with ``-f`` (pkg/cmd/app.go: the collectors flag). The chart's default
+# instead mounts the key with subPath over /etc/dcgm-exporter/default-counters.csv, a file the
+# image ships, which runc refuses on SELinux-enforcing nodes such as EKS Auto Mode's
+# (NVIDIA/dcgm-exporter#613; facts in reference/upstream/dcgm-exporter-4.8.2-image.json).
+DCGM_COUNTERS_DIR = "/etc/dcgm-exporter-counters"
+DCGM_COUNTERS_FILE = "counters.csv"
+
+
+def dcgm_counters_mount() -> dict[str, Any]:
+    """dcgm-exporter values that give it the chart's counters list without mounting over a file."""
+    volume = "exporter-metrics-volume"
+    return {
+        "arguments": ["-f", f"{DCGM_COUNTERS_DIR}/{DCGM_COUNTERS_FILE}"],
+        "extraConfigMapVolumes": [
+            {
+                "name": volume,
+                "configMap": {
+                    "name": "exporter-metrics-config-map",
+                    "items": [{"key": "metrics", "path": DCGM_COUNTERS_FILE}],
+                },
+            }
+        ],
+        "extraVolumeMounts": [{"name": volume, "mountPath": DCGM_COUNTERS_DIR, "readOnly": True}],
     }
 
 
@@ -89,6 +131,7 @@ def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
     return {
         "nodeSelector": dict(placement.any_gpu_node_selector),
         "tolerations": [dict(t) for t in placement.tolerations],
+        **dcgm_counters_mount(),
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
     }
@@ -176,7 +219,10 @@ class ObservabilityArgs:
     """Inputs of ``Observability``."""
 
     namespace: str
-    """Namespace of Prometheus, Grafana, dcgm-exporter and the adapter."""
+    """Namespace of Prometheus, Grafana and the adapter (Pod Security ``baseline``)."""
+    host_namespace: str
+    """Namespace of the exporters that need host access, node-exporter and dcgm-exporter (Pod
+    Security ``privileged``)."""
     scope: promql.Scope
     """The vLLM deployment the monitors, rules and dashboards are about."""
     slo: promql.Slo
@@ -236,7 +282,7 @@ class Observability(pulumi.ComponentResource):
             "kube-prometheus-stack",
             KUBE_PROMETHEUS_STACK,
             args.namespace,
-            kube_prometheus_stack_values(args.options),
+            kube_prometheus_stack_values(args.options, args.namespace, args.host_namespace),
             pulumi.ResourceOptions(parent=self, depends_on=[*deps, admin, *args.placement.depends_on]),
         )
         crds_ready = pulumi.ResourceOptions(parent=self, depends_on=[*deps, stack])
@@ -245,7 +291,7 @@ class Observability(pulumi.ComponentResource):
             f"{name}-dcgm-exporter",
             "dcgm-exporter",
             DCGM_EXPORTER,
-            args.namespace,
+            args.host_namespace,
             dcgm_exporter_values(args.placement),
             crds_ready,
         )

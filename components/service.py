@@ -123,6 +123,8 @@ class WeightsArgs(TypedDict, total=False):
     """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
     retain_bucket: bool
     """Keep the staged-weights bucket on destroy and replacement (default true)."""
+    kms_key_arn: str
+    """KMS key of the weights bucket (and of your own bucket's SSE-KMS objects)."""
 
 
 class ImageArgs(TypedDict, total=False):
@@ -143,6 +145,7 @@ class ControlPlaneArgs(TypedDict, total=False):
     """CIDRs admitted on 443 to the private API endpoint (a runner inside, or routed to, the VPC)."""
     private_access_security_group_ids: list[str]
     """Security groups admitted on 443 to the private API endpoint."""
+    secrets_kms_key_arn: str
 
 
 class NetworkArgs(TypedDict, total=False):
@@ -155,6 +158,9 @@ class NetworkArgs(TypedDict, total=False):
     """Your VPC's private subnets, one per Availability Zone the nodes use."""
     public_subnet_ids: list[str]
     """Your VPC's public subnets (for an internet-facing load balancer)."""
+    load_balancer_subnet_ids: list[str]
+    nat_gateway_per_zone: bool
+    flow_logs: bool
 
 
 class ObservabilityArgs(TypedDict, total=False):

@@ -586,6 +586,9 @@ class Endpoint:
     nlb_class: str = "service.k8s.aws/nlb"
     """loadBalancerClass of the NLB controller: the AWS Load Balancer Controller's, or Auto Mode's
     ``eks.amazonaws.com/nlb`` (NLB_CLASSES)."""
+    subnet_ids: tuple[str, ...] = ()
+    """Subnets the load balancer must use (network.loadBalancerSubnetIds in your VPC); empty:
+    the controller's tag discovery."""
 
 
 # The controller that provisions an NLB for a Service of type LoadBalancer: the AWS Load Balancer
@@ -623,6 +626,8 @@ def ingress(
             f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
         ),
     }
+    if endpoint.subnet_ids:  # AWS Load Balancer Controller v3.5.0 docs/guide/ingress/annotations.md
+        annotations["alb.ingress.kubernetes.io/subnets"] = ",".join(endpoint.subnet_ids)
     if not source_cidrs:
         raise ValueError("ingress: no source CIDRs; the ALB would admit 0.0.0.0/0")
     annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(source_cidrs)
@@ -687,6 +692,8 @@ def nlb_service(
             "preserve_client_ip.enabled=false"
         ),
     }
+    if endpoint.subnet_ids:  # AWS Load Balancer Controller v3.5.0 docs/guide/service/annotations.md
+        annotations[f"{a}aws-load-balancer-subnets"] = ",".join(endpoint.subnet_ids)
     # Pulumi would wait for endpoints, which exist only once a replica has loaded (see ``service``).
     annotations["pulumi.com/skipAwait"] = "true"
     port = SERVICE_PORT
@@ -778,6 +785,22 @@ def network_policy(
             ],
             "egress": [*egress_rules(pod_identity=workload.pod_identity), {"to": [own_pods]}],
         },
+    }
+
+
+DEFAULT_DENY = "default-deny"
+
+
+def default_deny_policy(workload: Workload, name: str = DEFAULT_DENY) -> dict[str, Any]:
+    """Every pod of the service's namespace is isolated both ways: a pod no other policy selects
+    (one started by hand, or a workload added later) reaches nothing and is reached by nothing.
+    Policies add up, so vLLM's, the stager's and the placeholders' own rules are what they allow
+    (Kubernetes NetworkPolicy documentation, "Default deny all ingress and all egress traffic")."""
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": workload.namespace, "labels": workload.labels},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
     }
 
 

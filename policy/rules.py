@@ -1007,9 +1007,11 @@ def world_open_ingress_sets(resources: list[Resource]) -> list[tuple[str, str]]:
 # components/karpenter.py), and a chart names its pods after itself (Helm's ``<chart>.name`` helper,
 # .Chart.Name in reference/upstream/helm-charts/<chart>/Chart.yaml) unless nameOverride is set.
 HOST_ACCESS_ALLOWED: Mapping[tuple[str, str], str] = {
-    ("monitoring", "prometheus-node-exporter"): "node metrics from the host's /proc, /sys and network",
+    # The exporters live in a namespace of their own at Pod Security privileged (components/build.py
+    # NODE_MONITORING_NAMESPACE), so `monitoring` can run at baseline.
+    ("node-monitoring", "prometheus-node-exporter"): "node metrics from the host's /proc, /sys and network",
     (
-        "monitoring",
+        "node-monitoring",
         "dcgm-exporter",
     ): "GPU metrics from the NVIDIA driver and the kubelet's pod-resources socket",
     (

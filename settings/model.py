@@ -370,6 +370,13 @@ class ClusterSettings(_Group):
         description="Security groups admitted on 443 to the private API endpoint (a CI runner's, "
         "a bastion's).",
     )
+    # --- net23: customer-managed KMS key for Kubernetes Secrets (issue 23 item 8) ---
+    secrets_kms_key_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
+        description="KMS key (ARN, same region) EKS envelope-encrypts Kubernetes Secrets with; once "
+        "set it cannot be removed or changed on that cluster (EKS).",
+    )
 
 
 class NetworkSettings(_Group):
@@ -383,6 +390,20 @@ class NetworkSettings(_Group):
     )
     public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list, max_length=16
+    )
+    # --- net23: VPC flow logs (issue 23 item 8) ---
+    flow_logs: Boolean = Field(
+        False, description="VPC flow logs (all traffic) to a CloudWatch log group kept 365 days."
+    )
+    # --- net23: one NAT gateway per AZ (issue 23 item 8) ---
+    nat_gateway_per_zone: Boolean = Field(
+        False, description="One NAT gateway per AZ in the VPC the program creates (one in all by default)."
+    )
+    # --- net23: load-balancer-only subnets (issue 23 item 4) ---
+    load_balancer_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list,
+        max_length=16,
+        description="With network.vpcId, private subnets only internal load balancers use (no pods).",
     )
 
 
@@ -427,6 +448,13 @@ class WeightsSettings(_Group):
             "Keep the bucket of staged weights (weights.source s3 or s3-mountpoint) when the stack is "
             "destroyed or the bucket replaced; false deletes it with its objects."
         ),
+    )
+    # --- net23: customer-managed KMS key for the weights bucket (issue 23 item 8) ---
+    kms_key_arn: str | None = Field(
+        None,
+        pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
+        description="KMS key (ARN) of the weights: the project's bucket is encrypted with it, and the "
+        "weights roles may use it (also for your own bucket's SSE-KMS objects).",
     )
 
 
@@ -1050,6 +1078,8 @@ _PATTERN_MESSAGES = {
     "hostedZoneId": "must be a Route 53 hosted zone id like Z0123456789ABCDEFGHIJ",
     "capacityReservationIds": "must be a capacity reservation id: cr-[0-9a-f]{17} (cr-0123456789abcdef0)",
     "adminRoleArns": "must be an IAM role ARN (arn:aws:iam::<12-digit account>:role/<name>)",
+    "secretsKmsKeyArn": "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>), not an alias",
+    "kmsKeyArn": "must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<key id>), not an alias",
     "prometheusRetention": "must be a number and one unit of h, d, w or y (e.g. 15d)",
     "profile": "must be an AWS profile name (letters, digits and _.+@=,-)",
     "allowedAccountIds": "must be a 12-digit AWS account id",
@@ -1105,6 +1135,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 "required when endpoint.scheme is internet-facing: list the client CIDRs",
             )
         )
+    warnings += _load_balancer_subnet_warnings(groups["network"], endpoint)  # net23
     model: ModelSettings = groups["model"]
     if _usable(invalid, "model.variant", "model.maxModelLen"):
         spec = model_catalog()[model.variant.value]
@@ -1142,6 +1173,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             )
         )
     out += _s3_repository_problems(model, groups["weights"], invalid)
+    out += _weights_kms_problems(groups["weights"], invalid)  # net23
     out += _network_problems(groups["network"], endpoint, invalid)
     if _usable(invalid, "image.registry") and not groups["image"].registry:
         warnings.append(DOCKER_HUB_WARNING)
@@ -1172,6 +1204,21 @@ def _s3_repository_problems(
     if location is None:
         return []
     key, repository = f"{PROJECT}:model.repository", model.repository
+    # --- net23: no IAM wildcard from a setting ---
+    # The bucket and prefix become IAM resources (arn:...:bucket/prefix*) and an s3:prefix
+    # condition, where * and ? are wildcards: s3://bucket/* would grant every object of the
+    # bucket, not a folder named "*".
+    if any(c in location[1] for c in "*?"):
+        return [
+            Problem(
+                key,
+                repository,
+                "the prefix contains '*' or '?', which IAM reads as a wildcard in the reader's "
+                "policy (s3://bucket/* would grant the whole bucket): give the folder itself, such "
+                "as s3://bucket/deepseek/r1, or s3://bucket for the whole bucket",
+            )
+        ]
+    # --- end net23 ---
     segments = location[1].removesuffix("/").split("/")
     if location[1] and any(segment in ("", ".", "..") for segment in segments):
         return [
@@ -1287,6 +1334,62 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
     ]
 
 
+# --- net23: customer-managed KMS key for the weights (issue 23 item 8) ---
+def _weights_kms_problems(weights: WeightsSettings, invalid: set[str]) -> list[Problem]:
+    """The key is used only where the weights are in S3; elsewhere it would be silently ignored."""
+    if not weights.kms_key_arn or not _usable(invalid, "weights.source"):
+        return []
+    if weights.source in (WeightsSource.S3, WeightsSource.S3_MOUNTPOINT):
+        return []
+    return [
+        Problem(
+            f"{PROJECT}:weights.kmsKeyArn",
+            weights.kms_key_arn,
+            f"only applies with weights.source s3 or s3-mountpoint (it is {weights.source.value}): "
+            "remove it or change the source",
+        )
+    ]
+
+
+# --- net23: load-balancer-only subnets (issue 23 item 4) ---
+def _load_balancer_subnet_problems(network: NetworkSettings) -> list[Problem]:
+    """Load-balancer subnets must be their own: one that is also a pod subnet would admit its pods."""
+    key, lb = f"{PROJECT}:network.loadBalancerSubnetIds", network.load_balancer_subnet_ids
+    if not lb:
+        return []
+    shared = sorted(set(lb) & (set(network.private_subnet_ids) | set(network.public_subnet_ids)))
+    if shared:
+        return [
+            Problem(
+                key,
+                shared,
+                "also listed in network.privateSubnetIds or network.publicSubnetIds: give subnets "
+                "no node or pod uses, so the NetworkPolicy can admit the load balancer alone",
+            )
+        ]
+    if len(lb) < 2:
+        return [Problem(key, lb, "list at least 2 subnets in different AZs (an ALB needs two)")]
+    return []
+
+
+def _load_balancer_subnet_warnings(network: NetworkSettings, endpoint: EndpointSettings) -> list[str]:
+    """Your VPC with an internal endpoint and no load-balancer subnets: the policy can only admit
+    the private subnets, where every pod of the cluster has its address too (VPC CNI)."""
+    if not network.vpc_id or network.load_balancer_subnet_ids:
+        return []
+    if endpoint.scheme is EndpointScheme.INTERNET_FACING:
+        return []
+    return [
+        f"{PROJECT}:network.loadBalancerSubnetIds is not set: the internal load balancer takes "
+        "addresses in your private subnets, which are also pod subnets, so port 8000 admits every "
+        "pod there; give 2+ small private subnets that only load balancers use (they are named on "
+        "the Ingress or Service)"
+    ]
+
+
+# --- end net23 ---
+
+
 def _network_problems(
     network: NetworkSettings, endpoint: EndpointSettings, invalid: set[str]
 ) -> list[Problem]:
@@ -1319,7 +1422,7 @@ def _network_problems(
                 )
             )
         # Pulumi passes Pulumi.yaml's defaults as config too, so only a changed value is a mistake.
-        for key in ("vpc_cidr", "availability_zones"):
+        for key in ("vpc_cidr", "availability_zones", "nat_gateway_per_zone"):
             if getattr(network, key) != NetworkSettings.model_fields[key].default:
                 alias = NetworkSettings.model_fields[key].alias
                 out.append(
@@ -1329,8 +1432,9 @@ def _network_problems(
                         "only applies to the VPC the program creates; remove it when network.vpcId is set",
                     )
                 )
+        out += _load_balancer_subnet_problems(network)
     else:
-        for key in ("private_subnet_ids", "public_subnet_ids"):
+        for key in ("private_subnet_ids", "public_subnet_ids", "load_balancer_subnet_ids"):
             if getattr(network, key):
                 alias = NetworkSettings.model_fields[key].alias
                 out.append(Problem(f"{p}{alias}", getattr(network, key), "needs network.vpcId"))

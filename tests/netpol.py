@@ -16,9 +16,12 @@ Kubernetes documentation (kubernetes.io/docs/concepts/services-networking/networ
   ``ipBlock`` is a CIDR with optional ``except`` CIDRs.
 
 Which addresses an ``ipBlock`` matches for traffic between pods is left to the implementation by
-the documentation ("ipBlock ... should be cluster-external IPs"), so here a ``Pod`` endpoint
-matches only pod and namespace selectors and a ``Host`` endpoint (a node, a load balancer, an
-address outside the cluster) only ``ipBlock``. Label selectors support ``matchLabels`` and
+the documentation ("ipBlock ... should be cluster-external IPs"). A ``Host`` endpoint (a node, a
+load balancer, an address outside the cluster) matches only ``ipBlock``. A ``Pod`` matches pod and
+namespace selectors and, when it is given an ``ip``, also an ``ipBlock`` holding that address: with
+the VPC CNI a pod's address is a VPC address of its node's subnet, and the conservative reading is
+that a CIDR rule naming that subnet admits the pod (a test of what is refused must assume so).
+Label selectors support ``matchLabels`` and
 ``matchExpressions`` (In, NotIn, Exists, DoesNotExist).
 """
 
@@ -39,6 +42,8 @@ class Pod:
     namespace: str
     labels: Mapping[str, str]
     named_ports: Mapping[str, int] = field(default_factory=dict)
+    ip: str | None = None
+    """The pod's address, when a test places it in a subnet (then ``ipBlock`` rules see it)."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +104,7 @@ class Cluster:
 
     def _peer_matches(self, peer: Mapping[str, Any], policy_namespace: str, other: Endpoint) -> bool:
         if "ipBlock" in peer:
-            if not isinstance(other, Host):
+            if other.ip is None:
                 return False
             block = peer["ipBlock"]
             address = ipaddress.ip_address(other.ip)

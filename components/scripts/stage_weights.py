@@ -25,9 +25,10 @@ Why it is shaped this way:
   as an env var), never taken as an argument (which would show in ``ps`` and the pod spec) and never
   printed; error messages are scrubbed of it too.
 
-Encryption is left to the bucket's default encryption unless ``sse`` is given. The Job's role needs
-``s3:ListBucket`` on the bucket (HeadBucket, and so a missing key reads 404 rather than 403) and
-``s3:GetObject``/``s3:PutObject`` under the prefix.
+Encryption is left to the bucket's default encryption unless ``sse`` is given. The Job's role has
+``s3:ListBucket`` for listings under the prefix only (an ``s3:prefix`` condition) and
+``s3:GetObject``/``s3:PutObject`` under the prefix, so whether the bucket and an object exist is
+learnt by listing under the prefix: HeadBucket and HeadObject on a missing key would read 403.
 """
 
 from __future__ import annotations
@@ -145,7 +146,11 @@ def verify_staged(bucket: str, prefix: str, listing: dict[str, dict[str, Any]], 
 
 
 def _read_json(s3_client: S3Client, bucket: str, key: str) -> dict[str, Any] | None:
-    """The JSON object at ``key``; None when there is none (or it is not a JSON object)."""
+    """The JSON object at ``key``; None when there is none (or it is not a JSON object). Existence
+    is asked by listing: with s3:ListBucket limited to the prefix, S3 answers a GET of a missing key
+    with 403, not 404 (the listing's condition key is absent from a GET)."""
+    if _remote_size(s3_client, bucket, key) is None:
+        return None
     try:
         obj = s3_client.get_object(Bucket=bucket, Key=key)
     except ClientError as err:
@@ -211,14 +216,10 @@ def local_files(local_dir: Path) -> list[tuple[str, Path]]:
 
 
 def _remote_size(s3_client: S3Client, bucket: str, key: str) -> int | None:
-    """The object's size, or None when it does not exist; any other error propagates."""
-    try:
-        head = s3_client.head_object(Bucket=bucket, Key=key)
-    except ClientError as err:
-        if err.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-            return None
-        raise
-    return int(head["ContentLength"])
+    """The object's size, or None when it does not exist; any error propagates. Listed with the
+    key as prefix: the key itself sorts first among the keys it prefixes."""
+    listed = s3_client.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1).get("Contents", [])
+    return int(listed[0]["Size"]) if listed and listed[0]["Key"] == key else None
 
 
 def upload(
@@ -424,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         s3_client = boto3.client("s3", region_name=args.region)
         # Checked before the download, so a wrong bucket fails in seconds, not after hours.
         try:
-            s3_client.head_bucket(Bucket=args.bucket)
+            s3_client.list_objects_v2(Bucket=args.bucket, Prefix=prefix, MaxKeys=1)
         except ClientError as err:
             code = err.response.get("Error", {}).get("Code", "?")
             raise StageError(f"bucket {args.bucket!r} not found or not accessible ({code})") from None

@@ -11,14 +11,14 @@ from tests.conftest import stack_config
 def test_namespaces_and_pod_security(construct) -> None:
     run = construct(stack_config("dev"))
     namespaces = {r.inputs["metadata"]["name"]: r for r in run.mocks.of_type("kubernetes:core/v1:Namespace")}
-    assert set(namespaces) == {"deepseek", "monitoring"}
-    assert (
-        namespaces["deepseek"].inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
-        == "restricted"
-    )
-    monitoring = namespaces["monitoring"].inputs["metadata"]
-    assert monitoring["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
-    assert "dcgm-exporter" in monitoring["annotations"]["deepseek-eks/pod-security-reason"]
+    assert set(namespaces) == {"deepseek", "monitoring", "node-monitoring"}
+    enforce = {
+        name: ns.inputs["metadata"]["labels"]["pod-security.kubernetes.io/enforce"]
+        for name, ns in namespaces.items()
+    }
+    assert enforce == {"deepseek": "restricted", "monitoring": "baseline", "node-monitoring": "privileged"}
+    host = namespaces["node-monitoring"].inputs["metadata"]
+    assert "dcgm-exporter" in host["annotations"]["deepseek-eks/pod-security-reason"]
 
 
 def test_children_are_named_from_their_component(construct) -> None:

@@ -337,11 +337,14 @@ def test_bring_your_own_vpc_creates_no_network(construct_module) -> None:
 
 def test_new_vpc_spans_three_zones_with_tagged_subnets(dev: Construction) -> None:
     subnets = [r.inputs for r in dev.mocks.of_type("aws:ec2/subnet:Subnet")]
-    private = [s for s in subnets if s["tags"].get("kubernetes.io/role/internal-elb") == "1"]
+    private = [s for s in subnets if s["tags"].get("karpenter.sh/discovery") == "deepseek-dev"]
+    internal_lb = [s for s in subnets if s["tags"].get("kubernetes.io/role/internal-elb") == "1"]
     public = [s for s in subnets if s["tags"].get("kubernetes.io/role/elb") == "1"]
-    assert len(private) == len(public) == 3
-    assert {s["availabilityZone"] for s in private} == {"us-east-1a", "us-east-1b", "us-east-1c"}
-    assert all(s["tags"]["karpenter.sh/discovery"] == "deepseek-dev" for s in private)
+    assert len(private) == len(internal_lb) == len(public) == 3
+    for tier in (private, internal_lb, public):
+        assert {s["availabilityZone"] for s in tier} == {"us-east-1a", "us-east-1b", "us-east-1c"}
+    # Internal load balancers keep out of the node (and pod) subnets: test_load_balancer_subnets.
+    assert not any("kubernetes.io/role/internal-elb" in s["tags"] for s in private)
     assert len(dev.mocks.of_type("aws:ec2/natGateway:NatGateway")) == 1
 
 

@@ -58,6 +58,7 @@ CASES = {
 # The load balancer controller places an ALB or NLB in the subnets tagged for its scheme (AWS Load
 # Balancer Controller docs, subnet auto-discovery).
 ALB_SUBNET_TAG = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}
+NODE_SUBNET_TAG = "karpenter.sh/discovery"  # Karpenter's subnetSelectorTerms (components/karpenter.py)
 S3_ADDRESS = "52.216.8.16"  # an s3.us-east-1.amazonaws.com address
 HUGGING_FACE_ADDRESS = "18.160.10.25"  # a CloudFront address serving huggingface.co
 INTERNET_ADDRESS = "203.0.113.9"
@@ -83,6 +84,7 @@ class Stack:
     associations: frozenset[tuple[str, str]]  # (namespace, service account)
     alb_subnets: list[str]
     other_subnets: list[str]
+    pod_subnets: list[str]
 
     def has_association(self, workload: Workload) -> bool:
         return (workload.pod.namespace, workload.service_account) in self.associations
@@ -156,7 +158,11 @@ def stack(case: str) -> Stack:
     subnets = [r["inputs"] for r in rendered.aws if r["type"] == "aws:ec2/subnet:Subnet"]
     alb = [s["cidrBlock"] for s in subnets if ALB_SUBNET_TAG[scheme] in s["tags"]]
     others = [s["cidrBlock"] for s in subnets if ALB_SUBNET_TAG[scheme] not in s["tags"]]
-    return Stack(rendered, Cluster(policies, namespaces), _workloads(rendered), associations, alb, others)
+    # Nodes (and so pods: the VPC CNI gives pods addresses of their node's subnet) are in the
+    # subnets Karpenter discovers, the cluster's private subnets under either compute mode.
+    pods = [s["cidrBlock"] for s in subnets if NODE_SUBNET_TAG in s["tags"]]
+    cluster = Cluster(policies, namespaces)
+    return Stack(rendered, cluster, _workloads(rendered), associations, alb, others, pods)
 
 
 def host_in(cidr: str, offset: int = 10) -> Host:
@@ -234,6 +240,45 @@ def test_nothing_else_reaches_port_8000(case: Stack) -> None:
     prometheus_elsewhere = Pod("default", PROMETHEUS.labels)  # Prometheus' labels, wrong namespace
     for source in [*intruders, *stagers, prometheus_elsewhere]:
         assert not case.cluster.allows(source, case.server, 8000), source
+
+
+def test_no_other_pod_reaches_port_8000_from_its_address_in_a_pod_subnet(case: Stack) -> None:
+    """The load balancer's subnets are not pod subnets, so a CIDR rule for the load balancer
+    admits no pod: a pod of another namespace, or of vLLM's, at an address where pods live."""
+    assert case.pod_subnets
+    assert not set(case.pod_subnets) & set(case.alb_subnets)
+    for cidr in case.pod_subnets:
+        for offset in (10, 1000):
+            for intruder in (
+                Pod("default", {"app": "curl"}, ip=host_in(cidr, offset).ip),
+                Pod(case.server.namespace, {"app": "curl"}, ip=host_in(cidr, offset).ip),
+            ):
+                assert not case.cluster.allows(intruder, case.server, 8000), (cidr, intruder)
+    prometheus_at_an_address = Pod(
+        PROMETHEUS.namespace, PROMETHEUS.labels, ip=host_in(case.pod_subnets[0]).ip
+    )
+    assert case.cluster.allows(prometheus_at_an_address, case.server, 8000)
+
+
+def test_any_other_pod_of_the_service_namespace_is_denied_both_ways(case: Stack) -> None:
+    """Default deny in the namespace the service owns: a pod no workload policy selects (started
+    by hand, say) can neither be reached nor reach out; the workloads keep what they need
+    (the tests above)."""
+    stranger = Pod(
+        case.server.namespace, {"app": "debug"}, {"http": 8080}, ip=host_in(case.pod_subnets[0]).ip
+    )
+    for source in (PROMETHEUS, *(host_in(c) for c in case.alb_subnets), Pod("default", {"app": "curl"})):
+        assert not case.cluster.allows(source, stranger, 8080), source
+    for dest, port, protocol in (
+        (Host(S3_ADDRESS), 443, "TCP"),
+        (Host(INTERNET_ADDRESS), 80, "TCP"),
+        (COREDNS, 53, "UDP"),
+        (case.server, 8000, "TCP"),
+    ):
+        assert not case.cluster.allows(stranger, dest, port, protocol), dest
+    # ...while vLLM itself still resolves names and reaches HTTPS.
+    assert case.cluster.allows(case.server, COREDNS, 53, "UDP")
+    assert case.cluster.allows(case.server, Host(S3_ADDRESS), 443)
 
 
 def test_the_nodes_of_a_multi_node_replica_reach_each_other() -> None:

@@ -75,7 +75,11 @@ def test_a_rename_without_an_alias_fails(monkeypatch: pytest.MonkeyPatch) -> Non
     _renamed_namespaces(monkeypatch, alias=False)
     problems = urns.check(urns.load_snapshot("dev"), urns.run_resources(read_stack("dev")), FACTS)
     gone = [p for p in problems if "no resource lists it in aliases" in p.message]
-    assert {p.urn.rsplit("::", 1)[1] for p in gone} == {"namespaces-deepseek", "namespaces-monitoring"}
+    assert {p.urn.rsplit("::", 1)[1] for p in gone} == {
+        "namespaces-deepseek",
+        "namespaces-monitoring",
+        "namespaces-node-monitoring",
+    }
     assert all("$kubernetes:core/v1:Namespace::" in p.urn for p in gone)
 
 
@@ -194,4 +198,9 @@ def test_moving_a_component_without_an_alias_loses_it_and_its_children(
     _namespaces_under_a_new_component(monkeypatch, alias=False)
     problems = urns.check(urns.load_snapshot("dev"), urns.run_resources(read_stack("dev")), FACTS)
     gone = {p.urn.rsplit("::", 1)[1] for p in problems if "no resource lists it in aliases" in p.message}
-    assert gone == {"namespaces", "namespaces-deepseek", "namespaces-monitoring"}
+    assert gone == {
+        "namespaces",
+        "namespaces-deepseek",
+        "namespaces-monitoring",
+        "namespaces-node-monitoring",
+    }

@@ -39,7 +39,11 @@ def karpenter(partition: str = "aws", region: str = REGION) -> dict[str, Any]:
 
 
 ALL_POLICIES = {
-    "pod_identity_trust": pod_identity_trust_policy,
+    "pod_identity_trust": lambda: pod_identity_trust_policy(
+        cluster_arn=f"arn:aws:eks:us-east-1:{ACCOUNT}:cluster/{CLUSTER}",
+        namespace="deepseek",
+        service_account="vllm",
+    ),
     "ec2_trust": lambda: service_trust_policy("ec2.amazonaws.com"),
     "karpenter": karpenter,
     "karpenter_gov": lambda: karpenter("aws-us-gov", "us-gov-west-1"),
@@ -218,7 +222,7 @@ def test_rule_book_catches_a_non_alphanumeric_sid() -> None:
 
 
 def test_trust_statements_need_no_resource_and_must_not_have_one() -> None:
-    trust = pod_identity_trust_policy()
+    trust = ALL_POLICIES["pod_identity_trust"]()
     assert "Resource" not in trust["Statement"][0]
     with_resource = doc({**trust["Statement"][0], "Resource": "*"})
     assert assert_least_privilege(with_resource) == [
@@ -230,7 +234,7 @@ def test_trust_statements_need_no_resource_and_must_not_have_one() -> None:
 
 
 def test_pod_identity_trust_has_both_sts_actions() -> None:
-    (s,) = pod_identity_trust_policy()["Statement"]
+    (s,) = ALL_POLICIES["pod_identity_trust"]()["Statement"]
     assert s["Effect"] == "Allow"
     assert s["Principal"] == {"Service": "pods.eks.amazonaws.com"}
     assert s["Action"] == ["sts:AssumeRole", "sts:TagSession"]
@@ -440,10 +444,14 @@ def test_lbc_creations_require_the_cluster_tag_on_the_request() -> None:
     policy = lbc()
     for action in ("elasticloadbalancing:CreateLoadBalancer", "elasticloadbalancing:CreateTargetGroup"):
         (s,) = with_action(policy, action)
-        assert s["Condition"] == {"Null": {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}}, action
+        assert s["Condition"] == {"StringEquals": {"aws:RequestTag/elbv2.k8s.aws/cluster": CLUSTER}}, action
     sg_tag_on_create = statement(policy, "AllowTagSecurityGroupOnCreate")
-    assert sg_tag_on_create["Condition"]["StringEquals"] == {"ec2:CreateAction": "CreateSecurityGroup"}
-    assert sg_tag_on_create["Condition"]["Null"] == {"aws:RequestTag/elbv2.k8s.aws/cluster": "false"}
+    assert sg_tag_on_create["Condition"] == {
+        "StringEquals": {
+            "ec2:CreateAction": "CreateSecurityGroup",
+            "aws:RequestTag/elbv2.k8s.aws/cluster": CLUSTER,
+        }
+    }
 
 
 def test_lbc_changes_and_deletions_require_the_cluster_tag_on_the_resource() -> None:
@@ -456,7 +464,7 @@ def test_lbc_changes_and_deletions_require_the_cluster_tag_on_the_resource() -> 
         "elasticloadbalancing:SetSecurityGroups",
     ):
         (s,) = with_action(policy, action)
-        assert s["Condition"]["Null"]["aws:ResourceTag/elbv2.k8s.aws/cluster"] == "false", action
+        assert s["Condition"]["StringEquals"]["aws:ResourceTag/elbv2.k8s.aws/cluster"] == CLUSTER, action
 
 
 def test_lbc_node_security_group_rules_only_on_this_clusters_groups() -> None:

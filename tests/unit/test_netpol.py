@@ -121,3 +121,12 @@ def test_ipv6_addresses_match_only_ipv6_blocks() -> None:
     cluster = Cluster([v6])
     assert cluster.allows(DB, Host("fd00:ec2::23"), 80)
     assert not cluster.allows(DB, Host("169.254.170.23"), 80)
+
+
+def test_an_ip_block_admits_a_pod_at_an_address_inside_it() -> None:
+    """With the VPC CNI a pod's address is in its node's subnet: a CIDR rule for that subnet is
+    read as admitting the pod (the conservative reading); a pod without an address is not seen."""
+    cluster = Cluster([DOCS_EXAMPLE], NAMESPACES)
+    assert cluster.allows(Pod("elsewhere", {"app": "x"}, ip="172.17.0.9"), DB, 6379)
+    assert not cluster.allows(Pod("elsewhere", {"app": "x"}, ip="172.17.1.9"), DB, 6379)  # except
+    assert not cluster.allows(Pod("elsewhere", {"app": "x"}), DB, 6379)

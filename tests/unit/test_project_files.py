@@ -38,6 +38,8 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "endpoint.drainSeconds",
     "weights.snapshotId",
     "image.registry",
+    "cluster.secretsKmsKeyArn",
+    "weights.kmsKeyArn",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",
