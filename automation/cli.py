@@ -370,11 +370,10 @@ def version() -> str:
 
     try:
         return installed("deepseek-eks")
-    except PackageNotFoundError:
-        import tomllib
+    except PackageNotFoundError:  # a checkout: the version pyproject.toml reads (deepseek_eks.__version__)
+        from deepseek_eks import __version__
 
-        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
-        return str(tomllib.loads(pyproject.read_text())["project"]["version"])
+        return __version__
 
 
 def _parser() -> argparse.ArgumentParser:

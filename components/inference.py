@@ -29,6 +29,7 @@ from .helm import helm_release
 from .manifests import TopLevelCustomResource
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
+from .scripts.stage_weights import IN_PROGRESS_NAME
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import (
     LEADER_WORKER_SET,
@@ -925,6 +926,17 @@ def weights_access_policy(
             "Resource": f"{bucket_arn}/{prefix}*",
         },
     ]
+    if write:
+        # The stager removes its own claim (``<prefix>.staging.json``) once the completion marker
+        # names the commit; it may delete that one object, never a staged weight.
+        statements.append(
+            {
+                "Sid": "ReleaseTheStagingClaim",
+                "Effect": "Allow",
+                "Action": ["s3:DeleteObject"],
+                "Resource": f"{bucket_arn}/{prefix}{IN_PROGRESS_NAME}",
+            }
+        )
     if kms_key_arn:
         key_actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
         statements.append(

@@ -68,6 +68,7 @@ def test_your_load_balancer_subnets_are_named_on_the_ingress_or_service_and_admi
             network__privateSubnetIds=PRIVATE,
             network__loadBalancerSubnetIds=LB,
             endpoint__loadBalancer=load_balancer,
+            **({"endpoint__auth": "none"} if load_balancer == "nlb" else {}),  # an NLB serves keyless
         )
     )
     front = next(

@@ -263,7 +263,7 @@ def test_the_nlb_tcp_listener_idle_timeout_covers_the_drain_budget() -> None:
     facts = nlb_facts()
     low, high = facts["nlb_idle_timeout"]["tcp_range_s"]
     attributes = facts["listener_attributes"]
-    r = rendered("dev", endpoint__loadBalancer="nlb")
+    r = rendered("dev", endpoint__loadBalancer="nlb", endpoint__auth="none")
     service = nlb(r)
     (port,) = service["spec"]["ports"]
     key = attributes["annotation"].format(protocol="TCP", port=port["port"])
@@ -279,6 +279,7 @@ def test_a_tls_nlb_warns_that_its_fixed_idle_timeout_cannot_hold_a_long_generati
     r = rendered(
         "dev",
         endpoint__loadBalancer="nlb",
+        endpoint__auth="none",
         endpoint__certificateArn="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
     )
     assert r.plan["drain_seconds"] > tls_fixed
@@ -289,6 +290,7 @@ def test_a_tls_nlb_warns_that_its_fixed_idle_timeout_cannot_hold_a_long_generati
     short = rendered(
         "dev",
         endpoint__loadBalancer="nlb",
+        endpoint__auth="none",
         endpoint__certificateArn="arn:aws:acm:us-east-1:123456789012:certificate/0a1b2c3d-1234",
         endpoint__drainSeconds=120,
     )

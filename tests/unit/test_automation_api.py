@@ -168,14 +168,16 @@ def test_a_compute_mode_switch_on_a_deployed_stack_is_refused_before_pulumi_runs
     calls: list[str] = []
     stack = FakeStack(calls, deployed={"computeMode": FakeOutput("auto-mode")})
     with pytest.raises(AutomationError) as info:
-        orchestrator(calls, stack).run(operation, "dev", {"computeMode": "karpenter"}, yes=True)
+        orchestrator(calls, stack).run(operation, "dev", {"computeMode": "karpenter", **REACHABLE}, yes=True)
     message = str(info.value)
     assert info.value.exit_code == 2 and "deepseek-eks:computeMode" in message
     assert "new stack" in message and "diff --stack dev --set computeMode=karpenter" in message
     assert f"stack.{operation.value}" not in calls
     calls.clear()  # the mode it was deployed with goes ahead, and so does a first deployment
-    orchestrator(calls, stack).run(operation, "dev", yes=True)
-    orchestrator(calls, FakeStack(calls)).run(operation, "dev", {"computeMode": "karpenter"}, yes=True)
+    orchestrator(calls, stack).run(operation, "dev", REACHABLE, yes=True)
+    orchestrator(calls, FakeStack(calls)).run(
+        operation, "dev", {"computeMode": "karpenter", **REACHABLE}, yes=True
+    )
     assert calls.count(f"stack.{operation.value}") == 2
 
 
@@ -375,7 +377,7 @@ class RecordingStack(FakeStack):
 def test_policy_pack_is_the_packages_when_it_provides_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    import policy
+    from deepseek_eks import policy
     from deepseek_eks.automation.api import RunOptions
 
     (tmp_path / "PulumiPolicy.yaml").write_text("runtime: python\n")

@@ -32,9 +32,8 @@ def test_every_option_has_help(name: str, parser: argparse.ArgumentParser) -> No
 
 
 def test_version_comes_from_the_package() -> None:
-    import tomllib
+    from deepseek_eks import __version__ as expected  # pyproject.toml reads its version from there
 
-    expected = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     done = subprocess.run(
         [sys.executable, "-m", "automation", "--version"],
         cwd=ROOT,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import sys
+import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from deepseek_eks.components.inference import weights_access_policy
 from deepseek_eks.components.scripts import stage_weights as sw
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
+from tests.unit.test_stage_weights import hub_api
 from tests.upstream import UPSTREAM
 
 S3_CALLS = json.loads((UPSTREAM / "eks-iam-facts.json").read_text())["s3_actions_by_operation"]["value"]
@@ -126,6 +129,10 @@ def test_every_call_the_stager_makes_is_allowed_by_its_role(
 ) -> None:
     (tmp_path / "config.json").write_bytes(b"{}")
     monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tmp_path)
+    # The Hub lists what was downloaded (the stager checks the staged files against its listing).
+    monkeypatch.setitem(
+        sys.modules, "huggingface_hub", types.SimpleNamespace(HfApi=hub_api({"config.json": b"{}"}))
+    )
     argv = ["--bucket", BUCKET, "--prefix", PREFIX, "--repo", "deepseek-ai/x", "--revision", "abc"]
     argv += ["--region", "us-east-1", "--workdir", str(tmp_path / "w")]
     assert sw.main(argv) == 0  # stages
