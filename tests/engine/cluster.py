@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
+import runpy
 import subprocess
 import time
 from collections.abc import Iterator
@@ -156,3 +158,35 @@ def register_twin_transform(charts: Path) -> None:
         return pulumi.ResourceTransformResult(props, args.opts)
 
     pulumi.runtime.register_resource_transform(transform)
+
+
+@contextlib.contextmanager
+def stack_on_twin(home: Path, project_dir: Path, stack_name: str, kubeconfig_key: str = "") -> Iterator[Any]:
+    """The program in ``project_dir`` as an inline-program stack on a fresh twin, with its stack
+    file's settings; the twin's kubeconfig goes to the ``eks`` stand-in's cluster outputs and, with
+    ``kubeconfig_key``, to that (secret) setting."""
+    from pulumi import automation as auto
+
+    from automation.stackfile import read_stack
+    from tests.engine.engine import make_engine, require_binary, standin
+
+    kubernetes = require_binary("pulumi-resource-kubernetes", "K8S_VERSION")
+    engine = make_engine(home / "engine", {"pulumi-resource-kubernetes": kubernetes})
+    config = read_stack(stack_name, project_dir)
+
+    def program() -> None:
+        register_twin_transform(home / "charts")
+        runpy.run_path(str(project_dir / "__main__.py"))
+
+    with local_cluster(home) as kubeconfig:
+        engine.env[standin.KUBECONFIG_ENV] = str(kubeconfig)
+        stack = engine.stack(config.project, stack_name, program)
+        values = {
+            key: auto.ConfigValue(value if isinstance(value, str) else json.dumps(value))
+            for key, value in config.values.items()
+            if key != kubeconfig_key
+        }
+        stack.set_all_config(values)
+        if kubeconfig_key:
+            stack.set_config(kubeconfig_key, auto.ConfigValue(kubeconfig.read_text(), secret=True))
+        yield stack

@@ -115,3 +115,9 @@ def make_engine(home: Path, extra_binaries: dict[str, Path] | None = None) -> En
         "PULUMI_DIY_BACKEND_NO_LEGACY_WARNING": "true",
     }
     return Engine(home, env)
+
+
+def changes(result: Any) -> dict[str, int]:
+    """A preview's or update's counts without the unchanged ones."""
+    summary = getattr(result, "change_summary", None) or result.summary.resource_changes
+    return {op: n for op, n in summary.items() if op != "same"}

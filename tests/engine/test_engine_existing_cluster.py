@@ -4,8 +4,6 @@ install local stub charts and readiness waits are skipped (see tests/engine/clus
 
 from __future__ import annotations
 
-import json
-import runpy
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +13,8 @@ import pytest
 from pulumi import automation as auto
 
 from automation.stackfile import read_stack
-from tests.engine.cluster import local_cluster, register_twin_transform
-from tests.engine.engine import make_engine, require_binary
+from tests.engine.cluster import stack_on_twin
+from tests.engine.engine import changes
 from tests.examples import EXISTING
 
 PROJECT = read_stack("example", EXISTING).project
@@ -25,30 +23,8 @@ PROJECT = read_stack("example", EXISTING).project
 @pytest.fixture
 def example_stack(tmp_path: Path) -> Iterator[Any]:
     """The example's stack (its stack file's settings, the twin's kubeconfig) on a fresh twin."""
-    kubernetes = require_binary("pulumi-resource-kubernetes", "K8S_VERSION")
-    engine = make_engine(tmp_path / "engine", {"pulumi-resource-kubernetes": kubernetes})
-    config = read_stack("example", EXISTING)
-
-    def program() -> None:
-        register_twin_transform(tmp_path / "charts")
-        runpy.run_path(str(EXISTING / "__main__.py"))
-
-    with local_cluster(tmp_path) as kubeconfig:
-        stack = engine.stack(PROJECT, "example", program)
-        values = {
-            key: auto.ConfigValue(value if isinstance(value, str) else json.dumps(value))
-            for key, value in config.values.items()
-            if key != f"{PROJECT}:kubeconfig"
-        }
-        stack.set_all_config(values)
-        stack.set_config(f"{PROJECT}:kubeconfig", auto.ConfigValue(kubeconfig.read_text(), secret=True))
+    with stack_on_twin(tmp_path, EXISTING, "example", f"{PROJECT}:kubeconfig") as stack:
         yield stack
-
-
-def changes(result: Any) -> dict[str, int]:
-    """A preview's or update's counts without the unchanged ones."""
-    summary = getattr(result, "change_summary", None) or result.summary.resource_changes
-    return {op: n for op, n in summary.items() if op != "same"}
 
 
 @pytest.mark.timeout(1200)  # one engine process per operation, each starting every plugin
