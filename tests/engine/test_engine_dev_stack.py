@@ -1,6 +1,7 @@
 """The dev stack (Pulumi.dev.yaml: a new VPC and EKS Auto Mode cluster) through the real Pulumi
-engine: AWS and the cluster from the stand-ins, the cluster's kubeconfig the local twin's, so
-every Kubernetes object goes to the real kube-apiserver through the real Kubernetes provider."""
+engine (preview, up, a no-change preview, a setting change with --diff, destroy): AWS and the
+cluster from the stand-ins, the cluster's kubeconfig the local twin's, so every Kubernetes object
+goes to the real kube-apiserver through the real Kubernetes provider."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from pulumi import automation as auto
 
 from automation.stackfile import PROJECT_ROOT
 from tests.engine.cluster import stack_on_twin
@@ -28,6 +30,11 @@ def test_dev_stack_lifecycle(tmp_path: Path) -> None:
         print(f"dev stack: {up.summary.resource_changes} through the engine")
         again = stack.preview(expect_no_changes=True)
         assert not changes(again), again.stdout
+        # A setting change: one more replica at most -> the HPA (and the GPU NodePool's limits).
+        stack.set_config("deepseek-eks:autoscaling.maxReplicas", auto.ConfigValue("3"))
+        diff = stack.preview(diff=True)
+        assert changes(diff) and "maxReplicas" in diff.stdout, diff.stdout
+        assert stack.up().summary.result == "succeeded"
         stack.destroy()
         assert not stack.export_stack().deployment.get("resources")
     print(f"dev stack lifecycle through the engine: {time.monotonic() - started:.0f}s")
