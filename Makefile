@@ -42,11 +42,13 @@ pins: venv ## every pinned version with its upstream source; fails when referenc
 test: venv checkov-venv ## the whole test suite
 	$(PY) -m pytest
 
-twin-build: ## build the twin's etcd and kube-apiserver from the Go module proxy (once; cached outside the tree)
+twin-build: ## build the twin's binaries from the Go module proxy (once; cached outside the tree)
 	twin/build.sh
+	twin/build.sh kube-controller-manager
+	twin/build-engine.sh
 
-twin: venv twin-build ## build the twin, then judge every stack's and example's render against it (Tier 0)
-	DEEPSEEK_EKS_REQUIRE_TOOLS=1 $(PY) -m pytest -q tests/twin
+twin: venv twin-build ## build the twin, judge every render against it (Tier 0), run stacks through the real engine (Tier 1)
+	DEEPSEEK_EKS_REQUIRE_TOOLS=1 DEEPSEEK_EKS_REQUIRE_ENGINE=1 $(PY) -m pytest -q tests/twin tests/engine
 
 lint: venv
 	$(PY) -m ruff check .

@@ -70,7 +70,7 @@ def local_cluster(home: Path) -> Iterator[Path]:
                 controllers.terminate()
                 controllers.wait(timeout=30)
     except binaries.BinariesMissing as e:
-        if os.environ.get("DEEPSEEK_EKS_REQUIRE_TOOLS") == "1":
+        if os.environ.get("DEEPSEEK_EKS_REQUIRE_ENGINE") == "1":
             pytest.fail(str(e))
         pytest.skip(str(e))
 

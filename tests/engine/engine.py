@@ -6,7 +6,7 @@ The Python language host (``pulumi-language-python``) is not served by the Go mo
 programs run as Automation API inline programs: the SDK's own language server in this process,
 which the CLI reaches with ``--client`` (the path every inline Automation API program takes).
 Without the CLI binary a test is skipped with the command that builds it, or fails under
-``DEEPSEEK_EKS_REQUIRE_TOOLS=1``.
+``DEEPSEEK_EKS_REQUIRE_ENGINE=1`` (.ci/run sets it once the engine is built).
 """
 
 from __future__ import annotations
@@ -48,11 +48,11 @@ def cached_binary(name: str, version_var: str) -> Path:
 
 
 def require_binary(name: str, version_var: str) -> Path:
-    """The cached binary; skips the test (fails under DEEPSEEK_EKS_REQUIRE_TOOLS=1) without it."""
+    """The cached binary; skips the test (fails under DEEPSEEK_EKS_REQUIRE_ENGINE=1) without it."""
     path = cached_binary(name, version_var)
     if not os.access(path, os.X_OK):
         reason = f"{name} is not built ({path} missing): run twin/build-engine.sh (Go module proxy)"
-        if os.environ.get("DEEPSEEK_EKS_REQUIRE_TOOLS") == "1":
+        if os.environ.get("DEEPSEEK_EKS_REQUIRE_ENGINE") == "1":
             pytest.fail(reason)
         pytest.skip(reason)
     return path
