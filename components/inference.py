@@ -29,7 +29,6 @@ from .helm import helm_release
 from .manifests import TopLevelCustomResource
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
-from .scripts.stage_weights import IN_PROGRESS_NAME
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .versions import (
     LEADER_WORKER_SET,
@@ -897,6 +896,11 @@ def _bucket_encryption(kms_key_arn: str | None) -> dict[str, str]:
     return {"sse_algorithm": "AES256"}
 
 
+# The stager's claim object (components/scripts/stage_weights.py IN_PROGRESS_NAME; that script runs
+# alone in the vLLM image and imports boto3, so the name is repeated here and a test keeps the two equal).
+STAGING_CLAIM_NAME = ".staging.json"
+
+
 def weights_access_policy(
     bucket_arn: str, prefix: str, *, write: bool, kms_key_arn: str | None = None
 ) -> dict[str, Any]:
@@ -934,7 +938,7 @@ def weights_access_policy(
                 "Sid": "ReleaseTheStagingClaim",
                 "Effect": "Allow",
                 "Action": ["s3:DeleteObject"],
-                "Resource": f"{bucket_arn}/{prefix}{IN_PROGRESS_NAME}",
+                "Resource": f"{bucket_arn}/{prefix}{STAGING_CLAIM_NAME}",
             }
         )
     if kms_key_arn:

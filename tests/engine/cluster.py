@@ -37,9 +37,9 @@ def local_cluster(home: Path) -> Iterator[Path]:
     deleted in the foreground, never goes away and ``destroy`` waits forever); yields an admin
     kubeconfig file."""
     server = pytest.importorskip(
-        "automation.twin.server", reason="Tier 0 (automation/twin) is not in this tree"
+        "deepseek_eks.automation.twin.server", reason="Tier 0 (automation/twin) is not in this tree"
     )
-    from automation.twin import binaries, certs, crds
+    from deepseek_eks.automation.twin import binaries, certs, crds
 
     captured: dict[str, Any] = {}
     generate = certs.generate
@@ -167,7 +167,7 @@ def stack_on_twin(home: Path, project_dir: Path, stack_name: str, kubeconfig_key
     ``kubeconfig_key``, to that (secret) setting."""
     from pulumi import automation as auto
 
-    from automation.stackfile import read_stack
+    from deepseek_eks.automation.stackfile import read_stack
     from tests.engine.engine import make_engine, require_binary, standin
 
     kubernetes = require_binary("pulumi-resource-kubernetes", "K8S_VERSION")

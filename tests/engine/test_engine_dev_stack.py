@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pulumi import automation as auto
 
-from automation.stackfile import PROJECT_ROOT
+from deepseek_eks.automation.stackfile import PROJECT_ROOT
 from tests.engine.cluster import stack_on_twin
 from tests.engine.engine import changes
 
@@ -20,6 +20,13 @@ from tests.engine.engine import changes
 def test_dev_stack_lifecycle(tmp_path: Path) -> None:
     started = time.monotonic()
     with stack_on_twin(tmp_path, PROJECT_ROOT, "dev") as stack:
+        # As shipped, dev's API is private-only with no deployer admitted: the program itself
+        # refuses it before anything is created (settings/exposure.py), under the real engine too.
+        with pytest.raises(auto.errors.CommandError) as refused:
+            stack.preview()
+        assert "cluster API would be unreachable" in str(refused.value)
+        assert "cluster.publicAccessCidrs" in str(refused.value)
+        stack.set_config("deepseek-eks:cluster.publicAccessCidrs", auto.ConfigValue('["203.0.113.7/32"]'))
         fresh = stack.preview()
         assert set(changes(fresh)) == {"create"}, fresh.stdout
         up = stack.up()

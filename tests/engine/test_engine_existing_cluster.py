@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pulumi import automation as auto
 
-from automation.stackfile import read_stack
+from deepseek_eks.automation.stackfile import read_stack
 from tests.engine.cluster import stack_on_twin
 from tests.engine.engine import changes
 from tests.examples import EXISTING

@@ -14,7 +14,7 @@ import pulumi_eks as eks
 import pytest
 from pulumi import automation as auto
 
-from automation.mocks import COMPUTED_OUTPUTS
+from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS
 from tests.engine.engine import make_engine, standin
 
 LOCAL_KUBECONFIG = {

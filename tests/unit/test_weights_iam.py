@@ -174,3 +174,14 @@ def test_a_weights_key_without_s3_weights_is_refused() -> None:
     assert f"{P}weights.kmsKeyArn" in str(raised.value) and "only applies with weights.source s3" in str(
         raised.value
     )
+
+
+def test_the_staging_claim_the_role_may_delete_is_the_one_the_stager_writes() -> None:
+    from deepseek_eks.components.inference import STAGING_CLAIM_NAME
+
+    assert STAGING_CLAIM_NAME == sw.IN_PROGRESS_NAME
+    policy = weights_access_policy(BUCKET_ARN, PREFIX, write=True)
+    assert call_allowed(policy, "DeleteObject", {"Key": sw.in_progress_key(PREFIX)})
+    assert not call_allowed(policy, "DeleteObject", {"Key": f"{PREFIX}model.safetensors"})
+    assert not call_allowed(weights_access_policy(BUCKET_ARN, PREFIX, write=False), "DeleteObject",
+                            {"Key": sw.in_progress_key(PREFIX)})  # fmt: skip

@@ -39,7 +39,7 @@ from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs
 from pulumi.runtime.proto import plugin_pb2, provider_pb2_grpc
 from pulumi.runtime.proto import provider_pb2 as proto
 
-from automation.mocks import COMPUTED_OUTPUTS, INVOKES, REGION, MockContext, resource_id
+from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS, INVOKES, REGION, MockContext, resource_id
 
 # The repository root, which the launchers put on PYTHONPATH (for automation.mocks).
 ROOT = Path(__file__).resolve().parents[2]
