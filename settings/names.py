@@ -33,22 +33,23 @@ def stack_cluster_name(stack: str) -> str:
     return f"deepseek-{stack}"
 
 
+def _name_problem(
+    name: str, pattern: re.Pattern[str], maximum: int, service: str, allowed: str
+) -> str | None:
+    if len(name) > maximum:
+        return f"is {len(name)} characters; {service} allows at most {maximum}"
+    return None if pattern.fullmatch(name) else f"may hold only {allowed}"
+
+
 def cluster_name_problem(name: str) -> str | None:
     """Why EKS would refuse ``name`` as a cluster name, or None."""
-    if len(name) > EKS_CLUSTER_NAME_MAX:
-        return f"is {len(name)} characters; EKS allows at most {EKS_CLUSTER_NAME_MAX}"
-    if not EKS_CLUSTER_NAME.fullmatch(name):
-        return "may hold only letters, digits, '-' and '_', starting with a letter or digit"
-    return None
+    allowed = "letters, digits, '-' and '_', starting with a letter or digit"
+    return _name_problem(name, EKS_CLUSTER_NAME, EKS_CLUSTER_NAME_MAX, "EKS", allowed)
 
 
 def queue_name_problem(name: str) -> str | None:
     """Why SQS would refuse ``name`` as a queue name, or None."""
-    if len(name) > SQS_QUEUE_NAME_MAX:
-        return f"is {len(name)} characters; SQS allows at most {SQS_QUEUE_NAME_MAX}"
-    if not SQS_QUEUE_NAME.fullmatch(name):
-        return "may hold only letters, digits, '-' and '_'"
-    return None
+    return _name_problem(name, SQS_QUEUE_NAME, SQS_QUEUE_NAME_MAX, "SQS", "letters, digits, '-' and '_'")
 
 
 def derived_name_problems(cluster: str, karpenter: bool) -> list[str]:
