@@ -39,7 +39,6 @@ def _run(load: Callable[[], Callable[[list[str] | None], int]]) -> NoReturn:
             return MISSING_PREREQUISITE
 
     run_main(call)
-    raise AssertionError("run_main exits")  # pragma: no cover
 
 
 def _automation_main() -> Callable[[list[str] | None], int]:

@@ -12,7 +12,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 
 class ReaderGoneSafe:
@@ -47,7 +47,7 @@ class ReaderGoneSafe:
         return getattr(self._stream, name)
 
 
-def run_main(main: Callable[[], int]) -> None:
+def run_main(main: Callable[[], int]) -> NoReturn:
     """``sys.exit(main())`` with stdout guarded: the exit code is main's, pipe closed or not."""
     guarded = ReaderGoneSafe(sys.stdout)
     sys.stdout = guarded

@@ -104,11 +104,15 @@ def test_private_access_to_a_vpc_this_stack_creates_is_refused_on_the_first_run_
     assert "nothing routes into" in first and "cluster.publicAccessCidrs" in first
 
 
-def test_render_warns_about_an_unreachable_api_but_still_renders(tmp_path: Path) -> None:
+def test_render_warns_about_an_unreachable_api_but_still_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from deepseek_eks.automation.cli import main
 
     assert main(["render", "--stack", "dev", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "dev" / "plan.json").exists()
+    warned = capsys.readouterr().err
+    assert "preflight and up refuse this stack" in warned and "cluster.publicAccessCidrs" in warned
 
 
 # ------------------------------------------------------------------ the endpoint: key, TLS, sources
@@ -151,7 +155,7 @@ def test_a_key_is_generated_secret_and_never_printed_when_apikey_is_unset() -> N
     assert rendered.outputs["apiKey"] == "[secret]"
     assert "$(pulumi stack output --show-secrets apiKey)" in rendered.outputs["curl"]
     run = construct(stack_config("dev"))
-    [generated] = run.mocks.of_type("random:index/randomPassword:RandomPassword")[-1:]
+    generated = run.mocks.named("api-secrets-api-key")
     assert generated.inputs["length"] >= 32 and generated.inputs["special"] is False
     assert run.outputs["curl"].count("mock-generated-password") == 0
 
