@@ -1,5 +1,6 @@
-"""deepseek_eks.testing: a user's program runs offline under the project's own mocks; the README's
-example runs as written; plain ``set_mocks`` with echoing mocks gets a clear error, not a TypeError."""
+"""deepseek_eks.testing: a user's program runs offline under the project's own mocks; the
+example of docs/component.md runs as written; plain ``set_mocks`` with echoing mocks gets a clear
+error, not a TypeError."""
 
 from __future__ import annotations
 
@@ -15,21 +16,22 @@ from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.testing import Mocks, run
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADING = "### Test your own program offline"
+DOC = ROOT / "docs" / "component.md"
+HEADING = "## Test your own program offline"
 
 
 def readme_example() -> str:
-    """The first Python code block of the README's section."""
-    text = (ROOT / "README.md").read_text()
+    """The first Python code block of that section of the component page."""
+    text = DOC.read_text()
     section = text[text.index(HEADING) :]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match, f"no python code block under {HEADING!r}"
     return match[1]
 
 
-def test_the_readme_example_runs_as_written() -> None:
+def test_the_documented_example_runs_as_written() -> None:
     namespace: dict[str, Any] = {"__name__": "readme_example"}
-    exec(compile(readme_example(), "README.md", "exec"), namespace)
+    exec(compile(readme_example(), str(DOC), "exec"), namespace)
     tests = [value for key, value in namespace.items() if key.startswith("test_") and callable(value)]
     assert tests
     for test in tests:
