@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv checkov-venv render plan urns urns-update pins test lint typecheck check clean twin twin-build
+.PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -23,6 +23,19 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	touch $@
 
 checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov for the security scan
+
+# MkDocs lives in its own venv too: the site's tools are no dependency of the program or its tests.
+DOCS_VENV := .venv-docs
+$(DOCS_VENV)/.installed: requirements-docs.txt
+	$(PYTHON) -m venv $(DOCS_VENV)
+	$(DOCS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
+	touch $@
+
+docs-venv: $(DOCS_VENV)/.installed ## create .venv-docs for the documentation site
+
+docs: venv docs-venv ## the generated reference pages are current, then the site (strict: broken links fail) into build/site
+	$(PY) tools/generate_docs.py --check
+	$(DOCS_VENV)/bin/mkdocs build --strict --quiet
 
 render: venv ## offline render of STACK (default dev) into OUT/STACK
 	$(PY) -m automation render --stack $(STACK) --out $(OUT)
