@@ -1,0 +1,298 @@
+"""Every ```bash / ```sh / ```console and ```python block of README.md and docs/**/*.md runs, so a
+renamed flag, command or setting breaks a test, not a reader.
+
+- Shell blocks: every ``python -m automation|sizing|policy`` command is parsed by that CLI's own
+  argument parser (a renamed flag or command fails), and every ``make`` target must exist
+  (``make -n``). Unmarked blocks must hold only offline commands, and those run: ``render``,
+  ``plan``, ``diff``, ``simulate``, ``urns``, ``pins``, ``python -m sizing``, ``python -m policy
+  check`` and ``make render`` (each distinct command once; renders go to a temporary folder).
+- Python blocks run: a program that builds a ``DeepSeekService`` under ``deepseek_eks.testing``'s
+  mocks, an example that brings its own ``test_*`` functions by calling them.
+- A block preceded by ``<!-- needs: aws -->`` needs AWS or Pulumi credentials (or a cluster):
+  it is not run, but its ``python -m`` commands are still parsed and a Python block must compile
+  with every ``from X import Y`` resolving.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import io
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+MARKER = "<!-- needs: aws -->"
+# Fences may be indented (a block inside a list item); the block's text is dedented.
+FENCE = re.compile(r"^[ \t]*```(bash|sh|console|python)[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
+# Offline subcommands that run here; any other ``python -m automation`` command needs AWS or Pulumi.
+OFFLINE_AUTOMATION = {"render", "plan", "diff", "simulate", "urns", "pins"}
+# make targets that run here (the others are only checked to exist: ``make test`` is this suite).
+RUN_MAKE = {"render"}
+TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: where it is, its language, its text, and whether it needs AWS."""
+
+    path: Path
+    line: int
+    language: str
+    text: str
+    needs_aws: bool
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def documents() -> list[Path]:
+    """README.md and every page under docs/ (the generated reference holds only ```text blocks)."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def blocks() -> list[Block]:
+    found = []
+    for path in documents():
+        text = path.read_text(encoding="utf-8")
+        for match in FENCE.finditer(text):
+            before = text[: match.start()].rstrip().splitlines()
+            needs = bool(before) and before[-1].strip() == MARKER
+            line = text.count("\n", 0, match.start()) + 1
+            found.append(Block(path, line, match[1], textwrap.dedent(match[2]), needs))
+    return found
+
+
+def commands(block: Block) -> Iterator[tuple[list[str], str]]:
+    """The block's commands as argv lists, each with the comment written beside it: continuation
+    lines joined, comment lines dropped, a console block's ``$ `` prompts only."""
+    text = block.text.replace("\\\n", " ")
+    for raw in text.splitlines():
+        line = raw.strip()
+        if block.language == "console":
+            if not line.startswith("$ "):
+                continue
+            line = line[2:]
+        if not line or line.startswith("#"):
+            continue
+        argv = shlex.split(line, comments=True)
+        if argv:
+            yield argv, line.partition(" #")[2]
+
+
+# ---------------------------------------------------------------- parsing a command
+
+
+def _parsers() -> dict[str, Callable[[list[str]], None]]:
+    from deepseek_eks.automation.cli import _parser as automation_parser
+    from deepseek_eks.sizing.cli import parser as sizing_parser
+
+    def automation(argv: list[str]) -> None:
+        automation_parser().parse_args(argv)
+
+    def sizing(argv: list[str]) -> None:
+        if argv[:1] == ["calibrate"]:  # its own parser (sizing/cli.py hands it over)
+            from deepseek_eks.sizing.calibration import parser as calibrate_parser
+
+            calibrate_parser().parse_args(argv[1:])
+            return
+        sizing_parser().parse_args(argv)
+
+    def policy(argv: list[str]) -> None:
+        if argv[:1] != ["check"] or len(argv) != 2:
+            raise SystemExit(f"python -m policy takes `check FILE`, not {argv}")
+
+    return {"automation": automation, "sizing": sizing, "policy": policy}
+
+
+def module_command(argv: list[str]) -> tuple[str, list[str]] | None:
+    """``("automation", [...])`` for ``python -m automation ...``; None for anything else."""
+    if len(argv) >= 3 and Path(argv[0]).name in ("python", "python3") and argv[1] == "-m":
+        return argv[2], argv[3:]
+    return None
+
+
+def parse_error(module: str, argv: list[str]) -> str | None:
+    """Why ``python -m module argv`` does not parse, or None."""
+    parse = _parsers().get(module)
+    if parse is None:
+        return f"python -m {module} is no CLI of this project"
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            parse(argv)
+    except SystemExit as stop:
+        if stop.code not in (0, None):
+            return err.getvalue().strip() or str(stop.code)
+    return None
+
+
+def make_targets(argv: list[str]) -> list[str]:
+    return [a for a in argv[1:] if "=" not in a and not a.startswith("-")]
+
+
+def make_dry_run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    # -o .venv/.installed: the venv is this one; make must not rebuild it to print a recipe.
+    return subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "-o", ".venv-checkov/.installed", *argv[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+# ---------------------------------------------------------------- running a command
+
+
+class Runner:
+    """Runs each distinct offline command once; renders go to a temporary folder."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.done: dict[tuple[str, ...], subprocess.CompletedProcess[str]] = {}
+
+    def run(self, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        argv = self.offline_argv(argv)
+        key = tuple(argv)
+        if key not in self.done:
+            self.done[key] = subprocess.run(
+                argv, cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT_S, stdin=subprocess.DEVNULL
+            )
+        return self.done[key]
+
+    def offline_argv(self, argv: list[str]) -> list[str]:
+        if argv[0] == "make":
+            recipe = make_dry_run(argv).stdout.strip().splitlines()
+            assert recipe, f"`{shlex.join(argv)}` prints no recipe"
+            argv = shlex.split(recipe[-1])
+        module = module_command(argv)
+        assert module, f"not a python -m command: {argv}"
+        name, rest = module
+        if name == "automation" and rest[:1] == ["render"]:
+            rest = [a for i, a in enumerate(rest) if a != "--out" and (i == 0 or rest[i - 1] != "--out")]
+            rest += ["--out", str(self.out / "render")]
+        return [sys.executable, "-m", name, *rest]
+
+
+@pytest.fixture(scope="module")
+def runner(tmp_path_factory: pytest.TempPathFactory) -> Runner:
+    return Runner(tmp_path_factory.mktemp("doc-examples"))
+
+
+def _expected_exit(comment: str) -> int:
+    """The exit code a documented offline command ends with: 0, or what the comment beside it in
+    the doc says (``# infeasible: exit 1``)."""
+    found = re.search(r"\bexit (\d)\b", comment)
+    return int(found[1]) if found else 0
+
+
+# Offline commands that read a file of the reader's (a vLLM log, a resource list): parsed, not run.
+READS_YOUR_FILE = {("sizing", "calibrate"), ("policy", "check")}
+
+
+SHELL = [b for b in blocks() if b.language != "python"]
+PYTHON = [b for b in blocks() if b.language == "python"]
+
+
+def test_the_documents_hold_examples() -> None:
+    """Guards the extraction itself: a broken fence pattern would pass every test below."""
+    assert len(SHELL) >= 15 and len(PYTHON) >= 4, (len(SHELL), len(PYTHON))
+
+
+@pytest.mark.parametrize("block", SHELL, ids=[b.where for b in SHELL])
+def test_shell_block(block: Block, runner: Runner) -> None:
+    problems = []
+    for argv, comment in commands(block):
+        module = module_command(argv)
+        if module and (error := parse_error(*module)):
+            problems.append(f"`{shlex.join(argv)}`: {error}")
+            continue
+        if argv[0] == "make":
+            dry = make_dry_run(argv)
+            if dry.returncode:
+                problems.append(f"`{shlex.join(argv)}`: {dry.stderr.strip()}")
+                continue
+        if block.needs_aws:
+            continue
+        offline = (
+            module is not None
+            and (module[0] in ("sizing", "policy") or (module[1][:1] and module[1][0] in OFFLINE_AUTOMATION))
+        ) or (argv[0] == "make" and set(make_targets(argv)) <= RUN_MAKE | {"test", "docs", "twin-build"})
+        if not offline:
+            problems.append(f"`{shlex.join(argv)}` needs more than this machine: mark the block {MARKER}")
+            continue
+        if argv[0] == "make" and not set(make_targets(argv)) <= RUN_MAKE:
+            continue  # exists (dry run above); `make test` is this suite
+        if module and (module[0], module[1][0] if module[1] else "") in READS_YOUR_FILE:
+            continue  # parsed above
+        done = runner.run(argv)
+        if done.returncode != _expected_exit(comment):
+            problems.append(f"`{shlex.join(argv)}` exited {done.returncode}: {done.stderr.strip()[-800:]}")
+    assert not problems, f"{block.where}:\n" + "\n".join(problems)
+
+
+def _imports_resolve(tree: ast.AST) -> list[str]:
+    missing = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                if not hasattr(module, alias.name):
+                    try:  # a submodule not imported yet
+                        importlib.import_module(f"{node.module}.{alias.name}")
+                    except ImportError:
+                        missing.append(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                importlib.import_module(alias.name)
+    return missing
+
+
+@pytest.mark.parametrize("block", PYTHON, ids=[b.where for b in PYTHON])
+def test_python_block(block: Block) -> None:
+    tree = ast.parse(block.text, filename=block.where)
+    assert not _imports_resolve(tree), f"{block.where}: {_imports_resolve(tree)}"
+    code = compile(tree, block.where, "exec")
+    if block.needs_aws:
+        return
+    namespace: dict[str, Any] = {"__name__": "doc_example"}
+    if "deepseek_eks.testing" in block.text:  # brings its own tests, which call run() themselves
+        exec(code, namespace)
+        tests = [v for k, v in namespace.items() if k.startswith("test_") and callable(v)]
+        assert tests, f"{block.where} imports deepseek_eks.testing but defines no test_* function"
+        for test in tests:
+            test()
+        return
+    from deepseek_eks.testing import run
+
+    # A program: the placeholder stands for any secret the example reads from its stack config.
+    resources = run(lambda: exec(code, namespace), config={"apiKey": "doc-example-key"})
+    assert any(r.type.startswith("deepseek-eks:") for r in resources), f"{block.where} built no service"
+
+
+def test_the_marker_is_needed_where_it_is_used() -> None:
+    """A block marked as needing AWS holds at least one command that does (else run it)."""
+    unneeded = []
+    for block in SHELL:
+        if not block.needs_aws:
+            continue
+        offline = all(
+            (m := module_command(argv)) is not None
+            and (m[0] in ("sizing", "policy") or (m[1][:1] and m[1][0] in OFFLINE_AUTOMATION))
+            for argv, _ in commands(block)
+        )
+        if offline:
+            unneeded.append(block.where)
+    assert not unneeded, f"blocks marked {MARKER} that run offline: {unneeded}"
