@@ -8,7 +8,9 @@ lower when the machine is too busy for the server itself to keep its schedule (i
 printed as "server late").
 
     .venv/bin/python tools/bench_loadtest.py --streams 16,32,64,128 [--json out.json]
-    .venv/bin/python tools/bench_loadtest.py --external "CMD {url} {streams} {requests} {tokens}"
+
+guidellm and aiperf were measured against the same server by hand (commands in
+docs/load-testing.md): they need a tokenizer, which this machine cannot download.
 """
 
 from __future__ import annotations
@@ -17,8 +19,6 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
-import shlex
-import subprocess
 import sys
 import time
 from multiprocessing.connection import Connection
@@ -69,18 +69,7 @@ def _ours(url: str, streams: int, requests: int, tokens: int) -> dict[str, Any]:
     }
 
 
-def _external(template: str, url: str, streams: int, requests: int, tokens: int) -> dict[str, Any]:
-    """Run another tester; it must print one JSON object with output_tokens_per_s last on stdout."""
-    command = template.format(url=url, streams=streams, requests=requests, tokens=tokens)
-    done = subprocess.run(shlex.split(command), capture_output=True, text=True, timeout=900)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        return {"error": (done.stderr or done.stdout)[-2000:]}
-    result: dict[str, Any] = json.loads(lines[-1])
-    return result
-
-
-def measure(streams: int, pacing: Pacing, tokens: int, rounds: int, external: str | None) -> dict[str, Any]:
+def measure(streams: int, pacing: Pacing, tokens: int, rounds: int) -> dict[str, Any]:
     """One closed-loop run at ``streams`` against a fresh server; measured and true figures."""
     parent, child = mp.Pipe()
     server = mp.get_context("spawn").Process(target=_server, args=(pacing, child), daemon=True)
@@ -88,11 +77,7 @@ def measure(streams: int, pacing: Pacing, tokens: int, rounds: int, external: st
     url = parent.recv()
     requests = streams * rounds
     started = time.monotonic()
-    measured = (
-        _external(external, url, streams, requests, tokens)
-        if external
-        else _ours(url, streams, requests, tokens)
-    )
+    measured = _ours(url, streams, requests, tokens)
     wall = time.monotonic() - started
     parent.send("stop")
     served = parent.recv()
@@ -122,13 +107,12 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=2, help="requests per stream")
     p.add_argument("--ttft", type=float, default=0.2)
     p.add_argument("--itl", type=float, default=0.02)
-    p.add_argument("--external", help="command template of another tester (see the module docstring)")
     p.add_argument("--json", type=Path, help="write the rows as JSON")
     args = p.parse_args()
     pacing = Pacing(args.ttft, args.itl)
     rows = []
     for streams in (int(s) for s in args.streams.split(",")):
-        row = measure(streams, pacing, args.tokens, args.rounds, args.external)
+        row = measure(streams, pacing, args.tokens, args.rounds)
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:

@@ -459,3 +459,32 @@ def test_cli_rejects_bad_goodput(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["--url", "http://127.0.0.1:1", "--model", "m", "--requests", "1", "--goodput", "ttft=5"]
     assert cli.main(args) == 2
     assert "--goodput 'ttft=5'" in capsys.readouterr().err
+
+
+def test_a_kept_alive_connection_the_server_closed_is_retried_once() -> None:
+    """The server answers on a kept-alive connection, then closes it while idle (as servers do
+    after their keep-alive timeout); the next request on the pooled socket must go out again on a
+    new connection, not count as a failure."""
+    connections = 0
+
+    async def once_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        events = _event({"choices": [{"index": 0, "delta": {"content": "x"}}]}) + b"data: [DONE]\n\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(events), events))
+        await writer.drain()
+        writer.close()  # no Connection: close header: the client believes it may reuse the socket
+
+    async def go() -> dict:
+        async with listen(once_then_close) as url:
+            config = LoadTestConfig(
+                url=url, model="m", arrivals=Arrivals("closed", concurrency=1), max_requests=3, timeout_s=5
+            )
+            return await run(config)
+
+    report = asyncio.run(go())
+    assert report["requests"] == {"sent": 3, "completed": 3, "failed": 0}
+    assert connections == 3
