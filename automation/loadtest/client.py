@@ -101,7 +101,10 @@ class Pool:
         self.tls = parts.scheme == "https"
         self.port = parts.port or (443 if self.tls else 80)
         default_port = self.port == (443 if self.tls else 80)
-        self.authority = self.host if default_port else f"{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal (RFC 3986)
+        self.authority = host if default_port else f"{host}:{self.port}"
+        # One TLS context for every connection: building one loads the CA bundle each time.
+        self.ssl_context = ssl.create_default_context() if self.tls else None
         self.base_path = parts.path.rstrip("/")
 
     def _semaphore(self) -> asyncio.Semaphore:

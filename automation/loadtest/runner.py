@@ -89,6 +89,18 @@ class Lengths:
     output_tokens: int = LENGTH_PROFILES["reasoning"][1]
     distribution: str = "fixed"
 
+    def __post_init__(self) -> None:
+        bad = [
+            f"{flag} must be at least 1, got {value}"
+            for flag, value in (
+                ("--prompt-tokens", self.prompt_tokens),
+                ("--output-tokens", self.output_tokens),
+            )
+            if value < 1
+        ]
+        if bad:
+            raise LoadTestError("; ".join(bad))
+
     def draw(self, rng: random.Random) -> tuple[int, int]:
         if self.distribution == "exponential":
             return (
@@ -456,7 +468,9 @@ def report(
         good, rate = goodput_rps(slos, timed, elapsed_s)
         goodput = {"slo_ms": slos, "good_requests": good, "request_goodput_rps": round(rate, 4)}
     concurrency = max(1, round(mean_concurrency))
-    warnings = point_warnings(concurrency, max_in_flight, config.max_num_seqs)
+    # Streams the tester timed at once: open-loop arrivals beyond the pool wait in the client.
+    streams = min(max_in_flight, config.connections())
+    warnings = point_warnings(concurrency, streams, config.max_num_seqs)
     cfg = asdict(config)
     cfg.pop("api_key")
     return {

@@ -79,6 +79,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
             return
         if behaviour == "hangup":
             return  # the connection closes with no response at all
+        if behaviour == "empty":
+            body["max_tokens"] = 0  # a stream that ends properly without a single token
         writer.write(
             b"HTTP/1.1 200 OK"
             + CLOSE
@@ -179,6 +181,7 @@ def test_schedule_waits_for_its_first_nonzero_step() -> None:
         ("broken", {"timeout_s": 5.0}, "http_500"),
         ("cut", {"timeout_s": 5.0}, "stream_cut"),
         ("hangup", {"timeout_s": 5.0}, "no_response"),
+        ("empty", {"timeout_s": 5.0}, "no_tokens"),  # vllm bench serve fails these too
         ("stall", {"timeout_s": 0.3}, "timeout"),  # the whole-request bound
         ("stall", {"timeout_s": 5.0, "read_timeout_s": 0.3}, "timeout"),  # silence between bytes
     ],
@@ -232,6 +235,11 @@ def test_sse_events_split_on_blank_lines() -> None:
     buffer = bytearray(b"data: 1\n\ndata: 2\r\n\r\ndata: 3")
     assert split_events(buffer) == [b"data: 1", b"data: 2"]
     assert buffer == bytearray(b"data: 3")
+
+
+def test_lengths_must_be_positive() -> None:
+    with pytest.raises(LoadTestError, match=r"--prompt-tokens must be at least 1.*--output-tokens must be"):
+        Lengths(prompt_tokens=0, output_tokens=-1)
 
 
 def test_a_run_must_be_bounded() -> None:
