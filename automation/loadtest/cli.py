@@ -9,7 +9,7 @@ Examples:
   the same in the cluster with vllm bench serve, then its result as calibration points:
     python -m automation loadtest --url http://SERVICE --model ... --arrivals closed --concurrency 16 \\
         --requests 200 --as-job | kubectl apply -f -
-    kubectl logs job/vllm-loadtest > bench.log
+    kubectl -n deepseek logs job/vllm-loadtest > bench.log
     python -m automation loadtest --from-vllm-bench bench.log --max-num-seqs 64 --out calibration.json
 """
 
