@@ -94,21 +94,8 @@ DCGM_EXPORTER = ChartPin("dcgm-exporter", "https://nvidia.github.io/dcgm-exporte
 # KEDA 2.20.2: matches the ScaledObject schema the manifest gate validates against.
 KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")
 
-# The in-cluster load test (python -m automation loadtest --as-job): the official Python image
-# runs the tester from a ConfigMap; the same minor as the project's own runtime (3.11).
-LOADTEST_IMAGE = "python:3.11.7-slim"
-# What the Job pip-installs (--no-deps) before it starts: httpx as pinned in requirements.txt and
-# its dependency closure on Python 3.11 (httpx, httpcore, anyio requirements), each pinned so
-# nothing floats. tests/unit/test_loadtest.py checks these against the tested virtualenv.
-LOADTEST_PACKAGES = (
-    "httpx==0.29.0",
-    "httpcore==1.0.9",
-    "h11==0.16.0",
-    "anyio==4.16.0",
-    "idna==3.20",
-    "certifi==2026.10.19.post1",
-    "typing_extensions==4.16.0",
-)
+# The in-cluster load test (python -m automation loadtest --as-job) runs `vllm bench serve` from
+# VLLM_IMAGE (automation/loadtest/job.py), so it pins nothing of its own.
 
 # Mountpoint for Amazon S3 CSI driver as an EKS add-on (weights.source s3-mountpoint). Driver v2.7.0
 # (awslabs/mountpoint-s3-csi-driver CHANGELOG.md, tag v2.7.0) is the first major that takes

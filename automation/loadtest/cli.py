@@ -6,6 +6,11 @@ Examples:
         --arrivals poisson --rate 2 --duration 300 --out out.json
   closed loop, 16 clients, 200 requests (a calibration point for simulate --calibration):
     python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
+  the same in the cluster with vllm bench serve, then its result as calibration points:
+    python -m automation loadtest --url http://SERVICE --model ... --arrivals closed --concurrency 16 \\
+        --requests 200 --as-job | kubectl apply -f -
+    kubectl -n deepseek logs job/vllm-loadtest > bench.log
+    python -m automation loadtest --from-vllm-bench bench.log --max-num-seqs 64 --out calibration.json
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .metrics import GoodputError, parse_goodput
 from .runner import (
     ARRIVALS,
     LENGTH_PROFILES,
@@ -48,8 +54,8 @@ def parser() -> argparse.ArgumentParser:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The load tester's options, on its own parser or on python -m automation's subcommand."""
-    p.add_argument("--url", required=True, help="base URL of the OpenAI-compatible server")
-    p.add_argument("--model", required=True, help="served model name (the stack's model.variant)")
+    p.add_argument("--url", help="base URL of the OpenAI-compatible server")
+    p.add_argument("--model", help="served model name (the stack's model.variant)")
     p.add_argument(
         "--arrivals",
         choices=ARRIVALS,
@@ -90,6 +96,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
     p.add_argument(
+        "--goodput",
+        nargs="+",
+        default=[],
+        metavar="KEY:MS",
+        help="SLOs for goodput as vllm bench serve takes them: ttft, tpot or e2el in milliseconds",
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=int,
+        help="the plan's max_num_seqs: a calibration point above it is flagged (it measures saturation)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print the full report as one JSON document on stdout (the summary goes to stderr)",
@@ -99,53 +117,50 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--png", type=Path, help="plot TTFT and end-to-end latency over the run (needs matplotlib)"
     )
     p.add_argument("--quiet", action="store_true", help="no live progress line")
-    job = p.add_argument_group("in-cluster run")
+    job = p.add_argument_group("in-cluster run (vllm bench serve in the pinned vLLM image)")
     job.add_argument(
-        "--as-job", action="store_true", help="print a ConfigMap and Job that run this test in the cluster"
+        "--as-job", action="store_true", help="print a Job that runs this test with vllm bench serve"
     )
     job.add_argument("--namespace", default="deepseek", help="namespace of the Job (default deepseek)")
     job.add_argument(
         "--job-deadline", type=int, help="seconds before the Job is stopped (default: from the bounds)"
     )
+    job.add_argument("--image", help="another image with vLLM's bench CLI (default: the pinned vLLM image)")
     job.add_argument(
-        "--image",
-        help="an image with httpx already installed (default: the pinned Python image, which installs "
-        "httpx from PyPI as it starts)",
+        "--tokenizer",
+        help="Hugging Face repository or path of the model's tokenizer, which vllm bench serve needs for "
+        "its prompts (default: the variant's repository in the model catalog)",
+    )
+    job.add_argument(
+        "--from-vllm-bench",
+        type=Path,
+        metavar="FILE",
+        help="convert a vllm bench serve result (its JSON, or the Job's log) into calibration points",
     )
 
 
-# Options that shape this process's output or the Job itself, not the test; the Job sets its own.
-LOCAL_ONLY = {"as_job", "namespace", "job_deadline", "image", "json", "out", "png", "quiet", "help"}
+def tokenizer_for(args: argparse.Namespace) -> str | None:
+    """--tokenizer, or the catalog's Hugging Face repository of the served variant (None if the
+    variant is not in the catalog)."""
+    if args.tokenizer:
+        return str(args.tokenizer)
+    from deepseek_eks.sizing.catalog import model_catalog
 
-
-def job_args(args: argparse.Namespace) -> list[str]:
-    """The test's options in ``args`` that differ from their defaults, as a command line, plus a
-    JSON report on stdout for kubectl logs."""
-    out: list[str] = []
-    for action in parser()._actions:
-        if action.dest in LOCAL_ONLY or not action.option_strings:
-            continue
-        value = getattr(args, action.dest, action.default)
-        if value == action.default:
-            continue
-        flag = max(action.option_strings, key=len)
-        out += [flag] if action.nargs == 0 else [flag, str(value)]
-    return [*out, "--quiet", "--json"]
+    spec = model_catalog().get(args.model)
+    return None if spec is None else spec.hf_repo
 
 
 def print_job(args: argparse.Namespace, config: LoadTestConfig) -> None:
     import yaml
 
-    from .job import manifests
+    from .job import bench_args, manifests
 
     deadline = args.job_deadline
     if deadline is None:
         # Until the last request may start, plus its timeout and five minutes to schedule the pod.
         deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
-    print(
-        yaml.safe_dump_all(manifests(job_args(args), args.namespace, deadline, args.image), sort_keys=False),
-        end="",
-    )
+    job = manifests(bench_args(config, tokenizer_for(args)), args.namespace, deadline, args.image)
+    print(yaml.safe_dump_all(job, sort_keys=False), end="")
 
 
 def _schedule(text: str) -> tuple[tuple[float, float], ...]:
@@ -162,6 +177,16 @@ def _schedule(text: str) -> tuple[tuple[float, float], ...]:
 
 
 def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
+    """The test that ``args`` describe; a LoadTestError naming the option that is wrong."""
+    missing = [flag for flag in ("--url", "--model") if not getattr(args, flag[2:])]
+    if missing:
+        raise LoadTestError(
+            f"{' and '.join(missing)} required (or --from-vllm-bench FILE to convert a result)"
+        )
+    try:
+        goodput = tuple(parse_goodput(args.goodput).items())
+    except GoodputError as error:
+        raise LoadTestError(str(error)) from None
     prompt, output = LENGTH_PROFILES[args.profile]
     return LoadTestConfig(
         url=args.url,
@@ -177,6 +202,8 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
         seed=args.seed,
         api_key=os.environ.get(args.api_key_env) or None,
         ignore_eos=not args.no_ignore_eos,
+        goodput_ms=goodput,
+        max_num_seqs=args.max_num_seqs,
     )
 
 
@@ -188,15 +215,22 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"max {report['max_in_flight']} in flight)",
         f"output         {report['output_tokens']} tokens, {report['output_tokens_per_s']:.1f} tok/s",
     ]
-    for name in ("ttft_s", "itl_s", "e2e_s"):
+    for name in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
         s = report[name]
         if s["count"]:
             lines.append(
-                f"{name[:-2].upper():<14} p50 {s['p50']:.3f} s  p95 {s['p95']:.3f} s  "
-                f"p99 {s['p99']:.3f} s  (n={s['count']})"
+                f"{name[:-2].upper():<14} mean {s['mean']:.3f} s  p50 {s['p50']:.3f} s  "
+                f"p95 {s['p95']:.3f} s  p99 {s['p99']:.3f} s  (n={s['count']})"
             )
+    if report["goodput"]:
+        g = report["goodput"]
+        slos = " ".join(f"{k}:{v:g}" for k, v in g["slo_ms"].items())
+        lines.append(
+            f"goodput        {g['request_goodput_rps']:.2f} req/s ({g['good_requests']} within {slos} ms)"
+        )
     if report["errors"]:
         lines.append("errors         " + ", ".join(f"{k} {v}" for k, v in report["errors"].items()))
+    lines += [f"warning        {w}" for w in report["warnings"]]
     return lines
 
 
@@ -228,16 +262,40 @@ def main(argv: list[str]) -> int:
     return run_command(parser().parse_args(argv))
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run the load test (or print its Job) as parsed by ``add_arguments``; the exit code."""
+def convert_bench(args: argparse.Namespace) -> int:
+    """--from-vllm-bench: the result as calibration points, on stdout or in --out."""
+    from .job import calibration_from_bench, read_bench_result
+
+    path: Path = args.from_vllm_bench
     try:
+        text = path.read_text()
+    except OSError as error:
+        raise LoadTestError(f"--from-vllm-bench {path}: {error.strerror}") from None
+    report = calibration_from_bench(read_bench_result(text, str(path)), path.name, args.max_num_seqs)
+    for warning in report["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    document = json.dumps(report, indent=2) + "\n"
+    if args.out:
+        args.out.write_text(document)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        print(document, end="")
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the load test (or print its Job, or convert a vllm bench serve result) as parsed by
+    ``add_arguments``; the exit code."""
+    try:
+        if args.from_vllm_bench:
+            return convert_bench(args)
         config = config_from_args(args)
+        if args.as_job:
+            print_job(args, config)
+            return 0
     except (LoadTestError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    if args.as_job:
-        print_job(args, config)
-        return 0
     result = asyncio.run(run(config, None if args.quiet else print_progress))
     if not args.quiet:
         sys.stderr.write("\n")

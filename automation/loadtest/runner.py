@@ -6,12 +6,14 @@ Closed loop (``closed``): a fixed number of clients each send the next request w
 one ends, which measures throughput at a known concurrency (the simulator's calibration).
 Every run is bounded by a request count, a duration or both.
 
-Requests go through one httpx ``AsyncClient`` (https://www.python-httpx.org/async/) whose
-connection pool is sized to the concurrency, so the client never becomes the bottleneck it
-measures. Each request streams (``"stream": true``) and is timed per server-sent event: TTFT is the first
-event carrying generated text, inter-token latency the gaps between such events, end-to-end the
-end of the stream. vLLM streams reasoning text in ``delta.reasoning_content`` (``delta.reasoning``
-in newer releases) and the answer in ``delta.content``; all three count as output. With
+Requests go through one event loop and one pool of kept-alive connections sized to the
+concurrency (client.py: a minimal HTTP/1.1 client, because httpx's per-chunk cost made the tester
+the bottleneck beyond 32 streams on a 2-core machine; docs/load-testing.md has the numbers). Each
+request streams (``"stream": true``) and is timed per server-sent event on the loop's clock, with
+the definitions of ``vllm bench serve`` (metrics.py): TTFT is the first event carrying a generated
+token, inter-token latency the gaps between such events, end-to-end the last such event. vLLM
+streams reasoning text in ``delta.reasoning_content`` (``delta.reasoning`` in newer releases)
+and the answer in ``delta.content``; all three count as output. With
 ``stream_options.include_usage`` the final event reports ``usage.completion_tokens``.
 """
 
@@ -22,16 +24,14 @@ import json
 import math
 import random
 import sys
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
-from ..stats import percentile
+from .client import BodyCut, ConnectFailed, ConnectTimedOut, NoResponse, Pool
+from .metrics import goodput_rps, summary, tpot_s
 
 ARRIVALS = ("constant", "poisson", "schedule", "closed")
 # Mean prompt / output tokens per profile. "reasoning": DeepSeek-R1 emitted ~1,162 completion
@@ -39,6 +39,9 @@ ARRIVALS = ("constant", "poisson", "schedule", "closed")
 # inference using vLLM on ND-H100-v5"); "long-reasoning": traces of thousands of tokens.
 LENGTH_PROFILES = {"chat": (200, 300), "reasoning": (500, 1162), "long-reasoning": (1000, 8000)}
 OUTPUT_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
+# Concurrent streams at which tools/bench_loadtest.py found this tester within 5 % of a fake
+# server's true throughput on the project's 2-core machine (docs/load-testing.md).
+VERIFIED_STREAMS = 128
 
 
 class LoadTestError(ValueError):
@@ -86,6 +89,18 @@ class Lengths:
     output_tokens: int = LENGTH_PROFILES["reasoning"][1]
     distribution: str = "fixed"
 
+    def __post_init__(self) -> None:
+        bad = [
+            f"{flag} must be at least 1, got {value}"
+            for flag, value in (
+                ("--prompt-tokens", self.prompt_tokens),
+                ("--output-tokens", self.output_tokens),
+            )
+            if value < 1
+        ]
+        if bad:
+            raise LoadTestError("; ".join(bad))
+
     def draw(self, rng: random.Random) -> tuple[int, int]:
         if self.distribution == "exponential":
             return (
@@ -112,6 +127,10 @@ class LoadTestConfig:
     seed: int = 1
     api_key: str | None = None
     ignore_eos: bool = True  # vLLM extension: generate exactly max_tokens, so lengths are known
+    # SLOs in milliseconds for goodput, as vllm bench serve's --goodput (metrics.parse_goodput).
+    goodput_ms: tuple[tuple[str, float], ...] = ()
+    # The plan's max_num_seqs: a calibration point above it is flagged (point_warnings).
+    max_num_seqs: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_requests is None and self.duration_s is None:
@@ -125,6 +144,7 @@ class LoadTestConfig:
             ("--connect-timeout", self.connect_timeout_s),
             ("--read-timeout", self.read_timeout_s),
             ("--max-connections", self.max_connections),
+            ("--max-num-seqs", 1 if self.max_num_seqs is None else self.max_num_seqs),
         ):
             if value <= 0:
                 raise LoadTestError(f"{flag} must be positive, got {value}")
@@ -136,21 +156,9 @@ class LoadTestConfig:
             return self.arrivals.concurrency
         return self.max_connections
 
-    def client(self) -> httpx.AsyncClient:
-        """The HTTP client for one run: the pool sized to ``connections()``, per-phase timeouts
-        (waiting for a pooled connection is bounded by the whole-request timeout)."""
-        size = self.connections()
-        return httpx.AsyncClient(
-            base_url=check_url(self.url),
-            timeout=httpx.Timeout(
-                connect=self.connect_timeout_s,
-                read=self.read_timeout_s,
-                write=self.connect_timeout_s,
-                pool=self.timeout_s,
-            ),
-            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
-            headers={"Accept": "text/event-stream"},
-        )
+    def pool(self) -> Pool:
+        """The connections of one run: ``connections()`` of them, kept alive between requests."""
+        return Pool(check_url(self.url), self.connections(), self.connect_timeout_s)
 
 
 @dataclass
@@ -191,30 +199,22 @@ def status_error(code: int) -> str:
 
 
 def error_kind(error: BaseException, streaming: bool) -> str:
-    """The error kind of a failed request; ``streaming`` once the 200 status has arrived.
-
-    httpx raises ConnectTimeout, ReadTimeout, WriteTimeout or PoolTimeout per phase, ConnectError
-    when nothing accepts the connection, RemoteProtocolError or ReadError when the peer closes
-    (httpx/_exceptions.py); asyncio.timeout raises TimeoutError at the whole-request bound.
-    """
-    if isinstance(error, httpx.ConnectTimeout):
+    """The error kind of a failed request; ``streaming`` once the 200 status has arrived."""
+    if isinstance(error, ConnectTimedOut):
         return "connect_timeout"
-    if isinstance(error, TimeoutError | httpx.TimeoutException):
-        return "timeout"
-    if isinstance(error, StreamCut):
+    if isinstance(error, TimeoutError):
+        return "timeout"  # the whole-request bound or a silence longer than the read timeout
+    if isinstance(error, StreamCut | BodyCut):
         return "stream_cut"
-    if isinstance(error, httpx.ConnectError):
+    if isinstance(error, ConnectFailed):
         return "connection"
-    if isinstance(error, httpx.RemoteProtocolError | httpx.ReadError):
+    if isinstance(error, NoResponse | ConnectionError):
         return "stream_cut" if streaming else "no_response"
     return "bad_response"  # an event that is not JSON, or any other protocol error
 
 
-async def _one(
-    config: LoadTestConfig, client: httpx.AsyncClient, index: int, prompt: int, output: int, t0: float
-) -> RequestResult:
-    start = time.perf_counter()
-    result = RequestResult(start_s=start - t0)
+def request_body(config: LoadTestConfig, index: int, prompt: int, output: int) -> bytes:
+    """The streaming chat-completions request, usage in the last event."""
     body: dict[str, Any] = {
         "model": config.model,
         "messages": [{"role": "user", "content": _prompt(index, prompt)}],
@@ -224,65 +224,96 @@ async def _one(
     }
     if config.ignore_eos:
         body["ignore_eos"] = True
-    headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
+    return json.dumps(body).encode()
+
+
+def streamed_output(delta: dict[str, Any]) -> bool:
+    """Whether an event's delta carries a generated token, as ``vllm bench serve`` decides
+    (vllm/benchmarks/lib/endpoint_request_func.py, ``_choice_has_streamed_output``): text,
+    reasoning or a tool call, or an empty ``content`` without ``role`` (a token that decodes to
+    nothing); the opening chunk has ``role`` and empty content and is not a token. Older vLLM
+    releases stream reasoning as ``reasoning_content``, counted too."""
+    if any(delta.get(k) for k in OUTPUT_TEXT_KEYS) or delta.get("tool_calls") or delta.get("function_call"):
+        return True
+    return delta.get("content") == "" and "role" not in delta
+
+
+async def _one(
+    config: LoadTestConfig, pool: Pool, index: int, prompt: int, output: int, t0: float
+) -> RequestResult:
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    result = RequestResult(start_s=start - t0)
+    headers = {"Accept": "text/event-stream"}
+    if config.api_key:
+        headers["Authorization"] = f"Bearer {config.api_key}"
     last_token: float | None = None
     chunks_with_text = 0
     usage_tokens: int | None = None
     done = False
     streaming = False
+    whole = start + config.timeout_s
     try:
-        async with (
-            asyncio.timeout(config.timeout_s),
-            client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response,
-        ):
-            if response.status_code != 200:
-                await response.aread()
-                result.error = status_error(response.status_code)
-                return result
-            streaming = True
-            buffer = bytearray()
-            async for chunk in response.aiter_bytes():
-                buffer += chunk
-                for event in split_events(buffer):
-                    for line in event.splitlines():
-                        if not line.startswith(b"data:"):
-                            continue
-                        payload = line[5:].strip()
-                        if payload == b"[DONE]":
-                            done = True
-                            continue
-                        data = json.loads(payload)
-                        if data.get("usage"):
-                            usage_tokens = data["usage"].get("completion_tokens")
-                        delta = (data.get("choices") or [{}])[0].get("delta") or {}
-                        if any(delta.get(k) for k in OUTPUT_TEXT_KEYS):
-                            now = time.perf_counter()
-                            if last_token is None:
-                                result.ttft_s = now - start
-                            else:
-                                result.itl_s.append(now - last_token)
-                            last_token = now
-                            chunks_with_text += 1
-            if not done:
-                raise StreamCut("the stream ended without data: [DONE]")
-            result.e2e_s = time.perf_counter() - start
-            result.output_tokens = usage_tokens if usage_tokens is not None else chunks_with_text
-    except (TimeoutError, StreamCut, ValueError, httpx.HTTPError) as error:
+        # One timer for both bounds: the whole request (which includes waiting for a pooled
+        # connection), and, once the request is written, the longest silence between reads (moved
+        # forward on every read); either expiry is a "timeout".
+        async with asyncio.timeout(whole) as bound:
+
+            def sent() -> None:
+                bound.reschedule(min(whole, loop.time() + config.read_timeout_s))
+
+            body = request_body(config, index, prompt, output)
+            async with pool.post("/v1/chat/completions", body, headers, sent) as response:
+                if response.status != 200:
+                    await response.read_all()
+                    result.error = status_error(response.status)
+                    return result
+                streaming = True
+                buffer = bytearray()
+                async for chunk in response.body():
+                    now = loop.time()
+                    bound.reschedule(min(whole, now + config.read_timeout_s))
+                    buffer += chunk
+                    for event in split_events(buffer):
+                        for line in event.splitlines():
+                            if not line.startswith(b"data:"):
+                                continue
+                            payload = line[5:].strip()
+                            if payload == b"[DONE]":
+                                done = True
+                                continue
+                            data = json.loads(payload)
+                            if data.get("usage"):
+                                usage_tokens = data["usage"].get("completion_tokens")
+                            choices = data.get("choices")
+                            if choices and streamed_output(choices[0].get("delta") or {}):
+                                if last_token is None:
+                                    result.ttft_s = now - start
+                                else:
+                                    result.itl_s.append(now - last_token)
+                                last_token = now
+                                chunks_with_text += 1
+                if not done:
+                    raise StreamCut("the stream ended without data: [DONE]")
+        if last_token is None:
+            # vllm bench serve fails a request that never streamed a token (no TTFT to measure).
+            result.error = "no_tokens"
+            return result
+        # E2EL as vllm bench serve measures it: request start to the last token's event.
+        result.e2e_s = last_token - start
+        result.output_tokens = usage_tokens if usage_tokens is not None else chunks_with_text
+    except (
+        TimeoutError,
+        StreamCut,
+        BodyCut,
+        NoResponse,
+        ConnectFailed,
+        ConnectTimedOut,
+        ConnectionError,
+        ValueError,
+    ) as error:
         result.error = error_kind(error, streaming)
     return result
-
-
-def _summary(values: list[float]) -> dict[str, float | None]:
-    def clean(x: float) -> float | None:
-        return None if math.isnan(x) else round(x, 6)
-
-    return {
-        "p50": clean(percentile(values, 0.50)),
-        "p95": clean(percentile(values, 0.95)),
-        "p99": clean(percentile(values, 0.99)),
-        "mean": clean(sum(values) / len(values)) if values else None,
-        "count": len(values),
-    }
 
 
 @dataclass
@@ -323,8 +354,9 @@ async def run(
 ) -> dict[str, Any]:
     """Run the load test and return its report (see ``report``)."""
     rng = random.Random(config.seed)
-    http_client = config.client()
-    t0 = time.perf_counter()
+    pool = config.pool()
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
     deadline = t0 + config.duration_s if config.duration_s is not None else math.inf
     limit = config.max_requests if config.max_requests is not None else math.inf
     progress = Progress()
@@ -338,23 +370,23 @@ async def run(
         progress.in_flight += 1
         progress.max_in_flight = max(progress.max_in_flight, progress.in_flight)
         try:
-            result = await _one(config, http_client, index, prompt, output, t0)
+            result = await _one(config, pool, index, prompt, output, t0)
         finally:
             progress.in_flight -= 1
         results.append(result)
         progress.finished += 1
         progress.errors += result.error is not None
         progress.output_tokens += result.output_tokens
-        busy_s += result.e2e_s if result.e2e_s is not None else time.perf_counter() - t0 - result.start_s
+        busy_s += loop.time() - t0 - result.start_s  # Little's law: the whole request, [DONE] included
 
     def may_send() -> bool:
-        return progress.sent < limit and time.perf_counter() < deadline
+        return progress.sent < limit and loop.time() < deadline
 
     async def ticker() -> None:
         while True:
             await asyncio.sleep(1.0)
             if on_progress:
-                on_progress(progress, time.perf_counter() - t0)
+                on_progress(progress, loop.time() - t0)
 
     ticking = asyncio.create_task(ticker())
     try:
@@ -380,7 +412,7 @@ async def run(
                 if gap is None:
                     break
                 next_at += gap
-                wait = t0 + next_at - time.perf_counter()
+                wait = t0 + next_at - loop.time()
                 if t0 + next_at >= deadline:
                     break
                 if wait > 0:
@@ -394,22 +426,51 @@ async def run(
                 await asyncio.gather(*tasks)
     finally:
         ticking.cancel()
-        await http_client.aclose()
-    elapsed = time.perf_counter() - t0
+        pool.close()
+    elapsed = loop.time() - t0
     if on_progress:
         on_progress(progress, elapsed)
     return report(config, results, elapsed, progress.max_in_flight, busy_s)
 
 
+def point_warnings(concurrency: int, max_in_flight: int, max_num_seqs: int | None) -> list[str]:
+    """Why a calibration point may not mean what it says: more streams than this tester was
+    verified to time correctly, or more than the server runs at once (the rest only queue)."""
+    out = []
+    if max_in_flight > VERIFIED_STREAMS:
+        out.append(
+            f"{max_in_flight} streams in flight: beyond the {VERIFIED_STREAMS} this tester was verified "
+            "to measure correctly (tools/bench_loadtest.py); throughput may be under-reported"
+        )
+    if max_num_seqs is not None and concurrency > max_num_seqs:
+        out.append(
+            f"concurrency {concurrency} is above the plan's max_num_seqs {max_num_seqs}: requests beyond it "
+            "queue in the server, so this point is the saturated throughput, not that concurrency's"
+        )
+    return out
+
+
 def report(
     config: LoadTestConfig, results: list[RequestResult], elapsed_s: float, max_in_flight: int, busy_s: float
 ) -> dict[str, Any]:
-    """Latency percentiles, throughput, errors by kind, and a calibration point for the simulator
-    (mean concurrency by Little's law: request-seconds / elapsed)."""
+    """Latency statistics and throughput as ``vllm bench serve`` defines them (metrics.py), goodput
+    under the configured SLOs, errors by kind, and a calibration point for the simulator (mean
+    concurrency by Little's law: request-seconds / elapsed), flagged where it may mislead."""
     ok = [r for r in results if r.error is None]
     output_tokens = sum(r.output_tokens for r in ok)
     mean_concurrency = busy_s / elapsed_s if elapsed_s else 0.0
     tokens_per_s = output_tokens / elapsed_s if elapsed_s else 0.0
+    timed = [(r.ttft_s, r.e2e_s, r.output_tokens) for r in ok if r.ttft_s is not None and r.e2e_s is not None]
+    tpots = [t for t in (tpot_s(e2e, ttft, n) for ttft, e2e, n in timed) if t is not None]
+    goodput = None
+    if config.goodput_ms:
+        slos = dict(config.goodput_ms)
+        good, rate = goodput_rps(slos, timed, elapsed_s)
+        goodput = {"slo_ms": slos, "good_requests": good, "request_goodput_rps": round(rate, 4)}
+    concurrency = max(1, round(mean_concurrency))
+    # Streams the tester timed at once: open-loop arrivals beyond the pool wait in the client.
+    streams = min(max_in_flight, config.connections())
+    warnings = point_warnings(concurrency, streams, config.max_num_seqs)
     cfg = asdict(config)
     cfg.pop("api_key")
     return {
@@ -418,14 +479,24 @@ def report(
         "requests": {"sent": len(results), "completed": len(ok), "failed": len(results) - len(ok)},
         "errors": dict(sorted(Counter(r.error for r in results if r.error).items())),
         "achieved_rps": round(len(results) / elapsed_s, 4) if elapsed_s else 0.0,
+        "request_throughput_rps": round(len(ok) / elapsed_s, 4) if elapsed_s else 0.0,
         "output_tokens": output_tokens,
         "output_tokens_per_s": round(tokens_per_s, 3),
-        "ttft_s": _summary([r.ttft_s for r in ok if r.ttft_s is not None]),
-        "itl_s": _summary([x for r in ok for x in r.itl_s]),
-        "e2e_s": _summary([r.e2e_s for r in ok if r.e2e_s is not None]),
+        "ttft_s": summary([t[0] for t in timed]),
+        "tpot_s": summary(tpots),
+        "itl_s": summary([x for r in ok for x in r.itl_s]),
+        "e2e_s": summary([t[1] for t in timed]),
+        "goodput": goodput,
         "max_in_flight": max_in_flight,
+        "warnings": warnings,
         "points": [
-            {"concurrency": max(1, round(mean_concurrency)), "output_tokens_per_s": round(tokens_per_s, 3)}
+            {
+                "concurrency": concurrency,
+                "output_tokens_per_s": round(tokens_per_s, 3),
+                "max_in_flight": max_in_flight,
+                "source": "automation loadtest",
+                "warnings": warnings,
+            }
         ],
         "timeline": [
             {"start_s": round(r.start_s, 4), "ttft_s": r.ttft_s, "e2e_s": r.e2e_s, "error": r.error}

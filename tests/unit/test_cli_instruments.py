@@ -46,8 +46,10 @@ def test_loadtest_subcommand_prints_the_same_job(capsys: pytest.CaptureFixture[s
         "m",
         "--rate",
         "0.5",
-        "--duration",
-        "60",
+        "--requests",
+        "30",
+        "--tokenizer",
+        "org/m",
         "--as-job",
     ]
     assert loadtest_cli.main(argv) == 0

@@ -15,17 +15,20 @@ from pathlib import Path
 import pytest
 
 from deepseek_eks.automation.loadtest import cli
+from deepseek_eks.automation.loadtest.fake_server import Pacing, ServerLog, listen, serve
+from deepseek_eks.automation.loadtest.metrics import is_good, parse_goodput, percentile, summary, tpot_s
 from deepseek_eks.automation.loadtest.runner import (
+    VERIFIED_STREAMS,
     Arrivals,
     Lengths,
     LoadTestConfig,
     LoadTestError,
     next_arrival_gap,
+    point_warnings,
     run,
     split_events,
 )
 from deepseek_eks.automation.simulate.replica import load_calibration
-from deepseek_eks.components.versions import LOADTEST_PACKAGES
 
 FIRST_TOKEN_S = 0.200
 PER_TOKEN_S = 0.020
@@ -76,6 +79,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
             return
         if behaviour == "hangup":
             return  # the connection closes with no response at all
+        if behaviour == "empty":
+            body["max_tokens"] = 0  # a stream that ends properly without a single token
         writer.write(
             b"HTTP/1.1 200 OK"
             + CLOSE
@@ -106,13 +111,8 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
 @asynccontextmanager
 async def streaming_server() -> AsyncIterator[tuple[str, ServerStats]]:
     stats = ServerStats()
-    server = await asyncio.start_server(lambda r, w: _handle(r, w, stats), "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", stats
-    finally:
-        server.close()
-        await server.wait_closed()
+    async with listen(lambda r, w: _handle(r, w, stats)) as url:
+        yield url, stats
 
 
 def load_test(model: str, **kwargs: object) -> tuple[dict, ServerStats]:
@@ -142,7 +142,9 @@ def test_measured_figures_match_the_server_pacing() -> None:
     assert report["output_tokens_per_s"] == pytest.approx(80 / report["elapsed_s"], rel=0.01)
     # Four clients back to back: two rounds of ~0.38 s.
     assert 0.75 <= report["elapsed_s"] <= 1.2
-    assert report["points"] == [{"concurrency": 4, "output_tokens_per_s": report["output_tokens_per_s"]}]
+    (point,) = report["points"]
+    assert (point["concurrency"], point["output_tokens_per_s"]) == (4, report["output_tokens_per_s"])
+    assert point["warnings"] == [] and report["warnings"] == []
     sent = stats.bodies[0]
     assert sent["stream"] is True and sent["max_tokens"] == 10 and sent["ignore_eos"] is True
 
@@ -179,6 +181,7 @@ def test_schedule_waits_for_its_first_nonzero_step() -> None:
         ("broken", {"timeout_s": 5.0}, "http_500"),
         ("cut", {"timeout_s": 5.0}, "stream_cut"),
         ("hangup", {"timeout_s": 5.0}, "no_response"),
+        ("empty", {"timeout_s": 5.0}, "no_tokens"),  # vllm bench serve fails these too
         ("stall", {"timeout_s": 0.3}, "timeout"),  # the whole-request bound
         ("stall", {"timeout_s": 5.0, "read_timeout_s": 0.3}, "timeout"),  # silence between bytes
     ],
@@ -234,6 +237,11 @@ def test_sse_events_split_on_blank_lines() -> None:
     assert buffer == bytearray(b"data: 3")
 
 
+def test_lengths_must_be_positive() -> None:
+    with pytest.raises(LoadTestError, match=r"--prompt-tokens must be at least 1.*--output-tokens must be"):
+        Lengths(prompt_tokens=0, output_tokens=-1)
+
+
 def test_a_run_must_be_bounded() -> None:
     with pytest.raises(LoadTestError, match="--requests N, --duration"):
         LoadTestConfig(url="http://127.0.0.1:1", model="m")
@@ -283,114 +291,208 @@ def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--url", "http://127.0.0.1:1", "--model", "m"]) == 2
 
 
-JOB_ARGS = ["--url", "http://vllm.deepseek.svc.cluster.local", "--model", "m", "--arrivals", "poisson"]
-JOB_ARGS += ["--rate", "0.5", "--duration", "600", "--out", "local.json", "--as-job"]
+REFERENCE = Path(__file__).parents[2] / "reference" / "upstream" / "vllm-bench-serve"
+JOB_ARGS = ["--url", "http://vllm.deepseek.svc.cluster.local", "--model", "r1-distill-qwen-7b"]
+JOB_ARGS += ["--arrivals", "closed", "--concurrency", "32", "--requests", "640", "--prompt-tokens", "500"]
+JOB_ARGS += ["--output-tokens", "1000", "--goodput", "ttft:5000", "tpot:50", "--max-num-seqs", "64"]
+JOB_ARGS += ["--out", "local.json", "--as-job"]
 
 
-def job_manifests(capsys: pytest.CaptureFixture[str]) -> list[dict]:
+def test_job_runs_vllm_bench_serve_with_flags_it_has(capsys: pytest.CaptureFixture[str]) -> None:
+    import kubernetes_validate
     import yaml
+
+    from deepseek_eks.components.versions import VLLM_IMAGE
+    from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
+    from deepseek_eks.sizing.catalog import model_catalog
 
     assert cli.main(JOB_ARGS) == 0
-    return list(yaml.safe_load_all(capsys.readouterr().out))
-
-
-def test_job_manifests_are_valid_kubernetes(capsys: pytest.CaptureFixture[str]) -> None:
-    import kubernetes_validate
-
-    from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
-
-    config_map, job = job_manifests(capsys)
-    for obj in (config_map, job):
-        kubernetes_validate.validate(obj, DEFAULT_KUBERNETES_VERSION, strict=True)
+    (job,) = yaml.safe_load_all(capsys.readouterr().out)
+    kubernetes_validate.validate(job, DEFAULT_KUBERNETES_VERSION, strict=True)
     container = job["spec"]["template"]["spec"]["containers"][0]
-    # The test's own options travel (and parse back to the same test); the local ones are replaced
-    # by a report on stdout.
+    assert container["image"] == VLLM_IMAGE  # the pinned image carries vllm bench serve
     shell, flag, script, name, *args = container["command"]
     assert (shell, flag, name) == ("sh", "-c", "loadtest")
-    assert args[-2:] == ["--quiet", "--json"]
-    sent, local = cli.parser().parse_args(args), cli.parser().parse_args(JOB_ARGS)
-    assert cli.config_from_args(sent) == cli.config_from_args(local)
-    assert "local.json" not in args and "--as-job" not in args
-    # httpx is installed, pinned and without dependency resolution, into an emptyDir on PYTHONPATH
-    # before the tester starts; the root filesystem stays read-only.
-    install, _, run = script.partition(" && ")
-    assert run == 'exec python -m automation.loadtest "$@"'
-    assert "--no-deps" in install.split() and install.split()[-len(LOADTEST_PACKAGES) :] == [
-        *LOADTEST_PACKAGES
-    ]
-    target = install.split()[install.split().index("--target") + 1]
-    pod = job["spec"]["template"]["spec"]
-    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
-    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts[target])
-    env = {e["name"]: e.get("value") for e in container["env"]}
-    assert target in env["PYTHONPATH"].split(":")
-    assert "emptyDir" in next(v for v in pod["volumes"] if v["name"] == mounts[env["TMPDIR"]])
+    assert script.startswith('vllm bench serve "$@"')
+    # Every flag passed is one vLLM 0.33.0's parser has (reference snapshot), with our values.
+    known = set(json.loads((REFERENCE / "bench-serve-flags.json").read_text())["flags"])
+    passed = [a for a in args if a.startswith("--")]
+    assert set(passed) <= known, set(passed) - known
+    value = {a: args[i + 1] for i, a in enumerate(args[:-1]) if a.startswith("--")}
+    assert value["--backend"] == "openai-chat" and value["--dataset-name"] == "random"
+    assert value["--max-concurrency"] == "32" and value["--num-prompts"] == "640"
+    assert (value["--random-input-len"], value["--random-output-len"]) == ("500", "1000")
+    assert value["--served-model-name"] == "r1-distill-qwen-7b"
+    assert value["--tokenizer"] == model_catalog()["r1-distill-qwen-7b"].hf_repo
+    assert args[args.index("--goodput") + 1 : args.index("--goodput") + 3] == ["ttft:5000", "tpot:50"]
+    assert "--save-result" in args and "local.json" not in args
+    key = next(e for e in container["env"] if e["name"] == "OPENAI_API_KEY")["valueFrom"]["secretKeyRef"]
+    assert key["optional"] is True  # vllm bench serve reads OPENAI_API_KEY (reference snapshot)
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
-    assert job["spec"]["activeDeadlineSeconds"] == 600 + 600 + 300  # duration + timeout + scheduling
-    key = next(e for e in container["env"] if e["name"] == "VLLM_API_KEY")["valueFrom"]["secretKeyRef"]
-    assert key["optional"] is True
 
 
-def test_job_with_a_prebuilt_image_installs_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    import yaml
-
-    assert cli.main([*JOB_ARGS, "--image", "registry.example/loadtest:1"]) == 0
-    _, job = yaml.safe_load_all(capsys.readouterr().out)
-    container = job["spec"]["template"]["spec"]["containers"][0]
-    assert container["image"] == "registry.example/loadtest:1"
-    assert container["command"][:3] == ["python", "-m", "automation.loadtest"]
-    assert "registry.example/loadtest:1" not in container["command"]
+def test_job_refuses_what_vllm_bench_serve_cannot_run(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--url", "http://x", "--model", "unknown-model", "--arrivals", "constant", "--duration", "60"]
+    assert cli.main([*args, "--lengths", "exponential", "--as-job"]) == 2
+    err = capsys.readouterr().err
+    # Every problem at once, the unknown tokenizer included.
+    assert "--arrivals constant" in err and "--duration" in err and "--lengths exponential" in err
+    assert "--tokenizer" in err
 
 
-def test_job_packages_are_the_tested_httpx_and_its_whole_closure() -> None:
-    """The Job installs with --no-deps, so its list must be complete and match what the tests ran:
-    every pin is the installed version here, requirements.txt pins the same httpx, and every
-    dependency each package declares for Python 3.11 is in the list."""
-    from importlib.metadata import requires, version
+def bench_result(concurrency: int, in_flight: float, duration: float = 100.0) -> dict:
+    """A vllm bench serve --save-result JSON: every field named in the reference snapshot, none
+    invented; values for 40 requests of 1000 tokens capped at ``concurrency``, ``in_flight`` of
+    them on average."""
+    fields = json.loads((REFERENCE / "result-fields.json").read_text())
+    kept = [f for f in fields["benchmark_fields"] if f not in fields["removed_without_save_detailed"]]
+    result: dict = dict.fromkeys(fields["run_fields"] + kept)
+    result.update(
+        backend="openai-chat",
+        max_concurrency=concurrency,
+        request_rate="inf",
+        duration=duration,
+        completed=40,
+        failed=0,
+        total_output_tokens=40_000,
+        output_throughput=400.0,
+        request_throughput=0.4,
+        request_goodput=0.3,
+        # 40 requests of 2.5 * in_flight seconds each over 100 s: Little's law gives it back.
+        latencies=[duration / 40 * in_flight] * 40,
+        max_concurrent_requests=concurrency + 3,
+        mean_ttft_ms=250.0,
+        p99_ttft_ms=900.0,
+        mean_tpot_ms=30.0,
+    )
+    return result
 
-    from packaging.requirements import Requirement
 
-    pins = dict(p.split("==") for p in LOADTEST_PACKAGES)
-    for package, pinned in pins.items():
-        assert version(package) == pinned, package
-        for text in requires(package) or []:
-            requirement = Requirement(text)
-            if requirement.marker is None or requirement.marker.evaluate(
-                {"python_version": "3.11", "extra": ""}
-            ):
-                assert requirement.name.replace("-", "_") in pins, (package, text)
-    requirements = (Path(__file__).parents[2] / "requirements.txt").read_text().split()
-    assert f"httpx=={pins['httpx']}" in requirements
+def test_vllm_bench_result_becomes_calibration_points(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "bench.log"
+    from deepseek_eks.automation.loadtest.job import RESULT_MARKER
+
+    # The Job's log: vllm bench serve's own output, then the marked result line.
+    log.write_text("Starting...\n" + RESULT_MARKER + json.dumps(bench_result(32, in_flight=30)) + "\n")
+    out = tmp_path / "calibration.json"
+    assert cli.main(["--from-vllm-bench", str(log), "--max-num-seqs", "64", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    # The mean in flight (Little's law over the latencies), not the cap.
+    assert report["points"][0]["concurrency"] == 30 and report["points"][0]["warnings"] == []
+    assert report["ttft_s"]["mean"] == 0.25 and report["tpot_s"]["mean"] == 0.03
+    assert report["request_goodput_rps"] == 0.3
+    curve = load_calibration(out)  # the simulator reads it
+    assert curve.points == ((30, 400.0),)
+    # Above max_num_seqs and beyond the verified streams: flagged in the JSON and on stderr.
+    (tmp_path / "big.json").write_text(json.dumps(bench_result(200, in_flight=180)))
+    assert cli.main(["--from-vllm-bench", str(tmp_path / "big.json"), "--max-num-seqs", "64"]) == 0
+    captured = capsys.readouterr()
+    flagged = json.loads(captured.out)["points"][0]["warnings"]
+    assert any("max_num_seqs 64" in w for w in flagged)
+    assert any(f"beyond the {VERIFIED_STREAMS}" in w for w in flagged)
+    assert "warning:" in captured.err
+    (tmp_path / "not.json").write_text("[1]")
+    assert cli.main(["--from-vllm-bench", str(tmp_path / "not.json")]) == 2
+    assert "--from-vllm-bench" in capsys.readouterr().err
 
 
-def test_job_code_runs_on_its_own(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """The ConfigMap's files, laid out as the Job mounts them, run the test with nothing else of
-    the project importable."""
-    import subprocess
-    import sys
+def fake_run(pacing: Pacing, streams: int, tokens: int, **kwargs: object) -> tuple[dict, ServerLog]:
+    """Two closed-loop rounds of ``streams`` clients of ``tokens``-token responses on the fake server."""
 
-    config_map, job = job_manifests(capsys)
-    app = tmp_path / "app"
-    for item in job["spec"]["template"]["spec"]["volumes"][0]["configMap"]["items"]:
-        target = app / item["path"]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(config_map["data"][item["key"]])
-
-    async def go() -> subprocess.CompletedProcess[str]:
-        async with streaming_server() as (url, _):
-            args = ["--url", url, "--model", "ok", "--arrivals", "closed", "--requests", "2"]
-            args += ["--prompt-tokens", "5", "--output-tokens", "5", "--quiet", "--json"]
-            return await asyncio.to_thread(
-                subprocess.run,
-                [sys.executable, "-m", "automation.loadtest", *args],
-                cwd=tmp_path,
-                env={"PYTHONPATH": str(app)},
-                capture_output=True,
-                text=True,
-                timeout=30,
+    async def go() -> tuple[dict, ServerLog]:
+        async with serve(pacing) as (url, log):
+            config = LoadTestConfig(
+                url=url,
+                model="fake",
+                arrivals=Arrivals("closed", concurrency=streams),
+                lengths=Lengths(prompt_tokens=8, output_tokens=tokens),
+                max_requests=2 * streams,
+                timeout_s=10,
+                **kwargs,  # type: ignore[arg-type]
             )
+            return await run(config), log
 
-    done = asyncio.run(go())
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)  # --json: stdout is the one document, the summary on stderr
-    assert report["requests"]["completed"] == 2
+    return asyncio.run(go())
+
+
+def test_metrics_follow_vllm_bench_serve_on_a_known_server() -> None:
+    """TTFT, TPOT, ITL and E2EL against the fake vLLM-format server's known pacing, TPOT exactly
+    (E2EL - TTFT) / (tokens - 1), and goodput under SLOs either side of the truth."""
+    pacing = Pacing(ttft_s=0.15, itl_s=0.01)
+    report, log = fake_run(pacing, 4, 21, goodput_ms=(("ttft", 1000.0), ("tpot", 30.0)), max_num_seqs=2)
+    assert report["requests"]["completed"] == 8 and len(log.requests) == 8
+    assert log.peak_in_flight == 4
+    assert 0.15 <= report["ttft_s"]["mean"] <= 0.2  # the opening role chunk is not a token
+    assert report["itl_s"]["count"] == 8 * 20
+    assert report["tpot_s"]["count"] == 8
+    assert report["tpot_s"]["mean"] == pytest.approx(0.01, abs=0.002)
+    for row in report["timeline"]:  # TPOT from each request's own timestamps
+        assert row["e2e_s"] == pytest.approx(row["ttft_s"] + 20 * 0.01, abs=0.03)
+    exact = [(r["e2e_s"] - r["ttft_s"]) / 20 for r in report["timeline"]]
+    assert report["tpot_s"]["mean"] == pytest.approx(sum(exact) / 8, abs=1e-6)
+    assert report["goodput"]["good_requests"] == 8
+    assert report["goodput"]["request_goodput_rps"] == pytest.approx(8 / report["elapsed_s"], rel=1e-3)
+    # Concurrency 4 above max_num_seqs 2: the point is flagged.
+    assert any("max_num_seqs 2" in w for w in report["points"][0]["warnings"])
+    strict, _ = fake_run(pacing, 1, 5, goodput_ms=(("ttft", 100.0),))  # below the server's 150 ms
+    assert strict["goodput"]["good_requests"] == 0
+
+
+def test_goodput_and_percentiles_match_vllm_definitions() -> None:
+    import numpy
+
+    values = [0.3, 0.1, 0.7, 0.2, 0.9, 0.4]
+    for q in (50, 90, 95, 99):
+        assert percentile(values, q) == pytest.approx(float(numpy.percentile(values, q)))
+    assert summary(values)["std"] == pytest.approx(float(numpy.std(values)), abs=1e-6)  # rounded to 1 us
+    assert tpot_s(1.2, 0.2, 11) == pytest.approx(0.1)
+    assert tpot_s(0.5, 0.5, 1) is None
+    # A one-token response counts as TPOT 0 for goodput (vllm: all_tpots gets 0.0).
+    assert is_good({"tpot": 0.0}, 0.2, 0.2, 1)
+    assert not is_good({"e2el": 999.0}, 0.2, 1.0, 10)
+    assert parse_goodput(["ttft:5000", "e2el:60000"]) == {"ttft": 5000.0, "e2el": 60000.0}
+    with pytest.raises(ValueError, match=r"'itl:5'.*'ttft:-1'"):
+        parse_goodput(["itl:5", "ttft:-1"])
+
+
+def test_point_warnings() -> None:
+    assert point_warnings(64, 64, 64) == []
+    (too_many,) = point_warnings(64, VERIFIED_STREAMS + 1, None)
+    assert f"{VERIFIED_STREAMS + 1} streams" in too_many
+
+
+def test_cli_rejects_bad_goodput(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["--url", "http://127.0.0.1:1", "--model", "m", "--requests", "1", "--goodput", "ttft=5"]
+    assert cli.main(args) == 2
+    assert "--goodput 'ttft=5'" in capsys.readouterr().err
+
+
+def test_a_kept_alive_connection_the_server_closed_is_retried_once() -> None:
+    """The server answers on a kept-alive connection, then closes it while idle (as servers do
+    after their keep-alive timeout); the next request on the pooled socket must go out again on a
+    new connection, not count as a failure."""
+    connections = 0
+
+    async def once_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
+        await reader.readexactly(length)
+        events = _event({"choices": [{"index": 0, "delta": {"content": "x"}}]}) + b"data: [DONE]\n\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(events), events))
+        await writer.drain()
+        writer.close()  # no Connection: close header: the client believes it may reuse the socket
+
+    async def go() -> dict:
+        async with listen(once_then_close) as url:
+            config = LoadTestConfig(
+                url=url, model="m", arrivals=Arrivals("closed", concurrency=1), max_requests=3, timeout_s=5
+            )
+            return await run(config)
+
+    report = asyncio.run(go())
+    assert report["requests"] == {"sent": 3, "completed": 3, "failed": 0}
+    assert connections == 3
