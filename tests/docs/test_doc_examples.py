@@ -86,9 +86,19 @@ def commands(block: Block) -> Iterator[tuple[list[str], str]]:
             line = line[2:]
         if not line or line.startswith("#"):
             continue
-        argv = shlex.split(line, comments=True)
-        if argv:
-            yield argv, line.partition(" #")[2]
+        comment = line.partition(" #")[2]
+        # A pipeline or list (`a | b`, `a && b`, `a; b`) is several commands: each is checked.
+        lexer = shlex.shlex(line, posix=True, punctuation_chars="|&;")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        argv: list[str] = []
+        for token in [*lexer, ";"]:
+            if token in {"|", "||", "&&", ";", "&"}:
+                if argv:
+                    yield argv, comment
+                argv = []
+            else:
+                argv.append(token)
 
 
 # ---------------------------------------------------------------- parsing a command
