@@ -1,12 +1,13 @@
 """Simulate a stack: render it offline, read its autoscaler and limits, run a trace through it,
-and summarize SLO attainment, GPU-hours and cost; ``compare`` does so for every scaling signal
-and the reference guides' autoscalers on one trace."""
+and summarize SLO attainment, GPU-hours and cost; ``compare`` does so for every scaling signal,
+both seed guides' autoscalers, a fixed-fleet frontier and a clairvoyant oracle on one trace, all
+with the same pod start-up times."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,18 @@ from .stack import (
     AutoscalerSpec,
     StackFacts,
     autoscaler_from_objects,
-    from_hpa,
-    from_scaled_object,
-    reference_gpu_hpa,
-    reference_keda_waiting,
+    guides,
     stack_facts,
 )
-from .traffic import LengthProfile, Request, generate, read_csv
+from .traffic import LengthProfile, Request, generate, profile_lengths, read_csv
 
-SIGNALS = ("gpu-utilization", "queue-depth", "combined")
+SIGNALS = ("gpu-utilization", "queue-depth", "combined", "kv-cache")
+# t=0 of every trace: Monday 2026-01-05 00:00 UTC (cron schedules are read against this clock).
+CLOCK_ORIGIN_S = 1767571200.0
+ORACLE = "oracle"
+FIXED = "fixed:"
+# The goal a run is judged by (issue 22): the TTFT SLO met for at least 99 % of requests.
+ATTAINMENT_GOAL = 0.99
 
 # A new GPU node: ~30 s from nomination to the pod scheduled on it (EKS user guide,
 # ml-inference-load-serve-model, g6e.4xlarge on Auto Mode), plus up to ~60 s until the node
@@ -105,11 +109,19 @@ def startup_times(plan: Mapping[str, Any], compute_mode: str) -> StartupTimes:
 
 
 def sim_config(
-    inputs: StackInputs, curve: ThroughputCurve, autoscaler: AutoscalerSpec | None = None
+    inputs: StackInputs,
+    curve: ThroughputCurve,
+    autoscaler: AutoscalerSpec | None = None,
+    fixed_replicas: int | None = None,
+    replica_plan: tuple[tuple[float, int], ...] | None = None,
 ) -> SimConfig:
     plan = inputs.plan
     startup = startup_times(plan, inputs.compute_mode)
     return SimConfig(
+        fixed_replicas=fixed_replicas,
+        replica_plan=replica_plan,
+        routing=inputs.facts.routing,
+        clock_origin_s=CLOCK_ORIGIN_S,
         autoscaler=autoscaler or inputs.autoscaler,
         replica=ReplicaModel.from_plan(plan, curve),
         startup=startup,
@@ -206,9 +218,10 @@ def build_trace(
     if spec.csv is not None:
         requests, duration = read_csv(spec.csv, spec.seed, spec.lengths, max_len)
         return requests, duration, len(requests) / duration
-    rate = spec.rate_rps if spec.rate_rps is not None else default_rate(inputs, curve, spec.lengths)
+    lengths = profile_lengths(spec.profile, spec.lengths)
+    rate = spec.rate_rps if spec.rate_rps is not None else default_rate(inputs, curve, lengths)
     duration = spec.hours * 3600
-    return generate(spec.profile, rate, duration, spec.seed, spec.lengths, max_len), duration, rate
+    return generate(spec.profile, rate, duration, spec.seed, lengths, max_len), duration, rate
 
 
 @dataclass(frozen=True)
@@ -223,13 +236,102 @@ def simulate(
     duration_s: float,
     curve: ThroughputCurve | None = None,
     autoscaler: AutoscalerSpec | None = None,
+    *,
+    fixed_replicas: int | None = None,
+    replica_plan: tuple[tuple[float, int], ...] | None = None,
+    label: str | None = None,
 ) -> Run:
-    """One stack (or one alternative autoscaler for it) over one trace."""
+    """One stack (or an alternative autoscaler, a fixed fleet or a replica plan for it) over one
+    trace."""
     curve = curve or published_curve(inputs.plan)
-    config = sim_config(inputs, curve, autoscaler)
-    label = autoscaler.label if autoscaler else inputs.label
+    config = sim_config(inputs, curve, autoscaler, fixed_replicas, replica_plan)
+    label = label or (autoscaler.label if autoscaler else inputs.label)
     outcome = Simulation(config, trace, duration_s, label).run()
     return Run(summarize(outcome, config, inputs.ttft_slo_s, inputs.queue_slo_s), outcome)
+
+
+def cold_start_s(inputs: StackInputs) -> float:
+    """A replica's start on a new node: node, image pull, weights and engine."""
+    t = startup_times(inputs.plan, inputs.compute_mode)
+    return t.node_s + t.image_s + t.weights_s
+
+
+ORACLE_WINDOW_S = 300.0  # work is planned over 5-minute windows
+ORACLE_STEP_S = 60.0
+ORACLE_LOADS = (0.9, 0.8, 0.7, 0.6, 0.5)
+
+
+def oracle_plan(
+    trace: list[Request],
+    duration_s: float,
+    tokens_per_s: float,
+    lead_s: float,
+    load: float,
+    floor: int = 1,
+) -> tuple[tuple[float, int], ...]:
+    """Replicas over time for a clairvoyant controller: for each minute, enough replicas that the
+    output tokens arriving in the next window keep each at ``load`` of its saturated rate,
+    requested ``lead_s`` (a full cold start) before they are needed, released as soon as they
+    are not. Never below ``floor``."""
+    steps = max(1, math.ceil(duration_s / ORACLE_STEP_S))
+    tokens = [0.0] * steps
+    for r in trace:
+        tokens[min(steps - 1, int(r.arrival_s // ORACLE_STEP_S))] += r.output_tokens
+    span = max(1, round(ORACLE_WINDOW_S / ORACLE_STEP_S))
+    need = []
+    for i in range(steps):
+        window = tokens[i : i + span]
+        rate = sum(window) / (len(window) * ORACLE_STEP_S)
+        need.append(max(floor, math.ceil(rate / (tokens_per_s * load))))
+    ahead = max(0, math.ceil(lead_s / ORACLE_STEP_S))
+    plan: list[tuple[float, int]] = []
+    for i in range(steps):
+        replicas = max(need[i : i + ahead + 1])
+        if not plan or plan[-1][1] != replicas:
+            plan.append((i * ORACLE_STEP_S, replicas))
+    return tuple(plan)
+
+
+def oracle(inputs: StackInputs, trace: list[Request], duration_s: float, curve: ThroughputCurve) -> Run:
+    """The clairvoyant oracle: of the plans for each planning load, the fewest GPU-hours that
+    meets the attainment goal (else the best attainment). It knows the trace, not the future
+    state of the servers, and has the same cold start as every other run."""
+    replica = ReplicaModel.from_plan(inputs.plan, curve)
+    lead = cold_start_s(inputs)
+    best: Run | None = None
+    for load in ORACLE_LOADS:
+        plan = oracle_plan(trace, duration_s, replica.saturated_tokens_per_s(), lead, load)
+        run = simulate(inputs, trace, duration_s, curve, replica_plan=plan, label=ORACLE)
+        if best is None or _better_for_oracle(run.summary, best.summary):
+            best = run
+    assert best is not None
+    return best
+
+
+def _better_for_oracle(a: Summary, b: Summary) -> bool:
+    a_ok, b_ok = a.ttft_slo_attainment >= ATTAINMENT_GOAL, b.ttft_slo_attainment >= ATTAINMENT_GOAL
+    if a_ok != b_ok:
+        return a_ok
+    if a_ok:
+        return a.gpu_hours < b.gpu_hours
+    return a.ttft_slo_attainment > b.ttft_slo_attainment
+
+
+FRONTIER_MAX = 16
+
+
+def frontier(
+    inputs: StackInputs, trace: list[Request], duration_s: float, curve: ThroughputCurve
+) -> list[Run]:
+    """Fixed fleets of 1, 2, ... replicas (no autoscaler) up to the first that meets the
+    attainment goal (at most FRONTIER_MAX): what each fleet size buys."""
+    runs = []
+    for n in range(1, FRONTIER_MAX + 1):
+        run = simulate(inputs, trace, duration_s, curve, fixed_replicas=n, label=f"{FIXED}{n}")
+        runs.append(run)
+        if run.summary.ttft_slo_attainment >= ATTAINMENT_GOAL:
+            break
+    return runs
 
 
 def compare(
@@ -239,21 +341,24 @@ def compare(
     project_dir: Path = PROJECT_ROOT,
     curve: ThroughputCurve | None = None,
 ) -> tuple[list[Run], float, ThroughputCurve]:
-    """Every scaling signal of the project, rendered, plus the guides' autoscalers, on one trace.
-    Returns the runs, the trace's mean request rate and the throughput curve used."""
+    """The stack's own autoscaler, then every other scaling signal of the project (rendered with
+    ``--set autoscaling.signal``), both seed guides, the fixed-fleet frontier and the oracle, on
+    one trace, in that order (DESIGN.md ``runs[]``). Returns the runs, the trace's mean request
+    rate and the throughput curve used."""
     overrides = dict(overrides or {})
-    renders = [load_stack(stack, {**overrides, "autoscaling.signal": s}, project_dir, s) for s in SIGNALS]
-    base = renders[0]
-    curve = curve or published_curve(base.plan)
-    trace, duration, rate = build_trace(trace_spec, base, curve)
-    runs = [simulate(r, trace, duration, curve) for r in renders]
-    guides = (
-        from_hpa(reference_gpu_hpa(base.min_replicas or 1, base.max_replicas), "guide: HPA GPU 50%"),
-        from_scaled_object(
-            reference_keda_waiting(base.min_replicas, base.max_replicas), "guide: KEDA waiting>5"
-        ),
-    )
-    runs += [simulate(base, trace, duration, curve, g) for g in guides]
+    own = load_stack(stack, overrides, project_dir)
+    others = [
+        load_stack(stack, {**overrides, "autoscaling.signal": s}, project_dir, s)
+        for s in SIGNALS
+        if s != own.label
+    ]
+    own = replace(own, label=f"{stack}: {own.label}")
+    curve = curve or published_curve(own.plan)
+    trace, duration, rate = build_trace(trace_spec, own, curve)
+    runs = [simulate(r, trace, duration, curve) for r in [own, *others]]
+    runs += [simulate(own, trace, duration, curve, g) for g in guides()]
+    runs += frontier(own, trace, duration, curve)
+    runs.append(oracle(own, trace, duration, curve))
     return runs, rate, curve
 
 
