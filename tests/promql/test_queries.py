@@ -44,6 +44,7 @@ from tests.promql.promtool import (
     vllm_labels,
     vllm_series,
 )
+from tests.upstream import vllm_metric_names
 
 SCOPE = Scope(namespace="deepseek", model_name="r1-distill-qwen-7b")
 SLO = Slo()
@@ -497,3 +498,14 @@ def test_series_builders_match_the_scrape_shapes() -> None:
         "0+1.2x10",
         "0+5x10",
     ]
+
+
+def test_the_autoscaling_triggers_read_metrics_vllm_exports() -> None:
+    # vllm:kv_cache_usage_perc (and the queue's vllm:num_requests_waiting) are names the vLLM 0.33.0
+    # wheel registers (reference/upstream/vllm-0.33.0/metric-names.txt, read from its source,
+    # v1/metrics/loggers.py); the pre-0.12 vllm:gpu_cache_usage_perc is not.
+    names = vllm_metric_names("0.33.0")
+    for query in (kv_cache_usage_total(SCOPE), queue_depth(SCOPE)):
+        used = set(re.findall(r"vllm:[a-z_]+", query))
+        assert used and used <= names, query
+    assert "vllm:gpu_cache_usage_perc" not in names

@@ -97,3 +97,14 @@ def test_bad_schedule_and_kv_target_are_reported_together_with_their_keys() -> N
         ("autoscaling.targetKvCacheUsage", "less than 1"),
     ]:
         assert f"deepseek-eks:{key}" in text and why in text, key
+
+
+def test_component_users_set_the_same_settings_in_python_spelling() -> None:
+    from deepseek_eks.components.service import service_settings
+
+    floor = {"start": "0 8 * * *", "end": "0 18 * * *", "replicas": 2}
+    args = {"autoscaling": {"signal": "kv-cache", "target_kv_cache_usage": 0.8, "schedule": [floor]}}
+    auto = service_settings(args, "dev").autoscaling  # type: ignore[arg-type]
+    assert auto.target_kv_cache_usage == 0.8 and auto.schedule and auto.schedule[0].timezone == "UTC"
+    with pytest.raises(SettingsError, match=r'autoscaling=\{"schedule": \.\.\.\}\[0\]\.start'):
+        service_settings({"autoscaling": {"schedule": [{**floor, "start": "0 28 * * *"}]}}, "dev")  # type: ignore[arg-type]
