@@ -1,10 +1,13 @@
 """Replica autoscaling by ``autoscaling.signal``: an HPA on per-pod GPU utilization (through
-prometheus-adapter), or one KEDA ScaledObject on queue depth, or on queue depth and GPU
-utilization together. Exactly one HPA ever owns the vLLM replicas."""
+prometheus-adapter), or one KEDA ScaledObject on queue depth, KV-cache usage, or queue depth and
+GPU utilization together, plus a cron trigger per ``autoscaling.schedule`` floor. KEDA owns the
+HPA whenever a queue, KV-cache or schedule trigger is used, so exactly one HPA ever owns the vLLM
+replicas."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -12,6 +15,8 @@ import pulumi_kubernetes as k8s
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ScalingSignal
+from deepseek_eks.settings.model import ScheduleEntry
+from deepseek_eks.settings.schedule import ScheduledFloor
 from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S
 
 from .helm import helm_release
@@ -28,9 +33,19 @@ MAX_STABILIZATION_S = 3600
 NODE_AND_IMAGE_S = NODE_READY_S + IMAGE_PULL_S
 
 
-def hpa_name(signal: ScalingSignal) -> str:
+def scheduled_floors(entries: Iterable[ScheduleEntry] | None) -> tuple[ScheduledFloor, ...]:
+    """``autoscaling.schedule`` entries (None: no schedule) as the floors the ScaledObject renders."""
+    return tuple(ScheduledFloor(e.start, e.end, e.timezone, e.replicas) for e in entries or ())
+
+
+def uses_keda(signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = ()) -> bool:
+    """Whether KEDA owns the HPA: any signal but GPU utilization, or any schedule."""
+    return signal is not ScalingSignal.GPU_UTILIZATION or bool(schedule)
+
+
+def hpa_name(signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = ()) -> str:
     """Name of the HPA that scales vLLM: ours, or the one KEDA creates for the ScaledObject."""
-    return HPA_NAME if signal is ScalingSignal.GPU_UTILIZATION else KEDA_HPA_NAME
+    return KEDA_HPA_NAME if uses_keda(signal, schedule) else HPA_NAME
 
 
 def behavior(startup_seconds: int) -> dict[str, Any]:
@@ -82,6 +97,8 @@ class ScalingSpec:
     scope: promql.Scope
     prometheus_url: str
     labels: dict[str, str]
+    target_kv_cache_usage: float = 0.85
+    schedule: tuple[ScheduledFloor, ...] = field(default_factory=tuple)
 
 
 def gpu_hpa(spec: ScalingSpec) -> dict[str, Any]:
@@ -109,36 +126,59 @@ def gpu_hpa(spec: ScalingSpec) -> dict[str, Any]:
     }
 
 
+def _prometheus_trigger(spec: ScalingSpec, name: str, query: str, threshold: str) -> dict[str, Any]:
+    return {
+        "type": "prometheus",
+        "name": name,
+        "metricType": "AverageValue",
+        "metadata": {"serverAddress": spec.prometheus_url, "query": query, "threshold": threshold},
+    }
+
+
+def cron_trigger(index: int, floor: ScheduledFloor) -> dict[str, Any]:
+    """KEDA's cron scaler (keda 2.20.2 pkg/scalers/cron_scaler.go: metadata start, end, timezone,
+    desiredReplicas): ``replicas`` between ``start`` and ``end``."""
+    return {
+        "type": "cron",
+        "name": f"schedule-{index}",
+        "metadata": {
+            "timezone": floor.timezone,
+            "start": floor.start,
+            "end": floor.end,
+            "desiredReplicas": str(floor.replicas),
+        },
+    }
+
+
 def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
-    """One KEDA ScaledObject (so one HPA) with the queue-depth trigger, plus the GPU trigger for
-    ``combined``. Trigger metadata values are strings, as KEDA's schema requires."""
-    triggers = [
-        {
-            "type": "prometheus",
-            "name": "queue-depth",
-            "metricType": "AverageValue",
-            "metadata": {
-                "serverAddress": spec.prometheus_url,
-                "query": promql.queue_depth(spec.scope),
-                "threshold": str(spec.queue_depth_per_replica),
-                # From zero replicas, one waiting request is enough to start one.
-                "activationThreshold": "0",
-            },
-        }
-    ]
-    if spec.signal is ScalingSignal.COMBINED:
-        triggers.append(
-            {
-                "type": "prometheus",
-                "name": "gpu-utilization",
-                "metricType": "AverageValue",
-                "metadata": {
-                    "serverAddress": spec.prometheus_url,
-                    "query": promql.gpu_utilization_total(spec.scope),
-                    "threshold": str(spec.target_gpu_utilization),
-                },
-            }
+    """One KEDA ScaledObject (so one HPA): the signal's triggers (queue depth; queue depth and GPU
+    for ``combined``; KV-cache usage; GPU alone when only a schedule puts KEDA in charge) and one
+    cron trigger per schedule floor. Trigger metadata values are strings, as KEDA's schema
+    requires."""
+    triggers: list[dict[str, Any]] = []
+    if spec.signal in (ScalingSignal.QUEUE_DEPTH, ScalingSignal.COMBINED):
+        queue = _prometheus_trigger(
+            spec, "queue-depth", promql.queue_depth(spec.scope), str(spec.queue_depth_per_replica)
         )
+        # From zero replicas, one waiting request is enough to start one.
+        queue["metadata"]["activationThreshold"] = "0"
+        triggers.append(queue)
+    if spec.signal in (ScalingSignal.COMBINED, ScalingSignal.GPU_UTILIZATION):
+        triggers.append(
+            _prometheus_trigger(
+                spec,
+                "gpu-utilization",
+                promql.gpu_utilization_total(spec.scope),
+                str(spec.target_gpu_utilization),
+            )
+        )
+    if spec.signal is ScalingSignal.KV_CACHE:
+        triggers.append(
+            _prometheus_trigger(
+                spec, "kv-cache", promql.kv_cache_usage_total(spec.scope), f"{spec.target_kv_cache_usage:g}"
+            )
+        )
+    triggers += [cron_trigger(i, floor) for i, floor in enumerate(spec.schedule)]
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -182,7 +222,7 @@ class Autoscaling(pulumi.ComponentResource):
         super().__init__("deepseek-eks:index:Autoscaling", name, None, opts)
         spec = args.spec
         after = pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
-        if spec.signal is ScalingSignal.GPU_UTILIZATION:
+        if not uses_keda(spec.signal, spec.schedule):
             hpa = gpu_hpa(spec)
             k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{name}-hpa", metadata=hpa["metadata"], spec=hpa["spec"], opts=after
@@ -206,5 +246,5 @@ class Autoscaling(pulumi.ComponentResource):
                 scaled_object(spec),
                 pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *keda]),
             )
-        self.hpa_name = hpa_name(spec.signal)
+        self.hpa_name = hpa_name(spec.signal, spec.schedule)
         self.register_outputs({"hpaName": self.hpa_name})

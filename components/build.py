@@ -18,7 +18,7 @@ from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
-from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
+from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name, scheduled_floors
 from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .iam_policies import pull_through_cache_policy
@@ -428,7 +428,7 @@ def build_service(
                 itl_p95_seconds=obs.itl_slo_seconds,
                 queue_time_p95_seconds=obs.queue_time_slo_seconds,
             ),
-            hpa_name=hpa_name(settings.autoscaling.signal),
+            hpa_name=hpa_name(settings.autoscaling.signal, scheduled_floors(settings.autoscaling.schedule)),
             options=ObservabilityOptions(
                 retention=obs.prometheus_retention,
                 storage_gib=obs.prometheus_storage_gib,
@@ -456,6 +456,8 @@ def build_service(
                 max_replicas=auto.max_replicas,
                 target_gpu_utilization=auto.target_gpu_utilization,
                 queue_depth_per_replica=auto.queue_depth_per_replica,
+                target_kv_cache_usage=auto.target_kv_cache_usage,
+                schedule=scheduled_floors(auto.schedule),
                 startup_seconds=sizing_plan.startup_seconds,
                 scope=queries,
                 prometheus_url=observability.prometheus_url,

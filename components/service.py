@@ -76,11 +76,24 @@ class GpuArgs(TypedDict, total=False):
     """Capacity reservations (cr-...) used first; compute_mode karpenter only."""
 
 
+class ScheduleArgs(TypedDict, total=False):
+    """One ``autoscaling.schedule`` floor: ``replicas`` from ``start`` to ``end`` (KEDA cron)."""
+
+    start: str
+    """Five-field cron (minute hour day-of-month month day-of-week) the floor starts at."""
+    end: str
+    """Five-field cron the floor ends at."""
+    timezone: str
+    """IANA time zone of start and end (default UTC)."""
+    replicas: int
+    """Replicas kept from start to end (at least 1)."""
+
+
 class ScalingArgs(TypedDict, total=False):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
     signal: str
-    """gpu-utilization, queue-depth or combined."""
+    """gpu-utilization, queue-depth, combined or kv-cache."""
     min_replicas: int
     """Fewest replicas (0 only with a signal measured in front of vLLM: queue-depth or combined)."""
     max_replicas: int
@@ -88,6 +101,10 @@ class ScalingArgs(TypedDict, total=False):
     """Percent, for the gpu-utilization signal."""
     queue_depth_per_replica: int
     """Waiting requests per replica, for the queue-depth signal."""
+    target_kv_cache_usage: float
+    """KV-cache usage (0-1) per replica, for the kv-cache signal (default 0.85)."""
+    schedule: list[ScheduleArgs]
+    """Replica floors by time of day (KEDA cron triggers; KEDA then owns the HPA)."""
     warm_spare_nodes: int
     """GPU nodes held warm by preemptible placeholder pods (0 = none)."""
 

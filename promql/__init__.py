@@ -82,6 +82,13 @@ def gpu_utilization_total(scope: Scope) -> str:
     return f"sum({per_pod}) or vector(0)"
 
 
+def kv_cache_usage_total(scope: Scope) -> str:
+    """Sum over vLLM pods of each pod's KV-cache usage (0-1; the mean over a pod's engines). KEDA
+    divides by the per-replica target (e.g. 0.85), so the average pod stays below it."""
+    per_pod = f"avg by (namespace, pod) ({VLLM_KV_CACHE_USAGE}{{{vllm_selector(scope)}}})"
+    return f"sum({per_pod}) or vector(0)"
+
+
 @dataclass(frozen=True)
 class AdapterRule:
     """A prometheus-adapter custom-metrics rule (``rules.custom[]`` in the chart)."""
@@ -247,7 +254,7 @@ def gpu_panels(scope: Scope) -> dict[str, str]:
 
 def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
     """Every PromQL string the project renders (for the parse-everything test)."""
-    queries = [queue_depth(scope), gpu_utilization_total(scope)]
+    queries = [queue_depth(scope), gpu_utilization_total(scope), kv_cache_usage_total(scope)]
     rule = gpu_utilization_adapter_rule(scope)
     queries += [rule.series_query, expand_adapter_query(rule, scope.namespace, ["vllm-0"])]
     queries += [a.expr for a in alerts(scope, slo, hpa_name)]

@@ -16,7 +16,15 @@ from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from deepseek_eks.sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, model_catalog
@@ -33,6 +41,7 @@ from .names import (
     vpc_range_problem,
 )
 from .safe_yaml import shown_key
+from .schedule import Cron, CronError, time_zone
 
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
@@ -62,6 +71,7 @@ class ScalingSignal(StrEnum):
     GPU_UTILIZATION = "gpu-utilization"
     QUEUE_DEPTH = "queue-depth"
     COMBINED = "combined"
+    KV_CACHE = "kv-cache"  # vllm:kv_cache_usage_perc, through KEDA
 
 
 class EndpointScheme(StrEnum):
@@ -288,6 +298,42 @@ def _capacity_reservation_problems(gpu: GpuSettings | None, compute_mode: object
     return []
 
 
+class ScheduleEntry(_Group):
+    """One ``autoscaling.schedule`` item: a replica floor between two cron times (a KEDA cron
+    trigger: ``start``/``end`` five-field cron, ``timezone`` an IANA name)."""
+
+    start: str = Field(description="Cron (minute hour day-of-month month day-of-week) the floor starts at.")
+    end: str = Field(description="Cron the floor ends at.")
+    timezone: str = Field("UTC", description="IANA time zone of start and end (e.g. Europe/Paris).")
+    replicas: WholeNumber = Field(ge=1, le=MAX_REPLICAS, description="Replicas kept from start to end.")
+
+    # The checks KEDA's cron scaler makes (settings/schedule.py), one field at a time so each
+    # error names its key, e.g. autoscaling.schedule[0].start.
+    @field_validator("start", "end")
+    @classmethod
+    def _cron(cls, value: str) -> str:
+        try:
+            Cron.parse(value)
+        except CronError as e:
+            raise ValueError(f"{e} (five-field cron, e.g. '0 8 * * MON-FRI')") from None
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        try:
+            time_zone(value)
+        except CronError as e:
+            raise ValueError(str(e)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_times(self) -> ScheduleEntry:
+        if self.start.split() == self.end.split():
+            raise ValueError("start and end are the same time (KEDA refuses that): give the floor an end")
+        return self
+
+
 class AutoscalingSettings(_Group):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
@@ -299,6 +345,18 @@ class AutoscalingSettings(_Group):
     target_gpu_utilization: WholeNumber = Field(50, ge=1, le=100, description="Percent.")
     queue_depth_per_replica: WholeNumber = Field(
         5, ge=1, le=10_000, description="Waiting requests per replica."
+    )
+    target_kv_cache_usage: float = Field(
+        0.85,
+        gt=0,
+        lt=1,
+        description="KV-cache usage (0-1) per replica the kv-cache signal keeps; below 1.0, where vLLM "
+        "starts preempting.",
+    )
+    schedule: Annotated[list[ScheduleEntry] | None, _AS_LIST] = Field(
+        None,
+        max_length=20,
+        description="Replica floors by time of day: [{start, end, timezone, replicas}] (KEDA cron triggers).",
     )
     warm_spare_nodes: WholeNumber = Field(
         0,
@@ -1327,6 +1385,8 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
         unused.append(("targetGpuUtilization", "gpu-utilization or combined"))
     if auto.signal is ScalingSignal.GPU_UTILIZATION and auto.queue_depth_per_replica != 5:
         unused.append(("queueDepthPerReplica", "queue-depth or combined"))
+    if auto.signal is not ScalingSignal.KV_CACHE and auto.target_kv_cache_usage != 0.85:
+        unused.append(("targetKvCacheUsage", "kv-cache"))
     return scaled_to_zero + [
         f"{PROJECT}:autoscaling.{key} has no effect with autoscaling.signal {auto.signal.value} "
         f"(only with {signals})"

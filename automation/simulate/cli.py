@@ -14,7 +14,7 @@ from deepseek_eks.settings import SettingsError
 from ..stackfile import PROJECT_ROOT, StackFileError
 from .hpa import AutoscalerSpecError
 from .replica import CalibrationError, NoThroughputData, load_calibration, published_curve
-from .run import Run, TraceSpec, build_trace, compare, load_stack, plot, simulate, table
+from .run import FIXED, Run, TraceSpec, build_trace, compare, load_stack, plot, simulate, table
 from .traffic import PROFILES, LengthProfile, TraceError
 
 DEFAULT_OUT = Path("build/simulate")
@@ -56,7 +56,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=1, help="random seed of the built-in trace (default 1)")
     p.add_argument("--calibration", type=Path, help="load-test JSON with measured throughput points")
-    p.add_argument("--compare", action="store_true", help="every scaling signal plus the guides' autoscalers")
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="the stack's autoscaler, every other signal, both seed guides, fixed fleets and the oracle",
+    )
     p.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"PNG and JSON go here (default {DEFAULT_OUT})"
     )
@@ -88,7 +92,8 @@ def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) ->
     json_path.write_text(json.dumps(report, indent=2) + "\n")
     written.append(str(json_path))
     png = out / f"{stack}.png"
-    if plot(runs, png):
+    # The fixed fleets are flat lines: the plot shows the autoscalers and the oracle.
+    if plot([r for r in runs if not r.summary.label.startswith(FIXED)], png):
         written.append(str(png))
     return written
 

@@ -1,5 +1,6 @@
-"""The discrete-event simulation: requests arrive, a load balancer routes each to the ready
-replica with the fewest outstanding requests (no ready replica: HTTP 503, rejected), vLLM admits
+"""The discrete-event simulation: requests arrive, the load balancer routes each to a ready
+replica by the rendered algorithm (ALB default round robin; least outstanding requests when the
+render sets it; no ready replica: HTTP 503, rejected), vLLM admits
 them FIFO while ``max_num_seqs`` and the KV cache allow, and decodes every admitted sequence at
 ``curve.aggregate(n) / n`` tokens/s (processor sharing); the autoscaler reads scraped metrics and
 resizes the Deployment; new pods wait for a node, pull the image and load weights; removed pods
@@ -12,10 +13,15 @@ Modelling choices (stated, not hidden):
   queue wait dominates TTFT.
 - KV cache: a sequence reserves prompt + output tokens at admission (vLLM allocates blocks as it
   goes and preempts on overflow; reserving up front never overcommits).
-- GPU utilization (DCGM_FI_DEV_GPU_UTIL) is the fraction of dcgm-exporter's collection interval
-  (``-c``/DCGM_EXPORTER_INTERVAL, default 30000 ms: NVIDIA/dcgm-exporter pkg/cmd/app.go) during
-  which the engine had at least one running sequence; a pod loading weights reports 0; Prometheus
-  scrapes the last collected value.
+- GPU utilization (DCGM_FI_DEV_GPU_UTIL) is a point sample taken at each dcgm-exporter
+  collection (``-c``/DCGM_EXPORTER_INTERVAL, default 30000 ms: NVIDIA/dcgm-exporter
+  pkg/cmd/app.go): NVML's utilization over its own sub-second sample period, so 100 when the
+  engine has a running sequence at that instant and 0 otherwise; a pod loading weights reports
+  0; Prometheus scrapes the last collected value and the adapter rule / KEDA query read it as an
+  instant vector (no rate or range window: promql.gpu_utilization_adapter_rule,
+  promql.gpu_utilization_total). Facts: reference/upstream/hpa-keda-controllers.json "dcgm".
+- vLLM's ``vllm:kv_cache_usage_perc`` is sampled at each vLLM scrape as the tokens the running
+  sequences hold now (prompt + generated so far) over the plan's KV-cache tokens.
 - Scale-down removes pods in the ReplicaSet controller's order (pkg/controller/replicaset,
   ``getPodsToDelete``: unscheduled, then pending, then not ready, then the most recently ready).
 """
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import random
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -36,7 +43,17 @@ from .hpa import (
 )
 from .hpa import pods_metric_replicas as pods_proposal
 from .replica import ReplicaModel
-from .stack import GPU_PER_POD, QUEUE_TOTAL, AutoscalerSpec
+from .stack import (
+    CRON,
+    GPU_PER_POD,
+    KV_TOTAL,
+    LEAST_OUTSTANDING,
+    QUEUE_TOTAL,
+    RANDOM,
+    ROUND_ROBIN,
+    AutoscalerSpec,
+    MetricSpec,
+)
 from .traffic import Request
 
 TIMELINE_STEP_S = 60.0
@@ -65,6 +82,11 @@ class SimConfig:
     gpu_collect_s: float = 30.0  # dcgm-exporter's own collection interval
     initial_replicas: int | None = None  # default: the autoscaler's floor, ready at t=0
     fixed_replicas: int | None = None  # no autoscaling (queueing checks)
+    routing: str = ROUND_ROBIN  # the load balancer's algorithm, from the render
+    # A replica plan instead of the autoscaler: (time, replicas) steps, applied at each time (the
+    # clairvoyant oracle); initial replicas are the first step's.
+    replica_plan: tuple[tuple[float, int], ...] | None = None
+    clock_origin_s: float = 0.0  # epoch seconds of t=0 (cron schedules are wall-clock)
 
 
 class _Req:
@@ -98,6 +120,7 @@ class _Pod:
         "busy_at_collect",
         "created",
         "id",
+        "kv_sample",
         "kv_used",
         "last",
         "node",
@@ -131,6 +154,7 @@ class _Pod:
         self.util_collected: float | None = None  # dcgm-exporter's last value
         self.util_sample: float | None = None  # what Prometheus last scraped
         self.waiting_sample: int | None = None
+        self.kv_sample: float | None = None  # vllm:kv_cache_usage_perc at the last scrape
 
 
 @dataclass
@@ -169,7 +193,8 @@ class Outcome:
     _SCRAPE_G,
     _COLLECT_G,
     _TICK,
-) = range(13)
+    _PLAN,
+) = range(14)
 
 
 class Simulation:
@@ -195,6 +220,8 @@ class Simulation:
             else None
         )
         self.arrivals_this_tick = 0
+        self.routed = 0  # round-robin cursor
+        self.rng = random.Random(0)  # the random router's only randomness, fixed
 
     # ---- event plumbing -------------------------------------------------------------------
 
@@ -204,6 +231,8 @@ class Simulation:
     def run(self) -> Outcome:
         c = self.c
         initial = c.fixed_replicas if c.fixed_replicas is not None else c.initial_replicas
+        if c.replica_plan:
+            initial = c.replica_plan[0][1]
         if initial is None:
             initial = c.autoscaler.floor
         for _ in range(initial):
@@ -218,7 +247,10 @@ class Simulation:
         for i, r in enumerate(self.trace):
             if r.arrival_s < self.duration:
                 self._at(r.arrival_s, _ARRIVAL, i)
-        if c.fixed_replicas is None:
+        if c.replica_plan:
+            for t, n in c.replica_plan[1:]:
+                self._at(t, _PLAN, None, n)
+        elif c.fixed_replicas is None:
             self._at(SYNC_PERIOD_S, _SYNC)
             if self.keda:
                 self._at(c.autoscaler.polling_interval_s, _POLL)
@@ -240,6 +272,7 @@ class Simulation:
             _SCRAPE_G: self._scrape_gpu,
             _COLLECT_G: self._collect_gpu,
             _TICK: self._tick,
+            _PLAN: self._plan_step,
         }
         events = self.events
         while events and events[0][0] <= self.duration:
@@ -255,19 +288,25 @@ class Simulation:
         req = _Req(self.trace[index])  # type: ignore[call-overload]
         self.reqs.append(req)
         self.arrivals_this_tick += 1
-        best: _Pod | None = None
-        best_load = 0
-        for pod in self.pods:
-            if pod.state == "ready":
-                load = len(pod.waiting) + len(pod.running)
-                if best is None or load < best_load:
-                    best, best_load = pod, load
+        best = self._route()
         if best is None:
             req.status = "rejected"
             return
         req.status = "queued"
         best.waiting.append(req)
         self._admit(best)
+
+    def _route(self) -> _Pod | None:
+        """The ready replica the load balancer picks, by the rendered algorithm."""
+        ready = [p for p in self.pods if p.state == "ready"]
+        if not ready:
+            return None
+        if self.c.routing == LEAST_OUTSTANDING:
+            return min(ready, key=lambda p: len(p.waiting) + len(p.running))
+        if self.c.routing == RANDOM:
+            return self.rng.choice(ready)
+        self.routed += 1
+        return ready[self.routed % len(ready)]
 
     def _advance(self, pod: _Pod) -> None:
         dt = self.now - pod.last
@@ -442,22 +481,28 @@ class Simulation:
 
     def _scrape_vllm(self, _o: object, _v: int) -> None:
         for pod in self.pods:
-            pod.waiting_sample = len(pod.waiting) if pod.state in ("ready", "draining") else None
+            serving = pod.state in ("ready", "draining")
+            pod.waiting_sample = len(pod.waiting) if serving else None
+            pod.kv_sample = self._kv_usage(pod) if serving else None
         self._at(self.now + self.c.vllm_scrape_s, _SCRAPE_V)
+
+    def _kv_usage(self, pod: _Pod) -> float:
+        """Share of the KV cache the running sequences hold now: each its prompt plus the tokens
+        generated so far (its finish mark in ``pod.v`` minus what is left to decode)."""
+        self._advance(pod)
+        held = sum(req.need - max(0.0, finish - pod.v) for finish, _, req in pod.running)
+        return min(1.0, held / self.c.replica.kv_cache_tokens)
 
     def _collect_gpu(self, _o: object, _v: int) -> None:
         # dcgm-exporter samples each GPU every collection interval; a pod whose container started
         # since the last collection has no value yet (the HPA counts it as missing).
-        interval = self.c.gpu_collect_s
+        # The value is NVML's point sample: busy at this instant or not.
         for pod in self.pods:
             if pod.state in ("loading", "ready", "draining"):
-                self._advance(pod)
-                busy = pod.busy - pod.busy_at_collect
-                pod.util_collected = 100.0 * min(1.0, busy / interval)
-                pod.busy_at_collect = pod.busy
+                pod.util_collected = 100.0 if pod.running else 0.0
             else:
                 pod.util_collected = None
-        self._at(self.now + interval, _COLLECT_G)
+        self._at(self.now + self.c.gpu_collect_s, _COLLECT_G)
 
     def _scrape_gpu(self, _o: object, _v: int) -> None:
         for pod in self.pods:
@@ -465,14 +510,21 @@ class Simulation:
             pod.util_sample = pod.util_collected if running else None
         self._at(self.now + self.c.gpu_scrape_s, _SCRAPE_G)
 
-    def _metric_value(self, measures: str) -> float:
-        if measures == QUEUE_TOTAL:
+    def _metric_value(self, metric: MetricSpec) -> float:
+        """What the trigger's query returns now (KEDA reads it once per poll or HPA sync)."""
+        if metric.measures == QUEUE_TOTAL:
             return float(sum(p.waiting_sample or 0 for p in self.pods))
+        if metric.measures == KV_TOTAL:
+            return sum(p.kv_sample or 0.0 for p in self.pods)
+        if metric.measures == CRON:
+            assert metric.schedule is not None
+            active = metric.schedule.active(self.c.clock_origin_s + self.now)
+            return float(metric.schedule.replicas) if active else 0.0
         return sum(p.util_sample or 0.0 for p in self.pods)
 
-    def _proposal(self, measures: str, target: float, current: int) -> int | None:
+    def _proposal(self, metric: MetricSpec, current: int) -> int | None:
         behavior = self.c.autoscaler.behavior
-        if measures == GPU_PER_POD:
+        if metric.measures == GPU_PER_POD:
             samples = [
                 PodSample(
                     "Pending" if p.state in ("scheduling", "pulling") else "Running",
@@ -481,13 +533,13 @@ class Simulation:
                 )
                 for p in self.pods
             ]
-            return pods_proposal(current, samples, target, behavior)
-        return external_average_value_replicas(current, self._metric_value(measures), target, behavior)
+            return pods_proposal(current, samples, metric.target, behavior)
+        return external_average_value_replicas(current, self._metric_value(metric), metric.target, behavior)
 
     def _sync(self, _o: object, _v: int) -> None:
         current = len(self._live())
         spec = self.c.autoscaler
-        proposals = [self._proposal(m.measures, m.target, current) for m in spec.metrics]
+        proposals = [self._proposal(m, current) for m in spec.metrics]
         desired = self.hpa.reconcile(self.now, current, proposals)
         if desired != current:
             self._scale_to(desired)
@@ -496,14 +548,17 @@ class Simulation:
     def _poll(self, _o: object, _v: int) -> None:
         assert self.keda is not None
         spec = self.c.autoscaler
-        active = any(
-            self._metric_value(m.measures) > m.activation for m in spec.metrics if m.measures != GPU_PER_POD
-        )
+        active = any(self._metric_value(m) > m.activation for m in spec.metrics if m.measures != GPU_PER_POD)
         current = len(self._live())
         desired = self.keda.poll(self.now, current, active)
         if desired != current:
             self._scale_to(desired)
         self._at(self.now + spec.polling_interval_s, _POLL)
+
+    def _plan_step(self, _o: object, replicas: int) -> None:
+        """The next step of a replica plan (the oracle): scale the Deployment to it."""
+        if replicas != len(self._live()):
+            self._scale_to(replicas)
 
     def _tick(self, _o: object, _v: int) -> None:
         ready = sum(1 for p in self.pods if p.state == "ready")

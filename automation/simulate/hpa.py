@@ -8,7 +8,14 @@ Read from upstream, not invented:
   scaling down; no change when the re-averaged ratio is within tolerance or flips direction) and
   ``GetExternalPerPodMetricReplicas`` (External AverageValue: ``ceil(total / target)`` unless
   ``total / (target * statusReplicas)`` is within tolerance).
-- ``pkg/controller/podautoscaler/horizontal.go``: ``reconcileAutoscaler`` (no scaling while the
+- ``pkg/controller/podautoscaler/horizontal.go`` (v1.34.12): an HPA whose ``spec.behavior`` is nil
+  (the API leaves it nil: ``SetDefaults_HorizontalPodAutoscalerBehavior`` only fills a behavior
+  that exists) takes the legacy path ``normalizeDesiredReplicas``: ``stabilizeRecommendation``
+  (the max of the recommendations of the last ``--horizontal-pod-autoscaler-downscale-
+  stabilization``, 300 s) then ``convertDesiredReplicasWithRules`` (at most
+  ``calculateScaleUpLimit`` = max(``scaleUpLimitFactor`` 2 x current, ``scaleUpLimitMinimum`` 4)
+  per sync, no per-period policies). Facts in reference/upstream/hpa-keda-controllers.json.
+  ``reconcileAutoscaler`` (no scaling while the
   target has 0 replicas and minReplicas > 0; out-of-range replicas are brought to min/max),
   ``computeReplicasForMetrics`` (the max over metrics; a failed metric blocks scale-down only),
   ``stabilizeRecommendationWithBehaviors`` (scale-up takes the min, scale-down the max of the
@@ -86,15 +93,25 @@ def _rules(raw: Mapping[str, Any] | None, *, up: bool) -> ScalingRules:
     )
 
 
+# horizontal.go (v1.34.12) scaleUpLimitFactor / scaleUpLimitMinimum: the legacy path's cap.
+LEGACY_SCALE_UP_FACTOR = 2.0
+LEGACY_SCALE_UP_MINIMUM = 4.0
+
+
 @dataclass(frozen=True)
 class Behavior:
+    """An HPA's scaling rules; ``legacy`` when the HPA has no ``spec.behavior`` at all."""
+
     scale_up: ScalingRules
     scale_down: ScalingRules
+    legacy: bool = False
 
     @classmethod
     def from_spec(cls, raw: Mapping[str, Any] | None) -> Behavior:
-        """``spec.behavior`` of an autoscaling/v2 HPA, API defaults filled in."""
-        raw = raw or {}
+        """``spec.behavior`` of an autoscaling/v2 HPA, API defaults filled in; ``None`` (no
+        behavior) is the controller's legacy path, not the defaulted behavior."""
+        if raw is None:
+            return cls(_rules(None, up=True), _rules(None, up=False), legacy=True)
         return cls(_rules(raw.get("scaleUp"), up=True), _rules(raw.get("scaleDown"), up=False))
 
 
@@ -124,10 +141,12 @@ def pods_metric_replicas(
     (the controller's "did not receive metrics for targeted pods" error)."""
     samples: list[float] = []
     missing = 0
-    ignored = 0
+    unready = 0
     for pod in pods:
-        if pod.deleting or pod.phase != "Running":
-            ignored += 1
+        if pod.deleting:
+            continue  # groupPods: ignored, its sample removed and never re-added
+        if pod.phase != "Running":
+            unready += 1
         elif pod.value is None:
             missing += 1
         else:
@@ -136,15 +155,15 @@ def pods_metric_replicas(
         return None
     up, down = behavior.scale_up, behavior.scale_down
     ratio = sum(samples) / len(samples) / target
-    rebalance_ignored = ignored > 0 and ratio > 1.0
-    if not rebalance_ignored and missing == 0:
+    scale_up_with_unready = unready > 0 and ratio > 1.0
+    if not scale_up_with_unready and missing == 0:
         if _within(ratio, up, down):
             return current
         return math.ceil(ratio * len(samples))
     filled = list(samples)
     filled += [0.0 if ratio >= 1.0 else target] * missing
-    if rebalance_ignored:
-        filled += [0.0] * ignored
+    if scale_up_with_unready:
+        filled += [0.0] * unready
     new_ratio = sum(filled) / len(filled) / target
     if _within(new_ratio, up, down) or (ratio > 1.0 > new_ratio) or (ratio < 1.0 < new_ratio):
         return current
@@ -194,14 +213,27 @@ class HorizontalController:
             proposal = max(valid)
             if len(valid) < len(proposals) and proposal < current:
                 return current  # a failed metric may hide load: never scale down then
-            self._init_down_window(now, current)
-            stabilized = self._stabilize(now, current, proposal)
-            desired = self._rate_limit(now, current, stabilized)
+            if self.behavior.legacy:
+                desired = self._legacy_normalize(now, current, proposal)
+            else:
+                self._init_down_window(now, current)
+                stabilized = self._stabilize(now, current, proposal)
+                desired = self._rate_limit(now, current, stabilized)
         if desired > current:
             self.up_events.append((now, desired - current))
         elif desired < current:
             self.down_events.append((now, current - desired))
         return desired
+
+    def _legacy_normalize(self, now: float, current: int, proposal: int) -> int:
+        """``normalizeDesiredReplicas``: the highest recommendation of the downscale window, then
+        bounded by min/max and by max(2 x current, 4)."""
+        cutoff = now - self.behavior.scale_down.stabilization_s
+        self.recommendations = [r for r in self.recommendations if r[0] >= cutoff]
+        stabilized = max([proposal, *(rec for _, rec in self.recommendations)])
+        self.recommendations.append((now, proposal))
+        limit = int(max(LEGACY_SCALE_UP_FACTOR * current, LEGACY_SCALE_UP_MINIMUM))
+        return max(self.min_replicas, min(stabilized, self.max_replicas, limit))
 
     def _init_down_window(self, now: float, current: int) -> None:
         if not self.recommendations and self.behavior.scale_down.stabilization_s > 0:

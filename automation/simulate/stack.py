@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deepseek_eks import promql
+from deepseek_eks.settings.schedule import CronError, ScheduledFloor
 
 from .hpa import AutoscalerSpecError, Behavior
 
@@ -27,6 +28,14 @@ DCGM_DEFAULT_COLLECT_S = 30.0
 GPU_PER_POD = "gpu-utilization per pod"
 GPU_TOTAL = "gpu-utilization total"
 QUEUE_TOTAL = "queue-depth total"
+KV_TOTAL = "kv-cache total"
+# How the load balancer picks a ready replica (see ``routing``).
+ROUND_ROBIN = "round_robin"
+LEAST_OUTSTANDING = "least_outstanding_requests"
+RANDOM = "random"
+CRON = "schedule"
+# KEDA's cron scaler targets AverageValue 1 (cron_scaler.go GetMetricSpecForScaling).
+CRON_TARGET = 1.0
 
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
 
@@ -46,9 +55,10 @@ def duration_s(text: str | int | float) -> float:
 class MetricSpec:
     """One autoscaler metric: what it measures, its AverageValue target and KEDA activation."""
 
-    measures: str  # GPU_PER_POD, GPU_TOTAL or QUEUE_TOTAL
+    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL or CRON
     target: float
     activation: float = 0.0
+    schedule: ScheduledFloor | None = None  # CRON only
 
 
 @dataclass(frozen=True)
@@ -75,7 +85,12 @@ class AutoscalerSpec:
         return self.keda_min_replicas if self.is_keda else self.min_replicas
 
     def describe(self) -> str:
-        parts = [f"{m.measures} target {m.target:g}" for m in self.metrics]
+        parts = [
+            f"{m.schedule.replicas} replicas {m.schedule.start} to {m.schedule.end} {m.schedule.timezone}"
+            if m.schedule
+            else f"{m.measures} target {m.target:g}"
+            for m in self.metrics
+        ]
         return f"{self.label}: {self.kind} {', '.join(parts)}; replicas {self.floor}-{self.max_replicas}"
 
 
@@ -103,7 +118,20 @@ def from_hpa(obj: Mapping[str, Any], label: str) -> AutoscalerSpec:
     )
 
 
+def _cron_trigger(trigger: Mapping[str, Any]) -> MetricSpec:
+    meta = trigger.get("metadata", {})
+    try:
+        floor = ScheduledFloor(
+            meta["start"], meta["end"], meta.get("timezone", "UTC"), int(meta["desiredReplicas"])
+        )
+    except (KeyError, ValueError, CronError) as e:
+        raise AutoscalerSpecError(f"cannot read cron trigger {trigger.get('name')!r}: {e}") from None
+    return MetricSpec(CRON, CRON_TARGET, schedule=floor)
+
+
 def _trigger(trigger: Mapping[str, Any]) -> MetricSpec:
+    if trigger.get("type") == "cron":
+        return _cron_trigger(trigger)
     meta = trigger.get("metadata", {})
     query = meta.get("query", "")
     if trigger.get("type") != "prometheus" or trigger.get("metricType", "AverageValue") != "AverageValue":
@@ -112,6 +140,8 @@ def _trigger(trigger: Mapping[str, Any]) -> MetricSpec:
         )
     if promql.VLLM_WAITING in query:
         measures = QUEUE_TOTAL
+    elif promql.VLLM_KV_CACHE_USAGE in query:
+        measures = KV_TOTAL
     elif promql.DCGM_GPU_UTIL in query:
         measures = GPU_TOTAL
     else:
@@ -148,18 +178,22 @@ def autoscaler_from_objects(objects: Sequence[Mapping[str, Any]], label: str) ->
     )
 
 
-# ---- the reference guides' autoscalers -------------------------------------------------------
+# ---- the seed guides' autoscalers (reference/upstream/seed-guides/guides.json) --------------
 
 
-def reference_gpu_hpa(min_replicas: int, max_replicas: int) -> dict[str, Any]:
-    """The guides' HPA: DCGM GPU utilization per pod at 50 % (AverageValue), no ``behavior`` (the
-    API defaults apply). Shape as in the typical vLLM manifests reviewed in the project's research
-    (autoscaling/v2 Pods metric DCGM_FI_DEV_GPU_UTIL)."""
+GUIDE_HPA_GPU = "guide:hpa-gpu"
+GUIDE_KEDA_QUEUE = "guide:keda-queue"
+
+
+def reference_gpu_hpa() -> dict[str, Any]:
+    """``guide:hpa-gpu``: DCGM GPU utilization per pod at 50 % (AverageValue), 1-5 replicas,
+    scale-up window 30 s with +2 pods per 60 s, scale-down window 60 s with 50 % per 60 s
+    (selectPolicy Min), as the seed guide publishes it."""
     return {
         "kind": "HorizontalPodAutoscaler",
         "spec": {
-            "minReplicas": min_replicas,
-            "maxReplicas": max_replicas,
+            "minReplicas": 1,
+            "maxReplicas": 5,
             "metrics": [
                 {
                     "type": "Pods",
@@ -169,23 +203,32 @@ def reference_gpu_hpa(min_replicas: int, max_replicas: int) -> dict[str, Any]:
                     },
                 }
             ],
+            "behavior": {
+                "scaleUp": {
+                    "stabilizationWindowSeconds": 30,
+                    "selectPolicy": "Max",
+                    "policies": [{"type": "Pods", "value": 2, "periodSeconds": 60}],
+                },
+                "scaleDown": {
+                    "stabilizationWindowSeconds": 60,
+                    "selectPolicy": "Min",
+                    "policies": [{"type": "Percent", "value": 50, "periodSeconds": 60}],
+                },
+            },
         },
     }
 
 
-def reference_keda_waiting(min_replicas: int, max_replicas: int) -> dict[str, Any]:
-    """vLLM production-stack's KEDA example (tutorials/assets/values-20-keda.yaml @ 9d296458,
-    used by tutorials/20-keda-autoscaling.md): a prometheus trigger on
-    ``vllm:num_requests_waiting`` with threshold 5, pollingInterval 15, cooldownPeriod 360, no
-    HPA behavior. The tutorial's bare query returns one series per pod, which KEDA's Prometheus
-    scaler rejects as soon as there are two pods; it is summed here, as the example intends."""
+def reference_keda_waiting() -> dict[str, Any]:
+    """``guide:keda-queue``: KEDA on ``sum(vllm:num_requests_waiting)`` with threshold 5, 1-8
+    replicas, cooldownPeriod 600; no pollingInterval (KEDA's 30 s default) and no HPA behavior
+    (so KEDA's HPA takes the Kubernetes legacy path)."""
     return {
         "kind": "ScaledObject",
         "spec": {
-            "minReplicaCount": min_replicas,
-            "maxReplicaCount": max_replicas,
-            "pollingInterval": 15,
-            "cooldownPeriod": 360,
+            "minReplicaCount": 1,
+            "maxReplicaCount": 8,
+            "cooldownPeriod": 600,
             "triggers": [
                 {
                     "type": "prometheus",
@@ -194,6 +237,14 @@ def reference_keda_waiting(min_replicas: int, max_replicas: int) -> dict[str, An
             ],
         },
     }
+
+
+def guides() -> tuple[AutoscalerSpec, AutoscalerSpec]:
+    """Both seed guides' autoscalers, labelled as ``--compare`` reports them."""
+    return (
+        from_scaled_object(reference_keda_waiting(), GUIDE_KEDA_QUEUE),
+        from_hpa(reference_gpu_hpa(), GUIDE_HPA_GPU),
+    )
 
 
 # ---- the rest of the stack -------------------------------------------------------------------
@@ -208,6 +259,7 @@ class StackFacts:
     termination_grace_s: float
     consolidate_after_s: float
     gpu_collect_s: float = DCGM_DEFAULT_COLLECT_S
+    routing: str = ROUND_ROBIN
 
 
 def _by_kind(objects: Sequence[Mapping[str, Any]], kind: str) -> Sequence[Mapping[str, Any]]:
@@ -247,7 +299,36 @@ def stack_facts(objects: Sequence[Mapping[str, Any]], helm: Mapping[str, Mapping
         after = pool["spec"].get("disruption", {}).get("consolidateAfter")
         if gpu_pool and after and after != "Never":
             consolidate = duration_s(after)
-    return StackFacts(vllm_scrape, gpu_scrape, grace, consolidate, gpu_collect)
+    return StackFacts(vllm_scrape, gpu_scrape, grace, consolidate, gpu_collect, routing(objects))
+
+
+ALB_TG_ATTRIBUTES = "alb.ingress.kubernetes.io/target-group-attributes"
+ALGORITHM_KEY = "load_balancing.algorithm.type"
+_ALB_ALGORITHMS = {
+    "round_robin": ROUND_ROBIN,
+    "least_outstanding_requests": LEAST_OUTSTANDING,
+    "weighted_random": RANDOM,
+}
+
+
+def routing(objects: Sequence[Mapping[str, Any]]) -> str:
+    """How the rendered load balancer picks a replica: an ALB Ingress by its target group's
+    ``load_balancing.algorithm.type`` (default round_robin: ELB user guide, target groups,
+    routing algorithm); an NLB Service hashes flows, which many clients spread like a random
+    choice."""
+    for ingress in _by_kind(objects, "Ingress"):
+        attributes = ingress.get("metadata", {}).get("annotations", {}).get(ALB_TG_ATTRIBUTES, "")
+        for pair in attributes.split(","):
+            key, _, value = pair.strip().partition("=")
+            if key == ALGORITHM_KEY:
+                if value not in _ALB_ALGORITHMS:
+                    raise AutoscalerSpecError(f"unknown ALB routing algorithm {value!r}")
+                return _ALB_ALGORITHMS[value]
+        return ROUND_ROBIN
+    for service in _by_kind(objects, "Service"):
+        if service.get("spec", {}).get("type") == "LoadBalancer":
+            return RANDOM
+    return ROUND_ROBIN
 
 
 def _dcgm_collect_s(values: Mapping[str, Any]) -> float:

@@ -1,5 +1,6 @@
-"""Request traces: built-in profiles (steady, bursty, diurnal) as non-homogeneous Poisson arrivals,
-or a CSV, with prompt/output lengths drawn per request. Everything derives from one seed."""
+"""Request traces: built-in profiles (steady, bursty, diurnal, step, reasoning) as non-homogeneous
+Poisson arrivals, or a CSV, with prompt/output lengths drawn per request. Everything derives from
+one seed."""
 
 from __future__ import annotations
 
@@ -7,10 +8,17 @@ import csv
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-PROFILES = ("steady", "bursty", "diurnal")
+PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning")
+# step: office hours, a sudden rise at 09:00 and fall at 17:00 (UTC, the trace's clock).
+STEP_HOURS = (9, 17)
+STEP_RATIO = 4.0  # busy rate over quiet rate
+# reasoning: the diurnal shape with long chains of thought, REASONING_OUTPUT_FACTOR x the mean
+# output (4,648 tokens with the default 1,162; R1's reasoning traces often run to several
+# thousand tokens, its model card allows 32,768).
+REASONING_OUTPUT_FACTOR = 4
 DAY_S = 86400.0
 
 # DeepSeek-R1 emitted ~1,162 completion tokens on a sample reasoning prompt (Microsoft Azure HPC
@@ -52,7 +60,8 @@ class LengthProfile:
 def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -> Callable[[float], float]:
     """Arrival rate (requests/s) over time for a built-in profile with the given long-run mean.
 
-    diurnal: a sine over the day between 40 % and 160 % of the mean, peak at 14:00.
+    diurnal (and reasoning): a sine over the day between 40 % and 160 % of the mean, peak at 14:00.
+    step: STEP_RATIO x the quiet rate between STEP_HOURS, changing at once.
     bursty: the diurnal shape with bursts of 4x its rate, starting on average every 2 h and
     lasting 5-30 min (seeded), scaled back so the mean stays ``mean_rps``.
     """
@@ -68,8 +77,17 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
     def diurnal(t: float) -> float:
         return 1.0 + 0.6 * math.sin(2 * math.pi * (t / DAY_S - 8 / 24))
 
-    if profile == "diurnal":
+    if profile in ("diurnal", "reasoning"):
         return lambda t: mean_rps * diurnal(t)
+    if profile == "step":
+        busy_share = (STEP_HOURS[1] - STEP_HOURS[0]) / 24
+        quiet = mean_rps / (1 + (STEP_RATIO - 1) * busy_share)
+
+        def office_hours(t: float) -> float:
+            hour = (t % DAY_S) / 3600
+            return quiet * (STEP_RATIO if STEP_HOURS[0] <= hour < STEP_HOURS[1] else 1.0)
+
+        return office_hours
     rng = random.Random(seed * 7919 + 17)
     bursts: list[tuple[float, float]] = []
     t = rng.expovariate(1 / 7200)
@@ -87,6 +105,13 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
     raw_mean = sum(diurnal(x) * (4.0 if in_burst(x) else 1.0) for x in grid) / len(grid)
     scale = mean_rps / raw_mean
     return lambda t: scale * diurnal(t) * (4.0 if in_burst(t) else 1.0)
+
+
+def profile_lengths(profile: str, lengths: LengthProfile) -> LengthProfile:
+    """The lengths a profile draws: ``reasoning`` multiplies the mean output."""
+    if profile == "reasoning":
+        return replace(lengths, output_tokens=lengths.output_tokens * REASONING_OUTPUT_FACTOR)
+    return lengths
 
 
 def generate(

@@ -27,6 +27,7 @@ from deepseek_eks.promql import (
     expand_adapter_query,
     gpu_utilization_adapter_rule,
     gpu_utilization_total,
+    kv_cache_usage_total,
     p95,
     queue_depth,
     vllm_selector,
@@ -43,6 +44,7 @@ from tests.promql.promtool import (
     vllm_labels,
     vllm_series,
 )
+from tests.upstream import vllm_metric_names
 
 SCOPE = Scope(namespace="deepseek", model_name="r1-distill-qwen-7b")
 SLO = Slo()
@@ -164,60 +166,47 @@ def test_the_adapter_rule_one_service_installs_serves_another_services_namespace
 # ---- 2. KEDA queries ---------------------------------------------------------------------------
 
 
-def test_queue_depth_sums_waiting_requests_of_the_deployment_and_is_0_without_series(tmp_path: Path) -> None:
+def _keda_query_test(tmp_path: Path, query: str, series_: list, total: float) -> None:
+    """``query`` gives ``total`` over ``series_`` and 0 over series of other workloads."""
     require_promtool()
-    query = queue_depth(SCOPE)
-    busy = [
-        vllm_series(VLLM_WAITING, "3x10", pod="vllm-a", pod_ip="10.42.2.9"),
-        vllm_series(VLLM_WAITING, "4x10", pod="vllm-b", pod_ip="10.42.2.10"),
-        vllm_series(VLLM_WAITING, "100x10", pod="other-0", pod_ip="10.42.2.11", model_name="other-model"),
-        vllm_series(VLLM_WAITING, "50x10", pod="vllm-a", pod_ip="10.42.3.9", namespace="research"),
-    ]
     run_rule_test(
         tmp_path,
-        [{"name": "keda", "rules": [{"record": "test:queue_depth", "expr": query}]}],
+        [{"name": "keda", "rules": [{"record": "test:keda_query", "expr": query}]}],
         [
             {
                 "interval": "1m",
-                "input_series": busy,
+                "input_series": inputs,
                 "promql_expr_test": [
-                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 7}]}
+                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": value}]}
                 ],
-            },
-            {
-                "interval": "1m",
-                "input_series": unrelated_series(),
-                "promql_expr_test": [
-                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0}]}
-                ],
-            },
+            }
+            for inputs, value in ((series_, total), (unrelated_series(), 0))
         ],
     )
+
+
+def _deployment_and_strangers(metric: str, ours: tuple[str, str], theirs: tuple[str, str]) -> list:
+    """Two pods of this deployment, one of another model, one of the same name elsewhere."""
+    return [
+        vllm_series(metric, ours[0], pod="vllm-a", pod_ip="10.42.2.9"),
+        vllm_series(metric, ours[1], pod="vllm-b", pod_ip="10.42.2.10"),
+        vllm_series(metric, theirs[0], pod="other-0", pod_ip="10.42.2.11", model_name="other-model"),
+        vllm_series(metric, theirs[1], pod="vllm-a", pod_ip="10.42.3.9", namespace="research"),
+    ]
+
+
+def test_queue_depth_sums_waiting_requests_of_the_deployment_and_is_0_without_series(tmp_path: Path) -> None:
+    busy = _deployment_and_strangers(VLLM_WAITING, ("3x10", "4x10"), ("100x10", "50x10"))
+    _keda_query_test(tmp_path, queue_depth(SCOPE), busy, 7)
 
 
 def test_gpu_utilization_total_sums_per_pod_means_and_is_0_without_series(tmp_path: Path) -> None:
-    require_promtool()
-    query = gpu_utilization_total(SCOPE)
-    run_rule_test(
-        tmp_path,
-        [{"name": "keda", "rules": [{"record": "test:gpu_total", "expr": query}]}],
-        [
-            {
-                "interval": "1m",
-                "input_series": gpu_fleet(),
-                "promql_expr_test": [
-                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 140}]}
-                ],
-            },
-            {
-                "interval": "1m",
-                "input_series": unrelated_series(),
-                "promql_expr_test": [
-                    {"expr": query, "eval_time": "5m", "exp_samples": [{"labels": "{}", "value": 0}]}
-                ],
-            },
-        ],
-    )
+    _keda_query_test(tmp_path, gpu_utilization_total(SCOPE), gpu_fleet(), 140)
+
+
+def test_kv_cache_usage_total_sums_per_pod_usage_and_is_0_without_series(tmp_path: Path) -> None:
+    busy = _deployment_and_strangers(VLLM_KV_CACHE_USAGE, ("0.5x10", "0.25x10"), ("0.9x10", "0.9x10"))
+    _keda_query_test(tmp_path, kv_cache_usage_total(SCOPE), busy, 0.75)
 
 
 # ---- 3. alerts ---------------------------------------------------------------------------------
@@ -509,3 +498,14 @@ def test_series_builders_match_the_scrape_shapes() -> None:
         "0+1.2x10",
         "0+5x10",
     ]
+
+
+def test_the_autoscaling_triggers_read_metrics_vllm_exports() -> None:
+    # vllm:kv_cache_usage_perc (and the queue's vllm:num_requests_waiting) are names the vLLM 0.33.0
+    # wheel registers (reference/upstream/vllm-0.33.0/metric-names.txt, read from its source,
+    # v1/metrics/loggers.py); the pre-0.12 vllm:gpu_cache_usage_perc is not.
+    names = vllm_metric_names("0.33.0")
+    for query in (kv_cache_usage_total(SCOPE), queue_depth(SCOPE)):
+        used = set(re.findall(r"vllm:[a-z_]+", query))
+        assert used and used <= names, query
+    assert "vllm:gpu_cache_usage_perc" not in names

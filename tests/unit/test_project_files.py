@@ -40,6 +40,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "image.registry",
     "cluster.secretsKmsKeyArn",
     "weights.kmsKeyArn",
+    "autoscaling.schedule",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",

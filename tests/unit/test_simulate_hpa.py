@@ -6,6 +6,9 @@ number below is computed by hand from the quoted text, never taken from the simu
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from deepseek_eks.automation.simulate.hpa import (
@@ -17,7 +20,11 @@ from deepseek_eks.automation.simulate.hpa import (
     pods_metric_replicas,
 )
 
-DEFAULTS = Behavior.from_spec(None)
+# An HPA with a behavior object and nothing in it: every API default filled in.
+DEFAULTS = Behavior.from_spec({})
+UPSTREAM = json.loads(
+    (Path(__file__).parents[2] / "reference/upstream/hpa-keda-controllers.json").read_text()
+)
 
 
 def running(*values: float | None) -> list[PodSample]:
@@ -59,6 +66,19 @@ def test_missing_pods_damp_scale_down() -> None:
     # 2 pods at 20 (target 100), 2 missing counted at the target: (20+20+100+100)/4 = 60 ->
     # ratio 0.6 -> ceil(0.6*4) = 3 (not ceil(0.2*2) = 1).
     assert pods_metric_replicas(4, running(20.0, 20.0, None, None), 100.0, DEFAULTS) == 3
+
+
+def test_deleting_pods_are_dropped_not_counted_at_zero() -> None:
+    # groupPods (v1.34.12): a pod with a deletionTimestamp is "ignored": its sample is removed and
+    # never re-added, unlike a Pending pod ("unready"), counted at 0 when scaling up.
+    assert "never re-added" in UPSTREAM["kubernetes"]["group_pods"]["deleting_or_failed"]
+    deleting = [*running(200.0, 200.0), PodSample("Running", deleting=True, value=0.0)]
+    deleting += [PodSample("Running", deleting=True)]
+    # Only the two live pods count: ratio 2.0 -> ceil(2.0 * 2) = 4.
+    assert pods_metric_replicas(2, deleting, 100.0, DEFAULTS) == 4
+    pending = [*running(200.0, 200.0), PodSample("Pending"), PodSample("Pending")]
+    # Pending pods at 0: (200 + 200 + 0 + 0) / 4 = 100 -> within tolerance: keep 2.
+    assert pods_metric_replicas(2, pending, 100.0, DEFAULTS) == 2
 
 
 def test_pending_pods_count_as_zero_only_when_scaling_up() -> None:
@@ -172,3 +192,27 @@ def test_keda_activation_and_cooldown() -> None:
     # "activationThreshold ... ignored when minReplicaCount >= 1": never to zero.
     keda = KedaActivation(min_replica_count=1, polling_interval_s=15, cooldown_s=300)
     assert keda.poll(10_000.0, 2, active=False) == 2
+
+
+# An HPA without spec.behavior takes normalizeDesiredReplicas (horizontal.go v1.34.12): no
+# per-period policies, one sync may go up to max(scaleUpLimitFactor x current,
+# scaleUpLimitMinimum); scale-down keeps the highest recommendation of the last 300 s.
+def test_no_behavior_takes_the_legacy_path() -> None:
+    legacy = UPSTREAM["kubernetes"]["legacy_path"]
+    factor, minimum = legacy["scaleUpLimitFactor"], legacy["scaleUpLimitMinimum"]
+    window = UPSTREAM["kubernetes"]["controller_flag_defaults"][
+        "HorizontalPodAutoscalerDownscaleStabilizationWindow_s"
+    ]
+    assert Behavior.from_spec(None).legacy and not DEFAULTS.legacy
+    hpa = HorizontalController(1, 100, Behavior.from_spec(None))
+    assert hpa.reconcile(0.0, 1, [50]) == int(max(factor * 1, minimum))  # 4, not 5 (defaulted)
+    assert hpa.reconcile(15.0, 4, [50]) == int(max(factor * 4, minimum))  # 8, not 12
+    assert hpa.reconcile(30.0, 8, [50]) == 16
+    # No per-period memory: the defaulted behavior would allow 4 pods or 100 % per 15 s too, but
+    # the legacy cap applies per sync, here from 16 straight to 32.
+    assert hpa.reconcile(45.0, 16, [50]) == 32
+    hpa = HorizontalController(1, 100, Behavior.from_spec(None))
+    assert hpa.reconcile(0.0, 6, [6]) == 6
+    assert hpa.reconcile(15.0, 6, [2]) == 6  # 6 was recommended within the window
+    assert hpa.reconcile(window - 1, 6, [2]) == 6
+    assert hpa.reconcile(window + 1, 6, [2]) == 2  # the 6 of t=0 aged out; nothing caps the step

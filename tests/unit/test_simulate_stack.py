@@ -109,8 +109,18 @@ def test_compare_is_reproducible_with_a_seed() -> None:
     assert [r.summary for r in first] == [r.summary for r in again] and rate == rate_again
     assert [r.summary for r in first] != [r.summary for r in other]
     labels = [r.summary.label for r in first]
-    assert labels[:3] == ["gpu-utilization", "queue-depth", "combined"]
-    assert len(labels) == 5  # plus the two reference guides' autoscalers
+    # DESIGN.md runs[]: the stack's own autoscaler, the other signals, the guides, the fixed
+    # fleets, the oracle.
+    assert labels[:6] == [
+        "prod: combined",
+        "gpu-utilization",
+        "queue-depth",
+        "kv-cache",
+        "guide:keda-queue",
+        "guide:hpa-gpu",
+    ]
+    assert labels[6] == "fixed:1" and all(x.startswith("fixed:") for x in labels[6:-1])
+    assert labels[-1] == "oracle"
 
 
 def test_csv_traces(tmp_path: Path) -> None:
@@ -139,9 +149,9 @@ def test_cli_compare_writes_table_and_json(tmp_path: Path, capsys: pytest.Captur
         cli.main(["--stack", "prod", "--compare", "--hours", "2", "--seed", "3", "--out", str(tmp_path)]) == 0
     )
     printed = capsys.readouterr().out
-    assert "guide: KEDA waiting>5" in printed and "$/M out tok" in printed
+    assert "guide:keda-queue" in printed and "$/M out tok" in printed
     report = json.loads((tmp_path / "prod.json").read_text())
-    assert report["seed"] == 3 and len(report["runs"]) == 5
+    assert report["seed"] == 3 and report["runs"][-1]["label"] == "oracle"
     assert "huggingface.co" in report["throughput_source"]
     png = tmp_path / "prod.png"
     try:

@@ -1,0 +1,110 @@
+"""The KV-cache and scheduled-floor signals as rendered: one KEDA ScaledObject (KEDA owns the HPA
+whenever a queue, KV-cache or schedule trigger is used), valid against the vendored KEDA CRD
+schema, cron trigger metadata exactly the keys KEDA's cron scaler reads, and read back by the
+simulator as the same autoscaler."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deepseek_eks import promql
+from deepseek_eks.automation.manifest_gate import check, schema_dir
+from deepseek_eks.automation.render import render
+from deepseek_eks.automation.simulate.stack import CRON, KV_TOTAL, autoscaler_from_objects
+from deepseek_eks.settings import SettingsError, parse_settings
+from tests.conftest import stack_config
+
+ROOT = Path(__file__).parents[2]
+CRON_FACTS = json.loads((ROOT / "reference/upstream/hpa-keda-controllers.json").read_text())["keda"][
+    "cron_scaler"
+]
+SCHEDULE = json.dumps(
+    [
+        {"start": "30 7 * * MON-FRI", "end": "0 19 * * MON-FRI", "timezone": "Europe/Paris", "replicas": 2},
+        {"start": "0 10 * * SAT", "end": "0 14 * * SAT", "replicas": 1},
+    ]
+)
+
+
+def _objects(**overrides: str) -> tuple[list[dict], str]:
+    config = stack_config("dev", **overrides)
+    version = parse_settings(config.values, config.secret_keys, config.stack).kubernetes_version
+    return render(config).objects(), version
+
+
+@pytest.fixture(scope="module")
+def kv_and_schedule() -> tuple[list[dict], str]:
+    return _objects(autoscaling__signal="kv-cache", autoscaling__schedule=SCHEDULE)
+
+
+def test_kv_cache_and_schedule_render_one_valid_scaled_object(kv_and_schedule) -> None:
+    objects, version = kv_and_schedule
+    kinds = [o["kind"] for o in objects]
+    assert kinds.count("ScaledObject") == 1 and "HorizontalPodAutoscaler" not in kinds
+    scaled = next(o for o in objects if o["kind"] == "ScaledObject")
+    assert check(scaled, version, schema_dir()) == []
+    kv, first, second = scaled["spec"]["triggers"]
+    assert kv["type"] == "prometheus" and promql.VLLM_KV_CACHE_USAGE in kv["metadata"]["query"]
+    assert float(kv["metadata"]["threshold"]) == 0.85
+    for trigger in (first, second):
+        assert trigger["type"] == "cron"
+        assert sorted(trigger["metadata"]) == sorted(CRON_FACTS["metadata"])
+    assert first["metadata"]["timezone"] == "Europe/Paris" and first["metadata"]["desiredReplicas"] == "2"
+    assert second["metadata"]["timezone"] == "UTC"  # the default
+
+
+def test_the_simulator_reads_the_rendered_triggers(kv_and_schedule) -> None:
+    objects, _ = kv_and_schedule
+    spec = autoscaler_from_objects(objects, "kv-cache")
+    assert [m.measures for m in spec.metrics] == [KV_TOTAL, CRON, CRON]
+    assert spec.metrics[1].schedule is not None and spec.metrics[1].schedule.replicas == 2
+
+
+def test_a_schedule_alone_puts_keda_in_charge_of_gpu_utilization() -> None:
+    objects, version = _objects(autoscaling__schedule=SCHEDULE)  # dev: gpu-utilization
+    scaled = [o for o in objects if o["kind"] == "ScaledObject"]
+    assert len(scaled) == 1 and not [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    types = [t["type"] for t in scaled[0]["spec"]["triggers"]]
+    assert types == ["prometheus", "cron", "cron"]
+    assert promql.DCGM_GPU_UTIL in scaled[0]["spec"]["triggers"][0]["metadata"]["query"]
+    assert check(scaled[0], version, schema_dir()) == []
+
+
+def test_bad_schedule_and_kv_target_are_reported_together_with_their_keys() -> None:
+    bad = json.dumps(
+        [
+            {"start": "0 25 * * *", "end": "0 18 * *", "timezone": "Mars/Olympus", "replicas": 2},
+            {"start": "0 8 * * *", "end": "0 18 * * *", "replicas": 0},
+        ]
+    )
+    config = stack_config(
+        "dev",
+        autoscaling__schedule=bad,
+        autoscaling__targetKvCacheUsage="1.0",
+        autoscaling__signal="kv-cache",
+    )
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(config.values, config.secret_keys, config.stack)
+    text = str(caught.value)
+    for key, why in [
+        ("autoscaling.schedule[0].start", "hour '25' is outside 0-23"),
+        ("autoscaling.schedule[0].end", "expected 5"),
+        ("autoscaling.schedule[0].timezone", "unknown time zone 'Mars/Olympus'"),
+        ("autoscaling.schedule[1].replicas", "greater than or equal to 1"),
+        ("autoscaling.targetKvCacheUsage", "less than 1"),
+    ]:
+        assert f"deepseek-eks:{key}" in text and why in text, key
+
+
+def test_component_users_set_the_same_settings_in_python_spelling() -> None:
+    from deepseek_eks.components.service import service_settings
+
+    floor = {"start": "0 8 * * *", "end": "0 18 * * *", "replicas": 2}
+    args = {"autoscaling": {"signal": "kv-cache", "target_kv_cache_usage": 0.8, "schedule": [floor]}}
+    auto = service_settings(args, "dev").autoscaling  # type: ignore[arg-type]
+    assert auto.target_kv_cache_usage == 0.8 and auto.schedule and auto.schedule[0].timezone == "UTC"
+    with pytest.raises(SettingsError, match=r'autoscaling=\{"schedule": \.\.\.\}\[0\]\.start'):
+        service_settings({"autoscaling": {"schedule": [{**floor, "start": "0 28 * * *"}]}}, "dev")  # type: ignore[arg-type]

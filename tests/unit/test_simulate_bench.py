@@ -1,0 +1,66 @@
+"""The benchmark's judging and page rewriting (the benchmark itself is not a timed test):
+"beats" as DESIGN.md defines it, issue 22's goal, and the generated section between markers."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from deepseek_eks.automation.simulate.bench import BEGIN, END, rewrite
+from deepseek_eks.automation.simulate.run import Summary, beats, goal_misses
+
+BASE = Summary(
+    label="x",
+    autoscaler="",
+    requests=100,
+    completed=100,
+    rejected=0,
+    cut=0,
+    in_flight=0,
+    p50_ttft_s=0.1,
+    p95_ttft_s=0.1,
+    p95_queue_wait_s=0.0,
+    ttft_slo_attainment=0.99,
+    queue_slo_attainment=1.0,
+    mean_replicas=1.0,
+    peak_replicas=1,
+    gpu_hours=100.0,
+    gpu_utilization=0.5,
+    cost_usd=1.0,
+    usd_per_million_output_tokens=1.0,
+    output_tokens=1,
+)
+
+
+def run(label: str, attainment: float, gpu_hours: float) -> Summary:
+    return replace(BASE, label=label, ttft_slo_attainment=attainment, gpu_hours=gpu_hours)
+
+
+def test_beats_is_more_requests_for_no_more_gpu_hours_or_as_many_for_fewer() -> None:
+    assert beats(run("a", 0.99, 100), run("b", 0.98, 100))
+    assert beats(run("a", 0.99, 90), run("b", 0.99, 100))
+    assert not beats(run("a", 0.99, 100), run("b", 0.99, 100))  # a tie beats nobody
+    assert not beats(run("a", 1.0, 101), run("b", 0.9, 100))  # better but dearer
+
+
+def test_goal_misses_name_every_shortfall() -> None:
+    oracle = run("oracle", 0.995, 100)
+    guides = [run("guide:keda-queue", 0.5, 200), run("guide:hpa-gpu", 0.985, 140)]
+    assert goal_misses(run("own", 0.99, 130), oracle, guides) == []
+    misses = goal_misses(run("own", 0.98, 131), oracle, guides)
+    assert misses == [
+        "SLO met for 98.0% < 99%",
+        "1.31x the oracle's GPU-hours > 1.3x",
+        "does not beat guide:hpa-gpu",
+    ]
+
+
+def test_rewrite_replaces_only_the_generated_section(tmp_path: Path) -> None:
+    doc = tmp_path / "page.md"
+    doc.write_text(f"# Title\n\nprose\n\n{BEGIN}\nold tables\n{END}\n\nafter\n")
+    rewrite(doc, f"{BEGIN}\nnew tables\n{END}")
+    assert doc.read_text() == f"# Title\n\nprose\n\n{BEGIN}\nnew tables\n{END}\n\nafter\n"
+    fresh = tmp_path / "fresh.md"
+    fresh.write_text("# Only prose\n")
+    rewrite(fresh, f"{BEGIN}\nt\n{END}")
+    assert fresh.read_text().endswith(f"{BEGIN}\nt\n{END}\n") and "# Only prose" in fresh.read_text()
