@@ -1177,7 +1177,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             Problem(
                 f"{p}autoscaling.minReplicas",
                 0,
-                "0 needs autoscaling.signal queue-depth or combined: with gpu-utilization "
+                "0 needs autoscaling.signal queue-depth, combined or kv-cache: with gpu-utilization "
                 "no pod is left to report the metric that would scale back up",
             )
         )
