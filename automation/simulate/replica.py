@@ -182,10 +182,11 @@ class ReplicaModel:
             plan_limits(plan).max_num_batched_tokens,
         )
 
-    def step_seconds(self, seqs: int, tokens: int, context_tokens: int) -> float:
-        """One engine step over ``seqs`` sequences scheduling ``tokens`` tokens in all."""
+    def step_seconds(self, seqs: int, tokens: int, context_tokens: float, attention_tokens: float) -> float:
+        """One engine step over ``seqs`` sequences scheduling ``tokens`` tokens that read
+        ``context_tokens`` cached tokens and attend over ``attention_tokens`` pairs."""
         if self.hardware is not None:
-            return step_seconds(self.hardware, tokens, context_tokens)
+            return step_seconds(self.hardware, tokens, context_tokens, attention_tokens)
         return 1.0 / self.curve.per_sequence(max(1, seqs))
 
     def saturated_tokens_per_s(self) -> float:

@@ -80,13 +80,18 @@ def test_mean_queue_wait_matches_erlang_c(servers: int) -> None:
 
 
 def test_batching_curve_sets_the_decode_rate() -> None:
-    # Two requests decoding together on a curve that gives 30 tok/s for 2 sequences (15 each).
+    # A curve of 20 tok/s for 1 sequence and 30 for 2: a step lasts 1/20 s alone, 1/15 s for two.
+    # vLLM steps are discrete: A arrives first and its prefill step (alone, 0.05 s) is in flight
+    # when B arrives, so B joins at the next step. A's token k comes at step k: steps 2..150 run
+    # both (149 x 1/15 s); B's 150th token comes at step 151, alone again (0.05 s).
     curve_config = fixed_config(
         2, 20.0, replica=ReplicaModel(ThroughputCurve(((1, 20.0), (2, 30.0)), "t"), 2, NO_LIMIT, NO_LIMIT)
     )
     trace = [Request(0.0, 10, 150), Request(0.0, 10, 150)]
     out = Simulation(curve_config, trace, 100.0, "pair").run()
-    assert out.e2e == pytest.approx([10.0, 10.0])  # 150 tokens at 15 tok/s
+    a_done = 0.05 + 149 / 15
+    assert out.e2e == pytest.approx([a_done, a_done + 0.05])
+    assert out.ttft == pytest.approx([0.05, 0.05 + 1 / 15])
     assert out.output_tokens == 300
 
 
