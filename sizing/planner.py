@@ -43,6 +43,15 @@ from .memory import (
 )
 from .nodes import PodRoom, pod_room
 from .overhead import runtime_overhead
+from .performance import (
+    PLAN_OUTPUT_TOKENS,
+    PLAN_PROMPT_TOKENS,
+    SchedulerLimits,
+    SteadyState,
+    default_max_num_batched_tokens,
+    hardware,
+    steady_state,
+)
 
 VLLM_PORT = 8000
 
@@ -116,6 +125,13 @@ STARTUP_MARGIN = 1.5
 MIN_STARTUP_S = 300
 # Scheduling retries, a spot capacity miss and a second instance type on top of a cold start.
 ROLLOUT_SLACK_S = 300
+
+
+def planned_max_num_seqs(kv_cache_tokens: int, min_full_length_sequences: int = 1) -> int:
+    """The plan's ``--max-num-seqs``: as many typical reasoning sequences as the KV cache holds,
+    within vLLM's default ceiling, never below the full-length sequences the cache must hold."""
+    by_budget = kv_cache_tokens // TYPICAL_SEQUENCE_TOKENS
+    return max(min_full_length_sequences, min(MAX_NUM_SEQS_CEILING, by_budget), 1)
 
 
 class PlanError(ValueError):
@@ -240,8 +256,25 @@ class SizingPlan:
 
     @property
     def max_num_seqs(self) -> int:
-        by_budget = self.kv_cache_tokens // TYPICAL_SEQUENCE_TOKENS
-        return max(self.request.min_full_length_sequences, min(MAX_NUM_SEQS_CEILING, by_budget), 1)
+        return planned_max_num_seqs(self.kv_cache_tokens, self.request.min_full_length_sequences)
+
+    @property
+    def saturation(self) -> SteadyState:
+        """One replica at ``max_num_seqs`` streams of the planning lengths (replica model)."""
+        fit = self.chosen
+        hw = hardware(self.model, self.quantization, fit.instance, fit.tensor_parallel, fit.pipeline_parallel)
+        inst = fit.instance
+        limits = SchedulerLimits(
+            self.max_num_seqs,
+            default_max_num_batched_tokens(inst.cuda_memory_mib, inst.gpu_model),
+            self.kv_cache_tokens,
+        )
+        return steady_state(hw, limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS)
+
+    @property
+    def usd_per_million_output_tokens(self) -> float:
+        """The replica's hourly price over what it emits in an hour at saturation."""
+        return self.replica_hourly_usd / (self.saturation.output_tokens_per_second * 3600) * 1e6
 
     @property
     def repository(self) -> str | None:
@@ -429,7 +462,25 @@ class SizingPlan:
             "hourly_usd_at_min": round(self.chosen.replica_usd_per_hour * r.min_replicas, 4),
             "hourly_usd_at_max": round(self.chosen.replica_usd_per_hour * r.max_replicas, 4),
             "price_source": self.price_source,
+            **self._throughput_fields(),
             "warnings": list(self.warnings),
+        }
+
+    def _throughput_fields(self) -> dict:
+        sat = self.saturation
+        return {
+            "output_tokens_per_second": round(sat.output_tokens_per_second, 1),
+            "requests_per_second": round(sat.requests_per_second, 4),
+            "usd_per_million_output_tokens": round(self.usd_per_million_output_tokens, 3),
+            "ttft_s": round(sat.ttft_s, 3),
+            "itl_s": round(sat.itl_s, 4),
+            "throughput_basis": {
+                "concurrency": sat.concurrency,
+                "prompt_tokens": PLAN_PROMPT_TOKENS,
+                "output_tokens": PLAN_OUTPUT_TOKENS,
+                "preempted": sat.preempted,
+                "model": "sizing/performance.py steady_state at max_num_seqs",
+            },
         }
 
 
@@ -462,12 +513,17 @@ def _gib(b: float) -> str:
 
 
 def evaluate(
-    model: ModelSpec, quantization: Quantization, instance: InstanceType, request: PlanRequest
+    model: ModelSpec,
+    quantization: Quantization,
+    instance: InstanceType,
+    request: PlanRequest,
+    tensor_parallel: int | None = None,
 ) -> Fit | Rejection:
-    """Can one replica of ``model`` run on ``instance``? A Fit with its numbers, or why not."""
+    """Can one replica of ``model`` run on ``instance``, on ``tensor_parallel`` of its GPUs (default
+    all)? A Fit with its numbers, or why not."""
     q = quantization.resolve(model)
     arch = instance.arch
-    gpus = f"{instance.gpu_count}x {instance.gpu_model}"
+    gpus = f"{tensor_parallel or instance.gpu_count}x {instance.gpu_model}"
     if instance.offered_in_region.get(request.region, True) is False:
         return Rejection(instance, f"{instance.name} is not offered in {request.region}")
     price = _price(instance, request.region)
@@ -480,7 +536,7 @@ def evaluate(
         return Rejection(instance, f"{arch.name} has no native FP8 kernels (compute capability {cc} < 8.9)")
     if q is Quantization.AWQ_INT4 and not arch.awq:
         return Rejection(instance, f"{arch.name} cannot run AWQ kernels (compute capability {cc} < 7.5)")
-    tp = instance.gpu_count
+    tp = tensor_parallel or instance.gpu_count
     refusal = tensor_parallel_refusal(model, tp, q)
     if refusal:
         return Rejection(
