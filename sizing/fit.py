@@ -1,7 +1,8 @@
 """Fit the replica model's efficiencies to published measurements, and report its error on them.
 
 ``python -m sizing.fit`` searches the four efficiencies (bandwidth, compute, per-step overhead,
-all-reduce latency) that minimise the squared log error of the model's output tokens/s over
+all-reduce latency) that minimise the absolute log error (robust to one outlying source) of the
+model's output tokens/s over
 ``sizing/data/measurements.json`` and writes them to ``sizing/data/efficiency.json``.
 ``python -m sizing.bench [--json]`` prints the model's error on every point (a report, not a test).
 A user's load-test calibration is fitted the same way (``fit_points``) and overrides the bundle.
@@ -113,30 +114,34 @@ def predicted(point: Point, eff: Efficiencies) -> float:
 
 
 def _loss(points: Sequence[Point], eff: Efficiencies) -> float:
-    return sum(math.log(predicted(p, eff) / p.measured) ** 2 for p in points)
+    return sum(abs(math.log(predicted(p, eff) / p.measured)) for p in points)
+
+
+def _eff(v: Sequence[float], source: str) -> Efficiencies:
+    return Efficiencies(v[0], v[1], v[2], v[3], source)
 
 
 def fit_points(points: Sequence[Point], source: str, start: Efficiencies | None = None) -> Efficiencies:
-    """The grid efficiencies with the least squared log error over ``points`` (coordinate descent
+    """The grid efficiencies with the least absolute log error over ``points`` (coordinate descent
     from the coarse grid's best, so a handful of points still gives a stable answer)."""
     if not points:
         raise PerformanceError("no measurements to fit")
     grids = (BANDWIDTH_GRID, COMPUTE_GRID, OVERHEAD_GRID, ALLREDUCE_GRID)
     best = start or Efficiencies(0.7, 0.5, 0.004, 2e-5, source)
     values = [best.bandwidth, best.compute, best.step_overhead_s, best.allreduce_latency_s]
-    best_loss = _loss(points, Efficiencies(*values, source))
+    best_loss = _loss(points, _eff(values, source))
     for _ in range(4):
         improved = False
         for i, grid in enumerate(grids):
             for v in grid:
                 trial = list(values)
                 trial[i] = v
-                loss = _loss(points, Efficiencies(*trial, source))
+                loss = _loss(points, _eff(trial, source))
                 if loss < best_loss - 1e-12:
                     best_loss, values, improved = loss, trial, True
         if not improved:
             break
-    return Efficiencies(*values, source)
+    return _eff(values, source)
 
 
 def report(points: Iterable[Point], eff: Efficiencies) -> list[dict]:
@@ -165,7 +170,7 @@ def fit_main(argv: list[str] | None = None) -> int:
     points = bundled_points(start)
     source = (
         f"fit to the {len(points)} points of sizing/data/measurements.json by python -m sizing.fit "
-        "(least squared log error of output tokens/s), dense and MoE models separately"
+        "(least absolute log error of output tokens/s), dense and MoE models separately"
     )
     doc: dict = {"source": source}
     for kind in ("dense", "moe"):
