@@ -31,7 +31,8 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
     lines = [
         f"variant        {d['variant']} ({d['quantization']}, {d['repository'] or 'repository not set'})",
         f"instance type  {d['instance_type']}{nodes}: {d['gpus_per_replica']}x {d['gpu_model']}, "
-        f"TP {d['tensor_parallel_size']} PP {d['pipeline_parallel_size']}",
+        f"TP {d['tensor_parallel_size']} PP {d['pipeline_parallel_size']}"
+        + (f", {d['replicas_per_node']} replicas per node" if d["replicas_per_node"] > 1 else ""),
         f"node pool      {', '.join(d['instance_types'])}",
         f"memory         weights {d['weights_gib']} GiB, KV cache {d['kv_cache_gib']} GiB = "
         f"{d['kv_cache_tokens']:,} tokens (max-model-len {d['max_model_len']:,})",

@@ -65,6 +65,9 @@ SCRATCH_GIB = 10
 MIN_POD_MILLICORES = 2000
 MIN_POD_MEMORY_MIB = 8 * 1024
 
+# Tensor-parallel sizes tried below a node's GPU count (replicas packed onto one node).
+PACKED_TP_SIZES = (1, 2, 4)
+
 # Pipeline stages tried for multi-node models; 4 x 8-GPU nodes already exceeds any R1 need.
 MAX_PIPELINE_STAGES = 4
 
@@ -182,6 +185,8 @@ class Fit:
     overhead_per_gpu: int = 0
     load_peak_per_gpu: int = 0
     overhead_calibrated: bool = False
+    # Replicas sharing one node when a replica uses fewer GPUs than the node has (packing).
+    replicas_per_node: int = 1
 
     @property
     def nodes(self) -> int:
@@ -189,7 +194,19 @@ class Fit:
 
     @property
     def replica_usd_per_hour(self) -> float:
-        return self.node_usd_per_hour * self.nodes
+        """A replica's share of its nodes: the GPUs it takes out of the node's."""
+        return self.node_usd_per_hour * self.nodes / self.replicas_per_node
+
+    def nodes_for(self, replicas: int) -> int:
+        """Nodes that ``replicas`` replicas occupy, packed ``replicas_per_node`` to a node."""
+        return math.ceil(replicas / self.replicas_per_node) * self.nodes
+
+    @property
+    def room(self) -> PodRoom:
+        """CPU and memory one replica's pod may request: its share of what the node leaves."""
+        room = pod_room(self.instance)
+        k = self.replicas_per_node
+        return PodRoom(room.millicores // k, room.memory_mib // k)
 
     @property
     def args_key(self) -> tuple[int, int, str]:
@@ -459,8 +476,13 @@ class SizingPlan:
             "min_replicas": r.min_replicas,
             "max_replicas": r.max_replicas,
             "replica_hourly_usd": self.replica_hourly_usd,
-            "hourly_usd_at_min": round(self.chosen.replica_usd_per_hour * r.min_replicas, 4),
-            "hourly_usd_at_max": round(self.chosen.replica_usd_per_hour * r.max_replicas, 4),
+            "replicas_per_node": self.chosen.replicas_per_node,
+            "hourly_usd_at_min": round(
+                self.chosen.node_usd_per_hour * self.chosen.nodes_for(r.min_replicas), 4
+            ),
+            "hourly_usd_at_max": round(
+                self.chosen.node_usd_per_hour * self.chosen.nodes_for(r.max_replicas), 4
+            ),
             "price_source": self.price_source,
             **self._throughput_fields(),
             "warnings": list(self.warnings),
@@ -537,17 +559,22 @@ def evaluate(
     if q is Quantization.AWQ_INT4 and not arch.awq:
         return Rejection(instance, f"{arch.name} cannot run AWQ kernels (compute capability {cc} < 7.5)")
     tp = tensor_parallel or instance.gpu_count
+    packed = instance.gpu_count // tp
     refusal = tensor_parallel_refusal(model, tp, q)
     if refusal:
+        what = f"has {tp} GPUs" if packed == 1 else f"on {tp} of its GPUs"
         return Rejection(
-            instance, f"{instance.name} has {tp} GPUs, not a tensor-parallel size vLLM accepts: {refusal}"
+            instance, f"{instance.name} {what}, not a tensor-parallel size vLLM accepts: {refusal}"
         )
-    room = pod_room(instance)
+    node_room = pod_room(instance)
+    room = PodRoom(node_room.millicores // packed, node_room.memory_mib // packed)
     if room.millicores < MIN_POD_MILLICORES or room.memory_mib < MIN_POD_MEMORY_MIB:
-        return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod")
+        share = "" if packed == 1 else f" ({packed} replicas per node)"
+        return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod{share}")
     budget = budget_bytes_per_gpu(instance.cuda_memory_mib, request.gpu_memory_utilization)
     exposed = instance.cuda_memory_mib * 1024**2
-    stages = range(1, MAX_PIPELINE_STAGES + 1) if model.moe and instance.efa_supported else (1,)
+    multi_node = model.moe and instance.efa_supported and packed == 1
+    stages = range(1, MAX_PIPELINE_STAGES + 1) if multi_node else (1,)
     reason = ""
     for pp in stages:
         weights = weight_bytes_per_gpu(model, q, tp, pp)
@@ -585,7 +612,18 @@ def evaluate(
         # (vllm/config/model.py ``_resolve_auto_dtype``); the plan states it explicitly.
         dtype = "bfloat16" if arch.bf16 else "float16"
         return Fit(
-            instance, tp, pp, dtype, weights, free, tokens, price, overhead, load_peak, measured is not None
+            instance,
+            tp,
+            pp,
+            dtype,
+            weights,
+            free,
+            tokens,
+            price,
+            overhead,
+            load_peak,
+            measured is not None,
+            packed,
         )
     return Rejection(instance, reason)
 
@@ -641,8 +679,26 @@ def _fits(
     rejections: list[Rejection] = []
     for instance in catalog.in_families(request.families):
         outcome = evaluate(model, q, instance, request)
-        (fits if isinstance(outcome, Fit) else rejections).append(outcome)  # type: ignore[arg-type]
-    fits.sort(key=lambda f: (f.replica_usd_per_hour, f.instance.name))
+        # Packing: a replica on 1, 2 or 4 of a multi-GPU node's GPUs, several replicas per node.
+        smaller = [t for t in PACKED_TP_SIZES if t < instance.gpu_count and instance.gpu_count % t == 0]
+        tries = [evaluate(model, q, instance, request, t) for t in smaller]
+        packed = [f for f in tries if isinstance(f, Fit)]
+        if isinstance(outcome, Fit):
+            fits.append(outcome)
+        elif not packed:
+            # The whole node's reason, and why fewer of its GPUs would not serve either.
+            fewer = [r.reason for r in tries if isinstance(r, Rejection)][-1:]
+            rejections.append(Rejection(instance, "; ".join([outcome.reason, *fewer])))
+        fits += packed
+    # Cheapest for the replicas it may run: a packed node is cheaper only when enough replicas
+    # share it (at maxReplicas); then per replica.
+    fits.sort(
+        key=lambda f: (
+            f.node_usd_per_hour * f.nodes_for(request.max_replicas),
+            f.replica_usd_per_hour,
+            f.instance.name,
+        )
+    )
     return fits, rejections
 
 
@@ -665,8 +721,12 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         reasons = tuple(_family_reason(f, rejections) for f in request.families)
         return Infeasible(request, reasons, tuple(suggest(request, catalog)))
     chosen = fits[0]
-    pool = tuple(f for f in fits if f.args_key == chosen.args_key)
-    rooms = [pod_room(f.instance) for f in pool]
+    # The node pool runs one set of vLLM arguments and one packing (a pool type that packed a
+    # different number of replicas per node would give the pod other CPU/RAM requests).
+    pool = tuple(
+        f for f in fits if f.args_key == chosen.args_key and f.replicas_per_node == chosen.replicas_per_node
+    )
+    rooms = [f.room for f in pool]
     room = PodRoom(min(r.millicores for r in rooms), min(r.memory_mib for r in rooms))
     warnings = []
     if request.weights_source == "huggingface" and download_bytes(model, q) > 200 * GIB:
@@ -779,7 +839,13 @@ def _precision_warnings(model: ModelSpec, q: Quantization, fit: Fit) -> list[str
 def _describe(fit: Fit) -> str:
     i = fit.instance
     nodes = f" x {fit.nodes} nodes" if fit.nodes > 1 else ""
-    return f"{i.name} ({i.gpu_count}x {i.gpu_model}{nodes}, ${fit.replica_usd_per_hour:.2f}/h per replica)"
+    packed = (
+        f", {fit.replicas_per_node} replicas of TP {fit.tensor_parallel} per node"
+        if fit.replicas_per_node > 1
+        else ""
+    )
+    price = f"${fit.replica_usd_per_hour:.2f}/h per replica"
+    return f"{i.name} ({i.gpu_count}x {i.gpu_model}{nodes}{packed}, {price})"
 
 
 def _with(request: PlanRequest, **changes) -> PlanRequest:
