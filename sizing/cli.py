@@ -129,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         from .calibration import main as calibrate
 
         return calibrate(argv[1:])
+    if argv[:1] == ["capacity"]:
+        from .capacity import main as capacity
+
+        return capacity(argv[1:])
     if argv[:1] == ["throughput"]:
         from .throughput import main as throughput
 

@@ -46,6 +46,7 @@ from .overhead import runtime_overhead
 from .performance import (
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
+    Hardware,
     SchedulerLimits,
     SteadyState,
     default_max_num_batched_tokens,
@@ -276,17 +277,29 @@ class SizingPlan:
         return planned_max_num_seqs(self.kv_cache_tokens, self.request.min_full_length_sequences)
 
     @property
-    def saturation(self) -> SteadyState:
-        """One replica at ``max_num_seqs`` streams of the planning lengths (replica model)."""
+    def hardware(self) -> Hardware:
+        """The replica model's view of the chosen type's GPUs."""
         fit = self.chosen
-        hw = hardware(self.model, self.quantization, fit.instance, fit.tensor_parallel, fit.pipeline_parallel)
-        inst = fit.instance
-        limits = SchedulerLimits(
+        return hardware(
+            self.model, self.quantization, fit.instance, fit.tensor_parallel, fit.pipeline_parallel
+        )
+
+    @property
+    def scheduler_limits(self) -> SchedulerLimits:
+        """vLLM's limits for the plan: its max-num-seqs and KV cache, vLLM's default token budget."""
+        inst = self.chosen.instance
+        return SchedulerLimits(
             self.max_num_seqs,
             default_max_num_batched_tokens(inst.cuda_memory_mib, inst.gpu_model),
             self.kv_cache_tokens,
         )
-        return steady_state(hw, limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS)
+
+    @property
+    def saturation(self) -> SteadyState:
+        """One replica at ``max_num_seqs`` streams of the planning lengths (replica model)."""
+        return steady_state(
+            self.hardware, self.scheduler_limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS
+        )
 
     @property
     def usd_per_million_output_tokens(self) -> float:
