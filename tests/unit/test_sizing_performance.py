@@ -136,3 +136,20 @@ def test_kv_cache_limits_the_running_batch_and_flags_preemption() -> None:
     state = steady_state(hw, limits, 50, 500, 1000)
     assert state.running == 10 and state.limited_by == "kv_cache"
     assert state.preempted  # 10 x 1,500 tokens at the end outgrow 10,080
+
+
+def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
+    from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve, published_curve
+    from deepseek_eks.sizing.planner import plan
+
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    d = sized.to_dict()
+    bundled = ReplicaModel.from_plan(d, published_curve(d))
+    # A measured replica at half the bundled model's rate at every concurrency.
+    slow = ThroughputCurve(tuple((c, t / 2) for c, t in published_curve(d).points), "measured: half.json")
+    calibrated = ReplicaModel.from_plan(d, slow)
+    assert calibrated.hardware is not None and calibrated.hardware.efficiencies.source.startswith(
+        "calibrated"
+    )
+    ratio = calibrated.saturated_tokens_per_s() / bundled.saturated_tokens_per_s()
+    assert 0.4 < ratio < 0.65
