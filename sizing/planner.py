@@ -1,14 +1,17 @@
 """Turn a variant and the allowed GPU families into a sizing plan, or say why none exists.
 
 The rules, in order:
-- one vLLM replica per node group; tensor parallelism uses every GPU of a node (no idle GPUs
-  are paid for), so an instance type is a candidate only when its GPU count is a valid TP size;
+- a replica uses every GPU of a node, or (packing) 1, 2 or 4 of them with ``gpu_count / TP``
+  replicas sharing the node, each pod requesting its share of the node's CPU and memory; the TP
+  size must be one vLLM accepts for the model;
 - pipeline parallelism across nodes only for MoE models (r1-671b) when one node cannot hold them,
   and only on EFA-capable types;
 - a type is feasible when its GPUs hold the weights and a KV cache of
   ``max_model_len x min_full_length_sequences`` tokens within ``gpu_memory_utilization``;
-- the plan takes the cheapest feasible type; the node pool admits every feasible type that runs
-  the same vLLM arguments (same TP, PP and dtype), cheapest first.
+- the plan takes the feasible type cheapest for ``max_replicas`` replicas (whole nodes), then per
+  replica (a packed replica costs its GPU share); the node pool admits every feasible type that runs
+  the same vLLM arguments (same TP, PP and dtype) with the same packing, cheapest first;
+- the plan's throughput figures come from the replica model (sizing/performance.py).
 """
 
 from __future__ import annotations
