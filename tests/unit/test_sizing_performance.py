@@ -153,3 +153,18 @@ def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
     )
     ratio = calibrated.saturated_tokens_per_s() / bundled.saturated_tokens_per_s()
     assert 0.4 < ratio < 0.65
+
+
+@pytest.mark.parametrize("variant", list(model_catalog()))
+def test_every_plan_the_planner_accepts_can_be_simulated(variant: str) -> None:
+    from deepseek_eks.automation.simulate.replica import ReplicaModel, published_curve
+    from deepseek_eks.sizing.planner import plan
+
+    families = tuple(instance_catalog().families)
+    for family in families:
+        sized = plan(PlanRequest(variant, (family,), max_model_len=8192))
+        if not sized.feasible:
+            continue
+        d = sized.to_dict()
+        model = ReplicaModel.from_plan(d, published_curve(d))
+        assert model.saturated_tokens_per_s() == pytest.approx(d["output_tokens_per_second"], rel=0.01)
