@@ -1,11 +1,11 @@
 """Fit the replica model's efficiencies to published measurements, and report its error on them.
 
-``python -m sizing.fit`` searches the four efficiencies (bandwidth, compute, per-step overhead,
-all-reduce latency) that minimise the absolute log error (robust to one outlying source) of the
-model's output tokens/s over
-``sizing/data/measurements.json`` and writes them to ``sizing/data/efficiency.json``.
-``python -m sizing.bench [--json]`` prints the model's error on every point (a report, not a test).
-A user's load-test calibration is fitted the same way (``fit_points``) and overrides the bundle.
+``python -m sizing.fit`` searches the five efficiencies (bandwidth, compute, per-step overhead,
+all-reduce latency, per-sequence host cost) that minimise the absolute log error of the model's
+output tokens/s (robust to one outlying source) over ``sizing/data/measurements.json`` and writes
+them to ``sizing/data/efficiency.json``. ``python -m sizing.bench [--json]`` prints the model's
+error on every point (a report, not a test). A user's load-test calibration is fitted the same
+way (``fit_points``) and overrides the bundle.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ BANDWIDTH_GRID = tuple(x / 100 for x in range(30, 101, 5))
 COMPUTE_GRID = tuple(x / 100 for x in range(5, 91, 5))
 OVERHEAD_GRID = tuple(x / 1000 for x in (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30))
 ALLREDUCE_GRID = tuple(x * 1e-6 for x in (0, 5, 10, 20, 40, 60, 80))
+PER_SEQUENCE_GRID = tuple(x * 1e-6 for x in (0, 25, 50, 100, 150, 200, 300, 400, 600))
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def _loss(points: Sequence[Point], eff: Efficiencies) -> float:
 
 
 def _eff(v: Sequence[float], source: str) -> Efficiencies:
-    return Efficiencies(v[0], v[1], v[2], v[3], source)
+    return Efficiencies(v[0], v[1], v[2], v[3], source, v[4])
 
 
 def fit_points(points: Sequence[Point], source: str, start: Efficiencies | None = None) -> Efficiencies:
@@ -126,9 +127,15 @@ def fit_points(points: Sequence[Point], source: str, start: Efficiencies | None 
     from the coarse grid's best, so a handful of points still gives a stable answer)."""
     if not points:
         raise PerformanceError("no measurements to fit")
-    grids = (BANDWIDTH_GRID, COMPUTE_GRID, OVERHEAD_GRID, ALLREDUCE_GRID)
+    grids = (BANDWIDTH_GRID, COMPUTE_GRID, OVERHEAD_GRID, ALLREDUCE_GRID, PER_SEQUENCE_GRID)
     best = start or Efficiencies(0.7, 0.5, 0.004, 2e-5, source)
-    values = [best.bandwidth, best.compute, best.step_overhead_s, best.allreduce_latency_s]
+    values = [
+        best.bandwidth,
+        best.compute,
+        best.step_overhead_s,
+        best.allreduce_latency_s,
+        best.per_sequence_s,
+    ]
     best_loss = _loss(points, _eff(values, source))
     for _ in range(4):
         improved = False
@@ -181,6 +188,7 @@ def fit_main(argv: list[str] | None = None) -> int:
             "compute": eff.compute,
             "step_overhead_s": eff.step_overhead_s,
             "allreduce_latency_s": round(eff.allreduce_latency_s, 7),
+            "per_sequence_s": round(eff.per_sequence_s, 7),
             "points": len(own),
         }
     text = json.dumps(doc, indent=2) + "\n"

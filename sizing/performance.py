@@ -74,6 +74,8 @@ class Efficiencies:
     step_overhead_s: float
     allreduce_latency_s: float
     source: str = "fit"
+    # Host work that grows with the batch (scheduling, sampling, detokenizing each sequence).
+    per_sequence_s: float = 0.0
 
 
 @cache
@@ -112,7 +114,12 @@ def fitted_efficiencies(kind: str = "dense") -> Efficiencies:
     data = _read("efficiency.json")
     e = data[kind]
     return Efficiencies(
-        e["bandwidth"], e["compute"], e["step_overhead_s"], e["allreduce_latency_s"], data["source"]
+        e["bandwidth"],
+        e["compute"],
+        e["step_overhead_s"],
+        e["allreduce_latency_s"],
+        data["source"],
+        e.get("per_sequence_s", 0.0),
     )
 
 
@@ -234,24 +241,31 @@ def _stage_time(
 
 
 def step_seconds(
-    hw: Hardware, tokens: int, context_tokens: float, attention_tokens: float | None = None
+    hw: Hardware,
+    tokens: int,
+    context_tokens: float,
+    attention_tokens: float | None = None,
+    seqs: int | None = None,
 ) -> float:
     """Seconds of one engine step scheduling ``tokens`` tokens (one per decoding sequence, plus the
     prefill chunks) that read ``context_tokens`` cached tokens' KV in all. ``attention_tokens``:
     the (token, context) pairs attention computes; for decodes it equals the context, for a prefill
-    chunk of c tokens after d cached ones it is c x (d + c/2). Default: the context."""
+    chunk of c tokens after d cached ones it is c x (d + c/2). Default: the context. ``seqs``: the
+    sequences in the step (default: one per token)."""
     pp = hw.pipeline_parallel
     if tokens <= 0:
         return 0.0
     pairs = context_tokens if attention_tokens is None else attention_tokens
+    e = hw.efficiencies
+    fixed = e.step_overhead_s + e.per_sequence_s * (tokens if seqs is None else seqs)
     if pp == 1:
-        return hw.efficiencies.step_overhead_s + _stage_time(hw, tokens, context_tokens, pairs, 1.0)
+        return fixed + _stage_time(hw, tokens, context_tokens, pairs, 1.0)
     # The batch passes the stages in turn (vLLM splits it into PP micro-batches, which overlap but
     # do not add bandwidth: every stage still reads its weights once per micro-batch).
     micro = max(1, math.ceil(tokens / pp))
     stage = _stage_time(hw, micro, context_tokens / pp, pairs / pp, 1.0 / pp)
     handoff = micro * hw.model.hidden_size * ACTIVATION_BYTES / (between_nodes_gb_s() * 1e9)
-    return hw.efficiencies.step_overhead_s + pp * stage + (pp - 1) * handoff
+    return fixed + pp * stage + (pp - 1) * handoff
 
 
 @dataclass(frozen=True)
@@ -340,7 +354,7 @@ def steady_state(
     tokens = running + prefill_per_step
     # Prefill tokens attend to their own prompt: on average to half of it.
     pairs = context + prefill_per_step * prompt_tokens / 2
-    itl = step_seconds(hw, math.ceil(tokens), context + prefill_per_step, pairs)
+    itl = step_seconds(hw, math.ceil(tokens), context + prefill_per_step, pairs, running)
     output_rate = running / itl
     rps = output_rate / output_tokens
     # A new prompt is prefilled in chunks of what the step budget leaves after the decodes.
@@ -348,7 +362,11 @@ def steady_state(
     chunks = math.ceil(prompt_tokens / chunk)
     decode_context = (running - 1) * (prompt_tokens + output_tokens / 2)
     per_chunk = step_seconds(
-        hw, running - 1 + chunk, decode_context + prompt_tokens, decode_context + chunk * prompt_tokens / 2
+        hw,
+        running - 1 + chunk,
+        decode_context + prompt_tokens,
+        decode_context + chunk * prompt_tokens / 2,
+        running,
     )
     wait = (concurrency - running) / rps if concurrency > running else 0.0
     ttft = wait + chunks * per_chunk

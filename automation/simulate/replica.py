@@ -186,7 +186,7 @@ class ReplicaModel:
         """One engine step over ``seqs`` sequences scheduling ``tokens`` tokens that read
         ``context_tokens`` cached tokens and attend over ``attention_tokens`` pairs."""
         if self.hardware is not None:
-            return step_seconds(self.hardware, tokens, context_tokens, attention_tokens)
+            return step_seconds(self.hardware, tokens, context_tokens, attention_tokens, seqs)
         return 1.0 / self.curve.per_sequence(max(1, seqs))
 
     def saturated_tokens_per_s(self) -> float:
