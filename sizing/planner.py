@@ -358,7 +358,9 @@ class SizingPlan:
 
     @property
     def ephemeral_storage_gib(self) -> int:
-        return math.ceil(VLLM_IMAGE_GIB + self.weights_download_gib * 1.1 + SCRATCH_GIB)
+        """Node disk: the image once, and each packed replica's weights and scratch."""
+        per_replica = self.weights_download_gib * 1.1 + SCRATCH_GIB
+        return math.ceil(VLLM_IMAGE_GIB + self.chosen.replicas_per_node * per_replica)
 
     @property
     def replica_hourly_usd(self) -> float:

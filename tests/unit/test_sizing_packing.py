@@ -47,3 +47,12 @@ def test_refusal_names_every_reason() -> None:
     assert not result.feasible
     reason = result.to_dict()["reasons"][0]
     assert "do not split over 8 GPUs" in reason and "(4x L4): weights fit but the KV cache holds" in reason
+
+
+def test_node_disk_holds_every_packed_pods_ephemeral_storage() -> None:
+    from deepseek_eks.components.vllm import _resources
+
+    packed = _plan("r1-distill-qwen-7b", ("p4d",), max_replicas=8)
+    k = packed.chosen.replicas_per_node
+    pod = _resources(packed, packed.gpus_per_replica)["requests"]["ephemeral-storage"]
+    assert k > 1 and k * int(pod.rstrip("Gi")) <= packed.ephemeral_storage_gib
