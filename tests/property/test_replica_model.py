@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,8 +42,4 @@ def test_steady_state_respects_bandwidth_and_vllm_limits(
     per_stream_bound = bandwidth / weight_bytes_per_gpu(model, Quantization.BF16, 1, 1)
     assert state.output_tokens_per_second <= state.running * per_stream_bound
     assert state.ttft_s > 0 and state.itl_s > 0
-    assert (
-        state.requests_per_second * output == state.output_tokens_per_second
-        or abs(state.requests_per_second * output - state.output_tokens_per_second)
-        < 1e-6 * state.output_tokens_per_second
-    )
+    assert state.requests_per_second * output == pytest.approx(state.output_tokens_per_second)
