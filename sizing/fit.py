@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .catalog import model_catalog
+from .catalog import cuda_memory_table, model_catalog
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
@@ -32,11 +32,11 @@ from .performance import (
     Hardware,
     PerformanceError,
     SchedulerLimits,
-    _read,
     default_max_num_batched_tokens,
     gpu_specs,
     interconnect_gb_s,
     kernel_class,
+    read_data,
     steady_state,
 )
 
@@ -68,8 +68,6 @@ class Point:
 
 
 def _cuda_mib(gpu: str) -> int:
-    from .catalog import cuda_memory_table
-
     table = cuda_memory_table()
     # A40 (measurement only) has the L40S's 48 GB of GDDR6: the same CUDA total is assumed.
     return int(table.get(gpu, table["L40S"])["cuda_total_mib"])
@@ -105,7 +103,7 @@ def point_from_json(p: dict, efficiencies: Efficiencies) -> Point:
 
 
 def bundled_points(efficiencies: Efficiencies) -> list[Point]:
-    return [point_from_json(p, efficiencies) for p in _read("measurements.json")["points"]]
+    return [point_from_json(p, efficiencies) for p in read_data("measurements.json")["points"]]
 
 
 def predicted(point: Point, eff: Efficiencies) -> float:

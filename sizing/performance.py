@@ -47,7 +47,8 @@ class PerformanceError(ValueError):
     """No performance figures for the requested hardware or model."""
 
 
-def _read(name: str) -> dict:
+def read_data(name: str) -> dict:
+    """A JSON file of sizing/data/."""
     text = resources.files(__package__ or "sizing").joinpath("data", name).read_text(encoding="utf-8")
     data: dict = json.loads(text)
     return data
@@ -82,7 +83,7 @@ class Efficiencies:
 def gpu_specs() -> dict[str, GpuSpec]:
     """``gpu_specs.json``'s GPUs, keyed as ``gpu_memory_key`` names them (A100-40GB, A100-80GB)."""
     out = {}
-    for name, g in _read("gpu_specs.json")["gpus"].items():
+    for name, g in read_data("gpu_specs.json")["gpus"].items():
         out[name] = GpuSpec(
             name, g["memory_gb_s"], g["fp16_tflops"], g["bf16_tflops"], g["fp8_tflops"], g["source"]
         )
@@ -92,7 +93,7 @@ def gpu_specs() -> dict[str, GpuSpec]:
 @cache
 def interconnect_gb_s(family: str) -> float:
     """GPU-to-GPU bandwidth per direction inside one instance of ``family``."""
-    links = _read("gpu_specs.json")["interconnects"]
+    links = read_data("gpu_specs.json")["interconnects"]
     if family not in links:
         raise PerformanceError(f"no interconnect figure for instance family {family!r}")
     return float(links[family]["gb_s"])
@@ -100,7 +101,7 @@ def interconnect_gb_s(family: str) -> float:
 
 @cache
 def between_nodes_gb_s() -> float:
-    return float(_read("gpu_specs.json")["between_nodes"]["gb_s"])
+    return float(read_data("gpu_specs.json")["between_nodes"]["gb_s"])
 
 
 def kernel_class(model: ModelSpec) -> str:
@@ -111,7 +112,7 @@ def kernel_class(model: ModelSpec) -> str:
 @cache
 def fitted_efficiencies(kind: str = "dense") -> Efficiencies:
     """The efficiencies ``python -m sizing.fit`` wrote (sizing/data/efficiency.json) for ``kind``."""
-    data = _read("efficiency.json")
+    data = read_data("efficiency.json")
     e = data[kind]
     return Efficiencies(
         e["bandwidth"],
@@ -125,7 +126,7 @@ def fitted_efficiencies(kind: str = "dense") -> Efficiencies:
 
 @cache
 def _model_extras() -> dict[str, dict]:
-    extras: dict[str, dict] = _read("gpu_specs.json")["models"]
+    extras: dict[str, dict] = read_data("gpu_specs.json")["models"]
     return extras
 
 
