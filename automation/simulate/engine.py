@@ -380,7 +380,8 @@ class Simulation:
             preempted = True
         left = budget - pod.n_dec
         chunks: list[tuple[_Req, int]] = []
-        context = pod.dec_base + pod.n_dec * pod.steps
+        # Each decode attends to its whole sequence, the token it feeds included.
+        context = pod.dec_base + pod.n_dec * (pod.steps + 1)
         pairs = float(context)
         for req in pod.prefilling:
             chunk = min(req.pre_target - req.pre_done, left)

@@ -204,3 +204,25 @@ def test_a_full_cache_preempts_the_last_admitted_and_recomputes_it() -> None:
     roomy = ReplicaModel(ThroughputCurve(((1, 100.0), (2, 200.0)), "t"), 2, NO_LIMIT, NO_LIMIT)
     free = Simulation(fixed_config(2, 100.0, replica=roomy), trace, 600.0, "f").run()
     assert max(free.e2e) - min(free.e2e) < 0.05
+
+
+def test_a_run_of_decode_steps_lasts_the_sum_of_its_steps() -> None:
+    # The engine runs identical decode steps as one event; the KV each step reads grows by one
+    # token (decode i reads the prompt and i tokens, the one it feeds included), so the run must
+    # last the sum of the replica model's step times, step by step.
+    from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
+    from deepseek_eks.sizing.memory import Quantization
+    from deepseek_eks.sizing.performance import hardware, step_seconds
+
+    hw = hardware(
+        model_catalog()["r1-distill-qwen-7b"], Quantization.BF16, instance_catalog().instances["g6.xlarge"], 1
+    )
+    replica = ReplicaModel(ThroughputCurve(((1, 1.0),), "unused"), 4, NO_LIMIT, NO_LIMIT, hw)
+    prompt, output = 100, 400
+    out = Simulation(
+        fixed_config(4, 1.0, replica=replica), [Request(0.0, prompt, output)], 600.0, "run"
+    ).run()
+    prefill = step_seconds(hw, prompt, prompt, prompt * prompt / 2, 1)
+    decode = sum(step_seconds(hw, 1, prompt + i, prompt + i, 1) for i in range(1, output))
+    assert out.ttft == pytest.approx([prefill], rel=1e-9)
+    assert out.e2e == pytest.approx([prefill + decode], rel=1e-7)
