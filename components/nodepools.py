@@ -87,9 +87,11 @@ def any_gpu_node_selector(mode: ComputeMode) -> dict[str, str]:
 
 
 def gpu_limit(plan: SizingPlan, max_replicas: int) -> int:
-    """GPUs the pool may hold at once: every replica at the autoscaler's maximum, plus the
-    replica a rollout surges (ROLLOUT_MAX_SURGE)."""
-    return (max_replicas + ROLLOUT_MAX_SURGE) * plan.gpus_per_replica
+    """GPUs the pool may hold at once: the nodes of every replica at the autoscaler's maximum,
+    plus the replica a rollout surges (ROLLOUT_MAX_SURGE). Karpenter counts whole nodes' GPUs, so
+    packed replicas (several per node) count their nodes, not their own GPUs."""
+    fit = plan.chosen
+    return fit.nodes_for(max_replicas + ROLLOUT_MAX_SURGE) * fit.instance.gpu_count
 
 
 def gpu_requirements(
@@ -105,11 +107,13 @@ def gpu_requirements(
     types = plan.instance_types
     families = sorted({catalog[t].family for t in types})
     min_gpu_mib = min(catalog[t].gpu_memory_mib for t in types)
+    gpu_counts = sorted({str(catalog[t].gpu_count) for t in types}, key=int)
     prefix = label_prefix(mode)
     return [
         {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": list(types)},
         {"key": f"{prefix}/instance-family", "operator": "In", "values": families},
-        {"key": f"{prefix}/instance-gpu-count", "operator": "In", "values": [str(plan.tensor_parallel_size)]},
+        # The node's GPUs: the replica's own, or several replicas' when they are packed onto it.
+        {"key": f"{prefix}/instance-gpu-count", "operator": "In", "values": gpu_counts},
         {"key": f"{prefix}/instance-gpu-memory", "operator": "Gt", "values": [str(min_gpu_mib - 1)]},
         {"key": "karpenter.sh/capacity-type", "operator": "In", "values": list(capacity_types)},
         {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},

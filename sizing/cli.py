@@ -1,5 +1,6 @@
 """Command line of the sizing engine: ``python -m sizing --variant V --families f1,f2 ...``, and
-``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (see README, Sizing).
+``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (see README, Sizing),
+and ``python -m sizing throughput ...``: the replica model for one load (docs/sizing-performance.md).
 
 Exit codes: 0 a feasible plan; 1 no feasible plan, or the EC2 refresh failed; 2 invalid input;
 3 AWS credentials missing for --refresh-hardware."""
@@ -30,7 +31,8 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
     lines = [
         f"variant        {d['variant']} ({d['quantization']}, {d['repository'] or 'repository not set'})",
         f"instance type  {d['instance_type']}{nodes}: {d['gpus_per_replica']}x {d['gpu_model']}, "
-        f"TP {d['tensor_parallel_size']} PP {d['pipeline_parallel_size']}",
+        f"TP {d['tensor_parallel_size']} PP {d['pipeline_parallel_size']}"
+        + (f", {d['replicas_per_node']} replicas per node" if d["replicas_per_node"] > 1 else ""),
         f"node pool      {', '.join(d['instance_types'])}",
         f"memory         weights {d['weights_gib']} GiB, KV cache {d['kv_cache_gib']} GiB = "
         f"{d['kv_cache_tokens']:,} tokens (max-model-len {d['max_model_len']:,})",
@@ -44,6 +46,13 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
         f"cost           ${d['replica_hourly_usd']:.2f}/h per replica; "
         f"${d['hourly_usd_at_min']:.2f}/h at min, ${d['hourly_usd_at_max']:.2f}/h at max",
     ]
+    lines.append(
+        f"throughput     {d['output_tokens_per_second']:,.0f} output tok/s per replica at "
+        f"{d['max_num_seqs']} streams of {d['throughput_basis']['prompt_tokens']} in / "
+        f"{d['throughput_basis']['output_tokens']} out ({d['requests_per_second']:.3f} req/s), "
+        f"TTFT {d['ttft_s']:.2f} s, ITL {d['itl_s'] * 1000:.0f} ms; "
+        f"${d['usd_per_million_output_tokens']:.2f} per million output tokens"
+    )
     lines += [f"warning        {w}" for w in d["warnings"]]
     stages = d["startup_breakdown"]
     lines.append(
@@ -120,6 +129,14 @@ def main(argv: list[str] | None = None) -> int:
         from .calibration import main as calibrate
 
         return calibrate(argv[1:])
+    if argv[:1] == ["capacity"]:
+        from .capacity import main as capacity
+
+        return capacity(argv[1:])
+    if argv[:1] == ["throughput"]:
+        from .throughput import main as throughput
+
+        return throughput(argv[1:])
     args = parser().parse_args(argv)
     request = PlanRequest(
         variant=args.variant,

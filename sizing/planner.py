@@ -1,14 +1,17 @@
 """Turn a variant and the allowed GPU families into a sizing plan, or say why none exists.
 
 The rules, in order:
-- one vLLM replica per node group; tensor parallelism uses every GPU of a node (no idle GPUs
-  are paid for), so an instance type is a candidate only when its GPU count is a valid TP size;
+- a replica uses every GPU of a node, or (packing) 1, 2 or 4 of them with ``gpu_count / TP``
+  replicas sharing the node, each pod requesting its share of the node's CPU and memory; the TP
+  size must be one vLLM accepts for the model;
 - pipeline parallelism across nodes only for MoE models (r1-671b) when one node cannot hold them,
   and only on EFA-capable types;
 - a type is feasible when its GPUs hold the weights and a KV cache of
   ``max_model_len x min_full_length_sequences`` tokens within ``gpu_memory_utilization``;
-- the plan takes the cheapest feasible type; the node pool admits every feasible type that runs
-  the same vLLM arguments (same TP, PP and dtype), cheapest first.
+- the plan takes the feasible type cheapest for ``max_replicas`` replicas (whole nodes), then per
+  replica (a packed replica costs its GPU share); the node pool admits every feasible type that runs
+  the same vLLM arguments (same TP, PP and dtype) with the same packing, cheapest first;
+- the plan's throughput figures come from the replica model (sizing/performance.py).
 """
 
 from __future__ import annotations
@@ -43,6 +46,16 @@ from .memory import (
 )
 from .nodes import PodRoom, pod_room
 from .overhead import runtime_overhead
+from .performance import (
+    PLAN_OUTPUT_TOKENS,
+    PLAN_PROMPT_TOKENS,
+    Hardware,
+    SchedulerLimits,
+    SteadyState,
+    default_max_num_batched_tokens,
+    hardware,
+    steady_state,
+)
 
 VLLM_PORT = 8000
 
@@ -55,6 +68,9 @@ SCRATCH_GIB = 10
 # A vLLM pod below this much CPU or RAM starves tokenization and weight loading.
 MIN_POD_MILLICORES = 2000
 MIN_POD_MEMORY_MIB = 8 * 1024
+
+# Tensor-parallel sizes tried below a node's GPU count (replicas packed onto one node).
+PACKED_TP_SIZES = (1, 2, 4)
 
 # Pipeline stages tried for multi-node models; 4 x 8-GPU nodes already exceeds any R1 need.
 MAX_PIPELINE_STAGES = 4
@@ -118,6 +134,13 @@ MIN_STARTUP_S = 300
 ROLLOUT_SLACK_S = 300
 
 
+def planned_max_num_seqs(kv_cache_tokens: int, min_full_length_sequences: int = 1) -> int:
+    """The plan's ``--max-num-seqs``: as many typical reasoning sequences as the KV cache holds,
+    within vLLM's default ceiling, never below the full-length sequences the cache must hold."""
+    by_budget = kv_cache_tokens // TYPICAL_SEQUENCE_TOKENS
+    return max(min_full_length_sequences, min(MAX_NUM_SEQS_CEILING, by_budget), 1)
+
+
 class PlanError(ValueError):
     """A request the sizing engine cannot turn into any plan (unknown variant or family)."""
 
@@ -166,6 +189,8 @@ class Fit:
     overhead_per_gpu: int = 0
     load_peak_per_gpu: int = 0
     overhead_calibrated: bool = False
+    # Replicas sharing one node when a replica uses fewer GPUs than the node has (packing).
+    replicas_per_node: int = 1
 
     @property
     def nodes(self) -> int:
@@ -173,7 +198,19 @@ class Fit:
 
     @property
     def replica_usd_per_hour(self) -> float:
-        return self.node_usd_per_hour * self.nodes
+        """A replica's share of its nodes: the GPUs it takes out of the node's."""
+        return self.node_usd_per_hour * self.nodes / self.replicas_per_node
+
+    def nodes_for(self, replicas: int) -> int:
+        """Nodes that ``replicas`` replicas occupy, packed ``replicas_per_node`` to a node."""
+        return math.ceil(replicas / self.replicas_per_node) * self.nodes
+
+    @property
+    def room(self) -> PodRoom:
+        """CPU and memory one replica's pod may request: its share of what the node leaves."""
+        room = pod_room(self.instance)
+        k = self.replicas_per_node
+        return PodRoom(room.millicores // k, room.memory_mib // k)
 
     @property
     def args_key(self) -> tuple[int, int, str]:
@@ -240,8 +277,37 @@ class SizingPlan:
 
     @property
     def max_num_seqs(self) -> int:
-        by_budget = self.kv_cache_tokens // TYPICAL_SEQUENCE_TOKENS
-        return max(self.request.min_full_length_sequences, min(MAX_NUM_SEQS_CEILING, by_budget), 1)
+        return planned_max_num_seqs(self.kv_cache_tokens, self.request.min_full_length_sequences)
+
+    @property
+    def hardware(self) -> Hardware:
+        """The replica model's view of the chosen type's GPUs."""
+        fit = self.chosen
+        return hardware(
+            self.model, self.quantization, fit.instance, fit.tensor_parallel, fit.pipeline_parallel
+        )
+
+    @property
+    def scheduler_limits(self) -> SchedulerLimits:
+        """vLLM's limits for the plan: its max-num-seqs and KV cache, vLLM's default token budget."""
+        inst = self.chosen.instance
+        return SchedulerLimits(
+            self.max_num_seqs,
+            default_max_num_batched_tokens(inst.cuda_memory_mib, inst.gpu_model),
+            self.kv_cache_tokens,
+        )
+
+    @property
+    def saturation(self) -> SteadyState:
+        """One replica at ``max_num_seqs`` streams of the planning lengths (replica model)."""
+        return steady_state(
+            self.hardware, self.scheduler_limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS
+        )
+
+    @property
+    def usd_per_million_output_tokens(self) -> float:
+        """The replica's hourly price over what it emits in an hour at saturation."""
+        return self.replica_hourly_usd / (self.saturation.output_tokens_per_second * 3600) * 1e6
 
     @property
     def repository(self) -> str | None:
@@ -292,7 +358,9 @@ class SizingPlan:
 
     @property
     def ephemeral_storage_gib(self) -> int:
-        return math.ceil(VLLM_IMAGE_GIB + self.weights_download_gib * 1.1 + SCRATCH_GIB)
+        """Node disk: the image once, and each packed replica's weights and scratch."""
+        per_replica = self.weights_download_gib * 1.1 + SCRATCH_GIB
+        return math.ceil(VLLM_IMAGE_GIB + self.chosen.replicas_per_node * per_replica)
 
     @property
     def replica_hourly_usd(self) -> float:
@@ -426,10 +494,33 @@ class SizingPlan:
             "min_replicas": r.min_replicas,
             "max_replicas": r.max_replicas,
             "replica_hourly_usd": self.replica_hourly_usd,
-            "hourly_usd_at_min": round(self.chosen.replica_usd_per_hour * r.min_replicas, 4),
-            "hourly_usd_at_max": round(self.chosen.replica_usd_per_hour * r.max_replicas, 4),
+            "replicas_per_node": self.chosen.replicas_per_node,
+            "hourly_usd_at_min": round(
+                self.chosen.node_usd_per_hour * self.chosen.nodes_for(r.min_replicas), 4
+            ),
+            "hourly_usd_at_max": round(
+                self.chosen.node_usd_per_hour * self.chosen.nodes_for(r.max_replicas), 4
+            ),
             "price_source": self.price_source,
+            **self._throughput_fields(),
             "warnings": list(self.warnings),
+        }
+
+    def _throughput_fields(self) -> dict:
+        sat = self.saturation
+        return {
+            "output_tokens_per_second": round(sat.output_tokens_per_second, 1),
+            "requests_per_second": round(sat.requests_per_second, 4),
+            "usd_per_million_output_tokens": round(self.usd_per_million_output_tokens, 3),
+            "ttft_s": round(sat.ttft_s, 3),
+            "itl_s": round(sat.itl_s, 4),
+            "throughput_basis": {
+                "concurrency": sat.concurrency,
+                "prompt_tokens": PLAN_PROMPT_TOKENS,
+                "output_tokens": PLAN_OUTPUT_TOKENS,
+                "preempted": sat.preempted,
+                "model": "sizing/performance.py steady_state at max_num_seqs",
+            },
         }
 
 
@@ -462,12 +553,17 @@ def _gib(b: float) -> str:
 
 
 def evaluate(
-    model: ModelSpec, quantization: Quantization, instance: InstanceType, request: PlanRequest
+    model: ModelSpec,
+    quantization: Quantization,
+    instance: InstanceType,
+    request: PlanRequest,
+    tensor_parallel: int | None = None,
 ) -> Fit | Rejection:
-    """Can one replica of ``model`` run on ``instance``? A Fit with its numbers, or why not."""
+    """Can one replica of ``model`` run on ``instance``, on ``tensor_parallel`` of its GPUs (default
+    all)? A Fit with its numbers, or why not."""
     q = quantization.resolve(model)
     arch = instance.arch
-    gpus = f"{instance.gpu_count}x {instance.gpu_model}"
+    gpus = f"{tensor_parallel or instance.gpu_count}x {instance.gpu_model}"
     if instance.offered_in_region.get(request.region, True) is False:
         return Rejection(instance, f"{instance.name} is not offered in {request.region}")
     price = _price(instance, request.region)
@@ -480,18 +576,23 @@ def evaluate(
         return Rejection(instance, f"{arch.name} has no native FP8 kernels (compute capability {cc} < 8.9)")
     if q is Quantization.AWQ_INT4 and not arch.awq:
         return Rejection(instance, f"{arch.name} cannot run AWQ kernels (compute capability {cc} < 7.5)")
-    tp = instance.gpu_count
+    tp = tensor_parallel or instance.gpu_count
+    packed = instance.gpu_count // tp
     refusal = tensor_parallel_refusal(model, tp, q)
     if refusal:
+        what = f"has {tp} GPUs" if packed == 1 else f"on {tp} of its GPUs"
         return Rejection(
-            instance, f"{instance.name} has {tp} GPUs, not a tensor-parallel size vLLM accepts: {refusal}"
+            instance, f"{instance.name} {what}, not a tensor-parallel size vLLM accepts: {refusal}"
         )
-    room = pod_room(instance)
+    node_room = pod_room(instance)
+    room = PodRoom(node_room.millicores // packed, node_room.memory_mib // packed)
     if room.millicores < MIN_POD_MILLICORES or room.memory_mib < MIN_POD_MEMORY_MIB:
-        return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod")
+        share = "" if packed == 1 else f" ({packed} replicas per node)"
+        return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod{share}")
     budget = budget_bytes_per_gpu(instance.cuda_memory_mib, request.gpu_memory_utilization)
     exposed = instance.cuda_memory_mib * 1024**2
-    stages = range(1, MAX_PIPELINE_STAGES + 1) if model.moe and instance.efa_supported else (1,)
+    multi_node = model.moe and instance.efa_supported and packed == 1
+    stages = range(1, MAX_PIPELINE_STAGES + 1) if multi_node else (1,)
     reason = ""
     for pp in stages:
         weights = weight_bytes_per_gpu(model, q, tp, pp)
@@ -529,7 +630,18 @@ def evaluate(
         # (vllm/config/model.py ``_resolve_auto_dtype``); the plan states it explicitly.
         dtype = "bfloat16" if arch.bf16 else "float16"
         return Fit(
-            instance, tp, pp, dtype, weights, free, tokens, price, overhead, load_peak, measured is not None
+            instance,
+            tp,
+            pp,
+            dtype,
+            weights,
+            free,
+            tokens,
+            price,
+            overhead,
+            load_peak,
+            measured is not None,
+            packed,
         )
     return Rejection(instance, reason)
 
@@ -585,8 +697,26 @@ def _fits(
     rejections: list[Rejection] = []
     for instance in catalog.in_families(request.families):
         outcome = evaluate(model, q, instance, request)
-        (fits if isinstance(outcome, Fit) else rejections).append(outcome)  # type: ignore[arg-type]
-    fits.sort(key=lambda f: (f.replica_usd_per_hour, f.instance.name))
+        # Packing: a replica on 1, 2 or 4 of a multi-GPU node's GPUs, several replicas per node.
+        smaller = [t for t in PACKED_TP_SIZES if t < instance.gpu_count and instance.gpu_count % t == 0]
+        tries = [evaluate(model, q, instance, request, t) for t in smaller]
+        packed = [f for f in tries if isinstance(f, Fit)]
+        if isinstance(outcome, Fit):
+            fits.append(outcome)
+        elif not packed:
+            # The whole node's reason, and why fewer of its GPUs would not serve either.
+            fewer = [r.reason for r in tries if isinstance(r, Rejection)][-1:]
+            rejections.append(Rejection(instance, "; ".join([outcome.reason, *fewer])))
+        fits += packed
+    # Cheapest for the replicas it may run: a packed node is cheaper only when enough replicas
+    # share it (at maxReplicas); then per replica.
+    fits.sort(
+        key=lambda f: (
+            f.node_usd_per_hour * f.nodes_for(request.max_replicas),
+            f.replica_usd_per_hour,
+            f.instance.name,
+        )
+    )
     return fits, rejections
 
 
@@ -609,8 +739,12 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         reasons = tuple(_family_reason(f, rejections) for f in request.families)
         return Infeasible(request, reasons, tuple(suggest(request, catalog)))
     chosen = fits[0]
-    pool = tuple(f for f in fits if f.args_key == chosen.args_key)
-    rooms = [pod_room(f.instance) for f in pool]
+    # The node pool runs one set of vLLM arguments and one packing (a pool type that packed a
+    # different number of replicas per node would give the pod other CPU/RAM requests).
+    pool = tuple(
+        f for f in fits if f.args_key == chosen.args_key and f.replicas_per_node == chosen.replicas_per_node
+    )
+    rooms = [f.room for f in pool]
     room = PodRoom(min(r.millicores for r in rooms), min(r.memory_mib for r in rooms))
     warnings = []
     if request.weights_source == "huggingface" and download_bytes(model, q) > 200 * GIB:
@@ -723,7 +857,13 @@ def _precision_warnings(model: ModelSpec, q: Quantization, fit: Fit) -> list[str
 def _describe(fit: Fit) -> str:
     i = fit.instance
     nodes = f" x {fit.nodes} nodes" if fit.nodes > 1 else ""
-    return f"{i.name} ({i.gpu_count}x {i.gpu_model}{nodes}, ${fit.replica_usd_per_hour:.2f}/h per replica)"
+    packed = (
+        f", {fit.replicas_per_node} replicas of TP {fit.tensor_parallel} per node"
+        if fit.replicas_per_node > 1
+        else ""
+    )
+    price = f"${fit.replica_usd_per_hour:.2f}/h per replica"
+    return f"{i.name} ({i.gpu_count}x {i.gpu_model}{nodes}{packed}, {price})"
 
 
 def _with(request: PlanRequest, **changes) -> PlanRequest:

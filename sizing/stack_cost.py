@@ -108,7 +108,7 @@ def stack_cost(plan: SizingPlan, shape: StackShape) -> StackCost:
     region = plan.request.region
     lo, hi = plan.request.min_replicas, plan.request.max_replicas
     gpu = plan.chosen
-    gpu_nodes_min, gpu_nodes_max = gpu.nodes * lo, gpu.nodes * hi
+    gpu_nodes_min, gpu_nodes_max = gpu.nodes_for(lo), gpu.nodes_for(hi)
     auto_mode = shape.compute_mode == AUTO_MODE
 
     control = data["eks_control_plane"]

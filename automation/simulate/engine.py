@@ -1,18 +1,25 @@
 """The discrete-event simulation: requests arrive, the load balancer routes each to a ready
 replica by the rendered algorithm (ALB default round robin; least outstanding requests when the
-render sets it; no ready replica: HTTP 503, rejected), vLLM admits
-them FIFO while ``max_num_seqs`` and the KV cache allow, and decodes every admitted sequence at
-``curve.aggregate(n) / n`` tokens/s (processor sharing); the autoscaler reads scraped metrics and
-resizes the Deployment; new pods wait for a node, pull the image and load weights; removed pods
-drain. Deterministic: the only randomness is in the trace, which comes from a seed.
+render sets it; no ready replica: HTTP 503, rejected), each replica
+runs vLLM 0.33.0's scheduler step by step (continuous batching up to ``max_num_seqs``, chunked
+prefill within ``max_num_batched_tokens``, KV blocks of 16 tokens allocated as sequences grow,
+preemption by recompute when the cache is full), each step lasting what the replica model says
+(``ReplicaModel.step_seconds``); the autoscaler reads scraped metrics and resizes the Deployment;
+new pods wait for a node, pull the image and load weights; removed pods drain. Deterministic: the
+only randomness is in the trace, which comes from a seed.
 
 Modelling choices (stated, not hidden):
-- First token = admission + one decode step at the batch's rate. Prefill of a few hundred tokens
-  is well under a second on these GPUs (TTFT stayed below 1 s up to ~8 concurrent 1024-token
-  prompts for R1 671B on 8x H100: github.com/dzhsurf/deepseek-v3-r1-deploy-and-benchmarks), so
-  queue wait dominates TTFT.
-- KV cache: a sequence reserves prompt + output tokens at admission (vLLM allocates blocks as it
-  goes and preempts on overflow; reserving up front never overcommits).
+- The scheduler follows vllm/v1/core/sched/scheduler.py ``Scheduler.schedule`` (0.33.0): running
+  requests first (a decode takes one token, an unfinished prefill a chunk of the remaining budget);
+  when the KV blocks for them run out the last admitted request is preempted (``_preempt_request``:
+  its blocks freed, recomputed from scratch, back at the head of the queue); waiting requests are
+  admitted only in a step without preemption, while ``max_num_seqs`` and the budget allow and their
+  first chunk's blocks fit (reference/upstream/vllm-scheduler/scheduler-facts.json). The first
+  token comes at the end of the step that completes the prompt's prefill.
+- Aggregation: steps that only decode repeat with the same batch until the next sequence finishes
+  (or the cache would fill), so they run as one event whose duration is the sum of the steps' times
+  (context growing by one token per sequence per step); an arrival cuts such a run short at the next
+  step boundary. KV blocks are counted from the token total plus half a partial block per sequence.
 - GPU utilization (DCGM_FI_DEV_GPU_UTIL) is a point sample taken at each dcgm-exporter
   collection (``-c``/DCGM_EXPORTER_INTERVAL, default 30000 ms: NVIDIA/dcgm-exporter
   pkg/cmd/app.go): NVML's utilization over its own sub-second sample period, so 100 when the
@@ -20,8 +27,8 @@ Modelling choices (stated, not hidden):
   0; Prometheus scrapes the last collected value and the adapter rule / KEDA query read it as an
   instant vector (no rate or range window: promql.gpu_utilization_adapter_rule,
   promql.gpu_utilization_total). Facts: reference/upstream/hpa-keda-controllers.json "dcgm".
-- vLLM's ``vllm:kv_cache_usage_perc`` is sampled at each vLLM scrape as the tokens the running
-  sequences hold now (prompt + generated so far) over the plan's KV-cache tokens.
+- vLLM's ``vllm:kv_cache_usage_perc`` is sampled at each vLLM scrape as the KV blocks the running
+  sequences hold now (prompt + generated so far) over the cache's blocks.
 - Scale-down removes pods in the ReplicaSet controller's order (pkg/controller/replicaset,
   ``getPodsToDelete``: unscheduled, then pending, then not ready, then the most recently ready).
 """
@@ -33,6 +40,8 @@ import itertools
 import random
 from collections import deque
 from dataclasses import dataclass, field
+
+from deepseek_eks.sizing.performance import BLOCK_SIZE
 
 from .hpa import (
     SYNC_PERIOD_S,
@@ -57,6 +66,8 @@ from .stack import (
 from .traffic import Request
 
 TIMELINE_STEP_S = 60.0
+# Longest run of identical decode steps simulated as one event (bounds the context-growth error).
+MAX_DECODE_RUN = 512
 
 
 @dataclass(frozen=True)
@@ -90,12 +101,30 @@ class SimConfig:
 
 
 class _Req:
-    __slots__ = ("admit", "arrival", "finish", "first", "need", "output", "status")
+    __slots__ = (
+        "admit",
+        "arrival",
+        "epoch",
+        "finish",
+        "first",
+        "gen0",
+        "j",
+        "output",
+        "pre_done",
+        "pre_target",
+        "prompt",
+        "status",
+    )
 
     def __init__(self, r: Request) -> None:
         self.arrival = r.arrival_s
+        self.prompt = r.prompt_tokens
         self.output = r.output_tokens
-        self.need = r.prompt_tokens + r.output_tokens
+        self.pre_target = r.prompt_tokens  # tokens to (re)compute before decoding
+        self.pre_done = 0
+        self.gen0 = 0  # output tokens generated before the current prefill (preemption)
+        self.j = 0  # the pod's step count when this request's prefill completed
+        self.epoch = 0  # bumped on preemption: stale finish entries are skipped
         self.admit = -1.0
         self.first = -1.0
         self.finish = -1.0
@@ -116,21 +145,30 @@ class _Node:
 
 class _Pod:
     __slots__ = (
+        "active",
         "busy",
         "busy_at_collect",
+        "chunks",
         "created",
+        "dec_base",
+        "finishes",
         "id",
         "kv_sample",
-        "kv_used",
         "last",
+        "n_dec",
         "node",
-        "rate",
+        "pre_cached",
+        "prefilling",
         "ready_at",
         "running",
         "state",
+        "step_dt",
+        "step_end",
+        "step_k",
+        "step_start",
+        "steps",
         "util_collected",
         "util_sample",
-        "v",
         "version",
         "waiting",
         "waiting_sample",
@@ -143,11 +181,20 @@ class _Pod:
         self.node: _Node | None = None
         self.ready_at = -1.0
         self.waiting: deque[_Req] = deque()
-        self.running: list[tuple[float, int, _Req]] = []
-        self.kv_used = 0
-        self.v = 0.0
+        self.running: list[_Req] = []  # vLLM's RUNNING queue, admission order
+        self.prefilling: list[_Req] = []  # the running requests still in prefill
+        self.finishes: list[tuple[int, int, int, _Req]] = []  # (step, seq, epoch, request)
+        self.n_dec = 0  # decoding sequences
+        self.dec_base = 0  # decode KV tokens = dec_base + n_dec * steps
+        self.pre_cached = 0  # KV tokens of the prefills in progress
+        self.steps = 0  # engine steps done
+        self.active = False  # a step (or a run of decode steps) is in flight
+        self.chunks: list[tuple[_Req, int]] = []  # prefill chunks of the step in flight
+        self.step_k = 0
+        self.step_dt = 0.0
+        self.step_start = 0.0
+        self.step_end = 0.0
         self.last = now
-        self.rate = 0.0
         self.version = 0
         self.busy = 0.0
         self.busy_at_collect = 0.0
@@ -309,55 +356,164 @@ class Simulation:
         return ready[self.routed % len(ready)]
 
     def _advance(self, pod: _Pod) -> None:
-        dt = self.now - pod.last
-        if dt > 0 and pod.running:
-            pod.v += dt * pod.rate
-            pod.busy += dt
-        pod.last = self.now
-
-    def _reschedule(self, pod: _Pod) -> None:
-        pod.version += 1
-        n = len(pod.running)
-        pod.rate = self.c.replica.curve.per_sequence(n)
-        if n:
-            self._at(self.now + max(0.0, (pod.running[0][0] - pod.v) / pod.rate), _FINISH, pod, pod.version)
+        """Count the pod's busy time up to now (a step in flight is busy until it ends)."""
+        if pod.active:
+            t = min(self.now, pod.step_end)
+            if t > pod.last:
+                pod.busy += t - pod.last
+                pod.last = t
+        else:
+            pod.last = self.now
 
     def _admit(self, pod: _Pod) -> None:
-        self._advance(pod)
+        """A request joined ``pod.waiting``: start a step if the engine is idle, else end a run
+        of decode steps at the next step boundary so the scheduler sees it."""
+        if not pod.active:
+            self._schedule_step(pod)
+            return
+        if pod.step_k > 1:
+            done = int((self.now - pod.step_start) / pod.step_dt) + 1
+            if done < pod.step_k:
+                pod.step_k = done
+                pod.step_end = pod.step_start + done * pod.step_dt
+                pod.version += 1
+                self._at(pod.step_end, _FINISH, pod, pod.version)
+
+    def _kv_blocks(self, tokens: int, seqs: int) -> int:
+        return -(-tokens // BLOCK_SIZE) + seqs // 2
+
+    def _preempt(self, pod: _Pod) -> None:
+        """vLLM ``_preempt_request``: the last running request frees its blocks and goes back to
+        the head of the queue, to be recomputed (prompt plus what it generated so far)."""
+        req = pod.running.pop()
+        if req in pod.prefilling:
+            pod.prefilling.remove(req)
+            pod.pre_cached -= req.pre_done
+        else:
+            pod.n_dec -= 1
+            pod.dec_base -= req.pre_target - req.j
+            req.gen0 += 1 + pod.steps - req.j
+            req.epoch += 1
+        req.pre_target = req.prompt + req.gen0
+        req.pre_done = 0
+        req.status = "queued"
+        pod.waiting.appendleft(req)
+
+    def _schedule_step(self, pod: _Pod) -> None:
+        """One pass of vLLM's ``Scheduler.schedule`` and the step (or run of steps) it starts."""
         model = self.c.replica
-        admitted = False
-        while pod.waiting and len(pod.running) < model.max_num_seqs:
-            req = pod.waiting[0]
-            if pod.kv_used + req.need > model.kv_cache_tokens and pod.running:
+        total_blocks = model.kv_cache_tokens // BLOCK_SIZE
+        budget = model.max_num_batched_tokens
+        preempted = False
+        while pod.running:
+            # Running requests first: each decode one token, each prefill its next chunk.
+            tokens = pod.dec_base + pod.n_dec * (pod.steps + 1) + pod.pre_cached
+            left = budget - pod.n_dec
+            for req in pod.prefilling:
+                chunk = min(req.pre_target - req.pre_done, max(0, left))
+                tokens += chunk
+                left -= chunk
+            if self._kv_blocks(tokens, len(pod.running)) <= total_blocks or len(pod.running) == 1:
                 break
-            pod.waiting.popleft()
-            pod.kv_used += req.need
-            req.admit = self.now
-            req.status = "running"
-            heapq.heappush(pod.running, (pod.v + req.output, id(req), req))
-            admitted = True
-        if admitted:
-            step = 1.0 / self.c.replica.curve.per_sequence(len(pod.running))
-            for _, _, req in pod.running:
-                if req.first < 0:
-                    req.first = self.now + step
-        self._reschedule(pod)
+            self._preempt(pod)
+            preempted = True
+        left = budget - pod.n_dec
+        chunks: list[tuple[_Req, int]] = []
+        # Each decode attends to its whole sequence, the token it feeds included.
+        context = pod.dec_base + pod.n_dec * (pod.steps + 1)
+        pairs = float(context)
+        for req in pod.prefilling:
+            chunk = min(req.pre_target - req.pre_done, left)
+            if chunk <= 0:
+                break
+            chunks.append((req, chunk))
+            left -= chunk
+            context += req.pre_done + chunk
+            pairs += chunk * (req.pre_done + chunk / 2)
+        tokens_after = pod.dec_base + pod.n_dec * (pod.steps + 1) + pod.pre_cached + sum(c for _, c in chunks)
+        blocked = False
+        if not preempted:
+            while pod.waiting and len(pod.running) < model.max_num_seqs and left > 0:
+                req = pod.waiting[0]
+                chunk = min(req.pre_target, left)
+                if self._kv_blocks(tokens_after + chunk, len(pod.running) + 1) > total_blocks:
+                    blocked = True
+                    break
+                pod.waiting.popleft()
+                if req.admit < 0:
+                    req.admit = self.now
+                req.status = "running"
+                pod.running.append(req)
+                pod.prefilling.append(req)
+                chunks.append((req, chunk))
+                left -= chunk
+                tokens_after += chunk
+                context += chunk
+                pairs += chunk * chunk / 2
+        if not pod.running:
+            pod.active = False
+            return
+        k = 1
+        if not chunks and pod.finishes:
+            # Decode only, and nothing can be admitted before a sequence finishes (the queue is
+            # empty, at max_num_seqs, or blocked on blocks): repeat until the next finish or until
+            # the cache would need a preemption.
+            k = max(1, pod.finishes[0][0] - pod.steps)
+            if pod.waiting and not blocked and len(pod.running) < model.max_num_seqs:
+                k = 1
+            room = (total_blocks - len(pod.running) // 2) * BLOCK_SIZE - tokens_after
+            k = max(1, min(k, MAX_DECODE_RUN, 1 + room // max(1, pod.n_dec)))
+        seqs = len(pod.running)
+        tokens = pod.n_dec + sum(c for _, c in chunks)
+        mid = (k - 1) / 2 * pod.n_dec
+        dt = model.step_seconds(seqs, tokens, context + mid, pairs + mid)
+        pod.chunks = chunks
+        pod.step_k = k
+        pod.step_dt = dt
+        pod.step_start = self.now
+        pod.step_end = self.now + k * dt
+        pod.active = True
+        pod.last = self.now
+        pod.version += 1
+        self._at(pod.step_end, _FINISH, pod, pod.version)
 
     def _finish(self, pod_obj: object, version: int) -> None:
+        """A step (or run of decode steps) ended: tokens are out, prefills advance, finished
+        requests leave, and the scheduler runs again."""
         pod: _Pod = pod_obj  # type: ignore[assignment]
         if version != pod.version or pod.state == "gone":
             return
         self._advance(pod)
-        while pod.running and pod.running[0][0] <= pod.v + 1e-6:
-            _, _, req = heapq.heappop(pod.running)
+        pod.active = False
+        pod.steps += pod.step_k
+        for req, chunk in pod.chunks:
+            req.pre_done += chunk
+            pod.pre_cached += chunk
+            if req.pre_done < req.pre_target:
+                continue
+            pod.prefilling.remove(req)
+            pod.pre_cached -= req.pre_target
+            if req.first < 0:
+                req.first = self.now
+            req.j = pod.steps
+            pod.n_dec += 1
+            pod.dec_base += req.pre_target - req.j
+            heapq.heappush(pod.finishes, (req.j + req.output - req.gen0 - 1, next(self.seq), req.epoch, req))
+        pod.chunks = []
+        while pod.finishes and pod.finishes[0][0] <= pod.steps:
+            _, _, epoch, req = heapq.heappop(pod.finishes)
+            if epoch != req.epoch or req.status != "running":
+                continue
+            pod.running.remove(req)
+            pod.n_dec -= 1
+            pod.dec_base -= req.pre_target - req.j
             req.finish = self.now
             req.status = "done"
-            pod.kv_used -= req.need
             self.out.output_tokens += req.output
         if pod.state == "draining" and not pod.running and not pod.waiting:
             self._terminate(pod)
             return
-        self._admit(pod)
+        self._schedule_step(pod)
 
     # ---- pods and nodes -------------------------------------------------------------------
 
@@ -451,11 +607,13 @@ class Simulation:
         pod: _Pod = pod_obj  # type: ignore[assignment]
         if pod.state != "draining":
             return
-        for _, _, req in pod.running:
+        for req in pod.running:
             req.status = "cut"
         for req in pod.waiting:
             req.status = "cut"
         pod.running.clear()
+        pod.prefilling.clear()
+        pod.finishes.clear()
         pod.waiting.clear()
         self._terminate(pod)
 
@@ -487,11 +645,15 @@ class Simulation:
         self._at(self.now + self.c.vllm_scrape_s, _SCRAPE_V)
 
     def _kv_usage(self, pod: _Pod) -> float:
-        """Share of the KV cache the running sequences hold now: each its prompt plus the tokens
-        generated so far (its finish mark in ``pod.v`` minus what is left to decode)."""
-        self._advance(pod)
-        held = sum(req.need - max(0.0, finish - pod.v) for finish, _, req in pod.running)
-        return min(1.0, held / self.c.replica.kv_cache_tokens)
+        """Share of the KV cache's blocks the running sequences hold now (vLLM reports the block
+        pool's used share): prompts and prefill chunks computed so far, plus the tokens each decode
+        has generated, counting the steps already done of a run of decode steps in flight."""
+        steps = pod.steps
+        if pod.active and pod.step_k > 1 and pod.step_dt > 0:
+            steps += min(pod.step_k, int((self.now - pod.step_start) / pod.step_dt))
+        tokens = pod.dec_base + pod.n_dec * steps + pod.pre_cached
+        total_blocks = self.c.replica.kv_cache_tokens // BLOCK_SIZE
+        return min(1.0, self._kv_blocks(tokens, len(pod.running)) / max(1, total_blocks))
 
     def _collect_gpu(self, _o: object, _v: int) -> None:
         # dcgm-exporter samples each GPU every collection interval; a pod whose container started

@@ -1,11 +1,13 @@
-"""What one vLLM replica delivers: aggregate output tokens/s as a function of how many sequences
-it decodes at once (continuous batching), bounded by the plan's ``max_num_seqs`` and KV cache.
+"""What one vLLM replica delivers. The simulator steps each replica through vLLM's scheduler
+(automation/simulate/engine.py) and asks this module how long each step takes.
 
-The curve is interpolated linearly between measured points and held flat past the last one
-(no extrapolated gains). Points come from a calibration the user measured
-(``python -m automation loadtest`` JSON, or any JSON with ``points``) or from the published
-figures bundled below, each with its source. A stack with neither is refused: an unsourced
-curve would make every figure the simulator prints unfounded.
+A step's duration comes from the replica model of ``sizing/performance.py`` (bytes over HBM
+bandwidth, FLOPs over tensor peak, all-reduce over the GPU link, efficiencies fitted to published
+measurements), for every variant x GPU the planner accepts. A user's load test
+(``--calibration``: ``python -m automation loadtest`` JSON) overrides the bundled fit: the
+efficiencies are refitted to the measured points on the plan's own hardware. A bare
+``ThroughputCurve`` (no hardware) still defines a step time, ``n / aggregate(n)``, for tests and
+for curves with no plan behind them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
+from deepseek_eks.sizing.fit import Point, fit_points
+from deepseek_eks.sizing.memory import Quantization
+from deepseek_eks.sizing.performance import (
+    PLAN_OUTPUT_TOKENS,
+    PLAN_PROMPT_TOKENS,
+    Hardware,
+    PerformanceError,
+    SchedulerLimits,
+    default_max_num_batched_tokens,
+    hardware,
+    steady_state,
+    step_seconds,
+)
 
 
 class CalibrationError(ValueError):
@@ -33,6 +50,8 @@ class ThroughputCurve:
 
     points: tuple[tuple[int, float], ...]
     source: str
+    # The replica model behind the points, when they come from it (``published_curve``).
+    hardware: Hardware | None = None
 
     def __post_init__(self) -> None:
         if not self.points or self.points[0][0] < 1:
@@ -59,64 +78,63 @@ class ThroughputCurve:
         return self.aggregate(concurrency) / concurrency if concurrency > 0 else 0.0
 
 
-@dataclass(frozen=True)
-class PublishedFigure:
-    variant: str
-    gpu_model: str
-    gpus: int
-    quantizations: tuple[str, ...]
-    curve: ThroughputCurve
+def plan_hardware(plan: Mapping[str, Any]) -> Hardware:
+    """The replica model's hardware for a plan (plan.json fields)."""
+    model = model_catalog()[plan["variant"]]
+    instance = instance_catalog().instances[plan["instance_type"]]
+    return hardware(
+        model,
+        Quantization(plan["quantization"]),
+        instance,
+        int(plan["tensor_parallel_size"]),
+        int(plan["pipeline_parallel_size"]),
+    )
 
 
-# Published decode throughput, as (concurrent requests, output tokens/s of the replica).
-PUBLISHED: tuple[PublishedFigure, ...] = (
-    PublishedFigure(
-        "r1-distill-llama-70b",
-        "L40S",
-        4,
-        ("bf16",),
-        ThroughputCurve(
-            ((1, 20.0), (4, 55.0), (64, 453.0)),
-            "DeepSeek-R1-Distill-Llama-70B on 4x L40S: ~20 tok/s at 1, ~55 at 4, 453 at 64 concurrent "
-            "(huggingface.co/deepseek-ai/DeepSeek-R1/discussions/32, vendor comment; indicative)",
-        ),
-    ),
-    PublishedFigure(
-        "r1-671b",
-        "H100",
-        8,
-        ("awq-int4",),
-        ThroughputCurve(
-            ((1, 33.0), (15, 250.0), (100, 620.0)),
-            "DeepSeek-R1 671B AWQ on 8x H100, vLLM 0.7.3 TP8, 1024 in / 256 out: 33 tok/s single user, "
-            "~250 at 15, ~620 plateau at ~100 concurrent (github.com/dzhsurf/"
-            "deepseek-v3-r1-deploy-and-benchmarks README)",
-        ),
-    ),
-)
+def plan_limits(plan: Mapping[str, Any]) -> SchedulerLimits:
+    """vLLM's scheduler limits for a plan: its max-num-seqs and KV cache, and vLLM's default
+    max-num-batched-tokens for the GPU (the plan does not set one)."""
+    instance = instance_catalog().instances[plan["instance_type"]]
+    return SchedulerLimits(
+        int(plan["max_num_seqs"]),
+        default_max_num_batched_tokens(instance.cuda_memory_mib, instance.gpu_model),
+        int(plan["kv_cache_tokens"]),
+    )
 
 
 def published_curve(plan: Mapping[str, Any]) -> ThroughputCurve:
-    """The bundled curve for the plan's (plan.json fields) variant, GPU model, GPU count and
-    quantization."""
-    variant, gpu, gpus, quant = (
-        plan["variant"],
-        plan["gpu_model"],
-        plan["gpus_per_replica"],
-        plan["quantization"],
+    """The replica model's curve for the plan: steady-state output tokens/s at concurrency 1, 2,
+    4, ... up to max_num_seqs for the planning lengths, with the model attached."""
+    try:
+        hw = plan_hardware(plan)
+    except (KeyError, PerformanceError) as error:
+        raise NoThroughputData(f"no replica model for the plan: {error}") from None
+    limits = plan_limits(plan)
+    levels = sorted({1, *(2**i for i in range(1, 11) if 2**i < limits.max_num_seqs), limits.max_num_seqs})
+    points = tuple(
+        (c, steady_state(hw, limits, c, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS).output_tokens_per_second)
+        for c in levels
     )
-    for fig in PUBLISHED:
-        if (fig.variant, fig.gpu_model, fig.gpus) == (variant, gpu, gpus) and quant in fig.quantizations:
-            return fig.curve
-    known = "; ".join(
-        f"{f.variant} on {f.gpus}x {f.gpu_model} ({'/'.join(f.quantizations)})" for f in PUBLISHED
+    e = hw.efficiencies
+    source = (
+        f"replica model (sizing/performance.py): {plan['variant']} on {hw.gpus}x {hw.gpu.name}, "
+        f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out; efficiencies bandwidth {e.bandwidth}, "
+        f"compute {e.compute}, step overhead {e.step_overhead_s * 1000:g} ms ({e.source})"
     )
-    raise NoThroughputData(
-        f"no published throughput figures for {variant} ({quant}) on {gpus}x {gpu}; bundled: {known}. "
-        "Measure the deployed stack with "
-        "`python -m automation loadtest --concurrency ... --out out.json` and pass "
-        "`--calibration out.json`."
-    )
+    return ThroughputCurve(points, source, hw)
+
+
+def calibrated_hardware(plan: Mapping[str, Any], curve: ThroughputCurve) -> Hardware:
+    """The plan's hardware with efficiencies refitted to a measured curve (the user's load test
+    overrides the bundled fit). The load test's lengths are not in its points: the planning
+    lengths are assumed."""
+    hw = plan_hardware(plan)
+    limits = plan_limits(plan)
+    points = [
+        Point(f"c{c}", hw, limits, c, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, t, curve.source)
+        for c, t in curve.points
+    ]
+    return hw.with_efficiencies(fit_points(points, f"calibrated to {curve.source}", hw.efficiencies))
 
 
 def load_calibration(path: Path) -> ThroughputCurve:
@@ -143,16 +161,39 @@ def load_calibration(path: Path) -> ThroughputCurve:
 
 @dataclass(frozen=True)
 class ReplicaModel:
-    """One replica's serving limits, all from the plan except the curve."""
+    """One replica's serving limits (from the plan) and its step time."""
 
     curve: ThroughputCurve
     max_num_seqs: int
     kv_cache_tokens: int
     max_model_len: int
+    hardware: Hardware | None = None
+    max_num_batched_tokens: int = 2048
 
     @classmethod
     def from_plan(cls, plan: Mapping[str, Any], curve: ThroughputCurve) -> ReplicaModel:
-        return cls(curve, int(plan["max_num_seqs"]), int(plan["kv_cache_tokens"]), int(plan["max_model_len"]))
+        hw = curve.hardware or calibrated_hardware(plan, curve)
+        return cls(
+            curve,
+            int(plan["max_num_seqs"]),
+            int(plan["kv_cache_tokens"]),
+            int(plan["max_model_len"]),
+            hw,
+            plan_limits(plan).max_num_batched_tokens,
+        )
+
+    def step_seconds(self, seqs: int, tokens: int, context_tokens: float, attention_tokens: float) -> float:
+        """One engine step over ``seqs`` sequences scheduling ``tokens`` tokens that read
+        ``context_tokens`` cached tokens and attend over ``attention_tokens`` pairs."""
+        if self.hardware is not None:
+            return step_seconds(self.hardware, tokens, context_tokens, attention_tokens, seqs)
+        return 1.0 / self.curve.per_sequence(max(1, seqs))
 
     def saturated_tokens_per_s(self) -> float:
-        return self.curve.aggregate(self.max_num_seqs)
+        """Output tokens/s at max_num_seqs for the planning lengths."""
+        if self.hardware is None:
+            return self.curve.aggregate(self.max_num_seqs)
+        limits = SchedulerLimits(self.max_num_seqs, self.max_num_batched_tokens, self.kv_cache_tokens)
+        return steady_state(
+            self.hardware, limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS
+        ).output_tokens_per_second

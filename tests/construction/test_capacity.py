@@ -264,17 +264,18 @@ def test_auto_mode_uses_default_node_class_when_its_disk_suffices(
 
 
 @pytest.mark.parametrize(
-    ("variant", "family", "cheapest", "gpus_per_node", "nodes"),
+    ("variant", "family", "cheapest", "gpus_per_node", "nodes", "per_node"),
     [
-        ("r1-distill-qwen-1.5b", "g6", "g6.xlarge", 1, 1),
-        # 61 GiB of bf16 weights exceed one L40S; g6e has no 2-GPU size, so the 4-GPU one.
-        ("r1-distill-qwen-32b", "g6e", "g6e.12xlarge", 4, 1),
-        ("r1-distill-llama-70b", "g6e", "g6e.12xlarge", 4, 1),
-        ("r1-671b", "p5", "p5.48xlarge", 8, 2),
+        ("r1-distill-qwen-1.5b", "g6", "g6.xlarge", 1, 1, 1),
+        # 61 GiB of bf16 weights exceed one L40S; g6e has no 2-GPU size, so two TP-2 replicas
+        # share the 4-GPU one (packing, issue 22).
+        ("r1-distill-qwen-32b", "g6e", "g6e.12xlarge", 4, 1, 2),
+        ("r1-distill-llama-70b", "g6e", "g6e.12xlarge", 4, 1, 1),
+        ("r1-671b", "p5", "p5.48xlarge", 8, 2, 1),
     ],
 )
 def test_variant_and_families_drive_requirements_and_gpu_limit(
-    construct_module, variant, family, cheapest, gpus_per_node, nodes
+    construct_module, variant, family, cheapest, gpus_per_node, nodes, per_node
 ) -> None:
     # At most 2 replicas: a two-node r1-671b replica takes a whole zone of the 3-zone VPC, and a
     # rollout at the maximum needs a third.
@@ -286,7 +287,10 @@ def test_variant_and_families_drive_requirements_and_gpu_limit(
     assert admitted[0] == cheapest
     assert requirement(pool, "karpenter.k8s.aws/instance-family")["values"] == [family]
     assert requirement(pool, "karpenter.k8s.aws/instance-gpu-count")["values"] == [str(gpus_per_node)]
-    assert pool["spec"]["limits"]["nvidia.com/gpu"] == str((2 + rollout_surge(run)) * gpus_per_node * nodes)
+    # Karpenter's limit counts whole nodes: replicas packed per_node to a node share one.
+    node_count = -(-(2 + rollout_surge(run)) // per_node) * nodes
+    assert pool["spec"]["limits"]["nvidia.com/gpu"] == str(node_count * gpus_per_node)
+    assert run.result.plan.chosen.replicas_per_node == per_node
 
 
 def test_every_iam_policy_is_least_privilege(prod: Construction) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,9 @@ from deepseek_eks.automation.simulate.stack import QUEUE_TOTAL, AutoscalerSpec, 
 from deepseek_eks.automation.simulate.traffic import LengthProfile, Request, generate
 
 NO_LIMIT = 10**9
+SCHEDULER_FACTS = (
+    Path(__file__).resolve().parents[2] / "reference/upstream/vllm-scheduler/scheduler-facts.json"
+)
 
 
 def erlang_c_wait(arrival_rate: float, service_rate: float, servers: int) -> float:
@@ -80,13 +85,18 @@ def test_mean_queue_wait_matches_erlang_c(servers: int) -> None:
 
 
 def test_batching_curve_sets_the_decode_rate() -> None:
-    # Two requests decoding together on a curve that gives 30 tok/s for 2 sequences (15 each).
+    # A curve of 20 tok/s for 1 sequence and 30 for 2: a step lasts 1/20 s alone, 1/15 s for two.
+    # vLLM steps are discrete: A arrives first and its prefill step (alone, 0.05 s) is in flight
+    # when B arrives, so B joins at the next step. A's token k comes at step k: steps 2..150 run
+    # both (149 x 1/15 s); B's 150th token comes at step 151, alone again (0.05 s).
     curve_config = fixed_config(
         2, 20.0, replica=ReplicaModel(ThroughputCurve(((1, 20.0), (2, 30.0)), "t"), 2, NO_LIMIT, NO_LIMIT)
     )
     trace = [Request(0.0, 10, 150), Request(0.0, 10, 150)]
     out = Simulation(curve_config, trace, 100.0, "pair").run()
-    assert out.e2e == pytest.approx([10.0, 10.0])  # 150 tokens at 15 tok/s
+    a_done = 0.05 + 149 / 15
+    assert out.e2e == pytest.approx([a_done, a_done + 0.05])
+    assert out.ttft == pytest.approx([0.05, 0.05 + 1 / 15])
     assert out.output_tokens == 300
 
 
@@ -161,3 +171,58 @@ def test_p95_ttft_over_time_buckets_by_arrival() -> None:
     assert [t for t, _ in windows] == [0.0, 600.0]
     assert windows[0][1] == pytest.approx(1.01)  # waited 1 s, then one 10 ms decode step
     assert windows[1][1] == pytest.approx(0.01)
+
+
+def test_chunked_prefill_spreads_a_long_prompt_over_steps() -> None:
+    # vLLM 0.33.0 chunks a prefill within max_num_batched_tokens (its default, read from the
+    # snapshot): a prompt of 2.5 budgets needs 3 steps before its first token. A step lasts
+    # 1/100 s here (a curve of 100 tok/s for one sequence).
+    facts = json.loads(SCHEDULER_FACTS.read_text())["facts"]
+    budget = facts["max_num_batched_tokens_default_openai_server"]["tiers"][-1]["max_num_batched_tokens"]
+    replica = ReplicaModel(
+        ThroughputCurve(((1, 100.0),), "t"), 4, NO_LIMIT, NO_LIMIT, max_num_batched_tokens=budget
+    )
+    out = Simulation(
+        fixed_config(4, 100.0, replica=replica), [Request(0.0, budget * 5 // 2, 10)], 60.0, "c"
+    ).run()
+    assert out.ttft == pytest.approx([0.03])
+    assert out.e2e == pytest.approx([0.03 + 9 * 0.01])  # then one token per step
+
+
+def test_a_full_cache_preempts_the_last_admitted_and_recomputes_it() -> None:
+    # KV blocks of 16 tokens (vLLM's default block size, from the snapshot). Two requests of 160
+    # prompt tokens each growing to 480: together they outgrow a 640-token cache, so vLLM preempts
+    # the later one (``_preempt_request``), finishes the first and recomputes the second.
+    block = json.loads(SCHEDULER_FACTS.read_text())["facts"]["block_size_default"]["value"]
+    replica = ReplicaModel(ThroughputCurve(((1, 100.0), (2, 200.0)), "t"), 2, 40 * block, NO_LIMIT)
+    trace = [Request(0.0, 160, 320), Request(0.001, 160, 320)]
+    out = Simulation(fixed_config(2, 100.0, replica=replica), trace, 600.0, "p").run()
+    assert out.completed == 2 and out.output_tokens == 640
+    first, second = sorted(out.e2e)
+    # Without preemption both would finish within one step of each other.
+    assert second > first + 1.0
+    roomy = ReplicaModel(ThroughputCurve(((1, 100.0), (2, 200.0)), "t"), 2, NO_LIMIT, NO_LIMIT)
+    free = Simulation(fixed_config(2, 100.0, replica=roomy), trace, 600.0, "f").run()
+    assert max(free.e2e) - min(free.e2e) < 0.05
+
+
+def test_a_run_of_decode_steps_lasts_the_sum_of_its_steps() -> None:
+    # The engine runs identical decode steps as one event; the KV each step reads grows by one
+    # token (decode i reads the prompt and i tokens, the one it feeds included), so the run must
+    # last the sum of the replica model's step times, step by step.
+    from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
+    from deepseek_eks.sizing.memory import Quantization
+    from deepseek_eks.sizing.performance import hardware, step_seconds
+
+    hw = hardware(
+        model_catalog()["r1-distill-qwen-7b"], Quantization.BF16, instance_catalog().instances["g6.xlarge"], 1
+    )
+    replica = ReplicaModel(ThroughputCurve(((1, 1.0),), "unused"), 4, NO_LIMIT, NO_LIMIT, hw)
+    prompt, output = 100, 400
+    out = Simulation(
+        fixed_config(4, 1.0, replica=replica), [Request(0.0, prompt, output)], 600.0, "run"
+    ).run()
+    prefill = step_seconds(hw, prompt, prompt, prompt * prompt / 2, 1)
+    decode = sum(step_seconds(hw, 1, prompt + i, prompt + i, 1) for i in range(1, output))
+    assert out.ttft == pytest.approx([prefill], rel=1e-9)
+    assert out.e2e == pytest.approx([prefill + decode], rel=1e-7)

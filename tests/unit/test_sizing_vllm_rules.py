@@ -19,7 +19,7 @@ from deepseek_eks.sizing.memory import (
     weight_bytes_per_gpu,
 )
 from deepseek_eks.sizing.overhead import runtime_overhead
-from deepseek_eks.sizing.planner import evaluate
+from deepseek_eks.sizing.planner import Rejection, evaluate
 from tests.upstream import cuda_gpu_memory_gib, model_configs
 
 MIB = 1024**2
@@ -70,12 +70,15 @@ def test_awq_needs_whole_groups_per_rank(variant: str, tp: int, refused: bool) -
 
 
 def test_qwen14b_awq_is_never_planned_at_tp8() -> None:
-    result = plan(PlanRequest("r1-distill-qwen-14b", ("p4d",), quantization=Quantization.AWQ_INT4))
-    assert isinstance(result, Infeasible)
-    assert (
-        "AWQ: intermediate size 13824 / TP 8 = 1728 is not a multiple of the group size 128"
-        in result.reasons[0]
-    )
+    request = PlanRequest("r1-distill-qwen-14b", ("p4d",), quantization=Quantization.AWQ_INT4)
+    model = model_catalog()["r1-distill-qwen-14b"]
+    p4d = instance_catalog().instances["p4d.24xlarge"]
+    tp8 = evaluate(model, Quantization.AWQ_INT4, p4d, request)
+    assert isinstance(tp8, Rejection)
+    assert "AWQ: intermediate size 13824 / TP 8 = 1728 is not a multiple of the group size 128" in tp8.reason
+    # Packing: fewer GPUs of the same node serve it (issue 22: refuse only for the true reason).
+    result = plan(request)
+    assert isinstance(result, SizingPlan) and result.tensor_parallel_size < 8
 
 
 def test_kv_heads_replicate_when_tp_is_a_multiple_of_them() -> None:

@@ -1,0 +1,161 @@
+"""Capacity planning: how many replicas keep TTFT within the SLO at a given request rate.
+
+    python -m sizing capacity --variant V --families f1,f2 --rate R [--peak-rate P]
+        --ttft-slo S [--prompt-tokens P --output-tokens O] [--quantization Q] [--json]
+
+Each replica is ``max_num_seqs`` slots (vLLM's running batch) fed from one queue; a slot holds a
+request for its output tokens x the inter-token latency at a full batch (the replica model, a
+conservative service time). With Poisson arrivals and exponential service this is M/M/c, whose wait
+tail is Erlang C: P(wait > t) = C(c, a) exp(-(c mu - lambda) t). A replica count meets the SLO when
+P(prefill + wait > SLO) <= 5 % (the p95). The autoscaling signal is the simulator's choice
+(``python -m automation simulate --compare``); this only sizes the floor and ceiling:
+``minReplicas`` for ``--rate``, ``maxReplicas`` for ``--peak-rate``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+
+from .catalog import GPU_FAMILIES, VARIANTS
+from .memory import Quantization
+from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, steady_state
+from .planner import PlanError, PlanRequest, SizingPlan, plan
+
+SLO_QUANTILE = 0.95
+MAX_REPLICAS_SEARCHED = 1000
+
+
+def erlang_c(servers: int, offered: float) -> float:
+    """Probability an arrival waits in M/M/c with ``offered`` = lambda / mu erlangs (< servers)."""
+    # Iterative Erlang B, then C: stable for hundreds of servers.
+    b = 1.0
+    for k in range(1, servers + 1):
+        b = offered * b / (k + offered * b)
+    rho = offered / servers
+    return b / (1 - rho + rho * b)
+
+
+def p_ttft_above(slo_s: float, prefill_s: float, rate: float, service_s: float, servers: int) -> float:
+    """P(TTFT > slo) for M/M/``servers`` with mean service ``service_s`` plus a fixed prefill."""
+    mu = 1.0 / service_s
+    if rate >= servers * mu:
+        return 1.0
+    budget = slo_s - prefill_s
+    if budget < 0:
+        return 1.0
+    return erlang_c(servers, rate / mu) * math.exp(-(servers * mu - rate) * budget)
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The replica counts that meet the SLO, and what they rest on."""
+
+    min_replicas: int
+    max_replicas: int
+    replica_requests_per_second: float
+    service_s: float
+    prefill_s: float
+    slots_per_replica: int
+
+    def to_dict(self) -> dict:
+        return {
+            "min_replicas": self.min_replicas,
+            "max_replicas": self.max_replicas,
+            "replica_requests_per_second_at_saturation": round(self.replica_requests_per_second, 4),
+            "service_seconds": round(self.service_s, 2),
+            "prefill_seconds": round(self.prefill_s, 3),
+            "slots_per_replica": self.slots_per_replica,
+            "slo_quantile": SLO_QUANTILE,
+        }
+
+
+def replicas_for(rate: float, slo_s: float, prefill_s: float, service_s: float, slots: int) -> int:
+    """Fewest replicas whose p95 TTFT at ``rate`` requests/s is within ``slo_s``."""
+    if rate <= 0:
+        return 0
+    for n in range(1, MAX_REPLICAS_SEARCHED + 1):
+        if p_ttft_above(slo_s, prefill_s, rate, service_s, n * slots) <= 1 - SLO_QUANTILE:
+            return n
+    raise PlanError(f"more than {MAX_REPLICAS_SEARCHED} replicas needed for {rate} requests/s")
+
+
+def capacity(
+    sized: SizingPlan,
+    rate: float,
+    peak_rate: float,
+    slo_s: float,
+    prompt_tokens: int = PLAN_PROMPT_TOKENS,
+    output_tokens: int = PLAN_OUTPUT_TOKENS,
+) -> Capacity:
+    """Recommended minReplicas (for ``rate``) and maxReplicas (for ``peak_rate``)."""
+    hw, limits = sized.hardware, sized.scheduler_limits
+    full = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
+    alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens)
+    slots = full.running  # the KV cache may hold fewer than max_num_seqs at these lengths
+    service = output_tokens * full.itl_s
+    prefill = alone.ttft_s
+    lo = replicas_for(rate, slo_s, prefill, service, slots)
+    hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
+    return Capacity(max(1, lo), max(1, hi), full.requests_per_second, service, prefill, slots)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sizing capacity", description=__doc__.split("\n\n")[0])
+    p.add_argument("--variant", required=True, choices=VARIANTS)
+    p.add_argument("--families", required=True, help=f"comma-separated: {', '.join(GPU_FAMILIES)}")
+    p.add_argument("--quantization", default="auto", choices=[q.value for q in Quantization])
+    p.add_argument("--max-model-len", type=int, default=32768)
+    p.add_argument("--rate", type=float, required=True, help="baseline requests/s (sets minReplicas)")
+    p.add_argument("--peak-rate", type=float, help="busiest requests/s (sets maxReplicas; default --rate)")
+    p.add_argument("--ttft-slo", type=float, required=True, help="observability.ttftSloSeconds")
+    p.add_argument("--prompt-tokens", type=int, default=PLAN_PROMPT_TOKENS)
+    p.add_argument("--output-tokens", type=int, default=PLAN_OUTPUT_TOKENS)
+    p.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    peak = args.peak_rate if args.peak_rate is not None else args.rate
+    problems = [
+        f"--{flag} {value}: must be positive"
+        for flag, value in (
+            ("rate", args.rate),
+            ("peak-rate", peak),
+            ("ttft-slo", args.ttft_slo),
+            ("prompt-tokens", args.prompt_tokens),
+            ("output-tokens", args.output_tokens),
+        )
+        if value <= 0
+    ]
+    if peak < args.rate:
+        problems.append(f"--peak-rate {peak}: below --rate {args.rate}")
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    try:
+        sized = plan(PlanRequest(args.variant, families, Quantization(args.quantization), args.max_model_len))
+        if not isinstance(sized, SizingPlan):
+            print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
+            return 1
+        cap = capacity(sized, args.rate, peak, args.ttft_slo, args.prompt_tokens, args.output_tokens)
+    except PlanError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    doc = {"variant": args.variant, "instance_type": sized.instance_type, **cap.to_dict()}
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(
+            f"autoscaling.minReplicas {cap.min_replicas} (at {args.rate} req/s), "
+            f"autoscaling.maxReplicas {cap.max_replicas} (at {peak} req/s) for p95 TTFT <= {args.ttft_slo} s "
+            f"on {sized.instance_type}: each replica {cap.slots_per_replica} slots of "
+            f"{cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s at saturation"
+        )
+    return 0

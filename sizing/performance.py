@@ -1,0 +1,376 @@
+"""The replica performance model: how long one vLLM engine step takes on a plan's GPUs, and what a
+replica delivers in steady state for a given concurrency and request lengths.
+
+One step (vLLM 0.33.0 V1 scheduler: decodes and chunked-prefill tokens share one forward pass) costs
+
+    t = overhead + max(bytes / (bandwidth x eff_bw), flops / (peak x eff_compute)) + all-reduce
+
+- bytes: the weights each GPU holds (for the MoE model, the share of routed experts the step's
+  tokens touch) plus the KV cache of every scheduled token's context;
+- flops: 2 x active parameters x tokens, plus attention (QK^T and AV: 4 x layers x heads x head_dim
+  x context per token);
+- all-reduce (TP > 1): two per layer of the step's activations, ring algorithm, over the
+  instance's GPU link (NVLink or PCIe, sizing/data/gpu_specs.json) plus a fixed latency each;
+- pipeline parallel: the batch flows through PP stages one after another, each stage holding 1/PP of
+  the layers, plus an activation hand-off between nodes per stage boundary.
+
+Datasheet figures come from ``sizing/data/gpu_specs.json`` (each with its source); the four
+efficiencies are fitted to published measurements (``python -m sizing.fit``, stored in
+``sizing/data/efficiency.json``). Pure functions: both ``python -m sizing throughput`` and the
+autoscaling simulator use them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+
+from .catalog import Attention, InstanceType, ModelSpec, gpu_memory_key
+from .memory import ACTIVATION_BYTES, Quantization, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
+
+# vLLM 0.33.0 defaults (reference/upstream/vllm-scheduler/scheduler-facts.json):
+# CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py).
+BLOCK_SIZE = 16
+
+# Request lengths the plan's throughput figures are quoted at: DeepSeek-R1 emitted ~1,162 completion
+# tokens on a sample reasoning prompt (Microsoft Azure HPC blog, "Performance analysis of DeepSeek
+# R1 AI inference using vLLM on ND-H100-v5"); prompts are a chat turn with context, assumed 500.
+# The simulator's default traffic uses the same means (automation/simulate/traffic.py).
+PLAN_PROMPT_TOKENS = 500
+PLAN_OUTPUT_TOKENS = 1162
+
+
+class PerformanceError(ValueError):
+    """No performance figures for the requested hardware or model."""
+
+
+def read_data(name: str) -> dict:
+    """A JSON file of sizing/data/."""
+    text = resources.files(__package__ or "sizing").joinpath("data", name).read_text(encoding="utf-8")
+    data: dict = json.loads(text)
+    return data
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """Datasheet figures of one GPU model (dense peaks)."""
+
+    name: str
+    memory_gb_s: float
+    fp16_tflops: float
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    source: str
+
+
+@dataclass(frozen=True)
+class Efficiencies:
+    """Fractions of the datasheet peaks a vLLM step reaches, and its fixed costs (fitted)."""
+
+    bandwidth: float
+    compute: float
+    step_overhead_s: float
+    allreduce_latency_s: float
+    source: str = "fit"
+    # Host work that grows with the batch (scheduling, sampling, detokenizing each sequence).
+    per_sequence_s: float = 0.0
+
+
+@cache
+def gpu_specs() -> dict[str, GpuSpec]:
+    """``gpu_specs.json``'s GPUs, keyed as ``gpu_memory_key`` names them (A100-40GB, A100-80GB)."""
+    out = {}
+    for name, g in read_data("gpu_specs.json")["gpus"].items():
+        out[name] = GpuSpec(
+            name, g["memory_gb_s"], g["fp16_tflops"], g["bf16_tflops"], g["fp8_tflops"], g["source"]
+        )
+    return out
+
+
+@cache
+def interconnect_gb_s(family: str) -> float:
+    """GPU-to-GPU bandwidth per direction inside one instance of ``family``."""
+    links = read_data("gpu_specs.json")["interconnects"]
+    if family not in links:
+        raise PerformanceError(f"no interconnect figure for instance family {family!r}")
+    return float(links[family]["gb_s"])
+
+
+@cache
+def between_nodes_gb_s() -> float:
+    return float(read_data("gpu_specs.json")["between_nodes"]["gb_s"])
+
+
+def kernel_class(model: ModelSpec) -> str:
+    """Efficiencies are fitted per kernel family: dense GEMMs, or fused MoE expert GEMMs."""
+    return "moe" if model.moe else "dense"
+
+
+@cache
+def fitted_efficiencies(kind: str = "dense") -> Efficiencies:
+    """The efficiencies ``python -m sizing.fit`` wrote (sizing/data/efficiency.json) for ``kind``."""
+    data = read_data("efficiency.json")
+    e = data[kind]
+    return Efficiencies(
+        e["bandwidth"],
+        e["compute"],
+        e["step_overhead_s"],
+        e["allreduce_latency_s"],
+        data["source"],
+        e.get("per_sequence_s", 0.0),
+    )
+
+
+@cache
+def _model_extras() -> dict[str, dict]:
+    extras: dict[str, dict] = read_data("gpu_specs.json")["models"]
+    return extras
+
+
+def active_parameters(model: ModelSpec) -> int:
+    """Parameters one token passes through: all of a dense model; 37B of r1-671b (cited in
+    gpu_specs.json ``models``)."""
+    extra = _model_extras().get(model.variant)
+    return int(extra["active_parameters"]) if extra else model.parameters
+
+
+def routed_expert_parameters(model: ModelSpec) -> int:
+    """Parameters of all routed experts (gate, up, down projections of every MoE layer)."""
+    if not model.moe:
+        return 0
+    layers = model.num_hidden_layers - model.first_k_dense_replace
+    return layers * model.n_routed_experts * 3 * model.hidden_size * model.moe_intermediate_size
+
+
+def touched_expert_fraction(model: ModelSpec, tokens: int) -> float:
+    """Expected share of routed experts a step of ``tokens`` tokens reads, each token choosing
+    ``experts_per_token`` of ``n_routed_experts`` (uniform routing assumed)."""
+    if not model.moe or tokens <= 0:
+        return 0.0
+    k = int(_model_extras()[model.variant]["experts_per_token"])
+    return 1.0 - (1.0 - k / model.n_routed_experts) ** tokens
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One replica's model and GPUs: everything a step's duration depends on, except the batch."""
+
+    model: ModelSpec
+    quantization: Quantization
+    gpu: GpuSpec
+    tensor_parallel: int
+    pipeline_parallel: int
+    link_gb_s: float
+    efficiencies: Efficiencies
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def peak_tflops(self) -> float:
+        """Dense tensor peak the quantization's kernels use: FP8 tensor cores for FP8 weights where
+        the GPU has them; the 16-bit path for bf16, AWQ (W4A16) and weight-only FP8 (Marlin)."""
+        g = self.gpu
+        if self.quantization is Quantization.FP8 and g.fp8_tflops:
+            return g.fp8_tflops
+        return g.bf16_tflops or g.fp16_tflops
+
+    def with_efficiencies(self, eff: Efficiencies) -> Hardware:
+        return replace(self, efficiencies=eff)
+
+
+def hardware(
+    model: ModelSpec,
+    quantization: Quantization,
+    instance: InstanceType,
+    tensor_parallel: int,
+    pipeline_parallel: int = 1,
+    efficiencies: Efficiencies | None = None,
+) -> Hardware:
+    """The ``Hardware`` of a replica of ``model`` on ``tensor_parallel`` GPUs of ``instance``."""
+    key = gpu_memory_key(instance.gpu_model, instance.gpu_memory_mib)
+    specs = gpu_specs()
+    if key not in specs:
+        raise PerformanceError(f"no datasheet figures for GPU {key} (sizing/data/gpu_specs.json)")
+    link = interconnect_gb_s(instance.family) if tensor_parallel > 1 else 0.0
+    return Hardware(
+        model,
+        quantization.resolve(model),
+        specs[key],
+        tensor_parallel,
+        pipeline_parallel,
+        link,
+        efficiencies or fitted_efficiencies(kernel_class(model)),
+    )
+
+
+def _stage_time(
+    hw: Hardware, tokens: int, context_tokens: float, attention_tokens: float, layers_share: float
+) -> float:
+    """Seconds one pipeline stage (``layers_share`` of the layers) needs for a forward pass of
+    ``tokens`` new tokens that read ``context_tokens`` cached tokens' KV and attend over
+    ``attention_tokens`` (token, context) pairs in all."""
+    m, e, tp, pp = hw.model, hw.efficiencies, hw.tensor_parallel, hw.pipeline_parallel
+    weights = weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp * layers_share
+    if m.moe:
+        # Routed experts a step does not touch are not read.
+        routed = weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp * layers_share
+        routed *= routed_expert_parameters(m) / m.parameters
+        weights -= routed * (1.0 - touched_expert_fraction(m, tokens))
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * layers_share * context_tokens
+    memory_s = (weights + kv) / (hw.gpu.memory_gb_s * 1e9 * e.bandwidth)
+    layers = m.num_hidden_layers * layers_share
+    linear_flops = 2.0 * active_parameters(m) * layers_share * tokens
+    if m.attention is Attention.MLA:
+        attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim)
+    else:
+        attn_width = m.num_attention_heads * m.head_dim
+    attention_flops = 4.0 * layers * attn_width * attention_tokens
+    compute_s = (linear_flops + attention_flops) / tp / (hw.peak_tflops * 1e12 * e.compute)
+    comm_s = 0.0
+    if tp > 1:
+        # Two all-reduces per layer (after attention and after the MLP), ring: 2(tp-1)/tp of the
+        # activation bytes cross each GPU's link.
+        size = tokens * m.hidden_size * ACTIVATION_BYTES
+        per = 2.0 * (tp - 1) / tp * size / (hw.link_gb_s * 1e9) + e.allreduce_latency_s
+        comm_s = 2.0 * layers * per
+    return max(memory_s, compute_s) + comm_s
+
+
+def step_seconds(
+    hw: Hardware,
+    tokens: int,
+    context_tokens: float,
+    attention_tokens: float | None = None,
+    seqs: int | None = None,
+) -> float:
+    """Seconds of one engine step scheduling ``tokens`` tokens (one per decoding sequence, plus the
+    prefill chunks) that read ``context_tokens`` cached tokens' KV in all. ``attention_tokens``:
+    the (token, context) pairs attention computes; for decodes it equals the context, for a prefill
+    chunk of c tokens after d cached ones it is c x (d + c/2). Default: the context. ``seqs``: the
+    sequences in the step (default: one per token)."""
+    pp = hw.pipeline_parallel
+    if tokens <= 0:
+        return 0.0
+    pairs = context_tokens if attention_tokens is None else attention_tokens
+    e = hw.efficiencies
+    fixed = e.step_overhead_s + e.per_sequence_s * (tokens if seqs is None else seqs)
+    if pp == 1:
+        return fixed + _stage_time(hw, tokens, context_tokens, pairs, 1.0)
+    # The batch passes the stages in turn (vLLM splits it into PP micro-batches, which overlap but
+    # do not add bandwidth: every stage still reads its weights once per micro-batch).
+    micro = max(1, math.ceil(tokens / pp))
+    stage = _stage_time(hw, micro, context_tokens / pp, pairs / pp, 1.0 / pp)
+    handoff = micro * hw.model.hidden_size * ACTIVATION_BYTES / (between_nodes_gb_s() * 1e9)
+    return fixed + pp * stage + (pp - 1) * handoff
+
+
+@dataclass(frozen=True)
+class SchedulerLimits:
+    """The vLLM engine limits the step model runs under."""
+
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    kv_cache_tokens: int
+    block_size: int = BLOCK_SIZE
+
+    @property
+    def kv_blocks(self) -> int:
+        return self.kv_cache_tokens // self.block_size
+
+
+def default_max_num_batched_tokens(cuda_memory_mib: int, gpu_model: str) -> int:
+    """vLLM 0.33.0's OpenAI-server default (vllm/engine/arg_utils.py
+    ``EngineArgs.get_batch_defaults``): 16384 from 160 GiB of device memory, 8192 from 70 GiB except
+    on A100, else 2048."""
+    gib = cuda_memory_mib / 1024
+    if gib >= 160:
+        return 16384
+    if gib >= 70 and gpu_model != "A100":
+        return 8192
+    return 2048
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """One replica serving ``concurrency`` closed-loop streams of fixed lengths."""
+
+    concurrency: int
+    running: int
+    output_tokens_per_second: float
+    requests_per_second: float
+    ttft_s: float
+    itl_s: float
+    kv_cache_tokens: int
+    preempted: bool
+    limited_by: str
+
+    def to_dict(self) -> dict:
+        return {
+            "concurrency": self.concurrency,
+            "running": self.running,
+            "output_tokens_per_second": round(self.output_tokens_per_second, 2),
+            "requests_per_second": round(self.requests_per_second, 4),
+            "ttft_s": round(self.ttft_s, 4),
+            "itl_s": round(self.itl_s, 5),
+            "kv_cache_tokens": self.kv_cache_tokens,
+            "preempted": self.preempted,
+            "limited_by": self.limited_by,
+        }
+
+
+def _blocks(tokens: float, block_size: int) -> int:
+    return math.ceil(tokens / block_size)
+
+
+def steady_state(
+    hw: Hardware, limits: SchedulerLimits, concurrency: int, prompt_tokens: int, output_tokens: int
+) -> SteadyState:
+    """Throughput and latency of ``concurrency`` clients each sending a request of
+    ``prompt_tokens`` in / ``output_tokens`` out as soon as the last one finished.
+
+    Running sequences: at most ``max_num_seqs``, and as many as the KV blocks hold at their mean
+    length (prompt + half the output: in steady state the streams are spread over their lifetime).
+    Per step every running sequence decodes one token and the prompts of the requests that replace
+    finished ones are prefilled (on average running x prompt / output tokens per step, chunked
+    within ``max_num_batched_tokens``). Streams beyond the running ones wait (Little's law).
+    """
+    if concurrency < 1 or prompt_tokens < 1 or output_tokens < 1:
+        raise PerformanceError("concurrency, prompt and output tokens must be at least 1")
+    bs = limits.block_size
+    mean_blocks = _blocks(prompt_tokens + output_tokens / 2, bs)
+    by_kv = limits.kv_blocks // mean_blocks
+    running = min(concurrency, limits.max_num_seqs, max(1, by_kv))
+    limited_by = "concurrency"
+    if running < concurrency:
+        limited_by = "max_num_seqs" if running == limits.max_num_seqs else "kv_cache"
+    # Preemption happens when the running sequences at their full length outgrow the cache.
+    preempted = running * _blocks(prompt_tokens + output_tokens, bs) > limits.kv_blocks
+    prefill_per_step = running * prompt_tokens / output_tokens
+    context = running * (prompt_tokens + output_tokens / 2)
+    tokens = running + prefill_per_step
+    # Prefill tokens attend to their own prompt: on average to half of it.
+    pairs = context + prefill_per_step * prompt_tokens / 2
+    itl = step_seconds(hw, math.ceil(tokens), context + prefill_per_step, pairs, running)
+    output_rate = running / itl
+    rps = output_rate / output_tokens
+    # A new prompt is prefilled in chunks of what the step budget leaves after the decodes.
+    chunk = min(prompt_tokens, max(1, limits.max_num_batched_tokens - (running - 1)))
+    chunks = math.ceil(prompt_tokens / chunk)
+    decode_context = (running - 1) * (prompt_tokens + output_tokens / 2)
+    per_chunk = step_seconds(
+        hw,
+        running - 1 + chunk,
+        decode_context + prompt_tokens,
+        decode_context + chunk * prompt_tokens / 2,
+        running,
+    )
+    wait = (concurrency - running) / rps if concurrency > running else 0.0
+    ttft = wait + chunks * per_chunk
+    return SteadyState(
+        concurrency, running, output_rate, rps, ttft, itl, limits.kv_cache_tokens, preempted, limited_by
+    )

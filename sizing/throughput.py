@@ -1,0 +1,126 @@
+"""``python -m sizing throughput``: the replica model's steady state for one load.
+
+    python -m sizing throughput --variant V --instance-type T [--tp N] [--quantization Q]
+        --concurrency C --prompt-tokens P --output-tokens O [--max-num-seqs N] [--json]
+
+It sizes the replica as the planner would (KV cache from the GPUs' memory, ``--max-num-seqs`` by
+the plan's rule unless given, vLLM's default ``max_num_batched_tokens`` for the GPU) and answers
+``sizing.performance.steady_state``. Exit codes: 0 an answer; 1 the model does not fit on those
+GPUs; 2 a bad flag (named in the message).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .catalog import VARIANTS, instance_catalog, model_catalog
+from .memory import Quantization, tensor_parallel_refusal
+from .performance import (
+    PerformanceError,
+    SchedulerLimits,
+    default_max_num_batched_tokens,
+    hardware,
+    steady_state,
+)
+from .planner import PlanRequest, Rejection, evaluate, planned_max_num_seqs
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m sizing throughput",
+        description="One vLLM replica's output tokens/s, TTFT and ITL for a closed-loop load.",
+    )
+    p.add_argument("--variant", required=True, choices=VARIANTS)
+    p.add_argument("--instance-type", required=True, help="an EC2 GPU instance type, e.g. g6e.12xlarge")
+    p.add_argument("--tp", type=int, help="tensor-parallel size (default: every GPU of the instance)")
+    p.add_argument("--quantization", default="auto", choices=[q.value for q in Quantization])
+    p.add_argument("--concurrency", type=int, required=True, help="streams in flight (closed loop)")
+    p.add_argument("--prompt-tokens", type=int, required=True)
+    p.add_argument("--output-tokens", type=int, required=True)
+    p.add_argument("--max-model-len", type=int, default=32768, help="context window (default 32768)")
+    p.add_argument("--max-num-seqs", type=int, help="vLLM --max-num-seqs (default: the plan's rule)")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return p
+
+
+def _problems(args: argparse.Namespace) -> list[str]:
+    problems = []
+    for flag in ("concurrency", "prompt_tokens", "output_tokens", "max_model_len"):
+        if getattr(args, flag) < 1:
+            problems.append(f"--{flag.replace('_', '-')} {getattr(args, flag)}: must be at least 1")
+    if args.max_num_seqs is not None and args.max_num_seqs < 1:
+        problems.append(f"--max-num-seqs {args.max_num_seqs}: must be at least 1")
+    if args.prompt_tokens + args.output_tokens > args.max_model_len:
+        problems.append(
+            f"--prompt-tokens + --output-tokens = {args.prompt_tokens + args.output_tokens} exceeds "
+            f"--max-model-len {args.max_model_len}"
+        )
+    instances = instance_catalog().instances
+    if args.instance_type not in instances:
+        problems.append(f"--instance-type {args.instance_type}: not a GPU instance type of the catalog")
+        return problems
+    instance = instances[args.instance_type]
+    if args.tp is not None:
+        model = model_catalog()[args.variant]
+        q = Quantization(args.quantization).resolve(model)
+        if not 1 <= args.tp <= instance.gpu_count:
+            problems.append(f"--tp {args.tp}: {instance.name} has {instance.gpu_count} GPUs")
+        elif refusal := tensor_parallel_refusal(model, args.tp, q):
+            problems.append(f"--tp {args.tp}: {refusal}")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    problems = _problems(args)
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    model = model_catalog()[args.variant]
+    instance = instance_catalog().instances[args.instance_type]
+    q = Quantization(args.quantization)
+    request = PlanRequest(args.variant, (instance.family,), q, max_model_len=args.max_model_len)
+    fit = evaluate(model, q, instance, request, args.tp)
+    if isinstance(fit, Rejection):
+        print(f"error: {fit.reason}", file=sys.stderr)
+        return 1
+    try:
+        hw = hardware(model, q, instance, fit.tensor_parallel, fit.pipeline_parallel)
+    except PerformanceError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    limits = SchedulerLimits(
+        args.max_num_seqs or planned_max_num_seqs(fit.kv_tokens),
+        default_max_num_batched_tokens(instance.cuda_memory_mib, instance.gpu_model),
+        fit.kv_tokens,
+    )
+    state = steady_state(hw, limits, args.concurrency, args.prompt_tokens, args.output_tokens)
+    doc = {
+        "variant": model.variant,
+        "instance_type": instance.name,
+        "gpu_model": instance.gpu_model,
+        "tensor_parallel_size": fit.tensor_parallel,
+        "pipeline_parallel_size": fit.pipeline_parallel,
+        "quantization": hw.quantization.value,
+        "prompt_tokens": args.prompt_tokens,
+        "output_tokens": args.output_tokens,
+        "max_num_seqs": limits.max_num_seqs,
+        "max_num_batched_tokens": limits.max_num_batched_tokens,
+        **state.to_dict(),
+        "efficiencies": hw.efficiencies.source,
+    }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(
+        f"{model.variant} on {instance.name} (TP {fit.tensor_parallel}, {hw.quantization.value}), "
+        f"{args.concurrency} streams of {args.prompt_tokens} in / {args.output_tokens} out:\n"
+        f"  {state.output_tokens_per_second:.1f} output tok/s, {state.requests_per_second:.3f} req/s, "
+        f"TTFT {state.ttft_s:.2f} s, ITL {state.itl_s * 1000:.1f} ms\n"
+        f"  {state.running} running (limited by {state.limited_by}; max-num-seqs {limits.max_num_seqs}), "
+        f"KV cache {limits.kv_cache_tokens:,} tokens{', preempting' if state.preempted else ''}"
+    )
+    return 0

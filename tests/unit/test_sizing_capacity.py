@@ -1,0 +1,48 @@
+"""Capacity planning (``python -m sizing capacity``): Erlang C from first principles."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
+from deepseek_eks.sizing.capacity import SLO_QUANTILE, capacity, erlang_c, p_ttft_above, replicas_for
+from deepseek_eks.sizing.cli import main
+
+
+def erlang_c_textbook(c: int, a: float) -> float:
+    """P(wait) in M/M/c: (a^c / c!) (c / (c - a)) over the same plus sum_{k<c} a^k / k!."""
+    top = a**c / math.factorial(c) * c / (c - a)
+    return top / (sum(a**k / math.factorial(k) for k in range(c)) + top)
+
+
+@pytest.mark.parametrize(("c", "a"), [(1, 0.5), (2, 1.0), (10, 7.5), (40, 36.0)])
+def test_erlang_c_matches_the_textbook_formula(c: int, a: float) -> None:
+    assert erlang_c(c, a) == pytest.approx(erlang_c_textbook(c, a))
+
+
+def test_recommended_count_is_the_least_that_meets_the_p95() -> None:
+    slo, prefill, service, slots = 5.0, 0.5, 80.0, 20
+    for rate in (0.1, 0.5, 1.0, 3.0):
+        n = replicas_for(rate, slo, prefill, service, slots)
+        assert p_ttft_above(slo, prefill, rate, service, n * slots) <= 1 - SLO_QUANTILE
+        if n > 1:
+            assert p_ttft_above(slo, prefill, rate, service, (n - 1) * slots) > 1 - SLO_QUANTILE
+
+
+def test_capacity_grows_with_the_peak_and_the_cli_answers(capsys: pytest.CaptureFixture[str]) -> None:
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    low = capacity(sized, 0.2, 0.2, 5.0)
+    high = capacity(sized, 0.2, 2.0, 5.0)
+    assert high.max_replicas > low.max_replicas >= low.min_replicas >= 1
+    # The peak needs at least its offered load in slots: rate x service time.
+    assert high.max_replicas * high.slots_per_replica >= 2.0 * high.service_s
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.2"]
+    assert main([*argv, "--peak-rate", "2", "--ttft-slo", "5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["max_replicas"] == high.max_replicas
+    assert main([*argv, "--peak-rate", "0.1", "--ttft-slo", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--peak-rate 0.1: below --rate" in err and "--ttft-slo 0.0" in err

@@ -1,0 +1,170 @@
+"""The replica performance model against its cited figures: GPU datasheets, published vLLM
+measurements, vLLM 0.33.0's scheduler defaults, and physical bounds."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from deepseek_eks.sizing import performance
+from deepseek_eks.sizing.catalog import gpu_memory_key, instance_catalog, model_catalog
+from deepseek_eks.sizing.memory import Quantization, weight_bytes_per_gpu
+from deepseek_eks.sizing.performance import (
+    SchedulerLimits,
+    default_max_num_batched_tokens,
+    hardware,
+    steady_state,
+)
+from deepseek_eks.sizing.planner import Fit, PlanRequest, evaluate
+
+ROOT = Path(__file__).resolve().parents[2]
+FACTS = json.loads((ROOT / "reference/upstream/vllm-scheduler/scheduler-facts.json").read_text())["facts"]
+MEASUREMENTS = json.loads((ROOT / "sizing/data/measurements.json").read_text())["points"]
+SPECS = json.loads((ROOT / "sizing/data/gpu_specs.json").read_text())
+
+
+def _feasible() -> list[tuple[str, Fit]]:
+    """Every (variant, single-node fit) the planner accepts on the whole catalog."""
+    out = []
+    for variant, model in model_catalog().items():
+        request = PlanRequest(variant, tuple(instance_catalog().families), max_model_len=8192)
+        for instance in instance_catalog().instances.values():
+            fit = evaluate(model, request.quantization, instance, request)
+            if isinstance(fit, Fit) and fit.pipeline_parallel == 1:
+                out.append((variant, fit))
+    return out
+
+
+FEASIBLE = _feasible()
+
+
+def test_every_catalog_gpu_and_family_has_cited_datasheet_figures() -> None:
+    for instance in instance_catalog().instances.values():
+        key = gpu_memory_key(instance.gpu_model, instance.gpu_memory_mib)
+        spec = SPECS["gpus"][key]
+        assert spec["memory_gb_s"] > 0 and spec["fp16_tflops"] > 0, key
+        assert "nvidia.com" in spec["source"] or "baseten.co" in spec["source"], key
+        assert SPECS["interconnects"][instance.family]["gb_s"] > 0, instance.family
+
+
+def test_batch_defaults_follow_vllm_0_33_0() -> None:
+    # EngineArgs.get_batch_defaults tiers, read from the snapshot, applied to CUDA's memory totals.
+    tiers = FACTS["max_num_batched_tokens_default_openai_server"]["tiers"]
+    for gpu, mib in (("L4", 22593), ("A100", 81039), ("H100", 80998), ("H200", 143052), ("B200", 182918)):
+        gib = mib / 1024
+        expected = next(
+            t["max_num_batched_tokens"]
+            for t in tiers
+            if gib >= t["min_device_memory_gib"] and not (t["excludes_a100"] and gpu == "A100")
+        )
+        assert default_max_num_batched_tokens(mib, gpu) == expected, gpu
+    assert FACTS["block_size_default"]["value"] == performance.BLOCK_SIZE
+
+
+@pytest.mark.parametrize(("variant", "fit"), FEASIBLE, ids=[f"{v}-{f.instance.name}" for v, f in FEASIBLE])
+def test_single_stream_never_beats_the_bandwidth_bound(variant: str, fit: Fit) -> None:
+    # One decoding stream reads every weight byte of its GPU once per token: tokens/s can never
+    # exceed datasheet bandwidth / weight bytes (routed experts excepted for the MoE model).
+    model = model_catalog()[variant]
+    q = Quantization.AUTO.resolve(model)
+    hw = hardware(model, q, fit.instance, fit.tensor_parallel)
+    limits = SchedulerLimits(8, 2048, fit.kv_tokens)
+    rate = steady_state(hw, limits, 1, 128, 1024).output_tokens_per_second
+    key = gpu_memory_key(fit.instance.gpu_model, fit.instance.gpu_memory_mib)
+    bandwidth = SPECS["gpus"][key]["memory_gb_s"] * 1e9
+    weights = weight_bytes_per_gpu(model, q, fit.tensor_parallel, 1)
+    if model.moe:
+        active = SPECS["models"][variant]["active_parameters"] / model.parameters
+        weights *= active
+    assert 0 < rate <= bandwidth / weights
+
+
+@pytest.mark.parametrize(
+    ("variant", "fit"), FEASIBLE[::5], ids=[f"{v}-{f.instance.name}" for v, f in FEASIBLE[::5]]
+)
+def test_throughput_grows_with_concurrency_until_saturation(variant: str, fit: Fit) -> None:
+    model = model_catalog()[variant]
+    hw = hardware(model, Quantization.AUTO, fit.instance, fit.tensor_parallel)
+    limits = SchedulerLimits(64, 2048, fit.kv_tokens)
+    levels = (1, 2, 4, 8, 16, 32, 64, 128)
+    rates = [steady_state(hw, limits, c, 500, 1000).output_tokens_per_second for c in levels]
+    peak = rates.index(max(rates))
+    # Rising up to the peak; past it (compute- or cache-bound) a plateau: longer KV reads of a
+    # bigger batch may cost a little, never a collapse.
+    assert all(b > a for a, b in itertools.pairwise(rates[: peak + 1])), rates
+    assert min(rates[peak:]) >= 0.97 * rates[peak], rates
+    # Past max_num_seqs nothing more runs: the rate holds and the extra streams only wait.
+    at_limit = steady_state(hw, limits, 64, 500, 1000)
+    beyond = steady_state(hw, limits, 128, 500, 1000)
+    assert beyond.output_tokens_per_second == pytest.approx(at_limit.output_tokens_per_second)
+    assert beyond.ttft_s > at_limit.ttft_s
+
+
+@pytest.mark.parametrize("point", [p for p in MEASUREMENTS if p["concurrency"] == 1], ids=lambda p: p["id"])
+def test_single_stream_decode_within_35_percent_of_published(point: dict) -> None:
+    # Published single-stream rates (measurements.json, each with its source); the model is fitted
+    # to all points at once, so each may miss by some margin: 35 % catches a wrong bandwidth or
+    # weight size (a factor of 2), not the scatter between benchmarks.
+    from deepseek_eks.sizing.fit import point_from_json
+    from deepseek_eks.sizing.performance import fitted_efficiencies, kernel_class
+
+    model = model_catalog()[point["variant"]]
+    p = point_from_json(point, fitted_efficiencies(kernel_class(model)))
+    got = steady_state(p.hardware, p.limits, 1, p.prompt_tokens, p.output_tokens).output_tokens_per_second
+    assert got == pytest.approx(point["output_tokens_per_second"], rel=0.35)
+
+
+def test_moe_step_reads_only_the_experts_its_tokens_touch() -> None:
+    model = model_catalog()["r1-671b"]
+    k = SPECS["models"]["r1-671b"]["experts_per_token"]
+    assert performance.touched_expert_fraction(model, 1) == pytest.approx(k / model.n_routed_experts)
+    assert performance.touched_expert_fraction(model, 1000) > 0.99
+    p5en = instance_catalog().instances["p5en.48xlarge"]
+    hw = hardware(model, Quantization.FP8, p5en, 8)
+    assert performance.step_seconds(hw, 1, 1000) < performance.step_seconds(hw, 64, 64000)
+
+
+def test_kv_cache_limits_the_running_batch_and_flags_preemption() -> None:
+    model = model_catalog()["r1-distill-qwen-7b"]
+    g6 = instance_catalog().instances["g6.xlarge"]
+    hw = hardware(model, Quantization.BF16, g6, 1)
+    # Room for 10 sequences at their mean length (500 + 1000/2 tokens, 63 blocks of 16).
+    limits = SchedulerLimits(256, 2048, 63 * 16 * 10)
+    state = steady_state(hw, limits, 50, 500, 1000)
+    assert state.running == 10 and state.limited_by == "kv_cache"
+    assert state.preempted  # 10 x 1,500 tokens at the end outgrow 10,080
+
+
+def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
+    from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve, published_curve
+    from deepseek_eks.sizing.planner import plan
+
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    d = sized.to_dict()
+    bundled = ReplicaModel.from_plan(d, published_curve(d))
+    # A measured replica at half the bundled model's rate at every concurrency.
+    slow = ThroughputCurve(tuple((c, t / 2) for c, t in published_curve(d).points), "measured: half.json")
+    calibrated = ReplicaModel.from_plan(d, slow)
+    assert calibrated.hardware is not None and calibrated.hardware.efficiencies.source.startswith(
+        "calibrated"
+    )
+    ratio = calibrated.saturated_tokens_per_s() / bundled.saturated_tokens_per_s()
+    assert 0.4 < ratio < 0.65
+
+
+@pytest.mark.parametrize("variant", list(model_catalog()))
+def test_every_plan_the_planner_accepts_can_be_simulated(variant: str) -> None:
+    from deepseek_eks.automation.simulate.replica import ReplicaModel, published_curve
+    from deepseek_eks.sizing.planner import plan
+
+    families = tuple(instance_catalog().families)
+    for family in families:
+        sized = plan(PlanRequest(variant, (family,), max_model_len=8192))
+        if not sized.feasible:
+            continue
+        d = sized.to_dict()
+        model = ReplicaModel.from_plan(d, published_curve(d))
+        assert model.saturated_tokens_per_s() == pytest.approx(d["output_tokens_per_second"], rel=0.01)
