@@ -18,16 +18,16 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.package.test_packaging import HAS_WHEEL, ROOT, _build_wheel
+from tests.package.test_packaging import HAS_WHEEL, ROOT
 
 pytestmark = pytest.mark.skipif(not HAS_WHEEL, reason="the `wheel` package (requirements-dev.txt) is needed")
 SITE = sysconfig.get_paths()["purelib"]  # the tested dependencies, for the fresh venv's scripts
 CLI_ONLY = {"rich", "httpx", "boto3", "pulumi-policy"}  # the CLI runs the policy pack
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build_wheel(tmp_path_factory.mktemp("wheel"))
+@pytest.fixture
+def wheel(package_wheel: Path) -> Path:
+    return package_wheel  # tests/package/conftest.py: built once per session
 
 
 def _metadata(wheel: Path) -> tuple[dict[str, list[str]], list[str]]:
@@ -124,19 +124,9 @@ def test_py_typed_version_and_exports(wheel: Path) -> None:
         assert name in deepseek_eks.__all__ and hasattr(deepseek_eks, name), name
 
 
-@pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv outside the checkout with the wheel installed (its dependencies are the tested
-    ones, through PYTHONPATH: no network)."""
-    root = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    python = root / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-        check=True,
-        capture_output=True,
-    )
-    return root
+@pytest.fixture
+def venv(package_venv: Path) -> Path:
+    return package_venv  # tests/package/conftest.py: the wheel in a fresh venv, once per session
 
 
 def _script(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
