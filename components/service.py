@@ -359,7 +359,9 @@ def service_settings(
     try:
         settings = parse_settings(config, secret_keys, stack=stack, secrets=secrets)
     except SettingsError as error:
-        unknown += [dataclasses.replace(p, value=shown(p.value)) for p in error.problems]
+        unknown += [
+            dataclasses.replace(p, value=shown(p.value), message=shown(p.message)) for p in error.problems
+        ]
     if unknown:
         subject = f"DeepSeekService {service!r} (stack '{stack}')" if service else f"stack '{stack}'"
         raise SettingsError(unknown, stack, subject=subject, spelling=python_spelling)

@@ -117,7 +117,11 @@ class Split:
         """``value`` as a message shows it: each placeholder as ``UNKNOWN`` (not yet known)."""
         if isinstance(value, list | tuple):
             return [self.shown(v) for v in value]
-        return UNKNOWN if isinstance(value, str) and value in self.placeholders else value
+        if not isinstance(value, str):
+            return value
+        for placeholder in self.placeholders:  # also inside a message that lists the values
+            value = value.replace(placeholder, UNKNOWN)
+        return value
 
 
 def split(args: Mapping[str, Any], region: str) -> Split:

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from deepseek_eks.components.wiring import WIRING
-from tests.package.test_packaging import HAS_WHEEL
 from tests.package.test_library import SITE
+from tests.package.test_packaging import HAS_WHEEL
 
 pytestmark = pytest.mark.skipif(not HAS_WHEEL, reason="the `wheel` package (requirements-dev.txt) is needed")
 
@@ -49,6 +49,7 @@ def program():
         for i in range(2)
     ]
     role = aws.iam.Role("karpenter-nodes", assume_role_policy="{}", opts=on_mine)
+    joined = k8s.Provider("platform", kubeconfig="{}")  # the existing cluster's
     clients = vpc.id.apply(lambda _: "not-a-cidr" if BAD else "10.77.0.0/16")
     keep("vpc", vpc.id)
     keep("subnets", pulumi.Output.all(*[s.id for s in subnets]))
@@ -64,7 +65,7 @@ def program():
             "image": {"registry": "123456789012.dkr.ecr.eu-west-1.amazonaws.com/docker-hub"},
             "weights": {"source": "s3"},
         },
-        pulumi.ResourceOptions(providers={"aws": mine, "kubernetes": k8s.Provider("platform", kubeconfig="{}")}),
+        pulumi.ResourceOptions(providers={"aws": mine, "kubernetes": joined}),
     )
 
 
