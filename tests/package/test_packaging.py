@@ -343,6 +343,10 @@ def test_the_yaml_examples_services_construct_through_the_plugin(installed: Path
     def fill(value: Any) -> Any:
         if isinstance(value, str) and (m := re.fullmatch(r"\$\{(\w+)\}", value)):
             return stack_values[m[1]]
+        if isinstance(value, str) and (m := re.fullmatch(r"\$\{([\w-]+)\.\w+\}", value)):
+            # Another resource's output (team B's generated key): a secret output value.
+            urn = f"urn:pulumi:dev::{program['name']}::{program['resources'][m[1]]['type']}::{m[1]}"
+            return {**_output("generated-key-stand-in", urn), "secret": True}
         if isinstance(value, dict):
             return {k: fill(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -363,6 +367,12 @@ def test_the_yaml_examples_services_construct_through_the_plugin(installed: Path
     assert namespaces == {"team-a", "team-b"}
     types = [r.type for r in engine.registrations]
     assert not [t for t in types if t.startswith(("aws:ec2/vpc:", "aws:eks/cluster:", "eks:"))]
+    keys = [
+        json.dumps(json.loads(MessageToJson(r.object)))
+        for r in engine.registrations
+        if r.type == "kubernetes:core/v1:Secret" and "generated-key-stand-in" in MessageToJson(r.object)
+    ]
+    assert len(keys) == 1 and SECRET_SIG in keys[0]  # team B's key reached its Secret, as a secret
 
 
 # An Output on the wire: the signature of an output value (sdk/python/lib/pulumi/runtime/rpc.py
