@@ -32,7 +32,7 @@ from typing import Any, TypedDict
 import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
-from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, parse_settings
+from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, settings_from_values
 from deepseek_eks.settings.model import DEFAULT_REGION
 from deepseek_eks.sizing import SizingPlan
 
@@ -313,34 +313,34 @@ def _camel_keys(value: Any) -> Any:
     return value
 
 
-def args_config(args: DeepSeekServiceArgs) -> tuple[dict[str, Any], list[str], dict[str, object]]:
-    """The Pulumi config map these args stand for, its secret keys, and the secret values.
+def args_values(
+    args: DeepSeekServiceArgs | Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, object], list[Problem]]:
+    """The settings these args give, for the validator's typed path (``settings_from_values``):
+    the values by setting (``model.maxModelLen``), the ``aws:*`` ones by name, the secrets as
+    secret Outputs, and the problems only the args can have (a group that is not a dict).
 
-    Unknown keys go through too, so ``parse_settings`` names them with every other problem."""
-    config: dict[str, Any] = {}
-    secret_keys: list[str] = []
+    Unknown keys go through too, so the validator names them with every other problem."""
+    values: dict[str, Any] = {}
+    aws: dict[str, Any] = {}
     secrets: dict[str, object] = {}
+    problems: list[Problem] = []
     for key, value in dict(args).items():
         if value is None or key in PLACEMENT_KEYS:
             continue
         if key in _SECRETS:
-            full = f"{PROJECT}:{_SECRETS[key]}"
-            config[full] = "[secret]"  # the value itself stays an Output, never read here
-            secret_keys.append(full)
-            secrets[_SECRETS[key]] = pulumi.Output.secret(value)
+            secrets[_SECRETS[key]] = pulumi.Output.secret(value)  # never read here
         elif key == "region":
-            config["aws:region"] = value
-        elif key == "aws" and isinstance(value, dict):
-            for name, item in value.items():
-                # Structured aws:* values reach a program as JSON text (settings/pulumi_source.py).
-                structured = isinstance(item, list | dict)
-                config[f"aws:{camel(name)}"] = json.dumps(_camel_keys(item)) if structured else item
-        elif key in _GROUPS and isinstance(value, dict):
-            for name, item in value.items():
-                config[f"{PROJECT}:{key}.{camel(name)}"] = item
+            aws["region"] = value
+        elif key in (*_GROUPS, "aws") and not isinstance(value, dict):
+            problems.append(Problem(arg(key), None, "must be a dict of its settings", hidden=True))
+        elif key == "aws":
+            aws.update({camel(name): _camel_keys(item) for name, item in value.items()})
+        elif key in _GROUPS:
+            values.update({f"{key}.{camel(name)}": item for name, item in value.items()})
         else:
-            config[f"{PROJECT}:{camel(key)}"] = value
-    return config, secret_keys, secrets
+            values[camel(key)] = value
+    return values, aws, secrets, problems
 
 
 def service_settings(
@@ -354,10 +354,10 @@ def service_settings(
     named as the args write it (``autoscaling={"max_replicas": ...}``), of the service named.
     ``extra``: problems found before (Outputs where plain values are required); ``shown``: how a
     problem shows its value (a placeholder as not yet known)."""
-    config, secret_keys, secrets = args_config(args)  # type: ignore[arg-type]
-    unknown = [*extra, *_unknown_placement_keys(args)]  # type: ignore[arg-type]
+    values, aws, secrets, shape = args_values(args)
+    unknown = [*extra, *shape, *_unknown_placement_keys(args)]  # type: ignore[arg-type]
     try:
-        settings = parse_settings(config, secret_keys, stack=stack, secrets=secrets)
+        settings = settings_from_values(values, aws, stack, secrets)
     except SettingsError as error:
         unknown += [
             dataclasses.replace(p, value=shown(p.value), message=shown(p.message)) for p in error.problems
