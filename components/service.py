@@ -113,7 +113,7 @@ class EndpointArgs(TypedDict, total=False):
     """internal or internet-facing (which needs certificate_arn and an API key)."""
     auth: str
     """api-key (default: api_key, or a generated key exported as the secret output apiKey) or none."""
-    allowed_cidrs: list[pulumi.Input[str]]
+    allowed_cidrs: Sequence[pulumi.Input[str]]
     """Client CIDRs the load balancer admits besides the VPC (internet-facing: required)."""
     certificate_arn: pulumi.Input[str]
     """ACM certificate in the service's region: HTTPS on 443, HTTP redirected to it."""
@@ -152,12 +152,12 @@ class ImageArgs(TypedDict, total=False):
 class ControlPlaneArgs(TypedDict, total=False):
     """``cluster.*``: the EKS control plane the service creates."""
 
-    public_access_cidrs: list[pulumi.Input[str]]
+    public_access_cidrs: Sequence[pulumi.Input[str]]
     """CIDRs admitted to a public API endpoint (empty: private endpoint only)."""
-    admin_role_arns: list[pulumi.Input[str]]
-    private_access_cidrs: list[pulumi.Input[str]]
+    admin_role_arns: Sequence[pulumi.Input[str]]
+    private_access_cidrs: Sequence[pulumi.Input[str]]
     """CIDRs admitted on 443 to the private API endpoint (a runner inside, or routed to, the VPC)."""
-    private_access_security_group_ids: list[pulumi.Input[str]]
+    private_access_security_group_ids: Sequence[pulumi.Input[str]]
     """Security groups admitted on 443 to the private API endpoint."""
     secrets_kms_key_arn: pulumi.Input[str]
 
@@ -168,11 +168,11 @@ class NetworkArgs(TypedDict, total=False):
     vpc_cidr: str
     availability_zones: int
     vpc_id: pulumi.Input[str]
-    private_subnet_ids: pulumi.Input[list[pulumi.Input[str]]]
+    private_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     """Your VPC's private subnets, one per Availability Zone the nodes use."""
-    public_subnet_ids: pulumi.Input[list[pulumi.Input[str]]]
+    public_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     """Your VPC's public subnets (for an internet-facing load balancer)."""
-    load_balancer_subnet_ids: pulumi.Input[list[pulumi.Input[str]]]
+    load_balancer_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     nat_gateway_per_zone: bool
     flow_logs: bool
 
@@ -226,7 +226,7 @@ class ExistingClusterArgs(TypedDict, total=False):
     """The cluster's name (plain: it names the service's resources and detects collisions)."""
     node_role_name: pulumi.Input[str]
     """Nodes' IAM role: Auto Mode's (GPU nodes needing more disk) or Karpenter's (karpenter: required)."""
-    node_security_group_ids: list[pulumi.Input[str]]
+    node_security_group_ids: Sequence[pulumi.Input[str]]
     """karpenter: security groups of the GPU nodes (default: the EKS-managed cluster security group)."""
 
 
@@ -567,6 +567,8 @@ def _region(
     environment's AWS_REGION / AWS_DEFAULT_REGION, the provider's own fallbacks); with its own
     provider it is the ``region`` arg or the program's. None: the settings' default."""
     given = args.get("region")
+    if wiring.deferred(given):
+        raise ServiceError(name, f"region=...: {wiring.PLAIN_REQUIRED}")
     if own_provider:
         if provider is not None:
             raise ServiceError(

@@ -139,14 +139,14 @@ def split(args: Mapping[str, Any], region: str) -> Split:
                     group[name] = kept
             literal[key] = group
         elif deferred(value) and key not in ("hf_token", "api_key", "grafana_admin_password"):
-            problems.append((arg(key), _PLAIN))
+            problems.append((arg(key), PLAIN_REQUIRED))
             del literal[key]  # refused above: the validator should not read it too
     return Split(literal, found, problems, placeholders)
 
 
 _DROPPED = object()  # a refused Output, left out of the args the validator reads
 
-_PLAIN = (
+PLAIN_REQUIRED = (  # why an argument that is not a wiring field cannot be an Output
     "must be a plain value, not an Output: it decides the sizing plan or the resources' shape "
     "(only ids, ARNs, CIDRs and names that wire the service to other infrastructure may be Outputs)"
 )
@@ -165,8 +165,8 @@ def _split_field(
     if group == "existing_cluster" and name in ("node_role_name", "node_security_group_ids"):
         return value  # passed to the resources as given
     if wire is None:
-        if deferred(value) or (isinstance(value, list) and any(deferred(v) for v in value)):
-            problems.append((arg(group, name), _PLAIN))
+        if deferred(value) or (isinstance(value, list | tuple) and any(deferred(v) for v in value)):
+            problems.append((arg(group, name), PLAIN_REQUIRED))
             return _DROPPED
         return value
     if deferred(value):
@@ -183,7 +183,7 @@ def _split_field(
         made = [wire.placeholder(i, region) for i in range(2 if wire.many else 1)]
         placeholders.update(made)
         return made if wire.many else made[0]
-    if wire.many and isinstance(value, list):
+    if wire.many and isinstance(value, list | tuple):
         items = list(value)
         for i, item in enumerate(items):
             if deferred(item):

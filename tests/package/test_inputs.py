@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from deepseek_eks import DeepSeekService, DeepSeekServiceArgs, SettingsError
+from deepseek_eks import DeepSeekService, DeepSeekServiceArgs, ServiceError, SettingsError
 from deepseek_eks.components.wiring import UNKNOWN
 from deepseek_eks.testing import Mocks, Recorded, run
 
@@ -242,3 +242,8 @@ def test_outputs_where_plain_values_decide_the_plan_are_refused_by_name() -> Non
         assert f"{name}: must be a plain value, not an Output" in text
     assert 'cluster={"private_access_cidrs": ...}: give a list (its items may be Outputs)' in text
     assert "__str__" not in text
+
+
+def test_an_output_region_is_refused_by_name() -> None:
+    with pytest.raises(ServiceError, match=r"region=\.\.\.: must be a plain value, not an Output"):
+        _service(lambda: {"region": known(REGION)})
