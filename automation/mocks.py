@@ -400,6 +400,11 @@ def run_with_mocks(
 
         _run()
     finally:
+        # A failed program leaves futures holding the error it raised here; their __del__ would
+        # report it again ("exception was never retrieved") whenever the garbage collector runs, and
+        # when that is inside compile() (an import), CPython 3.11 fails it with "SystemError: AST
+        # constructor recursion depth mismatch".
+        loop.set_exception_handler(lambda _loop, _context: None)
         pulumi.runtime.settings.reset_options()
         pulumi.runtime.set_all_config({}, [])
         loop.close()

@@ -137,10 +137,10 @@ class ExistingCluster:
     """The cluster's name (Pod Identity associations, NodeClass discovery)."""
     provider: pulumi.ProviderResource
     """A Kubernetes provider for the cluster (from another language: a provider reference)."""
-    node_role_name: str = ""
+    node_role_name: pulumi.Input[str] = ""
     """The nodes' IAM role: Auto Mode's (for the NodeClass of GPU nodes that need a larger disk),
     or, required with karpenter, the role of Karpenter's nodes that its controller may pass."""
-    node_security_group_ids: tuple[str, ...] = ()
+    node_security_group_ids: tuple[pulumi.Input[str], ...] = ()
     """karpenter: the GPU nodes' security groups (default: the EKS-managed cluster security group)."""
 
 
@@ -387,7 +387,8 @@ def build_service(
                 drain_seconds=drain,
                 load_balancer=settings.endpoint.load_balancer.value,
                 nlb_class=NLB_CLASSES[settings.compute_mode.value],
-                subnet_ids=() if internet_facing else tuple(network.load_balancer_subnet_ids),
+                # An Output while your subnet ids are (components/wiring.py); Inference resolves it.
+                subnet_ids=() if internet_facing else network.load_balancer_subnet_ids,  # type: ignore[arg-type]
             ),
             vpc_cidr=network.vpc_cidr,
             # The ALB takes addresses in the subnets the load balancer controller discovers for its
@@ -482,7 +483,7 @@ def build_service(
             records=[inference.endpoint_host],
             opts=aws_opts,
         )
-        endpoint_host = record.name.apply(lambda _: settings.endpoint.hostname or "")
+        endpoint_host = pulumi.Output.all(record.name, settings.endpoint.hostname).apply(lambda v: v[1] or "")
     endpoint_url = endpoint_host.apply(lambda h: f"{scheme}://{h}" if h else "")
     in_cluster_url = f"http://{APP}.{scope.namespace}.svc.cluster.local"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pulumi
@@ -31,17 +32,17 @@ class ClusterArgs:
     """Subnets for the control-plane ENIs and nodes."""
     public_subnet_ids: pulumi.Input[list[str]]
     """Subnets for internet-facing load balancers."""
-    public_access_cidrs: list[str] = field(default_factory=list)
+    public_access_cidrs: Sequence[pulumi.Input[str]] = field(default_factory=list)
     """CIDRs allowed to reach the public API endpoint; empty disables the public endpoint."""
-    admin_role_arns: list[str] = field(default_factory=list)
+    admin_role_arns: Sequence[pulumi.Input[str]] = field(default_factory=list)
     """Extra IAM roles given cluster-admin through access entries."""
-    private_access_cidrs: list[str] = field(default_factory=list)
+    private_access_cidrs: Sequence[pulumi.Input[str]] = field(default_factory=list)
     """CIDRs admitted on 443 to the private endpoint (through the cluster security group)."""
-    private_access_security_group_ids: list[str] = field(default_factory=list)
+    private_access_security_group_ids: Sequence[pulumi.Input[str]] = field(default_factory=list)
     """Security groups admitted on 443 to the private endpoint."""
     tags: dict[str, str] = field(default_factory=dict)
     """Tags of the cluster."""
-    secrets_kms_key_arn: str | None = None
+    secrets_kms_key_arn: pulumi.Input[str] | None = None
     """Customer-managed KMS key for envelope encryption of Kubernetes Secrets (None: EKS's default
     encryption of etcd only)."""
 

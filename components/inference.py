@@ -120,7 +120,7 @@ class InferenceArgs:
     pod a volume restored from ``snapshot_id``; ``huggingface`` downloads at start."""
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
-    weights_kms_key_arn: str | None = None
+    weights_kms_key_arn: pulumi.Input[str] | None = None
     """KMS key of the weights (``weights.kmsKeyArn``): the project's bucket's default encryption,
     and a key the weights roles may use; None: SSE-S3."""
     ebs_driver: str = "ebs.csi.aws.com"
@@ -382,10 +382,9 @@ class Inference(pulumi.ComponentResource):
         pod_identity_role(
             f"{name}-{role}",
             parent=self,
-            policy=bucket_arn.apply(
-                lambda arn: json.dumps(
-                    weights_access_policy(arn, prefix, write=write, kms_key_arn=args.weights_kms_key_arn)
-                )
+            # The key's ARN may be an Output (components/wiring.py).
+            policy=pulumi.Output.all(bucket_arn, args.weights_kms_key_arn).apply(
+                lambda v: json.dumps(weights_access_policy(v[0], prefix, write=write, kms_key_arn=v[1]))
             ),
             service_account=ServiceAccountRef(
                 args.cluster_name, args.namespace, service_account, args.region
@@ -398,26 +397,36 @@ class Inference(pulumi.ComponentResource):
     ) -> pulumi.Output[str]:
         """The ALB Ingress (default) or the NLB Service; returns its DNS name once provisioned."""
         args = self._args
-        endpoint = args.endpoint
+        given = args.endpoint
         opts = pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on])
+        # Its wiring fields may hold Outputs (components/wiring.py): the manifests get the values.
+        endpoint = pulumi.Output.all(
+            list(given.allowed_cidrs),
+            given.subnet_ids if isinstance(given.subnet_ids, pulumi.Output) else list(given.subnet_ids),
+            given.certificate_arn,
+        ).apply(
+            lambda v: replace(given, allowed_cidrs=list(v[0]), subnet_ids=tuple(v[1]), certificate_arn=v[2])
+        )
         # Who may connect: the allowed CIDRs on an internet-facing endpoint; on an internal one the
         # VPC (its clients) plus the allowed CIDRs (peered networks, a VPN).
-        sources = pulumi.Output.from_input(args.vpc_cidr).apply(
-            lambda cidr: (
-                list(endpoint.allowed_cidrs)
-                if endpoint.internet_facing
-                else [cidr, *(c for c in endpoint.allowed_cidrs if c != cidr)]
+        sources = pulumi.Output.all(args.vpc_cidr, endpoint).apply(
+            lambda v: (
+                list(v[1].allowed_cidrs)
+                if given.internet_facing
+                else [v[0], *(c for c in v[1].allowed_cidrs if c != v[0])]
             )
         )
-        if endpoint.load_balancer == "nlb":
-            manifest = pulumi.Output.all(workload, sources).apply(
-                lambda v: nlb_service(v[0], endpoint, v[1], leader_only=multi_node)
+        if given.load_balancer == "nlb":
+            manifest = pulumi.Output.all(workload, endpoint, sources).apply(
+                lambda v: nlb_service(v[0], v[1], v[2], leader_only=multi_node)
             )
             nlb = k8s.core.v1.Service(
                 f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
             )
             return nlb.status.apply(_ingress_host)
-        ing_manifest = pulumi.Output.all(workload, sources).apply(lambda v: ingress(v[0], endpoint, v[1]))
+        ing_manifest = pulumi.Output.all(workload, endpoint, sources).apply(
+            lambda v: ingress(v[0], v[1], v[2])
+        )
         ing = k8s.networking.v1.Ingress(
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
         )
@@ -889,7 +898,7 @@ def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
     }
 
 
-def _bucket_encryption(kms_key_arn: str | None) -> dict[str, str]:
+def _bucket_encryption(kms_key_arn: pulumi.Input[str] | None) -> dict[str, pulumi.Input[str]]:
     """The weights bucket's default encryption: SSE-KMS with the given key, else SSE-S3."""
     if kms_key_arn:
         return {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}

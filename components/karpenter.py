@@ -91,11 +91,11 @@ class KarpenterCapacityArgs(CapacityArgs):
     cluster: pulumi.Resource | None = None
     """The cluster component this stack creates (everything here waits for it); ``None`` joins an
     existing cluster that runs Karpenter already (see ``existing_node_role_name``)."""
-    existing_node_role_name: str = ""
+    existing_node_role_name: pulumi.Input[str] = ""
     """Joining: the IAM role of the cluster's Karpenter nodes, which its controller may pass and
     which has an EC2_LINUX access entry. Karpenter, its IAM and interruption queue, the system
     nodes, the EKS add-ons and the load balancer controller are the cluster's own then."""
-    node_security_group_ids: list[str] = field(default_factory=list)
+    node_security_group_ids: list[pulumi.Input[str]] = field(default_factory=list)
     """Security groups of the GPU nodes (default: the EKS-managed cluster security group)."""
     cluster_singletons: bool = True
     """Joining: install the NVIDIA device plugin and the gp3 StorageClass too (one service per

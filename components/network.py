@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -60,13 +61,13 @@ class NetworkArgs:
     """CIDR of the new VPC (ignored when ``vpc_id`` is given)."""
     availability_zones: int = 3
     """How many AZs the new VPC spans (ignored when ``vpc_id`` is given)."""
-    vpc_id: str | None = None
+    vpc_id: pulumi.Input[str] | None = None
     """Bring your own VPC: its id."""
-    private_subnet_ids: list[str] | None = None
+    private_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
     """Bring your own VPC: private subnets for nodes."""
-    public_subnet_ids: list[str] | None = None
+    public_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
     """Bring your own VPC: public subnets for internet-facing load balancers."""
-    load_balancer_subnet_ids: list[str] | None = None
+    load_balancer_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None = None
     """Bring your own VPC: private subnets only internal load balancers use (no pods)."""
     nat_gateway_per_zone: bool = False
     """The VPC the program creates: one NAT gateway per AZ instead of one for all."""
@@ -89,7 +90,7 @@ class Network(pulumi.ComponentResource):
     """CIDRs of the private subnets (where an internal load balancer gets its addresses)."""
     public_subnet_cidrs: pulumi.Output[list[str]]
     """CIDRs of the public subnets (where an internet-facing load balancer gets its addresses)."""
-    load_balancer_subnet_ids: list[str]
+    load_balancer_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     """Subnets to name on the Ingress or Service of an internal load balancer: your
     ``load_balancer_subnet_ids``; empty for the VPC the program creates, whose load-balancer
     subnets alone carry the controller's discovery tag."""
@@ -104,11 +105,13 @@ class Network(pulumi.ComponentResource):
             self.vpc_cidr = aws.ec2.get_vpc_output(
                 id=args.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)
             ).cidr_block
-            self.private_subnet_ids = pulumi.Output.from_input(list(args.private_subnet_ids or []))
-            self.public_subnet_ids = pulumi.Output.from_input(list(args.public_subnet_ids or []))
+            # Lists of Inputs or an Output of the list (components/wiring.py), as the subnets' ids.
+            self.private_subnet_ids = _ids(args.private_subnet_ids)
+            self.public_subnet_ids = _ids(args.public_subnet_ids)
             self.private_subnet_cidrs = self._cidrs_of(args.private_subnet_ids or [])
             self.public_subnet_cidrs = self._cidrs_of(args.public_subnet_ids or [])
-            self.load_balancer_subnet_ids = list(args.load_balancer_subnet_ids or [])
+            # An Output of the whole list stays one (components/wiring.py); its manifests resolve it.
+            self.load_balancer_subnet_ids = args.load_balancer_subnet_ids or []
             self.internal_load_balancer_cidrs = (
                 self._cidrs_of(self.load_balancer_subnet_ids)
                 if self.load_balancer_subnet_ids
@@ -253,8 +256,10 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
-    def _cidrs_of(self, subnet_ids: list[str]) -> pulumi.Output[list[str]]:
-        """The CIDR of each of your own subnets, read from EC2."""
+    def _cidrs_of(self, subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]) -> pulumi.Output[list[str]]:
+        """The CIDR of each of your own subnets, read from EC2 (an Output of the list: once known)."""
+        if not isinstance(subnet_ids, Sequence):  # an Output (or awaitable) of the whole list
+            return pulumi.Output.from_input(subnet_ids).apply(self._cidrs_of)  # type: ignore[arg-type]
         opts = pulumi.InvokeOutputOptions(parent=self)
         return pulumi.Output.all(
             *[aws.ec2.get_subnet_output(id=i, opts=opts).cidr_block for i in subnet_ids]
@@ -293,3 +298,8 @@ class Network(pulumi.ComponentResource):
             )
             subnets.append(subnet)
         return subnets
+
+
+def _ids(ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None) -> pulumi.Output[list[str]]:
+    """Subnet ids given as a list of Inputs or an Input of a list, as one Output of the list."""
+    return pulumi.Output.from_input(ids or []).apply(list)  # type: ignore[arg-type]

@@ -284,7 +284,7 @@ def ec2_node_class(
     tags: dict[str, str],
     instance_store_raid0: bool = False,
     capacity_reservation_ids: Sequence[str] = (),
-    security_group_ids: Sequence[str] = (),
+    security_group_ids: Sequence[Any] = (),
 ) -> dict[str, Any]:
     """Karpenter EC2NodeClass: pinned AL2023 AMI release, IMDSv2 only with hop limit 1 (pods
     cannot borrow the node's role), an encrypted gp3 root volume.

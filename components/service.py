@@ -2,28 +2,41 @@
 
 Its args are the stack settings in snake_case (``model.maxModelLen`` -> ``model.max_model_len``),
 validated by the same ``settings.parse_settings`` a stack's config goes through, so a component
-user gets the same all-at-once errors (named by their config key). The args are TypedDicts of
-plain types because Pulumi's component provider infers the multi-language schema from them
+user gets the same all-at-once errors (named by the argument path they wrote). The args are
+TypedDicts because Pulumi's component provider infers the multi-language schema from them
 (pulumi ``sdk/python/lib/pulumi/provider/experimental/analyzer.py``: TypedDicts, lists, dicts,
-``Input``/``Optional``; no unions, no opaque objects) and hands ``construct`` plain dicts.
+``Input``/``Optional``; no unions, no opaque objects) and hands ``construct`` dicts.
+
+Inputs and plain values: the fields that wire the service to other infrastructure are typed
+``pulumi.Input`` (an Output of another resource or stack is accepted): the VPC and subnet ids,
+CIDRs, security groups, role ARNs, the certificate ARN, hosted zone and hostname, KMS key ARNs,
+``existing_cluster``'s node role and security groups, and the secrets. Every other field is plain
+(``plain: true`` in the schema): variant, quantization, families, capacity types, replicas,
+signal, compute mode, region and the rest decide the sizing plan or the resources' shape, so they
+must be known when the program runs; an Output there is refused by name. components/wiring.py
+says how the Inputs are validated once known.
 """
 
 # No ``from __future__ import annotations``: the analyzer reads the annotations of ``__init__`` and
 # of the class itself with ``inspect.get_annotations`` and cannot follow plain strings.
 
+import dataclasses
 import difflib
 import json
 import os
 import re
 import weakref
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
 import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
-from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, parse_settings
+from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, settings_from_values
+from deepseek_eks.settings.model import DEFAULT_REGION
 from deepseek_eks.sizing import SizingPlan
 
+from . import wiring
 from .autoscaling import KEDA_NAMESPACE
 from .build import (
     INFERENCE_NAMESPACE,
@@ -33,6 +46,7 @@ from .build import (
     ServiceScope,
     arg,
     build_service,
+    size,
 )
 from .capacity import INGRESS_CLASS, STORAGE_CLASS
 
@@ -116,16 +130,16 @@ class EndpointArgs(TypedDict, total=False):
     """internal or internet-facing (which needs certificate_arn and an API key)."""
     auth: str
     """api-key (default: api_key, or a generated key exported as the secret output apiKey) or none."""
-    allowed_cidrs: list[str]
+    allowed_cidrs: Sequence[pulumi.Input[str]]
     """Client CIDRs the load balancer admits besides the VPC (internet-facing: required)."""
-    certificate_arn: str
+    certificate_arn: pulumi.Input[str]
     """ACM certificate in the service's region: HTTPS on 443, HTTP redirected to it."""
     drain_seconds: int
     load_balancer: str
     """alb (default) or nlb (an NLB cannot limit paths: only with auth none)."""
-    hostname: str
+    hostname: pulumi.Input[str]
     """DNS name of the endpoint; a Route 53 record in hosted_zone_id points it at the load balancer."""
-    hosted_zone_id: str
+    hosted_zone_id: pulumi.Input[str]
     """Route 53 hosted zone of hostname."""
 
 
@@ -140,7 +154,7 @@ class WeightsArgs(TypedDict, total=False):
     """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
     retain_bucket: bool
     """Keep the staged-weights bucket on destroy and replacement (default true)."""
-    kms_key_arn: str
+    kms_key_arn: pulumi.Input[str]
     """KMS key of the weights bucket (and of your own bucket's SSE-KMS objects)."""
 
 
@@ -155,14 +169,14 @@ class ImageArgs(TypedDict, total=False):
 class ControlPlaneArgs(TypedDict, total=False):
     """``cluster.*``: the EKS control plane the service creates."""
 
-    public_access_cidrs: list[str]
+    public_access_cidrs: Sequence[pulumi.Input[str]]
     """CIDRs admitted to a public API endpoint (empty: private endpoint only)."""
-    admin_role_arns: list[str]
-    private_access_cidrs: list[str]
+    admin_role_arns: Sequence[pulumi.Input[str]]
+    private_access_cidrs: Sequence[pulumi.Input[str]]
     """CIDRs admitted on 443 to the private API endpoint (a runner inside, or routed to, the VPC)."""
-    private_access_security_group_ids: list[str]
+    private_access_security_group_ids: Sequence[pulumi.Input[str]]
     """Security groups admitted on 443 to the private API endpoint."""
-    secrets_kms_key_arn: str
+    secrets_kms_key_arn: pulumi.Input[str]
 
 
 class NetworkArgs(TypedDict, total=False):
@@ -170,12 +184,12 @@ class NetworkArgs(TypedDict, total=False):
 
     vpc_cidr: str
     availability_zones: int
-    vpc_id: str
-    private_subnet_ids: list[str]
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     """Your VPC's private subnets, one per Availability Zone the nodes use."""
-    public_subnet_ids: list[str]
+    public_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     """Your VPC's public subnets (for an internet-facing load balancer)."""
-    load_balancer_subnet_ids: list[str]
+    load_balancer_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
     nat_gateway_per_zone: bool
     flow_logs: bool
 
@@ -226,10 +240,10 @@ class ExistingClusterArgs(TypedDict, total=False):
     """An EKS cluster to join: Auto Mode, or running Karpenter (its provider is the component's)."""
 
     cluster_name: str
-    """The cluster's name."""
-    node_role_name: str
+    """The cluster's name (plain: it names the service's resources and detects collisions)."""
+    node_role_name: pulumi.Input[str]
     """Nodes' IAM role: Auto Mode's (GPU nodes needing more disk) or Karpenter's (karpenter: required)."""
-    node_security_group_ids: list[str]
+    node_security_group_ids: Sequence[pulumi.Input[str]]
     """karpenter: security groups of the GPU nodes (default: the EKS-managed cluster security group)."""
 
 
@@ -316,49 +330,72 @@ def _camel_keys(value: Any) -> Any:
     return value
 
 
-def args_config(args: DeepSeekServiceArgs) -> tuple[dict[str, Any], list[str], dict[str, object]]:
-    """The Pulumi config map these args stand for, its secret keys, and the secret values.
+def args_values(
+    args: DeepSeekServiceArgs | Mapping[str, Any],
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, object], list[Problem]]:
+    """The settings these args give, for the validator's typed path (``settings_from_values``):
+    the values by setting (``model.maxModelLen``), the ``aws:*`` ones by name, the secrets as
+    secret Outputs, and the problems only the args can have (a group that is not a dict).
 
-    Unknown keys go through too, so ``parse_settings`` names them with every other problem."""
-    config: dict[str, Any] = {}
-    secret_keys: list[str] = []
+    Unknown keys go through too, so the validator names them with every other problem."""
+    values: dict[str, Any] = {}
+    aws: dict[str, Any] = {}
     secrets: dict[str, object] = {}
+    problems: list[Problem] = []
     for key, value in dict(args).items():
         if value is None or key in PLACEMENT_KEYS:
             continue
         if key in _SECRETS:
-            full = f"{PROJECT}:{_SECRETS[key]}"
-            config[full] = "[secret]"  # the value itself stays an Output, never read here
-            secret_keys.append(full)
-            secrets[_SECRETS[key]] = pulumi.Output.secret(value)
+            secrets[_SECRETS[key]] = pulumi.Output.secret(value)  # never read here
         elif key == "region":
-            config["aws:region"] = value
-        elif key == "aws" and isinstance(value, dict):
-            for name, item in value.items():
-                # Structured aws:* values reach a program as JSON text (settings/pulumi_source.py).
-                structured = isinstance(item, list | dict)
-                config[f"aws:{camel(name)}"] = json.dumps(_camel_keys(item)) if structured else item
-        elif key in _GROUPS and isinstance(value, dict):
-            for name, item in value.items():
-                config[f"{PROJECT}:{key}.{camel(name)}"] = item
+            aws["region"] = value
+        elif key in (*_GROUPS, "aws") and not isinstance(value, dict):
+            problems.append(Problem(arg(key), None, "must be a dict of its settings", hidden=True))
+        elif key == "aws":
+            aws.update({camel(name): _camel_keys(item) for name, item in value.items()})
+        elif key in _GROUPS:
+            values.update({f"{key}.{camel(name)}": item for name, item in value.items()})
         else:
-            config[f"{PROJECT}:{camel(key)}"] = value
-    return config, secret_keys, secrets
+            values[camel(key)] = value
+    return values, aws, secrets, problems
 
 
-def service_settings(args: DeepSeekServiceArgs, stack: str, service: str = "") -> Settings:
+def service_settings(
+    args: DeepSeekServiceArgs | Mapping[str, Any],
+    stack: str,
+    service: str = "",
+    extra: Sequence[Problem] = (),
+    shown: Callable[[Any], Any] = lambda value: value,
+) -> Settings:
     """Validated settings for these args; ``SettingsError`` lists every problem at once, each
-    named as the args write it (``autoscaling={"max_replicas": ...}``), of the service named."""
-    config, secret_keys, secrets = args_config(args)
-    unknown = _unknown_placement_keys(args)
+    named as the args write it (``autoscaling={"max_replicas": ...}``), of the service named.
+    ``extra``: problems found before (Outputs where plain values are required); ``shown``: how a
+    problem shows its value (a placeholder as not yet known)."""
+    values, aws, secrets, shape = args_values(args)
+    unknown = [*extra, *shape, *_unknown_placement_keys(args)]  # type: ignore[arg-type]
     try:
-        settings = parse_settings(config, secret_keys, stack=stack, secrets=secrets)
+        settings = settings_from_values(values, aws, stack, secrets)
     except SettingsError as error:
-        unknown += error.problems
+        unknown += [
+            dataclasses.replace(p, value=shown(p.value), message=shown(p.message)) for p in error.problems
+        ]
     if unknown:
         subject = f"DeepSeekService {service!r} (stack '{stack}')" if service else f"stack '{stack}'"
         raise SettingsError(unknown, stack, subject=subject, spelling=python_spelling)
     return settings
+
+
+def _validated(args: Mapping[str, Any], stack: str, service: str) -> tuple[Settings, Settings]:
+    """The settings of ``args`` (Outputs in wiring fields validated as placeholders, then again
+    once known) and the same settings wired with those Outputs (components/wiring.py)."""
+    parts = wiring.split(args, str(args.get("region") or DEFAULT_REGION))
+    extra = [Problem(key, None, message, hidden=True) for key, message in parts.problems]
+    settings = service_settings(parts.literal, stack, service, extra, parts.shown)
+
+    def check(known: dict[str, Any]) -> None:
+        service_settings(known, stack, service)  # the same messages, with the real values
+
+    return settings, wiring.wired(settings, parts, check)
 
 
 _SUFFIX = re.compile(r"([^.\[]*)(.*)")  # "privateSubnetIds[1]" -> "privateSubnetIds", "[1]"
@@ -483,13 +520,17 @@ class DeepSeekService(pulumi.ComponentResource):
         own_provider = settings is not None or bool(args.get("create_aws_provider"))
         aws_provider = self.get_provider("aws::")
         try:
+            wired = settings
             if settings is None:
                 region = _region(name, args, own_provider, aws_provider)
                 with_region = {**args, "region": region} if region else args
-                settings = service_settings(with_region, pulumi.get_stack(), name)
+                settings, wired = _validated(with_region, pulumi.get_stack(), name)
             scope = self._scope(name, args, own_provider, aws_provider)
             _claim(name, scope, scope.existing_cluster.cluster_name if scope.existing_cluster else None)
-            self.result: BuildResult = build_service(self, settings, sizing_plan, scope)
+            # The plan comes from the settings, the resources get the wired ones (the same with
+            # Outputs where the args gave them): components/wiring.py.
+            sizing_plan = sizing_plan or size(settings)
+            self.result: BuildResult = build_service(self, wired or settings, sizing_plan, scope)
         except ValueError as error:
             # Every error names the service (SizingError and the rest keep their types).
             if not isinstance(error, SettingsError | ServiceError):  # those name it already
@@ -543,6 +584,8 @@ def _region(
     environment's AWS_REGION / AWS_DEFAULT_REGION, the provider's own fallbacks); with its own
     provider it is the ``region`` arg or the program's. None: the settings' default."""
     given = args.get("region")
+    if wiring.deferred(given):
+        raise ServiceError(name, f"region=...: {wiring.PLAIN_REQUIRED}")
     if own_provider:
         if provider is not None:
             raise ServiceError(

@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from .components.service import TYPE
-from .settings import PROJECT, Settings
+from .settings import PROJECT, SECRET_KEYS, Settings
 from .settings.model import _GROUPS, AwsSettings
 from .sizing import GPU_FAMILIES
 
@@ -39,6 +39,10 @@ def enrich(document: dict[str, Any]) -> dict[str, Any]:
     inputs = service["inputProperties"]
     for name in TOP_LEVEL:
         _complete(inputs[_camel(name)], Settings.model_fields[name], types, ("", name))
+    for key in SECRET_KEYS:
+        # The SDKs of other languages then wrap the value as a secret before it leaves the program
+        # (the component makes it one too: components/service.py args_config).
+        inputs[key]["secret"] = True
     groups: list[tuple[str, type[BaseModel]]] = [*_GROUPS.items(), ("aws", AwsSettings)]
     for group, model in groups:
         properties = types[inputs[group]["$ref"].removeprefix("#/types/")]["properties"]

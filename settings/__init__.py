@@ -21,6 +21,7 @@ from .model import (
     known_keys,
     parse_settings,
     s3_location,
+    settings_from_values,
 )
 
 __all__ = [
@@ -44,4 +45,5 @@ __all__ = [
     "known_keys",
     "parse_settings",
     "s3_location",
+    "settings_from_values",
 ]

@@ -1016,6 +1016,32 @@ def parse_settings(
     """
     secret_keys = set(secret_keys)
     collected, aws = _collect(config, secret_keys)
+    return _validated(collected, aws, stack, secrets)
+
+
+def settings_from_values(
+    values: Mapping[str, Any],
+    aws: Mapping[str, Any],
+    stack: str,
+    secrets: Mapping[str, object],
+) -> Settings:
+    """The typed path to ``Settings`` (the ``DeepSeekService`` component's): ``values`` by setting,
+    as ``known_keys`` names them (``computeMode``, ``model.maxModelLen``), holding Python values;
+    ``aws`` the ``aws:*`` values by name (``region``, ``assumeRoles``) as Python objects;
+    ``secrets`` the secret Outputs by their key (``apiKey``). No config map and no text decoding:
+    the same validator as ``parse_settings`` from its typed stage on, the same problems (keyed
+    as in a stack file; a front end respells them, ``SettingsError(spelling=...)``)."""
+    collected = _Collected(dict(values), set(), [])
+    return _validated(collected, {k: (v, False) for k, v in aws.items()}, stack, secrets)
+
+
+def _validated(
+    collected: _Collected,
+    aws: Mapping[str, tuple[Any, bool]],
+    stack: str,
+    secrets: Mapping[str, object] | None,
+) -> Settings:
+    """Every rule, over the values of each setting (``_collect`` or ``settings_from_values``)."""
     problems = collected.problems + _key_problems(collected)
     flat = collected.values
     region, aws_settings, aws_problems = _aws_settings(aws)

@@ -10,12 +10,18 @@ const config = new pulumi.Config();
 const cluster = new k8s.Provider("existing-cluster", { kubeconfig: config.requireSecret("kubeconfig") });
 const region = new aws.Provider("eu-west-1", { region: "eu-west-1" });
 const providers = { kubernetes: cluster, aws: region };
+// The platform team's network stack exports the VPC and node subnets: Outputs, which the wiring
+// fields take (the fields that decide the plan, such as computeMode and the model, are plain).
+const network = new pulumi.StackReference(config.require("networkStack"));
 // Where both services go: the cluster, its node role, its VPC and node subnets.
 const clusterWiring = {
     region: "eu-west-1",
     computeMode: "auto-mode" as const, // a literal of the schema's ComputeMode enum
     existingCluster: { clusterName: config.require("clusterName"), nodeRoleName: config.require("nodeRoleName") },
-    network: { vpcId: config.require("vpcId"), privateSubnetIds: config.requireObject<string[]>("privateSubnetIds") },
+    network: {
+        vpcId: network.requireOutput("vpcId") as pulumi.Output<string>,
+        privateSubnetIds: network.requireOutput("privateSubnetIds") as pulumi.Output<string[]>,
+    },
 };
 
 const teamA = new deepseek.DeepSeekService("team-a", {

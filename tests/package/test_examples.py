@@ -139,7 +139,9 @@ def test_one_dcgm_exporter_covers_every_services_gpu_nodes(two_services) -> None
 # --- the YAML program, checked against the committed schema ---------------------------------------
 
 _INTERPOLATION = re.compile(r"^\$\{([^}]+)\}$")
-_SAMPLE = {"String": "x", "List<String>": ["x"], "Integer": 1, "Boolean": True, "Number": 1.0}
+# A sample value of each project config type (the Pulumi project schema's simpleConfigType).
+_SAMPLE = {"string": "x", "integer": 1, "boolean": True}
+PROJECT_SCHEMA = ROOT / "reference" / "upstream" / "pulumi-project" / "project.json"
 
 
 def _json_schema() -> dict[str, Any]:
@@ -173,7 +175,10 @@ def _json_schema() -> dict[str, Any]:
 def _resolve(value: Any, config: dict[str, Any]) -> Any:
     """A config reference (``${vpcId}``) stands for a value of the type its declaration gives."""
     if isinstance(value, str) and (m := _INTERPOLATION.match(value)) and m[1] in config:
-        return _SAMPLE[config[m[1]]["type"]]
+        declared = config[m[1]]
+        if declared["type"] == "array":
+            return [_SAMPLE[declared["items"]["type"]]]
+        return _SAMPLE[declared["type"]]
     if isinstance(value, dict):
         return {k: _resolve(v, config) for k, v in value.items()}
     if isinstance(value, list):
@@ -236,3 +241,33 @@ def test_every_object_of_both_services_passes_the_manifest_gate(two_services) ->
     crd_dir = schema_dir()
     version = Settings().kubernetes_version  # the example leaves kubernetesVersion at its default
     assert [p for obj in _objects(two_services.mocks) for p in check(obj, version, crd_dir)] == []
+
+
+def _project_validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(json.loads(PROJECT_SCHEMA.read_text()))
+
+
+def test_the_yaml_program_is_a_valid_pulumi_project_with_its_packages_block() -> None:
+    """The CLI validates Pulumi.yaml against its project schema before the YAML runtime runs it
+    (pulumi sdk v3.206.0, the one pulumi-yaml v1.25.0 builds with: workspace/loaders.go
+    LoadProjectBytes -> ValidateProject); ``packages`` maps a package to its source (a path to
+    the provider folder here), as pulumi-yaml v1.25.0 reads it (server.go: proj.GetPackageSpecs)."""
+    program = yaml.safe_load(YAML_EXAMPLE.read_text())
+    validator = _project_validator()
+    assert [e.message for e in validator.iter_errors(program)] == []
+    assert program["packages"] == {"deepseek-eks": "../../provider"}
+    assert (YAML_EXAMPLE.parent / program["packages"]["deepseek-eks"] / "PulumiPlugin.yaml").is_file()
+    # The check bites: config types as the YAML runtime's own docs once spelt them, and a
+    # package entry that is neither a source nor a {source, version, parameters} object.
+    assert not validator.is_valid({**program, "config": {"vpcId": {"type": "String"}}})
+    assert not validator.is_valid({**program, "packages": {"deepseek-eks": {"path": "../../provider"}}})
+
+
+def test_the_yaml_program_passes_another_resources_output_to_the_service() -> None:
+    program = yaml.safe_load(YAML_EXAMPLE.read_text())
+    team_b = program["resources"]["team-b"]["properties"]
+    source, _, field = team_b["apiKey"].removeprefix("${").removesuffix("}").partition(".")
+    assert program["resources"][source]["type"] == "random:index/randomPassword:RandomPassword"
+    assert field == "result"
+    api_key = SCHEMA["resources"]["deepseek-eks:index:DeepSeekService"]["inputProperties"]["apiKey"]
+    assert not api_key.get("plain") and api_key.get("secret")

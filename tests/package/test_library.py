@@ -18,16 +18,16 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.package.test_packaging import HAS_WHEEL, ROOT, _build_wheel
+from tests.package.test_packaging import HAS_WHEEL, ROOT
 
 pytestmark = pytest.mark.skipif(not HAS_WHEEL, reason="the `wheel` package (requirements-dev.txt) is needed")
 SITE = sysconfig.get_paths()["purelib"]  # the tested dependencies, for the fresh venv's scripts
 CLI_ONLY = {"rich", "httpx", "boto3", "pulumi-policy"}  # the CLI runs the policy pack
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build_wheel(tmp_path_factory.mktemp("wheel"))
+@pytest.fixture
+def wheel(package_wheel: Path) -> Path:
+    return package_wheel  # tests/package/conftest.py: built once per session
 
 
 def _metadata(wheel: Path) -> tuple[dict[str, list[str]], list[str]]:
@@ -124,19 +124,9 @@ def test_py_typed_version_and_exports(wheel: Path) -> None:
         assert name in deepseek_eks.__all__ and hasattr(deepseek_eks, name), name
 
 
-@pytest.fixture(scope="module")
-def venv(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv outside the checkout with the wheel installed (its dependencies are the tested
-    ones, through PYTHONPATH: no network)."""
-    root = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True)
-    python = root / "bin" / "python"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", str(wheel)],
-        check=True,
-        capture_output=True,
-    )
-    return root
+@pytest.fixture
+def venv(package_venv: Path) -> Path:
+    return package_venv  # tests/package/conftest.py: the wheel in a fresh venv, once per session
 
 
 def _script(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -206,12 +196,22 @@ USER_PROGRAM = """
 import pulumi
 from deepseek_eks import DeepSeekService, DeepSeekServiceArgs, ExistingClusterArgs
 
-joined: ExistingClusterArgs = {"cluster_name": "platform"}
-args = DeepSeekServiceArgs(existing_cluster=joined, model={"variant": "r1-distill-qwen-7b"})
+network = pulumi.StackReference("platform/network/prod")
+vpc_id: pulumi.Output[str] = network.require_output("vpcId")
+subnets: pulumi.Output[list[str]] = network.require_output("privateSubnetIds")
+joined: ExistingClusterArgs = {"cluster_name": "platform", "node_role_name": vpc_id.apply(str)}
+args = DeepSeekServiceArgs(
+    existing_cluster=joined,
+    model={"variant": "r1-distill-qwen-7b"},
+    network={"vpc_id": vpc_id, "private_subnet_ids": subnets, "public_subnet_ids": [vpc_id, "subnet-0a"]},
+    endpoint={"allowed_cidrs": [vpc_id, "10.0.0.0/16"]},
+)
 service = DeepSeekService("chat", args)
 url: pulumi.Output[str] = service.endpoint_url
 """
 WRONG = 'DeepSeekService("chat", {"model": {"max_model_len": "long"}})\n'
+# A plan-shaping field stays plain: an Output there is a type error (issue 20 item 1).
+WRONG_OUTPUT = 'DeepSeekService("chat", {"model": {"variant": vpc_id}})\n'
 
 
 # mypy checks the user's files strictly and reads deepseek_eks and pulumi; the generated provider
@@ -227,6 +227,7 @@ def test_mypy_of_a_user_program_sees_the_package_types(venv: Path, tmp_path: Pat
     (tmp_path / "mypy.ini").write_text(MYPY_INI)
     (tmp_path / "good.py").write_text(USER_PROGRAM)
     (tmp_path / "bad.py").write_text(USER_PROGRAM + WRONG)
+    (tmp_path / "plain.py").write_text(USER_PROGRAM + WRONG_OUTPUT)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MYPYPATH")}
     env["PYTHONPATH"] = SITE  # the venv's interpreter sees the wheel and the tested dependencies
 
@@ -241,6 +242,9 @@ def test_mypy_of_a_user_program_sees_the_package_types(venv: Path, tmp_path: Pat
     bad = mypy("bad.py")
     assert bad.returncode == 1
     assert 'TypedDict item "max_model_len" has type "int"' in bad.stdout, bad.stdout
+    plain = mypy("plain.py")
+    assert plain.returncode == 1
+    assert 'TypedDict item "variant" has type "str"' in plain.stdout, plain.stdout
 
 
 def _pypi_reachable() -> bool:

@@ -343,6 +343,10 @@ def test_the_yaml_examples_services_construct_through_the_plugin(installed: Path
     def fill(value: Any) -> Any:
         if isinstance(value, str) and (m := re.fullmatch(r"\$\{(\w+)\}", value)):
             return stack_values[m[1]]
+        if isinstance(value, str) and (m := re.fullmatch(r"\$\{([\w-]+)\.\w+\}", value)):
+            # Another resource's output (team B's generated key): a secret output value.
+            urn = f"urn:pulumi:dev::{program['name']}::{program['resources'][m[1]]['type']}::{m[1]}"
+            return {**_output("generated-key-stand-in", urn), "secret": True}
         if isinstance(value, dict):
             return {k: fill(v) for k, v in value.items()}
         if isinstance(value, list):
@@ -363,3 +367,51 @@ def test_the_yaml_examples_services_construct_through_the_plugin(installed: Path
     assert namespaces == {"team-a", "team-b"}
     types = [r.type for r in engine.registrations]
     assert not [t for t in types if t.startswith(("aws:ec2/vpc:", "aws:eks/cluster:", "eks:"))]
+    keys = [
+        json.dumps(json.loads(MessageToJson(r.object)))
+        for r in engine.registrations
+        if r.type == "kubernetes:core/v1:Secret" and "generated-key-stand-in" in MessageToJson(r.object)
+    ]
+    assert len(keys) == 1 and SECRET_SIG in keys[0]  # team B's key reached its Secret, as a secret
+
+
+# An Output on the wire: the signature of an output value (sdk/python/lib/pulumi/runtime/rpc.py
+# ``_special_output_value_sig``), its value when known and the URNs it depends on.
+_OUTPUT_SIG = "d0e6a833031e9bbcd3f4e8bde6ca49a4"
+
+
+def _output(value: Any, urn: str) -> dict[str, Any]:
+    return {_SIG_KEY: _OUTPUT_SIG, "value": value, "dependencies": [urn]}
+
+
+@PLUGIN_NEEDS_WHEEL
+def test_the_plugin_takes_outputs_for_wiring_fields_as_another_language_sends_them(
+    installed: Path, tmp_path: Path
+) -> None:
+    """A TypeScript or YAML program passing another resource's outputs (``vpc.id``, the subnets'
+    ids, the node role's name): the engine sends them as output values, which the service must take
+    (issue 20 item 1), and their values must reach its resources."""
+    from tests.package.engine import FakeEngine
+
+    project, stack = "platform-services", "dev"
+    engine = FakeEngine(project, stack)
+    provider_ref = engine.existing("pulumi:providers:kubernetes", "platform", "4b1d")
+    urn = f"urn:pulumi:{stack}::{project}::aws:ec2/vpc:Vpc::platform"
+    subnets = NETWORK["privateSubnetIds"]
+    properties = {
+        "computeMode": "karpenter",
+        "existingCluster": {"clusterName": "platform", "nodeRoleName": _output("karpenter-nodes", urn)},
+        "network": {
+            "vpcId": _output(NETWORK["vpcId"], urn),
+            "privateSubnetIds": [_output(s, urn) for s in subnets],
+        },
+    }
+    with engine, _plugin(installed, tmp_path, engine.address) as stub:
+        reply = _construct(stub, engine, "team-a", properties, provider_ref)
+    (node_class,) = [
+        r for r in engine.registrations if json.loads(MessageToJson(r.object)).get("kind") == "EC2NodeClass"
+    ]
+    spec = json.loads(MessageToJson(node_class.object))["spec"]
+    assert spec["role"] == "karpenter-nodes"
+    assert [t["id"] for t in spec["subnetSelectorTerms"]] == subnets
+    assert json.loads(MessageToJson(reply.state))["vpcId"] == NETWORK["vpcId"]

@@ -155,6 +155,22 @@ def test_the_typescript_example_uses_only_what_the_schema_has() -> None:
     assert outputs and set(outputs) <= set(SERVICE["properties"])
 
 
+_TS_GIVEN_AN_OUTPUT = re.compile(r"(\w+): [^,\n]*\bas pulumi\.Output<")
+
+
+def test_the_typescript_example_passes_outputs_only_where_the_schema_takes_inputs() -> None:
+    """A generated TypeScript SDK types a ``plain`` property as the bare value, so an Output there
+    would not compile: each property the example gives an Output is an Input in the schema (for
+    a list: the list and its items)."""
+    source = (ROOT / "examples" / "typescript-existing-cluster" / "index.ts").read_text()
+    given = set(_TS_GIVEN_AN_OUTPUT.findall(source))
+    assert given == {"vpcId", "privateSubnetIds"}
+    network = COMMITTED["types"][f"{PROJECT}:index:NetworkArgs"]["properties"]
+    for name in given:
+        assert not network[name].get("plain"), name
+        assert not network[name].get("items", {}).get("plain"), name
+
+
 def test_the_examples_name_the_package_they_use() -> None:
     for example in ("yaml-existing-cluster", "typescript-existing-cluster"):
         project = yaml.safe_load((ROOT / "examples" / example / "Pulumi.yaml").read_text())

@@ -124,6 +124,31 @@ def test_secrets_stay_secret() -> None:
     assert outputs["curl"] != "[secret]" and "not-a-real-key" not in outputs["curl"]
 
 
+def test_args_take_the_typed_path_not_the_config_map(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 20 item 8: args reach the validator as Python values (``settings_from_values``), not
+    as an engine config map parsed back (``parse_settings``): that front end may fail and the
+    service still validates; the stack program's path is the config map (URNs: test_urn_aliases)."""
+
+    def config_map_front_end(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("args went through the config-map parser")
+
+    import deepseek_eks.components.service as service_module
+    import deepseek_eks.settings.model as model_module
+
+    monkeypatch.setattr(model_module, "parse_settings", config_map_front_end)
+    monkeypatch.setattr(service_module, "parse_settings", config_map_front_end, raising=False)
+    args = {k: v for k, v in PROD_AS_ARGS.items() if k != "api_key"}  # a secret needs a running program
+    args["aws"] = {"assume_roles": [{"role_arn": "arn:aws:iam::123456789012:role/d"}]}
+    settings = service_settings(args, "prod")  # type: ignore[arg-type]
+    assert settings.model.variant.value == "r1-distill-llama-70b"
+    assert settings.aws.assume_roles[0].role_arn == "arn:aws:iam::123456789012:role/d"
+    with pytest.raises(SettingsError) as error:
+        service_settings({"model": "r1-671b", "autoscaling": {"max_replica": 3}}, "prod", "chat")  # type: ignore[typeddict-item]
+    text = str(error.value)
+    assert "model=...: must be a dict of its settings" in text
+    assert 'autoscaling={"max_replica": ...}: unknown setting; did you mean' in text
+
+
 def test_camel_is_the_config_spelling() -> None:
     assert camel("min_full_length_sequences") == "minFullLengthSequences"
     assert camel("grafana") == "grafana"
