@@ -17,11 +17,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import pulumi
 import pytest
 
 from deepseek_eks.automation.stackfile import read_stack
 from tests.engine.cluster import local_cluster
-from tests.engine.engine import cache_dir, make_engine, require_binary, standin
+from tests.engine.engine import Engine, cache_dir, make_engine, require_binary, standin
 from tests.examples import EXISTING
 from tests.package.test_packaging import _build_wheel
 from twin.providers import component
@@ -100,13 +101,35 @@ def tsc(folder: Path, project: Path) -> None:
     assert done.returncode == 0, f"tsc -p {folder}:\n{done.stdout[-4000:]}"
 
 
-def example_config(project: str, kubeconfig: Path) -> dict[str, Any]:
-    """The example's config: the Python example's cluster and VPC, the twin's kubeconfig, an API key."""
+# A stack in the same backend exporting the network, for an example that reads the VPC and subnets
+# through a StackReference (its `networkStack` setting); harmless for one that reads them as config.
+NETWORK_PROJECT, NETWORK_STACK = "deepseek-network", "net"
+
+
+def network_stack(engine: Engine) -> str:
+    """Create and deploy the network stack (outputs only, from the Python example's stack file)."""
+    python_stack = read_stack("example", EXISTING)
+
+    def program() -> None:
+        for key in ("vpcId", "privateSubnetIds"):
+            value = python_stack.values[f"{python_stack.project}:{key}"]
+            pulumi.export(
+                key, json.loads(value) if key == "privateSubnetIds" and isinstance(value, str) else value
+            )
+
+    engine.stack(NETWORK_PROJECT, NETWORK_STACK, program).up()
+    return f"organization/{NETWORK_PROJECT}/{NETWORK_STACK}"  # the file backend's qualified name
+
+
+def example_config(project: str, kubeconfig: Path, network: str) -> dict[str, Any]:
+    """The example's config: the Python example's cluster and VPC (as config and as the network
+    stack), the twin's kubeconfig, an API key."""
     python_stack = read_stack("example", EXISTING)
     config: dict[str, Any] = {
         f"{project}:{key}": {"value": str(python_stack.values[f"{python_stack.project}:{key}"])}
         for key in ("clusterName", "nodeRoleName", "vpcId", "privateSubnetIds")
     }
+    config[f"{project}:networkStack"] = {"value": network}
     config[f"{project}:kubeconfig"] = {"value": kubeconfig.read_text(), "secret": True}
     config[f"{project}:apiKey"] = {"value": "twin-api-key-not-a-secret-0001", "secret": True}
     return config
@@ -129,7 +152,7 @@ def test_typescript_example_lifecycle(tmp_path: Path) -> None:
             **os.environ,
             **engine.env,
             "ENGINE_HOME": str(engine.home),
-            "TS_CONFIG": json.dumps(example_config(name, kubeconfig)),
+            "TS_CONFIG": json.dumps(example_config(name, kubeconfig, network_stack(engine))),
         }
         done = subprocess.run(
             ["node", str(DRIVER), str(project)], env=env, capture_output=True, text=True, timeout=1500
