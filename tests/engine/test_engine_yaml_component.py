@@ -6,9 +6,11 @@ answered by the stand-ins. preview (a fresh stack), up, a no-change preview, des
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,26 +93,32 @@ def example_settings(project: str) -> dict[str, auto.ConfigValue]:
     return {key: auto.ConfigValue(str(value)) for key, value in values.items()}
 
 
-@pytest.mark.timeout(1200)  # one engine process per operation, each starting every plugin
-def test_yaml_example_lifecycle(tmp_path: Path) -> None:
-    started = time.monotonic()
+@contextlib.contextmanager
+def yaml_stack_on_twin(home: Path, *, as_shipped: bool = False) -> Iterator[Any]:
+    """The YAML example (``yaml_project``) as a stack on a fresh twin: the YAML host and our
+    provider on the engine's PATH, the example's settings, the twin's kubeconfig."""
     language_host = require_binary("pulumi-language-yaml", "YAML_VERSION")
     kubernetes = require_binary("pulumi-resource-kubernetes", "K8S_VERSION")
     engine = make_engine(
-        tmp_path / "engine",
+        home / "engine",
         {"pulumi-language-yaml": language_host, "pulumi-resource-kubernetes": kubernetes},
     )
-    component.write_launcher(tmp_path / "engine" / "bin", installed_package(tmp_path / "site"))
-    engine.env[component.CHARTS_ENV] = str(tmp_path / "charts")
-    project_dir = yaml_project(tmp_path / "project")
+    component.write_launcher(home / "engine" / "bin", installed_package(home / "site"))
+    engine.env[component.CHARTS_ENV] = str(home / "charts")
+    project_dir = yaml_project(home / "project", as_shipped=as_shipped)
     project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"]
-
-    with local_cluster(tmp_path) as kubeconfig:
+    with local_cluster(home) as kubeconfig:
         engine.env[standin.KUBECONFIG_ENV] = str(kubeconfig)
         stack = engine.local_stack("example", project_dir)
         stack.set_all_config(example_settings(project), path=True)
         stack.set_config(f"{project}:kubeconfig", auto.ConfigValue(kubeconfig.read_text(), secret=True))
+        yield stack
 
+
+@pytest.mark.timeout(1200)  # one engine process per operation, each starting every plugin
+def test_yaml_example_lifecycle(tmp_path: Path) -> None:
+    started = time.monotonic()
+    with yaml_stack_on_twin(tmp_path) as stack:
         fresh = stack.preview()
         assert set(changes(fresh)) == {"create"}, fresh.stdout
         up = stack.up()
@@ -139,7 +147,7 @@ def test_yaml_example_lifecycle(tmp_path: Path) -> None:
     "with `items: {type: string}`), and pulumi-yaml its `providers: {kubernetes: ...}` map (a list: "
     "`providers: [${existing-cluster}]`); fix the example (as_the_engine_accepts), drop this mark",
 )
-def test_yaml_example_config_as_shipped_is_accepted(tmp_path: Path) -> None:
-    language_host = require_binary("pulumi-language-yaml", "YAML_VERSION")
-    engine = make_engine(tmp_path / "engine", {"pulumi-language-yaml": language_host})
-    engine.local_stack("example", yaml_project(tmp_path / "project", as_shipped=True))
+@pytest.mark.timeout(900)
+def test_yaml_example_as_shipped_previews(tmp_path: Path) -> None:
+    with yaml_stack_on_twin(tmp_path, as_shipped=True) as stack:
+        stack.preview()

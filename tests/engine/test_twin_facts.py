@@ -65,3 +65,14 @@ def test_yaml_fix_up_uses_the_cli_project_config_types(spelled: str) -> None:
     fixed = as_the_engine_accepts(program)
     assert fixed["config"]["x"]["type"] in FACTS["project_config_types"]["value"]
     assert fixed["resources"]["r"]["options"]["providers"] == ["${p}"]  # a list, as pulumi-yaml takes it
+
+
+def test_random_stand_in_serves_a_schema_for_every_random_type_it_answers() -> None:
+    from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS
+    from twin.providers.standin import SCHEMAS
+
+    schema = json.loads(SCHEMAS["random"].read_text())
+    answered = {token for token in COMPUTED_OUTPUTS if token.startswith("random:")}
+    assert schema["name"] == "random" and set(schema["resources"]) == answered
+    for token in answered:  # each with the inputs and outputs pulumi-random declares
+        assert schema["resources"][token]["inputProperties"] and schema["resources"][token]["properties"]
