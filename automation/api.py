@@ -162,8 +162,25 @@ def effective_config_file(stack: str, config: StackConfig) -> Iterator[Path]:
         yield path
 
 
+# With this set to 1 the project's ``__main__.py`` runs in this process as an Automation API inline
+# program (the CLI reaches the SDK's language server with ``--client``) instead of under the CLI's
+# Python language host: for engines without that host, such as the twin's (docs/verification-engine.md).
+INLINE_PROGRAM_ENV = "DEEPSEEK_EKS_INLINE_PROGRAM"
+
+
+def project_program(project_dir: Path) -> Callable[[], None]:
+    """The project's ``__main__.py`` as an inline program: the file ``pulumi up`` runs, unchanged."""
+    import runpy
+
+    def program() -> None:
+        runpy.run_path(str(project_dir / "__main__.py"))
+
+    return program
+
+
 def open_stack(stack: str, project_dir: Path, *, create: bool = True) -> StackLike:
-    """The stack of this project's program (a local program: the very ``__main__.py``).
+    """The stack of this project's program (a local program: the very ``__main__.py``; an inline
+    one running that file with ``DEEPSEEK_EKS_INLINE_PROGRAM=1``).
 
     ``create=False`` only selects: reading outputs must never create an empty stack, so an
     unknown name is an ``AutomationError`` (exit 2) naming the stack."""
@@ -175,6 +192,16 @@ def open_stack(stack: str, project_dir: Path, *, create: bool = True) -> StackLi
     # python on PATH: this interpreter, which has pulumi-policy, goes first.
     opts = auto.LocalWorkspaceOptions(env_vars=pack_env({"PATH": os.environ.get("PATH", "")}))
     try:
+        if create and os.environ.get(INLINE_PROGRAM_ENV) == "1":
+            from .stackfile import project_name
+
+            opts.work_dir = str(project_dir)  # Pulumi.yaml and the stack files stay the project's
+            return auto.create_or_select_stack(
+                stack_name=stack,
+                project_name=project_name(project_dir),
+                program=project_program(project_dir),
+                opts=opts,
+            )
         if create:
             return auto.create_or_select_stack(stack_name=stack, work_dir=str(project_dir), opts=opts)
         return auto.select_stack(stack_name=stack, work_dir=str(project_dir), opts=opts)

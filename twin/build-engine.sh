@@ -3,6 +3,9 @@
 # only those missing from the cache:
 #   pulumi                      github.com/pulumi/pulumi/pkg/v3 cmd/pulumi      (twin/go/pulumi)
 #   pulumi-resource-kubernetes  github.com/pulumi/pulumi-kubernetes/provider/v4 (twin/go/pulumi-resource-kubernetes)
+#   pulumi-language-yaml        github.com/pulumi/pulumi-yaml cmd/pulumi-language-yaml (twin/go/pulumi-yaml)
+#   pulumi-sdkgen               ours: pkg/v3's Python and Node.js SDK generators (twin/go/pulumi-sdkgen),
+#                               what `pulumi package gen-sdk` runs through the missing language hosts
 #   pulumi-language-python      github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 #                               (tried; the proxy does not serve it, see below)
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
@@ -28,6 +31,8 @@ PULUMI_VERSION=v3.274.0
 # The only provider/v4 version the proxy serves (a 2026-01-15 commit); no v4.34.2 tag is served.
 K8S_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
 K8S_VERSION=v4.0.0-20260115033456-f47bc2d6f199
+# The YAML language host: its own module, tagged and served (v1.25.0, 2026-12-01 list).
+YAML_VERSION=v1.25.0
 LANGHOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 
 failed=0
@@ -74,6 +79,12 @@ if [[ ! -x "$CACHE/pulumi-resource-kubernetes-$K8S_VERSION/pulumi-resource-kuber
 fi
 build pulumi-resource-kubernetes "$K8S_VERSION" "$k8s_dir" . \
 	"-s -w -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=${K8S_VERSION#v}"
+
+build pulumi-language-yaml "$YAML_VERSION" "$ROOT/twin/go/pulumi-yaml" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml \
+	"-s -w -X github.com/pulumi/pulumi-yaml/pkg/version.Version=$YAML_VERSION"
+
+# Same pkg/v3 as the CLI: the SDK generators `pulumi package gen-sdk` would reach through the hosts.
+build pulumi-sdkgen "$PULUMI_VERSION" "$ROOT/twin/go/pulumi-sdkgen" . "-s -w"
 
 # The Python language host is its own module with no tags; the proxy answers 403 for it (its
 # version list and any pseudo-version). Without it, Python programs run through the real engine

@@ -1,11 +1,6 @@
 """What the existing-cluster example needs beyond the engine: the local kube-apiserver of Tier 0
-(``automation.twin``) with every vendored CRD installed, its kubeconfig, local stub Helm charts
-(no chart repository is reachable) and a stack transform that points the program at them.
-
-The transform is the one place the program's resources are changed, and only in ways the twin
-needs: a Helm release's chart becomes the stub chart of the same name and version (its
-``repositoryOpts`` dropped, not atomic), and every Kubernetes object and release skips the provider's
-readiness wait (there are no kubelets, so no pod ever runs).
+(``automation.twin``) with every vendored CRD installed, its kubeconfig, and the twin's stack
+transform (``twin/providers/transform.py``: local stub Helm charts, no readiness waits).
 """
 
 from __future__ import annotations
@@ -22,12 +17,10 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import pulumi
 import pytest
 import yaml
 
-SKIP_AWAIT = "pulumi.com/skipAwait"  # pulumi-kubernetes' per-object opt-out of its readiness wait
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+from twin.providers.transform import register_twin_transform
 
 
 @contextlib.contextmanager
@@ -112,52 +105,6 @@ def kubeconfig(server: str, files: Any) -> dict[str, Any]:
         "contexts": [{"name": "twin", "context": {"cluster": "twin", "user": "twin-admin"}}],
         "current-context": "twin",
     }
-
-
-def stub_chart(root: Path, name: str, version: str) -> Path:
-    """A chart named and versioned like the pinned one, rendering one Deployment."""
-    chart = root / f"{name}-{version}"
-    (chart / "templates").mkdir(parents=True, exist_ok=True)
-    (chart / "Chart.yaml").write_text(yaml.safe_dump({"apiVersion": "v2", "name": name, "version": version}))
-    deployment = {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "{{ .Release.Name }}-stub", "namespace": "{{ .Release.Namespace }}"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": "{{ .Release.Name }}-stub"}},
-            "template": {
-                "metadata": {"labels": {"app": "{{ .Release.Name }}-stub"}},
-                "spec": {"containers": [{"name": "stub", "image": f"registry.invalid/{name}:{version}"}]},
-            },
-        },
-    }
-    (chart / "templates" / "deployment.yaml").write_text(yaml.safe_dump(deployment))
-    return chart
-
-
-def register_twin_transform(charts: Path) -> None:
-    """Stub charts for Helm releases and no readiness waits (see the module docstring)."""
-
-    def annotate(metadata: Any) -> Any:
-        if isinstance(metadata, dict):
-            return {**metadata, "annotations": {**(metadata.get("annotations") or {}), SKIP_AWAIT: "true"}}
-        return pulumi.Output.from_input(metadata).apply(annotate)
-
-    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-        if not args.type_.startswith("kubernetes:") or args.type_.startswith("pulumi:providers:"):
-            return None
-        props = dict(args.props)
-        if args.type_ == HELM_RELEASE:
-            chart = stub_chart(charts, str(props["chart"]), str(props["version"]))
-            # `atomic` makes Helm wait for readiness whatever skipAwait says.
-            props |= {"chart": str(chart), "skipAwait": True, "atomic": False}
-            props.pop("repositoryOpts", None)
-        elif "metadata" in props:
-            props["metadata"] = annotate(props["metadata"] or {})
-        return pulumi.ResourceTransformResult(props, args.opts)
-
-    pulumi.runtime.register_resource_transform(transform)
 
 
 @contextlib.contextmanager

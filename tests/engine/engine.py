@@ -83,6 +83,17 @@ class Engine:
         )
         return auto.create_or_select_stack(stack_name=stack, project_name=project, program=program, opts=opts)
 
+    def local_stack(self, stack: str, work_dir: Path) -> Any:
+        """A fresh (or the existing) stack of the project in ``work_dir``, run by its language host."""
+        from pulumi import automation as auto
+
+        opts = auto.LocalWorkspaceOptions(
+            pulumi_home=str(self.home / "pulumi-home"),
+            env_vars=self.env,
+            pulumi_command=auto.PulumiCommand(root=str(self.home), skip_version_check=True),
+        )
+        return auto.create_or_select_stack(stack_name=stack, work_dir=str(work_dir), opts=opts)
+
     def cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         """Run the built CLI directly (``pulumi version``, ``pulumi stack ls``...)."""
         return subprocess.run(

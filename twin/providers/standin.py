@@ -45,6 +45,9 @@ from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS, INVOKES, REGION, Moc
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("aws", "eks", "random")
 KUBECONFIG_ENV = "DEEPSEEK_EKS_TWIN_KUBECONFIG"
+# Schemas served by GetSchema: pulumi/pulumi-random provider/cmd/pulumi-resource-random/schema.json
+# at f64d8726 (2026-08-14), pruned (reference/upstream/README.md).
+SCHEMAS = {"random": ROOT / "reference" / "upstream" / "pulumi-random-schema.json"}
 # Build metadata marking the reported version as a stand-in's (semver ignores it when comparing).
 STANDIN_BUILD = "+twin.standin"
 # The engine's marker for a value unknown during preview (pulumi sdk/go/common/resource/plugin
@@ -223,6 +226,15 @@ class StandInServicer(ProviderServicer):
             )
         answer = INVOKES[request.tok](MockCallArgs(request.tok, _to_dict(request.args), ""), self.region)
         return proto.InvokeResponse(**{"return": _to_struct(answer)})
+
+    async def GetSchema(self, request: Any, context: Any) -> proto.GetSchemaResponse:
+        """The package's schema, where a language host needs one to type-check a program (the
+        YAML host): pulumi-random's, pruned to the resources the mock tables answer for
+        (reference/upstream/pulumi-random-schema.json); the SDK servicer's answer for the others."""
+        schema = SCHEMAS.get(self.package)
+        if schema is None:
+            return await super().GetSchema(request, context)  # type: ignore[no-any-return]
+        return proto.GetSchemaResponse(schema=schema.read_text())
 
     async def GetPluginInfo(self, request: Any, context: Any) -> plugin_pb2.PluginInfo:
         return plugin_pb2.PluginInfo(version=standin_version(self.package))

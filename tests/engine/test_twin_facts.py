@@ -1,0 +1,78 @@
+"""The twin's replacements for missing language-host pieces, checked against what the real ones do
+(reference/upstream/pulumi-engine-twin.json) and, for the STS stand-in, against botocore's own STS
+model and parser; no engine needed."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import botocore.session
+import pytest
+from botocore.parsers import create_parser
+
+from deepseek_eks.automation.mocks import ACCOUNT_ID
+from tests.engine.test_engine_yaml_component import PROJECT_CONFIG_TYPES, as_the_engine_accepts
+from twin.providers import policy_analyzer, sts
+
+FACTS = json.loads(
+    (Path(__file__).resolve().parents[2] / "reference" / "upstream" / "pulumi-engine-twin.json").read_text()
+)
+
+
+def _post(url: str, action: str) -> tuple[int, bytes]:
+    body = f"Action={action}&Version=2011-06-15".encode()
+    request = urllib.request.Request(url, data=body, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def test_sts_stand_in_answers_get_caller_identity_as_botocore_reads_it() -> None:
+    model = botocore.session.get_session().get_service_model("sts")
+    fact = FACTS["sts_get_caller_identity"]["value"]
+    assert (model.metadata["protocol"], model.api_version) == (fact["protocol"], fact["api_version"])
+    operation = model.operation_model("GetCallerIdentity")
+    with sts.running_sts() as url:
+        status, body = _post(url, "GetCallerIdentity")
+        refused, _ = _post(url, "AssumeRole")
+    parsed = create_parser(model.metadata["protocol"]).parse(
+        {"status_code": status, "headers": {}, "body": body}, operation.output_shape
+    )
+    assert status == 200 and parsed["Account"] == ACCOUNT_ID, parsed
+    assert parsed["Arn"].startswith(f"arn:aws:iam::{ACCOUNT_ID}:") and parsed["UserId"]
+    assert refused == 400  # a call the stand-in does not model is never a silent success
+
+
+def test_policy_launcher_runs_what_pulumis_python_analyzer_runs(tmp_path: Path) -> None:
+    assert list(policy_analyzer.RUNNER) == FACTS["policy_packs"]["python_runner"]
+    launcher = policy_analyzer.write_launcher(tmp_path / "bin", tmp_path / "pack")
+    script = launcher.read_text()
+    assert " ".join(policy_analyzer.RUNNER) + ' "$1" ' in script and str(tmp_path / "pack") in script
+    assert launcher.stat().st_mode & 0o111
+
+
+@pytest.mark.parametrize("spelled", ["String", "List<String>"])
+def test_yaml_fix_up_uses_the_cli_project_config_types(spelled: str) -> None:
+    assert PROJECT_CONFIG_TYPES[spelled]["type"] in FACTS["project_config_types"]["value"]
+    program = {
+        "config": {"x": {"type": spelled}},
+        "resources": {"r": {"options": {"providers": {"k": "${p}"}}}},
+    }
+    fixed = as_the_engine_accepts(program)
+    assert fixed["config"]["x"]["type"] in FACTS["project_config_types"]["value"]
+    assert fixed["resources"]["r"]["options"]["providers"] == ["${p}"]  # a list, as pulumi-yaml takes it
+
+
+def test_random_stand_in_serves_a_schema_for_every_random_type_it_answers() -> None:
+    from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS
+    from twin.providers.standin import SCHEMAS
+
+    schema = json.loads(SCHEMAS["random"].read_text())
+    answered = {token for token in COMPUTED_OUTPUTS if token.startswith("random:")}
+    assert schema["name"] == "random" and set(schema["resources"]) == answered
+    for token in answered:  # each with the inputs and outputs pulumi-random declares
+        assert schema["resources"][token]["inputProperties"] and schema["resources"][token]["properties"]
