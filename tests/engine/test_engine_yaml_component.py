@@ -30,31 +30,14 @@ YAML_EXAMPLE = ROOT / "examples" / "yaml-existing-cluster"
 COMPONENT = "deepseek-eks:index:DeepSeekService"
 
 
-# Two fix-ups to the example as shipped, each found by the real programs (see the xfail below):
+# What the real programs require of the example, each found by running them (the example is kept
+# to both; tests/engine/test_twin_facts.py checks it against the facts):
 # - the CLI validates Pulumi.yaml's `config:` block against its project schema, whose config types
 #   are string, integer, boolean, array, object (pulumi sdk/v3 v3.274.0
 #   go/common/workspace/project.json, $defs/simpleConfigType); `String` / `List<String>` are refused;
 # - pulumi-yaml takes the `providers` resource option as a list of resources (pulumi-yaml v1.25.0
 #   pkg/pulumiyaml/run.go evaluateResourceListValuedOption: "resource option providers value must be
 #   a list of resources"); a {package: provider} map is refused.
-PROJECT_CONFIG_TYPES = {
-    "String": {"type": "string"},
-    "List<String>": {"type": "array", "items": {"type": "string"}},
-}
-
-
-def as_the_engine_accepts(program: dict[str, Any]) -> dict[str, Any]:
-    """The example with both fix-ups applied (each a no-op once the example is fixed)."""
-    config = {}
-    for key, declaration in (program.get("config") or {}).items():
-        config[key] = {**declaration, **PROJECT_CONFIG_TYPES.get(declaration.get("type"), {})}
-    resources = {}
-    for name, resource in program["resources"].items():
-        options = dict(resource.get("options") or {})
-        if isinstance(options.get("providers"), dict):
-            options["providers"] = list(options["providers"].values())
-        resources[name] = {**resource, **({"options": options} if options else {})}
-    return {**program, "config": config, "resources": resources}
 
 
 def installed_package(target: Path) -> Path:
@@ -65,16 +48,13 @@ def installed_package(target: Path) -> Path:
     return target
 
 
-def yaml_project(folder: Path, *, as_shipped: bool = False) -> Path:
+def yaml_project(folder: Path) -> Path:
     """The YAML example less its ``packages:`` block: that block makes the CLI install the plugin
     from ../../provider, which runs it with the Python language host (not served here); without it
-    the engine finds ``pulumi-resource-deepseek-eks`` on PATH, the same provider. Unless
-    ``as_shipped``, with the fix-ups of ``as_the_engine_accepts``."""
+    the engine finds ``pulumi-resource-deepseek-eks`` on PATH, the same provider."""
     program = yaml.safe_load((YAML_EXAMPLE / "Pulumi.yaml").read_text())
     assert "deepseek-eks" in program.get("packages", {}), "the example no longer declares the package"
     del program["packages"]
-    if not as_shipped:
-        program = as_the_engine_accepts(program)
     folder.mkdir(parents=True)
     (folder / "Pulumi.yaml").write_text(yaml.safe_dump(program, sort_keys=False))
     return folder
@@ -94,7 +74,7 @@ def example_settings(project: str) -> dict[str, auto.ConfigValue]:
 
 
 @contextlib.contextmanager
-def yaml_stack_on_twin(home: Path, *, as_shipped: bool = False) -> Iterator[Any]:
+def yaml_stack_on_twin(home: Path) -> Iterator[Any]:
     """The YAML example (``yaml_project``) as a stack on a fresh twin: the YAML host and our
     provider on the engine's PATH, the example's settings, the twin's kubeconfig."""
     language_host = require_binary("pulumi-language-yaml", "YAML_VERSION")
@@ -105,7 +85,7 @@ def yaml_stack_on_twin(home: Path, *, as_shipped: bool = False) -> Iterator[Any]
     )
     component.write_launcher(home / "engine" / "bin", installed_package(home / "site"))
     engine.env[component.CHARTS_ENV] = str(home / "charts")
-    project_dir = yaml_project(home / "project", as_shipped=as_shipped)
+    project_dir = yaml_project(home / "project")
     project = yaml.safe_load((project_dir / "Pulumi.yaml").read_text())["name"]
     with local_cluster(home) as kubeconfig:
         engine.env[standin.KUBECONFIG_ENV] = str(kubeconfig)
@@ -137,17 +117,3 @@ def test_yaml_example_lifecycle(tmp_path: Path) -> None:
         stack.destroy()
         assert not stack.export_stack().deployment.get("resources")
     print(f"YAML example lifecycle through the engine: {time.monotonic() - started:.0f}s")
-
-
-@pytest.mark.xfail(
-    strict=True,
-    raises=auto.errors.CommandError,
-    reason="examples/yaml-existing-cluster as shipped: the real CLI refuses its config types "
-    "`String` / `List<String>` (string, integer, boolean, array, object; a list is `type: array` "
-    "with `items: {type: string}`), and pulumi-yaml its `providers: {kubernetes: ...}` map (a list: "
-    "`providers: [${existing-cluster}]`); fix the example (as_the_engine_accepts), drop this mark",
-)
-@pytest.mark.timeout(900)
-def test_yaml_example_as_shipped_previews(tmp_path: Path) -> None:
-    with yaml_stack_on_twin(tmp_path, as_shipped=True) as stack:
-        stack.preview()

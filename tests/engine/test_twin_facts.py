@@ -9,11 +9,11 @@ import urllib.request
 from pathlib import Path
 
 import botocore.session
-import pytest
+import yaml
 from botocore.parsers import create_parser
 
 from deepseek_eks.automation.mocks import ACCOUNT_ID
-from tests.engine.test_engine_yaml_component import PROJECT_CONFIG_TYPES, as_the_engine_accepts
+from tests.engine.test_engine_yaml_component import YAML_EXAMPLE
 from twin.providers import policy_analyzer, sts
 
 FACTS = json.loads(
@@ -55,16 +55,13 @@ def test_policy_launcher_runs_what_pulumis_python_analyzer_runs(tmp_path: Path) 
     assert launcher.stat().st_mode & 0o111
 
 
-@pytest.mark.parametrize("spelled", ["String", "List<String>"])
-def test_yaml_fix_up_uses_the_cli_project_config_types(spelled: str) -> None:
-    assert PROJECT_CONFIG_TYPES[spelled]["type"] in FACTS["project_config_types"]["value"]
-    program = {
-        "config": {"x": {"type": spelled}},
-        "resources": {"r": {"options": {"providers": {"k": "${p}"}}}},
-    }
-    fixed = as_the_engine_accepts(program)
-    assert fixed["config"]["x"]["type"] in FACTS["project_config_types"]["value"]
-    assert fixed["resources"]["r"]["options"]["providers"] == ["${p}"]  # a list, as pulumi-yaml takes it
+def test_yaml_example_keeps_to_what_the_cli_and_pulumi_yaml_accept() -> None:
+    program = yaml.safe_load((YAML_EXAMPLE / "Pulumi.yaml").read_text())
+    for key, declaration in program["config"].items():
+        assert declaration["type"] in FACTS["project_config_types"]["value"], key
+    for name, resource in program["resources"].items():
+        providers = (resource.get("options") or {}).get("providers")
+        assert providers is None or isinstance(providers, list), name  # pulumi-yaml takes a list
 
 
 def test_random_stand_in_serves_a_schema_for_every_random_type_it_answers() -> None:
