@@ -18,7 +18,7 @@ from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
-from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
+from .autoscaling import KEDA_NAMESPACE, Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
 from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .cluster import Cluster, ClusterArgs
 from .iam_policies import pull_through_cache_policy
@@ -438,6 +438,9 @@ def build_service(
             ),
             placement=capacity.placement,
             labels=labels,
+            vpc_cidr=network.vpc_cidr,
+            # Any service of the cluster may scale with KEDA, whose Prometheus trigger queries it.
+            metrics_clients=[KEDA_NAMESPACE],
             grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
             depends_on=[namespaces],
             shared=scope.shared_addons,

@@ -721,18 +721,22 @@ def nlb_service(
     return nlb
 
 
-def egress_rules(*, pod_identity: bool, ip_family: str = "ipv4") -> list[dict[str, Any]]:
+def egress_rules(*, pod_identity: bool, https: bool = True, ip_family: str = "ipv4") -> list[dict[str, Any]]:
     """What a pod of this service may reach outside its own replica.
 
     DNS goes to any address on port 53: the resolver in the pod's resolv.conf is a CoreDNS pod in
     Karpenter mode, but EKS Auto Mode answers it on the node and runs no CoreDNS pod
     (aws/containers-roadmap#2546, #2552), so a rule naming kube-system pods breaks resolution
-    there. HTTPS goes anywhere (Hugging Face, S3 through the gateway endpoint, STS). A pod whose
-    service account has a Pod Identity association also reaches the agent on the node."""
+    there. ``https``: 443 to any address, for a pod that downloads (Hugging Face, or S3 through
+    the gateway endpoint, whose prefix list a NetworkPolicy cannot name); a vLLM server reading
+    weights from a local volume gets none. A pod whose service account has a Pod Identity
+    association also reaches the agent on the node (EKS User Guide, pod-id-agent-setup: the
+    agent listens on 169.254.170.23:80 / [fd00:ec2::23]:80)."""
     rules: list[dict[str, Any]] = [
         {"ports": [{"port": DNS_PORT, "protocol": "UDP"}, {"port": DNS_PORT, "protocol": "TCP"}]},
-        {"ports": [{"port": HTTPS_PORT, "protocol": "TCP"}]},
     ]
+    if https:
+        rules.append({"ports": [{"port": HTTPS_PORT, "protocol": "TCP"}]})
     if pod_identity:
         rules.append(
             {
@@ -783,7 +787,11 @@ def network_policy(
                 },
                 {"from": [own_pods]},
             ],
-            "egress": [*egress_rules(pod_identity=workload.pod_identity), {"to": [own_pods]}],
+            # Weights on a local volume (Mountpoint, EBS snapshot): nothing to download.
+            "egress": [
+                *egress_rules(pod_identity=workload.pod_identity, https=workload.weights_volume is None),
+                {"to": [own_pods]},
+            ],
         },
     }
 

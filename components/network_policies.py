@@ -1,0 +1,148 @@
+"""NetworkPolicies of the monitoring namespaces: each is closed both ways by default, then opened
+for what its workloads need, port by port, from the charts' own values.
+
+Where the peers sit on EKS (reference/upstream/network-policy-facts.json):
+
+- The API server calls webhooks and aggregated API servers from network interfaces EKS places in
+  the cluster's subnets; no label selects them, so they are admitted by the VPC's CIDR (which
+  also holds the pods: the port, not the peer, is what is narrow there).
+- Pods reach the API through the ``kubernetes`` Service (its ClusterIP, in the EKS service CIDR,
+  one of two defaults) and its endpoints (those interfaces, in the VPC): egress 443 names both,
+  never the Internet.
+- DNS goes to any address on 53: EKS Auto Mode answers it on the node (see vllm.egress_rules).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .vllm import HTTPS_PORT, PROMETHEUS_POD_LABELS, egress_rules
+
+# Amazon EKS API Reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, EKS
+# takes the service CIDR from either block (the clusters this project creates set none).
+EKS_SERVICE_CIDRS = ("10.100.0.0/16", "172.20.0.0/16")
+# Ports read from the pinned charts' values (tests check them against reference/upstream):
+PROMETHEUS_PORT = 9090  # kube-prometheus-stack 88.5.3 prometheus.service.port
+OPERATOR_WEBHOOK_PORT = 10250  # kube-prometheus-stack 88.5.3 prometheusOperator.tls.internalPort
+ADAPTER_PORT = 6443  # prometheus-adapter 5.3.0 listenPort (the aggregated metrics API)
+DCGM_EXPORTER_PORT = 9400  # dcgm-exporter 4.8.2 service.port
+NODE_EXPORTER_PORT = 9100  # prometheus-node-exporter 4.56.1 service.port (hostNetwork: true)
+KUBELET_PORT = 10250  # the kubelet's metrics and cAdvisor, scraped on the node's address
+
+DEFAULT_DENY = "default-deny"
+
+
+def _tcp(*ports: int) -> list[dict[str, Any]]:
+    return [{"port": p, "protocol": "TCP"} for p in ports]
+
+
+def _policy(
+    name: str, namespace: str, labels: dict[str, str], pods: dict[str, Any], **spec: Any
+) -> dict[str, Any]:
+    types = [t for t, key in (("Ingress", "ingress"), ("Egress", "egress")) if key in spec]
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"podSelector": pods, "policyTypes": types or ["Ingress", "Egress"], **spec},
+    }
+
+
+def default_deny(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
+    """Every pod of ``namespace`` isolated both ways; other policies add what is allowed
+    (Kubernetes NetworkPolicy documentation, "Default deny all ingress and all egress traffic")."""
+    return _policy(DEFAULT_DENY, namespace, labels, {}, ingress=[], egress=[])
+
+
+def api_server_rule(vpc_cidr: str) -> dict[str, Any]:
+    """Egress to the Kubernetes API on 443: its ClusterIP and its endpoints, nothing else."""
+    return {
+        "to": [{"ipBlock": {"cidr": c}} for c in (vpc_cidr, *EKS_SERVICE_CIDRS)],
+        "ports": _tcp(HTTPS_PORT),
+    }
+
+
+def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
+    """Prometheus' pods (and only them) in the monitoring namespace."""
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}},
+        "podSelector": {"matchLabels": dict(PROMETHEUS_POD_LABELS)},
+    }
+
+
+def monitoring_policies(
+    namespace: str, *, vpc_cidr: str, labels: dict[str, str], metrics_clients: list[str]
+) -> list[dict[str, Any]]:
+    """Prometheus, Grafana, prometheus-operator, kube-state-metrics and prometheus-adapter.
+
+    All of them watch the API (DNS and 443 to it); they talk among themselves (Grafana and the
+    adapter query Prometheus, Prometheus scrapes the others); the API server calls the operator's
+    admission webhook and the adapter's metrics API; Prometheus alone reaches out, to scrape pods
+    of every namespace and the nodes' kubelet and node-exporter; ``metrics_clients`` (KEDA's
+    namespace, whose Prometheus trigger queries it) may query Prometheus. Nothing goes to the
+    Internet: Grafana fetches no plugins, Alertmanager is off unless set."""
+    own: dict[str, Any] = {"podSelector": {}}
+    vpc = {"ipBlock": {"cidr": vpc_cidr}}
+    prometheus = {"matchLabels": dict(PROMETHEUS_POD_LABELS)}
+    clients = [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": n}}} for n in metrics_clients
+    ]
+    policies = [
+        default_deny(namespace, labels),
+        _policy(
+            "monitoring-stack",
+            namespace,
+            labels,
+            {},
+            ingress=[
+                {"from": [own]},
+                {"from": [vpc], "ports": _tcp(OPERATOR_WEBHOOK_PORT, ADAPTER_PORT)},
+            ],
+            # DNS only: none of them holds a Pod Identity association or downloads anything.
+            egress=[*egress_rules(pod_identity=False, https=False), api_server_rule(vpc_cidr), {"to": [own]}],
+        ),
+        _policy(
+            "prometheus-scrape",
+            namespace,
+            labels,
+            prometheus,
+            egress=[
+                {"to": [{"namespaceSelector": {}}]},
+                {"to": [vpc], "ports": _tcp(KUBELET_PORT, NODE_EXPORTER_PORT)},
+            ],
+        ),
+    ]
+    if clients:
+        policies.append(
+            _policy(
+                "prometheus-queries",
+                namespace,
+                labels,
+                prometheus,
+                ingress=[{"from": clients, "ports": _tcp(PROMETHEUS_PORT)}],
+            )
+        )
+    return policies
+
+
+def node_monitoring_policies(
+    namespace: str, *, monitoring_namespace: str, labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """dcgm-exporter (a pod) and node-exporter (on the host's network, which NetworkPolicy does
+    not confine): Prometheus alone scrapes them; they call nothing (dcgm-exporter maps GPUs to
+    pods through the kubelet's local pod-resources socket)."""
+    return [
+        default_deny(namespace, labels),
+        _policy(
+            "prometheus-scrapes",
+            namespace,
+            labels,
+            {},
+            ingress=[
+                {
+                    "from": [prometheus_peer(monitoring_namespace)],
+                    "ports": _tcp(DCGM_EXPORTER_PORT, NODE_EXPORTER_PORT),
+                }
+            ],
+        ),
+    ]
