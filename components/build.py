@@ -20,13 +20,13 @@ from deepseek_eks.sizing.cli import summary_lines
 
 from .autoscaling import KEDA_NAMESPACE, Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name
 from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
-from .cluster import Cluster, ClusterArgs
+from .cluster import Cluster, ClusterArgs, project_kms_key
 from .iam_policies import pull_through_cache_policy
 from .inference import Inference, InferenceArgs
 from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
-from .network import Network, NetworkArgs
+from .network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
 from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
@@ -256,8 +256,17 @@ def build_service(
             load_balancer_subnet_ids=net.load_balancer_subnet_ids,
             nat_gateway_per_zone=net.nat_gateway_per_zone,
             flow_logs=net.flow_logs,
+            access_logs_days=(settings.endpoint.access_logs_days or ACCESS_LOGS_DAYS)
+            if settings.endpoint.access_logs
+            else None,
         ),
         opts=aws_opts,
+    )
+    # cluster.createKmsKey: one key for the cluster's Secrets and the project's weights bucket.
+    kms_key = (
+        project_kms_key(f"{scope.prefix}kms-key", name, tags, aws_opts).arn
+        if settings.cluster.create_kms_key
+        else None
     )
     cluster = (
         None
@@ -276,7 +285,7 @@ def build_service(
                 private_access_cidrs=settings.cluster.private_access_cidrs,
                 private_access_security_group_ids=settings.cluster.private_access_security_group_ids,
                 tags=tags,
-                secrets_kms_key_arn=settings.cluster.secrets_kms_key_arn,
+                secrets_kms_key_arn=kms_key or settings.cluster.secrets_kms_key_arn,
             ),
             opts=aws_opts,
         )
@@ -403,7 +412,9 @@ def build_service(
             weights_source=settings.weights.source.value,
             retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
-            weights_kms_key_arn=settings.weights.kms_key_arn,
+            weights_kms_key_arn=kms_key or settings.weights.kms_key_arn,
+            access_logs_bucket=network.access_logs_bucket,
+            access_logs_prefix=ACCESS_LOGS_PREFIX,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,

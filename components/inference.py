@@ -24,6 +24,7 @@ from deepseek_eks.sizing.planner import (
 )
 
 from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
+from .buckets import private_bucket
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .manifests import TopLevelCustomResource
@@ -120,9 +121,13 @@ class InferenceArgs:
     pod a volume restored from ``snapshot_id``; ``huggingface`` downloads at start."""
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
-    weights_kms_key_arn: str | None = None
-    """KMS key of the weights (``weights.kmsKeyArn``): the project's bucket's default encryption,
-    and a key the weights roles may use; None: SSE-S3."""
+    weights_kms_key_arn: pulumi.Input[str] | None = None
+    """KMS key of the weights (``weights.kmsKeyArn``, or the key ``cluster.createKmsKey`` makes):
+    the project's bucket's default encryption, and a key the weights roles may use; None: SSE-S3."""
+    access_logs_bucket: pulumi.Input[str] | None = None
+    """Bucket the ALB writes access logs to, under ``access_logs_prefix`` (None: no logs)."""
+    access_logs_prefix: str = ""
+    """Prefix of the ALB's access logs in ``access_logs_bucket``."""
     ebs_driver: str = "ebs.csi.aws.com"
     """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
@@ -326,40 +331,8 @@ class Inference(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
         # One prefix per commit, so a new pin stages beside the old copy instead of over it.
         prefix = f"{args.plan.model.variant}/" + (f"{self._revision}/" if self._revision else "")
-        bucket = aws.s3.Bucket(f"{name}-weights", force_destroy=not retain, opts=child)
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-weights",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        **_bucket_encryption(args.weights_kms_key_arn)
-                    ),
-                    bucket_key_enabled=True,
-                )
-            ],
-            opts=child,
-        )
-        aws.s3.BucketPublicAccessBlock(
-            f"{name}-weights",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-weights",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-weights",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
-            opts=child,
+        bucket = private_bucket(
+            f"{name}-weights", child, force_destroy=not retain, kms_key_arn=args.weights_kms_key_arn
         )
         self._weights_role("reader", APP, bucket.arn, prefix, write=False)
         self._weights_role("stager", STAGER, bucket.arn, prefix, write=True)
@@ -382,10 +355,8 @@ class Inference(pulumi.ComponentResource):
         pod_identity_role(
             f"{name}-{role}",
             parent=self,
-            policy=bucket_arn.apply(
-                lambda arn: json.dumps(
-                    weights_access_policy(arn, prefix, write=write, kms_key_arn=args.weights_kms_key_arn)
-                )
+            policy=pulumi.Output.all(bucket_arn, args.weights_kms_key_arn).apply(
+                lambda v: json.dumps(weights_access_policy(v[0], prefix, write=write, kms_key_arn=v[1]))
             ),
             service_account=ServiceAccountRef(
                 args.cluster_name, args.namespace, service_account, args.region
@@ -417,7 +388,12 @@ class Inference(pulumi.ComponentResource):
                 f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
             )
             return nlb.status.apply(_ingress_host)
-        ing_manifest = pulumi.Output.all(workload, sources).apply(lambda v: ingress(v[0], endpoint, v[1]))
+        logs = args.access_logs_bucket
+        ing_manifest = pulumi.Output.all(workload, sources, logs).apply(
+            lambda v: ingress(
+                v[0], endpoint, v[1], access_logs=(v[2], args.access_logs_prefix) if v[2] else None
+            )
+        )
         ing = k8s.networking.v1.Ingress(
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
         )
@@ -870,30 +846,6 @@ def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
             "egress": egress_rules(pod_identity=True),
         },
     }
-
-
-def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
-    """Deny any request to the weights bucket that does not use TLS."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject"],
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
-def _bucket_encryption(kms_key_arn: str | None) -> dict[str, str]:
-    """The weights bucket's default encryption: SSE-KMS with the given key, else SSE-S3."""
-    if kms_key_arn:
-        return {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
-    return {"sse_algorithm": "AES256"}
 
 
 # The stager's claim object (components/scripts/stage_weights.py IN_PROGRESS_NAME; that script runs

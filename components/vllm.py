@@ -599,7 +599,12 @@ NLB_ANNOTATION = "service.beta.kubernetes.io/"
 
 
 def ingress(
-    workload: Workload, endpoint: Endpoint, source_cidrs: list[str], name: str = APP
+    workload: Workload,
+    endpoint: Endpoint,
+    source_cidrs: list[str],
+    name: str = APP,
+    *,
+    access_logs: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """An ALB Ingress: internal unless configured otherwise, only the key-guarded API routed,
     health-checked on /health, idle timeout above the longest generation, targets drained as long
@@ -609,9 +614,18 @@ def ingress(
     admits 0.0.0.0/0 when it is unset (v3.5.0 docs/guide/ingress/annotations.md, "inbound-cidrs"),
     which for an internal ALB means every network routed to the VPC. With a certificate the ALB
     listens on 443 and on 80 only to redirect to 443 (``ssl-redirect``: every HTTP listener's
-    default action becomes the redirect, so no request is served in plain HTTP)."""
+    default action becomes the redirect, so no request is served in plain HTTP).
+    ``access_logs``: (bucket, prefix) the ALB writes its access logs to, as load balancer
+    attributes (AWS Load Balancer Controller docs/guide/ingress/annotations.md,
+    load-balancer-attributes: access_logs.s3.enabled, .bucket, .prefix)."""
     listen = [{"HTTP": 80}, {"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
     idle = min(ALB_MAX_IDLE_S, idle_seconds_needed(endpoint.drain_seconds))
+    attributes = f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
+    if access_logs:
+        bucket, prefix = access_logs
+        attributes += (
+            f",access_logs.s3.enabled=true,access_logs.s3.bucket={bucket},access_logs.s3.prefix={prefix}"
+        )
     annotations = {
         "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
         "alb.ingress.kubernetes.io/target-type": "ip",
@@ -619,9 +633,7 @@ def ingress(
         "alb.ingress.kubernetes.io/healthcheck-path": "/health",
         "alb.ingress.kubernetes.io/healthcheck-port": "traffic-port",
         "alb.ingress.kubernetes.io/success-codes": "200",
-        "alb.ingress.kubernetes.io/load-balancer-attributes": (
-            f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
-        ),
+        "alb.ingress.kubernetes.io/load-balancer-attributes": attributes,
         "alb.ingress.kubernetes.io/target-group-attributes": (
             f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
         ),

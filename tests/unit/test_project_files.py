@@ -40,6 +40,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "image.registry",
     "cluster.secretsKmsKeyArn",
     "weights.kmsKeyArn",
+    "endpoint.accessLogsDays",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",
