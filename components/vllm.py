@@ -35,10 +35,14 @@ CHECKOV_SKIPS = {
 }
 
 
-# vLLM 0.33.0 takes its key only from VLLM_API_KEY or --api-key (reference/upstream/vllm-0.33.0/
-# serve-flags.json, FACTS.md), and an argument is readable in the pod spec and by ps. A key file
-# would need a wrapper shell to export it into the same process environment, so it would be no
-# less exposed: the env var from a Secret reference is the narrowest form vLLM accepts.
+# CKV_K8S_35 (secrets as files, not env) is kept on purpose. vLLM 0.33.0 takes its key only from
+# VLLM_API_KEY or --api-key (FrontendArgs.api_key in vllm/entrypoints/openai/cli_args.py, no file
+# form; reference/upstream/vllm-0.33.0/serve-flags.json, FACTS.md). Satisfying the check would
+# take a `sh -c` wrapper that reads a mounted file into VLLM_API_KEY and execs vLLM: the key then
+# sits in the same process environment (/proc/<pid>/environ) as it does now, vLLM still reads it
+# once at start (a rotated file changes nothing until a restart), and the container's entrypoint
+# becomes a shell line that the policy pack and readers must parse. The Secret reference keeps the
+# value out of the pod spec, which is what the check protects; a wrapper would add no protection.
 SECRET_ENV_SKIP = {
     "CKV_K8S_35": "vLLM reads its API key (and huggingface_hub its token) only from the environment "
     "or argv; the value comes from a Secret reference, never the pod spec",
