@@ -27,7 +27,7 @@ from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
-from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, needs_auto_mode_node_class
+from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, has_on_demand_floor, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
 from .versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
@@ -417,6 +417,9 @@ def build_service(
             access_logs_prefix=ACCESS_LOGS_PREFIX,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
+            on_demand_floor=has_on_demand_floor(
+                [c.value for c in settings.gpu.capacity_types], settings.autoscaling.min_replicas
+            ),
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
             api_key=secrets.api_key is not None,
             hf_token=settings.hf_token is not None,

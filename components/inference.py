@@ -28,6 +28,7 @@ from .buckets import private_bucket
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .manifests import TopLevelCustomResource
+from .network_policies import with_api_egress
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
@@ -42,6 +43,7 @@ from .versions import (
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
+    DELETION_COST_SCRIPT,
     LWS_API_VERSION,
     RUN_AS_USER,
     WEIGHTS_MOUNT_PATH,
@@ -63,6 +65,7 @@ from .vllm import (
 from .warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
+DELETION_COST_SOURCE = Path(__file__).parent / "scripts" / "deletion_cost.py"
 STAGER = "weights-stager"
 # The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
 # distill, ~5 GB for r1-671b's 163 shards), not the checkpoint.
@@ -138,6 +141,9 @@ class InferenceArgs:
     """An API key Secret exists: vLLM requires it on every request."""
     hf_token: bool = False
     """A Hugging Face token Secret exists: downloads use it."""
+    on_demand_floor: bool = False
+    """The GPU pools keep the minimum replicas on on-demand beside spot (nodepools.has_on_demand_floor):
+    single-node replicas then rank themselves for scale-down (vllm.with_deletion_cost)."""
     cluster_object_prefix: str = ""
     """Put before the names of the cluster-scoped objects this service owns (the warm spares'
     PriorityClass, the snapshot weights' VolumeSnapshotClass and StorageClass), so two services
@@ -230,7 +236,11 @@ class Inference(pulumi.ComponentResource):
             pod_identity=streamed,
             weights_volume=weights_volume,
             image=args.image,
+            # A LeaderWorkerSet removes the highest group index first and reads no deletion cost.
+            deletion_cost=args.on_demand_floor and plan.nodes_per_replica == 1,
         )
+        if workload.deletion_cost:
+            workload_deps += self._deletion_cost_access()
         timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
             parent=self, depends_on=workload_deps, custom_timeouts=timeouts
@@ -289,9 +299,12 @@ class Inference(pulumi.ComponentResource):
             opts=after,
         )
         self.endpoint_host = self._load_balancer(ns_workload, svc, multi_node)
-        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs).apply(
-            lambda v: network_policy(
-                v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
+        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.vpc_cidr).apply(
+            lambda v: with_api_egress(
+                network_policy(
+                    v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
+                ),
+                v[2] if v[0].deletion_cost else None,
             )
         )
         k8s.networking.v1.NetworkPolicy(
@@ -398,6 +411,51 @@ class Inference(pulumi.ComponentResource):
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
         )
         return ing.status.apply(_ingress_host)
+
+    def _deletion_cost_access(self) -> list[pulumi.Resource]:
+        """The script and the least the init container needs: read nodes (their capacity-type
+        label), patch pods of this namespace (its own annotation; RBAC cannot name a pod whose
+        name is generated)."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        rbac = k8s.rbac.v1
+        meta = k8s.meta.v1.ObjectMetaArgs(
+            name=DELETION_COST_SCRIPT, namespace=args.namespace, labels=args.labels
+        )
+        cluster_name = f"{args.cluster_object_prefix}{DELETION_COST_SCRIPT}"
+        cluster_meta = k8s.meta.v1.ObjectMetaArgs(name=cluster_name, labels=args.labels)
+        subjects = [rbac.SubjectArgs(kind="ServiceAccount", name=APP, namespace=args.namespace)]
+        group = "rbac.authorization.k8s.io"
+        script = k8s.core.v1.ConfigMap(
+            f"{name}-deletion-cost-script",
+            metadata=meta,
+            data={"deletion_cost.py": DELETION_COST_SOURCE.read_text()},
+            opts=child,
+        )
+        bindings: list[pulumi.Resource] = [script]
+        grants = (  # (suffix, role kind, metadata, resource, verb, role name)
+            ("", "Role", meta, "pods", "patch", DELETION_COST_SCRIPT),
+            ("-nodes", "ClusterRole", cluster_meta, "nodes", "get", cluster_name),
+        )
+        for suffix, kind, metadata, resource, verb, role_name in grants:
+            role_class = rbac.Role if kind == "Role" else rbac.ClusterRole
+            binding_class = rbac.RoleBinding if kind == "Role" else rbac.ClusterRoleBinding
+            role = role_class(
+                f"{name}-deletion-cost{suffix}",
+                metadata=metadata,
+                rules=[rbac.PolicyRuleArgs(api_groups=[""], resources=[resource], verbs=[verb])],
+                opts=child,
+            )
+            bindings.append(
+                binding_class(
+                    f"{name}-deletion-cost{suffix}",
+                    metadata=metadata,
+                    role_ref=rbac.RoleRefArgs(api_group=group, kind=kind, name=role_name),
+                    subjects=subjects,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+                )
+            )
+        return bindings
 
     def _warm_spares(self, workload: pulumi.Output[Workload]) -> None:
         """The placeholder pods' PriorityClass, Deployment and (closed) NetworkPolicy."""

@@ -62,6 +62,14 @@ def api_server_rule(vpc_cidr: str) -> dict[str, Any]:
     }
 
 
+def with_api_egress(policy: dict[str, Any], vpc_cidr: str | None) -> dict[str, Any]:
+    """``policy`` whose pods may also call the Kubernetes API (None: unchanged)."""
+    if vpc_cidr is None:
+        return policy
+    spec = policy["spec"]
+    return {**policy, "spec": {**spec, "egress": [*spec["egress"], api_server_rule(vpc_cidr)]}}
+
+
 def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
     """Prometheus' pods (and only them) in the monitoring namespace."""
     return {

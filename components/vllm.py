@@ -177,6 +177,9 @@ class Workload:
     model_uri: str | None = None  # overrides the plan's repository (s3:// of the staged weights)
     aws_region: str | None = None
     pod_identity: bool = False  # the service account has an EKS Pod Identity association
+    # Each pod gives itself a scale-down deletion cost from its node's capacity type (on-demand
+    # floor beside spot): an init container with a projected token (see deletion_cost_init).
+    deletion_cost: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
     # A volume source (e.g. {"persistentVolumeClaim": ...}) holding the weights, mounted read-only
     # at WEIGHTS_MOUNT_PATH; None when vLLM downloads or streams them.
@@ -438,10 +441,63 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
             "progressDeadlineSeconds": plan.startup_seconds + 600,
             "template": {
                 "metadata": {"labels": labels, "annotations": dict(SERVING_POD_ANNOTATIONS)},
-                "spec": pod_spec(plan, workload, [server_container(plan, workload)]),
+                "spec": with_deletion_cost(
+                    pod_spec(plan, workload, [server_container(plan, workload)]), workload
+                ),
             },
         },
     }
+
+
+DELETION_COST_SCRIPT = "vllm-deletion-cost"
+"""ConfigMap holding components/scripts/deletion_cost.py, and the name of its RBAC objects."""
+DELETION_COST_TOKEN_DIR = "/var/run/secrets/deletion-cost"  # deletion_cost.py TOKEN_DIR
+# The projected token lives ten minutes (the API server's minimum), long enough for one call.
+DELETION_COST_TOKEN_SECONDS = 600
+
+
+def with_deletion_cost(spec: dict[str, Any], workload: Workload) -> dict[str, Any]:
+    """``spec`` plus, with ``workload.deletion_cost``, the init container that sets this pod's
+    ``controller.kubernetes.io/pod-deletion-cost`` from its node's capacity type. The cost must be
+    on the pod object: a ReplicaSet reads it there (kubernetes/kubernetes pkg/controller/
+    controller_utils.go ActivePodsWithRanks.Less) and a Deployment's pods share one template.
+    Only the init container gets a service-account token (a projected volume, not automounted);
+    vLLM's container has none."""
+    if not workload.deletion_cost:
+        return spec
+    field_env = {
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+        "NODE_NAME": "spec.nodeName",
+    }
+    init = {
+        "name": "deletion-cost",
+        "image": workload.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "/scripts/deletion_cost.py"],
+        "env": [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}} for k, v in field_env.items()],
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+        },
+        "securityContext": container_security_context(),
+        "volumeMounts": [
+            {"name": "deletion-cost-token", "mountPath": DELETION_COST_TOKEN_DIR, "readOnly": True},
+            {"name": "deletion-cost-script", "mountPath": "/scripts", "readOnly": True},
+        ],
+    }
+    token = {
+        "name": "deletion-cost-token",
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": DELETION_COST_TOKEN_SECONDS}},
+                # Every namespace has this ConfigMap (the kube-root-ca.crt publisher).
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            ]
+        },
+    }
+    script = {"name": "deletion-cost-script", "configMap": {"name": DELETION_COST_SCRIPT}}
+    return {**spec, "initContainers": [init], "volumes": [*spec["volumes"], token, script]}
 
 
 # vLLM places all TP x PP ranks when it starts, so the leader waits until every node has joined.
