@@ -31,7 +31,7 @@ from tests.rendered.test_network_policies import (
     host_in,
     stack,
 )
-from tests.upstream import helm_chart_defaults, network_policy_facts
+from tests.upstream import helm_chart_defaults, network_policy_facts, serving_facts
 
 KPS = helm_chart_defaults("kube-prometheus-stack", KUBE_PROMETHEUS_STACK.version).values
 ADAPTER = helm_chart_defaults("prometheus-adapter", PROMETHEUS_ADAPTER.version).values
@@ -197,3 +197,33 @@ def test_local_weights_cases_exist() -> None:
     sources = {c: stack(c).cluster.allows(stack(c).server, Host(S3_ADDRESS), 443) for c in CASES}
     assert not sources["dev-s3-mountpoint"] and not sources["r1-ebs-snapshot"]
     assert sources["dev"] and sources["r1"]
+
+
+LBC = helm_chart_defaults("aws-load-balancer-controller", "3.5.0")
+KARPENTER = helm_chart_defaults("karpenter", "1.14.1").values
+# aws-load-balancer-controller 3.5.0 values.yaml: "The TCP port the Webhook server binds to.
+# (default 9443)" (webhookBindPort left empty).
+LBC_WEBHOOK_PORT = 9443
+
+
+def test_webhooks_in_kube_system_stay_reachable_from_the_api_server(case: str) -> None:
+    """The load balancer controller's webhook (Karpenter 1.14's chart has none) lives in
+    kube-system, which the program does not close: the API server still reaches it."""
+    s = stack(case)
+    assert "(default 9443)" in (LBC.folder / "values.yaml").read_text()
+    assert "webhook" not in KARPENTER
+    assert not any(p["metadata"]["namespace"] == "kube-system" for p in s.cluster.policies)
+    controller = Pod("kube-system", {"app.kubernetes.io/name": "aws-load-balancer-controller"})
+    for api in (host_in(c, 7) for c in s.pod_subnets):
+        assert s.cluster.allows(api, controller, LBC_WEBHOOK_PORT)
+
+
+def test_no_monitoring_pod_holds_a_pod_identity_association(case: str) -> None:
+    """Why the monitoring namespaces open no egress to the Pod Identity agent: nothing there
+    uses it. A chart that gains an association must get the agent's rule too."""
+    s = stack(case)
+    owned = {"monitoring", "node-monitoring"}
+    assert not {ns for ns, _ in s.associations} & owned
+    agent = serving_facts()["eks_pod_identity_agent"]
+    for pod in (*MONITORING_PODS, DCGM_POD):
+        assert not s.cluster.allows(pod, Host(agent["ipv4"]), agent["port"])
