@@ -51,8 +51,10 @@ class ClusterArgs:
 def kms_key_policy(account_id: str, partition: str) -> dict[str, Any]:
     """AWS KMS's default key policy: the account's root, so that IAM policies decide who uses the
     key (AWS KMS Developer Guide, key-policy-default: "Allows access to the AWS account and
-    enables IAM policies"). EKS then uses it through the grant it creates for the cluster, and
-    S3 for the weights roles' kms:Decrypt / kms:GenerateDataKey (their IAM policies)."""
+    enables IAM policies"). EKS then uses it through the grant it creates for the cluster (as in
+    pulumi/pulumi-eks examples/encryption-provider/index.ts at 7bf0c1b1: a key with the default
+    policy and no change to the cluster role), and S3 for the weights roles' kms:Decrypt /
+    kms:GenerateDataKey (their IAM policies)."""
     return {
         "Version": "2012-10-17",
         "Statement": [
