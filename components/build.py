@@ -13,7 +13,7 @@ import pulumi_aws as aws
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings
-from deepseek_eks.settings.model import EndpointAuth
+from deepseek_eks.settings.model import EndpointAuth, ScalingSignal
 from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
@@ -27,6 +27,7 @@ from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
+from .network_policies import chart_policies, network_policy_resources
 from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, has_on_demand_floor, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
@@ -483,6 +484,20 @@ def build_service(
         ),
         opts=k8s_opts,
     )
+    if scope.shared_addons and auto.signal is not ScalingSignal.GPU_UTILIZATION:
+        # KEDA's namespace (its chart creates it) closed like the monitoring ones (issue 23 item 5).
+        network_policy_resources(
+            f"{scope.prefix}keda-netpol",
+            lambda cidr: chart_policies(
+                "keda",
+                KEDA_NAMESPACE,
+                vpc_cidr=cidr,
+                labels=labels,
+                monitoring_namespace=MONITORING_NAMESPACE,
+            ),
+            network.vpc_cidr,
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[autoscaling])),
+        )
 
     scheme = "https" if settings.endpoint.certificate_arn else "http"
     endpoint_host = inference.endpoint_host

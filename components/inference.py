@@ -28,7 +28,7 @@ from .buckets import private_bucket
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .manifests import TopLevelCustomResource
-from .network_policies import with_api_egress
+from .network_policies import chart_policies, network_policy_resources, with_api_egress
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
@@ -67,6 +67,7 @@ from .warm_spare import placeholder_deployment, placeholder_network_policy, prio
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 DELETION_COST_SOURCE = Path(__file__).parent / "scripts" / "deletion_cost.py"
 STAGER = "weights-stager"
+LWS_NAMESPACE = "lws-system"
 # The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
 # distill, ~5 GB for r1-671b's 163 shards), not the checkpoint.
 STAGE_DISK_GIB = 20
@@ -251,10 +252,23 @@ class Inference(pulumi.ComponentResource):
                 f"{name}-lws",
                 "lws",
                 LEADER_WORKER_SET,
-                "lws-system",
+                LWS_NAMESPACE,
                 {},
                 pulumi.ResourceOptions(parent=self),
                 create_namespace=True,
+            )
+            # The controller's namespace (its chart creates it), closed (issue 23 item 5).
+            network_policy_resources(
+                f"{name}-lws-netpol",
+                lambda cidr: chart_policies(
+                    "lws",
+                    LWS_NAMESPACE,
+                    vpc_cidr=cidr,
+                    labels=args.labels,
+                    monitoring_namespace=args.monitoring_namespace,
+                ),
+                args.vpc_cidr,
+                pulumi.ResourceOptions(parent=self, depends_on=[lws]),
             )
             workload_opts = pulumi.ResourceOptions(
                 parent=self, depends_on=[*workload_deps, lws], custom_timeouts=timeouts

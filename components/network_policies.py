@@ -14,7 +14,12 @@ Where the peers sit on EKS (reference/upstream/network-policy-facts.json):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
 from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
 
 from .vllm import HTTPS_PORT, PROMETHEUS_POD_LABELS, egress_rules
 
@@ -28,6 +33,9 @@ ADAPTER_PORT = 6443  # prometheus-adapter 5.3.0 listenPort (the aggregated metri
 DCGM_EXPORTER_PORT = 9400  # dcgm-exporter 4.8.2 service.port
 NODE_EXPORTER_PORT = 9100  # prometheus-node-exporter 4.56.1 service.port (hostNetwork: true)
 KUBELET_PORT = 10250  # the kubelet's metrics and cAdvisor, scraped on the node's address
+KEDA_WEBHOOK_PORT = 9443  # keda 2.20.2 webhooks.port ("Default is 9443")
+KEDA_METRICS_API_PORT = 6443  # keda 2.20.2 service.portHttpsTarget (the metrics server container)
+LWS_WEBHOOK_PORT = 9443  # lws 0.10.0 service.port (the controller's webhook service)
 
 DEFAULT_DENY = "default-deny"
 
@@ -78,36 +86,58 @@ def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
     }
 
 
+def controller_policies(
+    namespace: str,
+    *,
+    name: str,
+    vpc_cidr: str,
+    labels: dict[str, str],
+    callback_ports: tuple[int, ...],
+    monitoring_namespace: str,
+    egress_to: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """A namespace of controllers: closed by default; its pods watch the API (DNS and 443 to
+    it), talk among themselves, are called by the API server on ``callback_ports`` (webhooks,
+    aggregated APIs) and scraped by Prometheus; ``egress_to`` adds what they call elsewhere. None
+    holds a Pod Identity association or downloads anything, so nothing else goes out."""
+    own: dict[str, Any] = {"podSelector": {}}
+    ingress: list[dict[str, Any]] = [
+        {"from": [own]},
+        {"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": _tcp(*callback_ports)},
+    ]
+    if monitoring_namespace != namespace:  # there, Prometheus is one of its own pods
+        ingress.append({"from": [prometheus_peer(monitoring_namespace)]})
+    egress = [
+        *egress_rules(pod_identity=False, https=False),
+        api_server_rule(vpc_cidr),
+        {"to": [own]},
+        *(egress_to or []),
+    ]
+    return [
+        default_deny(namespace, labels),
+        _policy(name, namespace, labels, {}, ingress=ingress, egress=egress),
+    ]
+
+
 def monitoring_policies(
     namespace: str, *, vpc_cidr: str, labels: dict[str, str], metrics_clients: list[str]
 ) -> list[dict[str, Any]]:
     """Prometheus, Grafana, prometheus-operator, kube-state-metrics and prometheus-adapter.
 
-    All of them watch the API (DNS and 443 to it); they talk among themselves (Grafana and the
-    adapter query Prometheus, Prometheus scrapes the others); the API server calls the operator's
-    admission webhook and the adapter's metrics API; Prometheus alone reaches out, to scrape pods
-    of every namespace and the nodes' kubelet and node-exporter; ``metrics_clients`` (KEDA's
-    namespace, whose Prometheus trigger queries it) may query Prometheus. Nothing goes to the
-    Internet: Grafana fetches no plugins, Alertmanager is off unless set."""
-    own: dict[str, Any] = {"podSelector": {}}
+    All of them watch the API; they talk among themselves (Grafana and the adapter query
+    Prometheus, Prometheus scrapes the others); the API server calls the operator's admission
+    webhook and the adapter's metrics API; Prometheus alone reaches out, to scrape pods of every
+    namespace and the nodes' kubelet and node-exporter; ``metrics_clients`` (KEDA's namespace,
+    whose Prometheus trigger queries it) may query Prometheus. Nothing goes to the Internet:
+    Grafana fetches no plugins, Alertmanager is off unless set."""
     vpc = {"ipBlock": {"cidr": vpc_cidr}}
     prometheus = {"matchLabels": dict(PROMETHEUS_POD_LABELS)}
     clients = [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": n}}} for n in metrics_clients
     ]
     policies = [
-        default_deny(namespace, labels),
-        _policy(
-            "monitoring-stack",
-            namespace,
-            labels,
-            {},
-            ingress=[
-                {"from": [own]},
-                {"from": [vpc], "ports": _tcp(OPERATOR_WEBHOOK_PORT, ADAPTER_PORT)},
-            ],
-            # DNS only: none of them holds a Pod Identity association or downloads anything.
-            egress=[*egress_rules(pod_identity=False, https=False), api_server_rule(vpc_cidr), {"to": [own]}],
+        *chart_policies(
+            "monitoring-stack", namespace, vpc_cidr=vpc_cidr, labels=labels, monitoring_namespace=namespace
         ),
         _policy(
             "prometheus-scrape",
@@ -133,6 +163,35 @@ def monitoring_policies(
     return policies
 
 
+# Who the API server calls in each controller namespace (webhooks, aggregated APIs), and whether
+# its pods query Prometheus (KEDA's Prometheus triggers).
+CONTROLLER_NAMESPACES: dict[str, tuple[tuple[int, ...], bool]] = {
+    "monitoring-stack": ((OPERATOR_WEBHOOK_PORT, ADAPTER_PORT), False),
+    "keda": ((KEDA_WEBHOOK_PORT, KEDA_METRICS_API_PORT), True),
+    "lws": ((LWS_WEBHOOK_PORT,), False),
+}
+
+
+def chart_policies(
+    chart: str, namespace: str, *, vpc_cidr: str, labels: dict[str, str], monitoring_namespace: str
+) -> list[dict[str, Any]]:
+    """The controller namespace of ``chart`` (a key of CONTROLLER_NAMESPACES): KEDA's operator,
+    metrics API server and webhooks query Prometheus and nothing else outside; the
+    LeaderWorkerSet controller calls only the API."""
+    ports, queries = CONTROLLER_NAMESPACES[chart]
+    return controller_policies(
+        namespace,
+        name=chart,
+        vpc_cidr=vpc_cidr,
+        labels=labels,
+        callback_ports=ports,
+        monitoring_namespace=monitoring_namespace,
+        egress_to=[{"to": [prometheus_peer(monitoring_namespace)], "ports": _tcp(PROMETHEUS_PORT)}]
+        if queries
+        else [],
+    )
+
+
 def node_monitoring_policies(
     namespace: str, *, monitoring_namespace: str, labels: dict[str, str]
 ) -> list[dict[str, Any]]:
@@ -154,3 +213,32 @@ def node_monitoring_policies(
             ],
         ),
     ]
+
+
+PolicyBuilder = Callable[[str], list[dict[str, Any]]]
+"""The policies of some namespaces, given the VPC's CIDR."""
+
+
+def _nth(build: PolicyBuilder, index: int, cidr: str) -> dict[str, Any]:
+    return build(cidr)[index]
+
+
+def network_policy_resources(
+    name: str, build: PolicyBuilder, vpc_cidr: pulumi.Input[str], opts: pulumi.ResourceOptions
+) -> list[k8s.networking.v1.NetworkPolicy]:
+    """One NetworkPolicy resource per policy ``build`` makes, named after its namespace and name;
+    which policies exist does not depend on the CIDR, only their peers do."""
+    cidr = pulumi.Output.from_input(vpc_cidr)
+    resources = []
+    for i, shape in enumerate(build("0.0.0.0/32")):
+        manifest = cidr.apply(partial(_nth, build, i))
+        meta = shape["metadata"]
+        resources.append(
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{meta['namespace']}-{meta['name']}",
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=opts,
+            )
+        )
+    return resources

@@ -5,9 +5,7 @@ Every query comes from the ``promql`` module."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import pulumi
@@ -19,7 +17,7 @@ from deepseek_eks import promql
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .manifests import custom_resource
-from .network_policies import monitoring_policies, node_monitoring_policies
+from .network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
 from .versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
 
 PROMETHEUS_FULLNAME = "kps"  # fullnameOverride: services are kps-prometheus, kps-grafana, ...
@@ -251,10 +249,6 @@ class ObservabilityArgs:
     """Resources to wait for (namespaces, capacity)."""
 
 
-def _nth_policy(build: Callable[[str], list[dict[str, Any]]], index: int, cidr: str) -> dict[str, Any]:
-    return build(cidr)[index]
-
-
 class Observability(pulumi.ComponentResource):
     """Prometheus and friends, wired to the GPU and vLLM metrics the autoscaler needs."""
 
@@ -345,17 +339,7 @@ class Observability(pulumi.ComponentResource):
                 ),
             ]
 
-        cidr = pulumi.Output.from_input(args.vpc_cidr)
-        # Which policies exist does not depend on the CIDR, only their peers do.
-        for i, shape in enumerate(build("0.0.0.0/32")):
-            manifest = cidr.apply(partial(_nth_policy, build, i))
-            meta = shape["metadata"]
-            k8s.networking.v1.NetworkPolicy(
-                f"{name}-{meta['namespace']}-{meta['name']}",
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=opts,
-            )
+        network_policy_resources(name, build, args.vpc_cidr, opts)
 
     def _service_monitoring(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
         """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace."""

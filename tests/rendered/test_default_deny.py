@@ -63,7 +63,12 @@ MONITORING_PODS = (PROMETHEUS, GRAFANA_POD, OPERATOR, ADAPTER_POD, KSM_POD)
 
 @cache
 def namespaces(case: str) -> list[str]:
-    return [o["metadata"]["name"] for o in stack(case).rendered.objects() if o["kind"] == "Namespace"]
+    """The Namespace objects the render creates, and the namespaces its charts create (every
+    release namespace but kube-system, which EKS owns)."""
+    rendered = stack(case).rendered
+    created = [o["metadata"]["name"] for o in rendered.objects() if o["kind"] == "Namespace"]
+    charts = {r["namespace"] for r in rendered.helm.values()} - {"kube-system", *created}
+    return [*created, *sorted(charts)]
 
 
 def is_default_deny(policy: dict[str, Any]) -> bool:
@@ -84,6 +89,8 @@ def case(request: pytest.FixtureRequest) -> str:
 def test_every_namespace_the_render_creates_is_closed_both_ways(case: str) -> None:
     found = namespaces(case)
     assert {"monitoring", "node-monitoring"} <= set(found), found
+    if case.startswith("r1"):
+        assert {"keda", "lws-system"} <= set(found), found  # the KEDA and LWS charts' own
     for ns in found:
         policies = [p for p in stack(case).cluster.policies if p["metadata"]["namespace"] == ns]
         assert any(is_default_deny(p) for p in policies), ns
@@ -227,3 +234,33 @@ def test_no_monitoring_pod_holds_a_pod_identity_association(case: str) -> None:
     agent = serving_facts()["eks_pod_identity_agent"]
     for pod in (*MONITORING_PODS, DCGM_POD):
         assert not s.cluster.allows(pod, Host(agent["ipv4"]), agent["port"])
+
+
+KEDA = helm_chart_defaults("keda", "2.20.2")
+LWS = helm_chart_defaults("lws", "0.10.0").values
+KEDA_METRICS_API_PORT = KEDA.values["service"]["portHttpsTarget"]
+KEDA_WEBHOOK_PORT = 9443  # keda 2.20.2 values.yaml webhooks.port: "Default is 9443" (left empty)
+LWS_WEBHOOK_PORT = LWS["service"]["port"]
+
+
+def test_keda_and_lws_get_their_api_calls_and_queries_and_nothing_else() -> None:
+    s = stack("r1")
+    assert "Default is 9443" in (KEDA.folder / "values.yaml").read_text()
+    keda_operator = Pod("keda", {"app": "keda-operator"})
+    keda_metrics = Pod("keda", {"app": "keda-operator-metrics-apiserver"})
+    lws_controller = Pod("lws-system", {"control-plane": "controller-manager"})
+    for api in (host_in(c, 7) for c in s.pod_subnets):
+        assert s.cluster.allows(api, keda_operator, KEDA_WEBHOOK_PORT)
+        assert s.cluster.allows(api, keda_metrics, KEDA_METRICS_API_PORT)
+        assert s.cluster.allows(api, lws_controller, LWS_WEBHOOK_PORT)
+        assert not s.cluster.allows(api, lws_controller, 8080)
+    for pod in (keda_operator, keda_metrics, lws_controller):
+        for address in api_server_addresses("r1"):
+            assert s.cluster.allows(pod, address, 443)
+        assert not s.cluster.allows(pod, Host(INTERNET_ADDRESS), 443)
+        assert not s.cluster.allows(pod, s.server, 8000)
+        assert not s.cluster.allows(STRANGER, pod, 8080)
+        assert s.cluster.allows(PROMETHEUS, pod, 8080)  # their metrics
+    assert s.cluster.allows(keda_metrics, keda_operator, 9666)  # within the namespace (gRPC)
+    assert s.cluster.allows(keda_operator, PROMETHEUS, PROMETHEUS_PORT)  # its Prometheus triggers
+    assert not s.cluster.allows(lws_controller, PROMETHEUS, PROMETHEUS_PORT)
