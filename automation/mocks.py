@@ -12,6 +12,7 @@ import asyncio
 import hashlib
 import json
 import threading
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -180,6 +181,14 @@ COMPUTED_OUTPUTS: dict[str, OutputFn] = {
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock": _none,
     "aws:s3/bucketOwnershipControls:BucketOwnershipControls": _none,
     "aws:s3/bucketPolicy:BucketPolicy": _none,
+    "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration": _none,
+    "aws:kms/key:Key": lambda ctx: {
+        "arn": f"arn:aws:kms:{ctx.region}:{ACCOUNT_ID}:key/{uuid.uuid5(uuid.NAMESPACE_URL, ctx.args.name)}",
+        "keyId": str(uuid.uuid5(uuid.NAMESPACE_URL, ctx.args.name)),
+    },
+    "aws:kms/alias:Alias": lambda ctx: {
+        "arn": f"arn:aws:kms:{ctx.region}:{ACCOUNT_ID}:{ctx.inputs.get('name', '')}"
+    },
     # pulumi-random, computed locally by its provider: a fixed stand-in keeps renders stable.
     "random:index/randomPassword:RandomPassword": lambda ctx: {"result": "mock-generated-password-000000"},
 }  # fmt: skip

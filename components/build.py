@@ -13,21 +13,22 @@ import pulumi_aws as aws
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings
-from deepseek_eks.settings.model import EndpointAuth
+from deepseek_eks.settings.model import EndpointAuth, ScalingSignal
 from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
-from .autoscaling import Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name, scheduled_floors
+from .autoscaling import KEDA_NAMESPACE, Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name, scheduled_floors
 from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
-from .cluster import Cluster, ClusterArgs
+from .cluster import Cluster, ClusterArgs, project_kms_key
 from .iam_policies import pull_through_cache_policy
 from .inference import Inference, InferenceArgs
 from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
-from .network import Network, NetworkArgs
-from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, needs_auto_mode_node_class
+from .network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
+from .network_policies import chart_policies, network_policy_resources
+from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, has_on_demand_floor, needs_auto_mode_node_class
 from .observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .secrets import ApiSecrets, ApiSecretsArgs
 from .versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
@@ -256,8 +257,17 @@ def build_service(
             load_balancer_subnet_ids=net.load_balancer_subnet_ids,
             nat_gateway_per_zone=net.nat_gateway_per_zone,
             flow_logs=net.flow_logs,
+            access_logs_days=(settings.endpoint.access_logs_days or ACCESS_LOGS_DAYS)
+            if settings.endpoint.access_logs
+            else None,
         ),
         opts=aws_opts,
+    )
+    # cluster.createKmsKey: one key for the cluster's Secrets and the project's weights bucket.
+    kms_key = (
+        project_kms_key(f"{scope.prefix}kms-key", name, tags, aws_opts).arn
+        if settings.cluster.create_kms_key
+        else None
     )
     cluster = (
         None
@@ -276,7 +286,7 @@ def build_service(
                 private_access_cidrs=settings.cluster.private_access_cidrs,
                 private_access_security_group_ids=settings.cluster.private_access_security_group_ids,
                 tags=tags,
-                secrets_kms_key_arn=settings.cluster.secrets_kms_key_arn,
+                secrets_kms_key_arn=kms_key or settings.cluster.secrets_kms_key_arn,
             ),
             opts=aws_opts,
         )
@@ -404,9 +414,14 @@ def build_service(
             weights_source=settings.weights.source.value,
             retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
-            weights_kms_key_arn=settings.weights.kms_key_arn,
+            weights_kms_key_arn=kms_key or settings.weights.kms_key_arn,
+            access_logs_bucket=network.access_logs_bucket,
+            access_logs_prefix=ACCESS_LOGS_PREFIX,
             ebs_driver=EBS_CSI_DRIVERS[settings.compute_mode.value],
             max_replicas=settings.autoscaling.max_replicas,
+            on_demand_floor=has_on_demand_floor(
+                [c.value for c in settings.gpu.capacity_types], settings.autoscaling.min_replicas
+            ),
             warm_spare_nodes=settings.autoscaling.warm_spare_nodes,
             api_key=secrets.api_key is not None,
             hf_token=settings.hf_token is not None,
@@ -439,6 +454,9 @@ def build_service(
             ),
             placement=capacity.placement,
             labels=labels,
+            vpc_cidr=network.vpc_cidr,
+            # Any service of the cluster may scale with KEDA, whose Prometheus trigger queries it.
+            metrics_clients=[KEDA_NAMESPACE],
             grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
             depends_on=[namespaces],
             shared=scope.shared_addons,
@@ -469,6 +487,20 @@ def build_service(
         ),
         opts=k8s_opts,
     )
+    if scope.shared_addons and auto.signal is not ScalingSignal.GPU_UTILIZATION:
+        # KEDA's namespace (its chart creates it) closed like the monitoring ones (issue 23 item 5).
+        network_policy_resources(
+            f"{scope.prefix}keda-netpol",
+            lambda cidr: chart_policies(
+                "keda",
+                KEDA_NAMESPACE,
+                vpc_cidr=cidr,
+                labels=labels,
+                monitoring_namespace=MONITORING_NAMESPACE,
+            ),
+            network.vpc_cidr,
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[autoscaling])),
+        )
 
     scheme = "https" if settings.endpoint.certificate_arn else "http"
     endpoint_host = inference.endpoint_host

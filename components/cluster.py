@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -45,6 +47,49 @@ class ClusterArgs:
     secrets_kms_key_arn: pulumi.Input[str] | None = None
     """Customer-managed KMS key for envelope encryption of Kubernetes Secrets (None: EKS's default
     encryption of etcd only)."""
+
+
+def kms_key_policy(account_id: str, partition: str) -> dict[str, Any]:
+    """AWS KMS's default key policy: the account's root, so that IAM policies decide who uses the
+    key (AWS KMS Developer Guide, key-policy-default: "Allows access to the AWS account and
+    enables IAM policies"). EKS then uses it through the grant it creates for the cluster (as in
+    pulumi/pulumi-eks examples/encryption-provider/index.ts at 7bf0c1b1: a key with the default
+    policy and no change to the cluster role), and S3 for the weights roles' kms:Decrypt /
+    kms:GenerateDataKey (their IAM policies)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "EnableIamPolicies",
+                "Effect": "Allow",
+                "Principal": {"AWS": f"arn:{partition}:iam::{account_id}:root"},
+                "Action": "kms:*",
+                "Resource": "*",
+            }
+        ],
+    }
+
+
+def project_kms_key(
+    name: str, cluster_name: str, tags: dict[str, str], opts: pulumi.ResourceOptions
+) -> aws.kms.Key:
+    """The key ``cluster.createKmsKey`` makes: symmetric, rotated automatically every year
+    (AWS KMS Developer Guide, rotate-keys: EnableKeyRotation, 365 days by default), 30 days'
+    deletion window, with the alias ``alias/<cluster name>``."""
+    invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
+    account = aws.get_caller_identity_output(opts=invoke).account_id
+    partition = aws.get_partition_output(opts=invoke).partition
+    key = aws.kms.Key(
+        name,
+        description=f"deepseek-eks {cluster_name}: Kubernetes Secrets and model weights",
+        enable_key_rotation=True,
+        deletion_window_in_days=30,
+        policy=pulumi.Output.all(account, partition).apply(lambda v: json.dumps(kms_key_policy(v[0], v[1]))),
+        tags=tags,
+        opts=opts,
+    )
+    aws.kms.Alias(name, name=f"alias/{cluster_name}", target_key_id=key.key_id, opts=opts)
+    return key
 
 
 class Cluster(pulumi.ComponentResource):

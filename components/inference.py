@@ -24,9 +24,11 @@ from deepseek_eks.sizing.planner import (
 )
 
 from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
+from .buckets import private_bucket
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .manifests import TopLevelCustomResource
+from .network_policies import chart_policies, network_policy_resources, with_api_egress
 from .nodepools import SERVING_POD_ANNOTATIONS
 from .pod_identity import ServiceAccountRef, pod_identity_role
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
@@ -41,6 +43,7 @@ from .versions import (
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
+    DELETION_COST_SCRIPT,
     LWS_API_VERSION,
     RUN_AS_USER,
     WEIGHTS_MOUNT_PATH,
@@ -62,7 +65,9 @@ from .vllm import (
 from .warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
+DELETION_COST_SOURCE = Path(__file__).parent / "scripts" / "deletion_cost.py"
 STAGER = "weights-stager"
+LWS_NAMESPACE = "lws-system"
 # The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
 # distill, ~5 GB for r1-671b's 163 shards), not the checkpoint.
 STAGE_DISK_GIB = 20
@@ -121,8 +126,12 @@ class InferenceArgs:
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
     weights_kms_key_arn: pulumi.Input[str] | None = None
-    """KMS key of the weights (``weights.kmsKeyArn``): the project's bucket's default encryption,
-    and a key the weights roles may use; None: SSE-S3."""
+    """KMS key of the weights (``weights.kmsKeyArn``, or the key ``cluster.createKmsKey`` makes):
+    the project's bucket's default encryption, and a key the weights roles may use; None: SSE-S3."""
+    access_logs_bucket: pulumi.Input[str] | None = None
+    """Bucket the ALB writes access logs to, under ``access_logs_prefix`` (None: no logs)."""
+    access_logs_prefix: str = ""
+    """Prefix of the ALB's access logs in ``access_logs_bucket``."""
     ebs_driver: str = "ebs.csi.aws.com"
     """The cluster's EBS CSI provisioner (Auto Mode's own, or the add-on's in Karpenter mode)."""
     max_replicas: int = 1
@@ -133,6 +142,9 @@ class InferenceArgs:
     """An API key Secret exists: vLLM requires it on every request."""
     hf_token: bool = False
     """A Hugging Face token Secret exists: downloads use it."""
+    on_demand_floor: bool = False
+    """The GPU pools keep the minimum replicas on on-demand beside spot (nodepools.has_on_demand_floor):
+    single-node replicas then rank themselves for scale-down (vllm.with_deletion_cost)."""
     cluster_object_prefix: str = ""
     """Put before the names of the cluster-scoped objects this service owns (the warm spares'
     PriorityClass, the snapshot weights' VolumeSnapshotClass and StorageClass), so two services
@@ -225,7 +237,11 @@ class Inference(pulumi.ComponentResource):
             pod_identity=streamed,
             weights_volume=weights_volume,
             image=args.image,
+            # A LeaderWorkerSet removes the highest group index first and reads no deletion cost.
+            deletion_cost=args.on_demand_floor and plan.nodes_per_replica == 1,
         )
+        if workload.deletion_cost:
+            workload_deps += self._deletion_cost_access()
         timeouts = rollout_timeouts(plan)
         workload_opts = pulumi.ResourceOptions(
             parent=self, depends_on=workload_deps, custom_timeouts=timeouts
@@ -236,10 +252,23 @@ class Inference(pulumi.ComponentResource):
                 f"{name}-lws",
                 "lws",
                 LEADER_WORKER_SET,
-                "lws-system",
+                LWS_NAMESPACE,
                 {},
                 pulumi.ResourceOptions(parent=self),
                 create_namespace=True,
+            )
+            # The controller's namespace (its chart creates it), closed (issue 23 item 5).
+            network_policy_resources(
+                f"{name}-lws-netpol",
+                lambda cidr: chart_policies(
+                    "lws",
+                    LWS_NAMESPACE,
+                    vpc_cidr=cidr,
+                    labels=args.labels,
+                    monitoring_namespace=args.monitoring_namespace,
+                ),
+                args.vpc_cidr,
+                pulumi.ResourceOptions(parent=self, depends_on=[lws]),
             )
             workload_opts = pulumi.ResourceOptions(
                 parent=self, depends_on=[*workload_deps, lws], custom_timeouts=timeouts
@@ -284,9 +313,12 @@ class Inference(pulumi.ComponentResource):
             opts=after,
         )
         self.endpoint_host = self._load_balancer(ns_workload, svc, multi_node)
-        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs).apply(
-            lambda v: network_policy(
-                v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
+        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.vpc_cidr).apply(
+            lambda v: with_api_egress(
+                network_policy(
+                    v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
+                ),
+                v[2] if v[0].deletion_cost else None,
             )
         )
         k8s.networking.v1.NetworkPolicy(
@@ -326,40 +358,8 @@ class Inference(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
         # One prefix per commit, so a new pin stages beside the old copy instead of over it.
         prefix = f"{args.plan.model.variant}/" + (f"{self._revision}/" if self._revision else "")
-        bucket = aws.s3.Bucket(f"{name}-weights", force_destroy=not retain, opts=child)
-        aws.s3.BucketServerSideEncryptionConfiguration(
-            f"{name}-weights",
-            bucket=bucket.id,
-            rules=[
-                aws.s3.BucketServerSideEncryptionConfigurationRuleArgs(
-                    apply_server_side_encryption_by_default=aws.s3.BucketServerSideEncryptionConfigurationRuleApplyServerSideEncryptionByDefaultArgs(
-                        **_bucket_encryption(args.weights_kms_key_arn)
-                    ),
-                    bucket_key_enabled=True,
-                )
-            ],
-            opts=child,
-        )
-        aws.s3.BucketPublicAccessBlock(
-            f"{name}-weights",
-            bucket=bucket.id,
-            block_public_acls=True,
-            block_public_policy=True,
-            ignore_public_acls=True,
-            restrict_public_buckets=True,
-            opts=child,
-        )
-        aws.s3.BucketOwnershipControls(
-            f"{name}-weights",
-            bucket=bucket.id,
-            rule=aws.s3.BucketOwnershipControlsRuleArgs(object_ownership="BucketOwnerEnforced"),
-            opts=child,
-        )
-        aws.s3.BucketPolicy(
-            f"{name}-weights",
-            bucket=bucket.id,
-            policy=bucket.arn.apply(lambda arn: json.dumps(tls_only_bucket_policy(arn))),
-            opts=child,
+        bucket = private_bucket(
+            f"{name}-weights", child, force_destroy=not retain, kms_key_arn=args.weights_kms_key_arn
         )
         self._weights_role("reader", APP, bucket.arn, prefix, write=False)
         self._weights_role("stager", STAGER, bucket.arn, prefix, write=True)
@@ -424,13 +424,59 @@ class Inference(pulumi.ComponentResource):
                 f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
             )
             return nlb.status.apply(_ingress_host)
-        ing_manifest = pulumi.Output.all(workload, endpoint, sources).apply(
-            lambda v: ingress(v[0], v[1], v[2])
+        logs = args.access_logs_bucket
+        ing_manifest = pulumi.Output.all(workload, endpoint, sources, logs).apply(
+            lambda v: ingress(v[0], v[1], v[2], access_logs=(v[3], args.access_logs_prefix) if v[3] else None)
         )
         ing = k8s.networking.v1.Ingress(
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
         )
         return ing.status.apply(_ingress_host)
+
+    def _deletion_cost_access(self) -> list[pulumi.Resource]:
+        """The script and the least the init container needs: read nodes (their capacity-type
+        label), patch pods of this namespace (its own annotation; RBAC cannot name a pod whose
+        name is generated)."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        rbac = k8s.rbac.v1
+        meta = k8s.meta.v1.ObjectMetaArgs(
+            name=DELETION_COST_SCRIPT, namespace=args.namespace, labels=args.labels
+        )
+        cluster_name = f"{args.cluster_object_prefix}{DELETION_COST_SCRIPT}"
+        cluster_meta = k8s.meta.v1.ObjectMetaArgs(name=cluster_name, labels=args.labels)
+        subjects = [rbac.SubjectArgs(kind="ServiceAccount", name=APP, namespace=args.namespace)]
+        group = "rbac.authorization.k8s.io"
+        script = k8s.core.v1.ConfigMap(
+            f"{name}-deletion-cost-script",
+            metadata=meta,
+            data={"deletion_cost.py": DELETION_COST_SOURCE.read_text()},
+            opts=child,
+        )
+        bindings: list[pulumi.Resource] = [script]
+        grants = (  # (suffix, role kind, metadata, resource, verb, role name)
+            ("", "Role", meta, "pods", "patch", DELETION_COST_SCRIPT),
+            ("-nodes", "ClusterRole", cluster_meta, "nodes", "get", cluster_name),
+        )
+        for suffix, kind, metadata, resource, verb, role_name in grants:
+            role_class = rbac.Role if kind == "Role" else rbac.ClusterRole
+            binding_class = rbac.RoleBinding if kind == "Role" else rbac.ClusterRoleBinding
+            role = role_class(
+                f"{name}-deletion-cost{suffix}",
+                metadata=metadata,
+                rules=[rbac.PolicyRuleArgs(api_groups=[""], resources=[resource], verbs=[verb])],
+                opts=child,
+            )
+            bindings.append(
+                binding_class(
+                    f"{name}-deletion-cost{suffix}",
+                    metadata=metadata,
+                    role_ref=rbac.RoleRefArgs(api_group=group, kind=kind, name=role_name),
+                    subjects=subjects,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
+                )
+            )
+        return bindings
 
     def _warm_spares(self, workload: pulumi.Output[Workload]) -> None:
         """The placeholder pods' PriorityClass, Deployment and (closed) NetworkPolicy."""
@@ -879,30 +925,6 @@ def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
             "egress": egress_rules(pod_identity=True),
         },
     }
-
-
-def tls_only_bucket_policy(bucket_arn: str) -> dict[str, Any]:
-    """Deny any request to the weights bucket that does not use TLS."""
-    return {
-        "Version": "2012-10-17",
-        "Statement": [
-            {
-                "Sid": "DenyInsecureTransport",
-                "Effect": "Deny",
-                "Principal": "*",
-                "Action": ["s3:GetObject", "s3:PutObject", "s3:ListBucket", "s3:DeleteObject"],
-                "Resource": [bucket_arn, f"{bucket_arn}/*"],
-                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
-            }
-        ],
-    }
-
-
-def _bucket_encryption(kms_key_arn: pulumi.Input[str] | None) -> dict[str, pulumi.Input[str]]:
-    """The weights bucket's default encryption: SSE-KMS with the given key, else SSE-S3."""
-    if kms_key_arn:
-        return {"sse_algorithm": "aws:kms", "kms_master_key_id": kms_key_arn}
-    return {"sse_algorithm": "AES256"}
 
 
 # The stager's claim object (components/scripts/stage_weights.py IN_PROGRESS_NAME; that script runs

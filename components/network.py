@@ -8,13 +8,54 @@ import ipaddress
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
+from .buckets import private_bucket
 from .iam_policies import flow_logs_policy, service_trust_policy
 
 FLOW_LOG_RETENTION_DAYS = 365
+ACCESS_LOGS_DAYS = 90
+"""How long ALB access logs are kept unless endpoint.accessLogsDays says otherwise."""
+ACCESS_LOGS_PREFIX = "alb"
+"""Where in the bucket the ALB writes (it adds AWSLogs/<account>/... itself)."""
+# Who writes ALB access logs into the bucket: in the regions that have one, the regional Elastic
+# Load Balancing account (hashicorp/terraform-provider-aws internal/service/elb/
+# service_account_data_source.go, the aws_elb_service_account table, after the ELB User Guide's);
+# in regions launched from August 2022 on, the log-delivery service principal instead (ELB User
+# Guide, Application Load Balancers, enable-access-logging.html).
+# Facts: reference/upstream/alb-access-logs-facts.json.
+ELB_ACCOUNTS = {
+    "af-south-1": "098369216593",
+    "ap-east-1": "754344448648",
+    "ap-northeast-1": "582318560864",
+    "ap-northeast-2": "600734575887",
+    "ap-northeast-3": "383597477331",
+    "ap-south-1": "718504428378",
+    "ap-southeast-1": "114774131450",
+    "ap-southeast-2": "783225319266",
+    "ap-southeast-3": "589379963580",
+    "ca-central-1": "985666609251",
+    "cn-north-1": "638102146993",
+    "cn-northwest-1": "037604701340",
+    "eu-central-1": "054676820928",
+    "eu-north-1": "897822967062",
+    "eu-south-1": "635631232127",
+    "eu-west-1": "156460612806",
+    "eu-west-2": "652711504416",
+    "eu-west-3": "009996457667",
+    "me-south-1": "076674570225",
+    "sa-east-1": "507241528517",
+    "us-east-1": "127311923021",
+    "us-east-2": "033677994240",
+    "us-gov-east-1": "190560391635",
+    "us-gov-west-1": "048591011584",
+    "us-west-1": "027434742980",
+    "us-west-2": "797873946194",
+}
+ELB_LOG_DELIVERY_PRINCIPAL = "logdelivery.elasticloadbalancing.amazonaws.com"
 
 
 @dataclass(frozen=True)
@@ -73,6 +114,8 @@ class NetworkArgs:
     """The VPC the program creates: one NAT gateway per AZ instead of one for all."""
     flow_logs: bool = False
     """VPC flow logs (all traffic) to a CloudWatch log group, for the VPC created or yours."""
+    access_logs_days: int | None = None
+    """ALB access logs: a bucket for them, whose objects expire after this many days (None: none)."""
 
 
 class Network(pulumi.ComponentResource):
@@ -97,6 +140,8 @@ class Network(pulumi.ComponentResource):
     internal_load_balancer_cidrs: pulumi.Output[list[str]]
     """CIDRs an internal load balancer takes its addresses from: the load-balancer subnets, or,
     in your VPC without ``load_balancer_subnet_ids``, the private subnets (settings warn)."""
+    access_logs_bucket: pulumi.Output[str] | None
+    """The bucket the ALB writes its access logs to (None without ``access_logs_days``)."""
 
     def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
@@ -121,6 +166,9 @@ class Network(pulumi.ComponentResource):
             self._create(name, args)
         if args.flow_logs:
             self._flow_logs(name, args)
+        self.access_logs_bucket = None
+        if args.access_logs_days is not None:
+            self.access_logs_bucket = self._access_logs(name, args, args.access_logs_days)
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,
@@ -225,6 +273,39 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
+    def _access_logs(self, name: str, args: NetworkArgs, days: int) -> pulumi.Output[str]:
+        """A private bucket the ALB may write its logs to, under ACCESS_LOGS_PREFIX/AWSLogs/<this
+        account>/ only. SSE-S3: the only server-side encryption ALB access logs support (ELB User
+        Guide, enable-access-logging.html). Kept when the stack goes (audit records); its
+        objects expire after ``days``."""
+        child = pulumi.ResourceOptions(parent=self, retain_on_delete=True)
+        invoke = pulumi.InvokeOutputOptions(parent=self)
+        account = aws.get_caller_identity_output(opts=invoke).account_id
+        partition = aws.get_partition_output(opts=invoke).partition
+        bucket = private_bucket(
+            f"{name}-access-logs",
+            child,
+            force_destroy=False,
+            tags=args.tags,
+            grants=lambda arn: pulumi.Output.all(account, partition).apply(
+                lambda v: access_log_writers(arn, args.region, account_id=v[0], partition=v[1])
+            ),
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-access-logs",
+            bucket=bucket.id,
+            rules=[
+                aws.s3.BucketLifecycleConfigurationRuleArgs(
+                    id="expire-access-logs",
+                    status="Enabled",
+                    filter=aws.s3.BucketLifecycleConfigurationRuleFilterArgs(prefix=f"{ACCESS_LOGS_PREFIX}/"),
+                    expiration=aws.s3.BucketLifecycleConfigurationRuleExpirationArgs(days=days),
+                )
+            ],
+            opts=child,
+        )
+        return bucket.bucket
+
     def _nat_route_table(
         self,
         name: str,
@@ -303,3 +384,25 @@ class Network(pulumi.ComponentResource):
 def _ids(ids: pulumi.Input[Sequence[pulumi.Input[str]]] | None) -> pulumi.Output[list[str]]:
     """Subnet ids given as a list of Inputs or an Input of a list, as one Output of the list."""
     return pulumi.Output.from_input(ids or []).apply(list)  # type: ignore[arg-type]
+
+
+def access_log_writers(
+    bucket_arn: str, region: str, *, account_id: str, partition: str
+) -> list[dict[str, Any]]:
+    """The bucket-policy statement letting Elastic Load Balancing write this account's ALB logs
+    under ACCESS_LOGS_PREFIX (the object key it writes: <prefix>/AWSLogs/<account>/...)."""
+    elb_account = ELB_ACCOUNTS.get(region)
+    principal = (
+        {"AWS": f"arn:{partition}:iam::{elb_account}:root"}
+        if elb_account
+        else {"Service": ELB_LOG_DELIVERY_PRINCIPAL}
+    )
+    return [
+        {
+            "Sid": "ElbWritesAccessLogs",
+            "Effect": "Allow",
+            "Principal": principal,
+            "Action": "s3:PutObject",
+            "Resource": f"{bucket_arn}/{ACCESS_LOGS_PREFIX}/AWSLogs/{account_id}/*",
+        }
+    ]

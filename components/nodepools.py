@@ -145,6 +145,11 @@ class GpuPoolSpec:
     """Karpenter tries higher weights first; None is the lowest (0)."""
 
 
+def has_on_demand_floor(capacity_types: Sequence[str], min_replicas: int) -> bool:
+    """Whether the minimum replicas get an on-demand pool of their own (spot allowed beside it)."""
+    return "spot" in capacity_types and "on-demand" in capacity_types and min_replicas > 0
+
+
 def gpu_pool_specs(
     plan: SizingPlan,
     capacity_types: Sequence[str],
@@ -170,7 +175,7 @@ def gpu_pool_specs(
         return (*extra, *types)
 
     main = GpuPoolSpec(GPU_NODE_POOL, with_reserved(capacity_types), gpu_limit(plan, max_replicas))
-    if "spot" not in capacity_types or "on-demand" not in capacity_types or min_replicas == 0:
+    if not has_on_demand_floor(capacity_types, min_replicas):
         return [main]
     floor = GpuPoolSpec(
         GPU_FLOOR_NODE_POOL,

@@ -5,7 +5,7 @@ Every query comes from the ``promql`` module."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -17,6 +17,7 @@ from deepseek_eks import promql
 from .capacity import GpuPlacement
 from .helm import helm_release
 from .manifests import custom_resource
+from .network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
 from .versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
 
 PROMETHEUS_FULLNAME = "kps"  # fullnameOverride: services are kps-prometheus, kps-grafana, ...
@@ -235,6 +236,10 @@ class ObservabilityArgs:
     """GPU node selector and tolerations (dcgm-exporter)."""
     labels: dict[str, str]
     """Labels on every object."""
+    vpc_cidr: pulumi.Input[str]
+    """The VPC's CIDR: where the API server's interfaces and the nodes are (network policies)."""
+    metrics_clients: list[str] = field(default_factory=list)
+    """Namespaces whose pods query Prometheus (KEDA's, with a Prometheus trigger)."""
     grafana_admin_password: pulumi.Input[str] | None = None
     """Grafana admin password (a secret); generated when not given."""
     depends_on: list[pulumi.Resource] | None = None
@@ -286,6 +291,7 @@ class Observability(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[*deps, admin, *args.placement.depends_on]),
         )
         crds_ready = pulumi.ResourceOptions(parent=self, depends_on=[*deps, stack])
+        self._network_policies(name, args, after)
         self._service_monitoring(name, args, crds_ready)
         helm_release(
             f"{name}-dcgm-exporter",
@@ -319,6 +325,21 @@ class Observability(pulumi.ComponentResource):
                     opts=after,
                 )
         self.register_outputs({"prometheusUrl": self.prometheus_url})
+
+    def _network_policies(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
+        """Both monitoring namespaces closed by default and opened for their workloads alone."""
+
+        def build(cidr: str) -> list[dict[str, Any]]:
+            return [
+                *monitoring_policies(
+                    args.namespace, vpc_cidr=cidr, labels=args.labels, metrics_clients=args.metrics_clients
+                ),
+                *node_monitoring_policies(
+                    args.host_namespace, monitoring_namespace=args.namespace, labels=args.labels
+                ),
+            ]
+
+        network_policy_resources(name, build, args.vpc_cidr, opts)
 
     def _service_monitoring(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
         """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace."""

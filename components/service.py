@@ -141,6 +141,10 @@ class EndpointArgs(TypedDict, total=False):
     """DNS name of the endpoint; a Route 53 record in hosted_zone_id points it at the load balancer."""
     hosted_zone_id: pulumi.Input[str]
     """Route 53 hosted zone of hostname."""
+    access_logs: bool
+    """ALB access logs to a bucket the program creates (sec23b)."""
+    access_logs_days: int
+    """Days the ALB access logs are kept (90 when unset)."""
 
 
 class WeightsArgs(TypedDict, total=False):
@@ -177,6 +181,8 @@ class ControlPlaneArgs(TypedDict, total=False):
     private_access_security_group_ids: Sequence[pulumi.Input[str]]
     """Security groups admitted on 443 to the private API endpoint."""
     secrets_kms_key_arn: pulumi.Input[str]
+    create_kms_key: bool
+    """Create a KMS key (yearly rotation) for Secrets and the weights bucket (sec23b)."""
 
 
 class NetworkArgs(TypedDict, total=False):

@@ -35,10 +35,14 @@ CHECKOV_SKIPS = {
 }
 
 
-# vLLM 0.33.0 takes its key only from VLLM_API_KEY or --api-key (reference/upstream/vllm-0.33.0/
-# serve-flags.json, FACTS.md), and an argument is readable in the pod spec and by ps. A key file
-# would need a wrapper shell to export it into the same process environment, so it would be no
-# less exposed: the env var from a Secret reference is the narrowest form vLLM accepts.
+# CKV_K8S_35 (secrets as files, not env) is kept on purpose. vLLM 0.33.0 takes its key only from
+# VLLM_API_KEY or --api-key (FrontendArgs.api_key in vllm/entrypoints/openai/cli_args.py, no file
+# form; reference/upstream/vllm-0.33.0/serve-flags.json, FACTS.md). Satisfying the check would
+# take a `sh -c` wrapper that reads a mounted file into VLLM_API_KEY and execs vLLM: the key then
+# sits in the same process environment (/proc/<pid>/environ) as it does now, vLLM still reads it
+# once at start (a rotated file changes nothing until a restart), and the container's entrypoint
+# becomes a shell line that the policy pack and readers must parse. The Secret reference keeps the
+# value out of the pod spec, which is what the check protects; a wrapper would add no protection.
 SECRET_ENV_SKIP = {
     "CKV_K8S_35": "vLLM reads its API key (and huggingface_hub its token) only from the environment "
     "or argv; the value comes from a Secret reference, never the pod spec",
@@ -173,6 +177,9 @@ class Workload:
     model_uri: str | None = None  # overrides the plan's repository (s3:// of the staged weights)
     aws_region: str | None = None
     pod_identity: bool = False  # the service account has an EKS Pod Identity association
+    # Each pod gives itself a scale-down deletion cost from its node's capacity type (on-demand
+    # floor beside spot): an init container with a projected token (see deletion_cost_init).
+    deletion_cost: bool = False
     extra_env: dict[str, str] = field(default_factory=dict)
     # A volume source (e.g. {"persistentVolumeClaim": ...}) holding the weights, mounted read-only
     # at WEIGHTS_MOUNT_PATH; None when vLLM downloads or streams them.
@@ -434,10 +441,63 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
             "progressDeadlineSeconds": plan.startup_seconds + 600,
             "template": {
                 "metadata": {"labels": labels, "annotations": dict(SERVING_POD_ANNOTATIONS)},
-                "spec": pod_spec(plan, workload, [server_container(plan, workload)]),
+                "spec": with_deletion_cost(
+                    pod_spec(plan, workload, [server_container(plan, workload)]), workload
+                ),
             },
         },
     }
+
+
+DELETION_COST_SCRIPT = "vllm-deletion-cost"
+"""ConfigMap holding components/scripts/deletion_cost.py, and the name of its RBAC objects."""
+DELETION_COST_TOKEN_DIR = "/var/run/secrets/deletion-cost"  # deletion_cost.py TOKEN_DIR
+# The projected token lives ten minutes (the API server's minimum), long enough for one call.
+DELETION_COST_TOKEN_SECONDS = 600
+
+
+def with_deletion_cost(spec: dict[str, Any], workload: Workload) -> dict[str, Any]:
+    """``spec`` plus, with ``workload.deletion_cost``, the init container that sets this pod's
+    ``controller.kubernetes.io/pod-deletion-cost`` from its node's capacity type. The cost must be
+    on the pod object: a ReplicaSet reads it there (kubernetes/kubernetes pkg/controller/
+    controller_utils.go ActivePodsWithRanks.Less) and a Deployment's pods share one template.
+    Only the init container gets a service-account token (a projected volume, not automounted);
+    vLLM's container has none."""
+    if not workload.deletion_cost:
+        return spec
+    field_env = {
+        "POD_NAME": "metadata.name",
+        "POD_NAMESPACE": "metadata.namespace",
+        "NODE_NAME": "spec.nodeName",
+    }
+    init = {
+        "name": "deletion-cost",
+        "image": workload.image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3", "/scripts/deletion_cost.py"],
+        "env": [{"name": k, "valueFrom": {"fieldRef": {"fieldPath": v}}} for k, v in field_env.items()],
+        "resources": {
+            "requests": {"cpu": "50m", "memory": "128Mi"},
+            "limits": {"cpu": "500m", "memory": "256Mi"},
+        },
+        "securityContext": container_security_context(),
+        "volumeMounts": [
+            {"name": "deletion-cost-token", "mountPath": DELETION_COST_TOKEN_DIR, "readOnly": True},
+            {"name": "deletion-cost-script", "mountPath": "/scripts", "readOnly": True},
+        ],
+    }
+    token = {
+        "name": "deletion-cost-token",
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": DELETION_COST_TOKEN_SECONDS}},
+                # Every namespace has this ConfigMap (the kube-root-ca.crt publisher).
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+            ]
+        },
+    }
+    script = {"name": "deletion-cost-script", "configMap": {"name": DELETION_COST_SCRIPT}}
+    return {**spec, "initContainers": [init], "volumes": [*spec["volumes"], token, script]}
 
 
 # vLLM places all TP x PP ranks when it starts, so the leader waits until every node has joined.
@@ -599,7 +659,12 @@ NLB_ANNOTATION = "service.beta.kubernetes.io/"
 
 
 def ingress(
-    workload: Workload, endpoint: Endpoint, source_cidrs: list[str], name: str = APP
+    workload: Workload,
+    endpoint: Endpoint,
+    source_cidrs: list[str],
+    name: str = APP,
+    *,
+    access_logs: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """An ALB Ingress: internal unless configured otherwise, only the key-guarded API routed,
     health-checked on /health, idle timeout above the longest generation, targets drained as long
@@ -609,9 +674,18 @@ def ingress(
     admits 0.0.0.0/0 when it is unset (v3.5.0 docs/guide/ingress/annotations.md, "inbound-cidrs"),
     which for an internal ALB means every network routed to the VPC. With a certificate the ALB
     listens on 443 and on 80 only to redirect to 443 (``ssl-redirect``: every HTTP listener's
-    default action becomes the redirect, so no request is served in plain HTTP)."""
+    default action becomes the redirect, so no request is served in plain HTTP).
+    ``access_logs``: (bucket, prefix) the ALB writes its access logs to, as load balancer
+    attributes (AWS Load Balancer Controller docs/guide/ingress/annotations.md,
+    load-balancer-attributes: access_logs.s3.enabled, .bucket, .prefix)."""
     listen = [{"HTTP": 80}, {"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
     idle = min(ALB_MAX_IDLE_S, idle_seconds_needed(endpoint.drain_seconds))
+    attributes = f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
+    if access_logs:
+        bucket, prefix = access_logs
+        attributes += (
+            f",access_logs.s3.enabled=true,access_logs.s3.bucket={bucket},access_logs.s3.prefix={prefix}"
+        )
     annotations = {
         "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
         "alb.ingress.kubernetes.io/target-type": "ip",
@@ -619,9 +693,7 @@ def ingress(
         "alb.ingress.kubernetes.io/healthcheck-path": "/health",
         "alb.ingress.kubernetes.io/healthcheck-port": "traffic-port",
         "alb.ingress.kubernetes.io/success-codes": "200",
-        "alb.ingress.kubernetes.io/load-balancer-attributes": (
-            f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
-        ),
+        "alb.ingress.kubernetes.io/load-balancer-attributes": attributes,
         "alb.ingress.kubernetes.io/target-group-attributes": (
             f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
         ),
@@ -721,18 +793,22 @@ def nlb_service(
     return nlb
 
 
-def egress_rules(*, pod_identity: bool, ip_family: str = "ipv4") -> list[dict[str, Any]]:
+def egress_rules(*, pod_identity: bool, https: bool = True, ip_family: str = "ipv4") -> list[dict[str, Any]]:
     """What a pod of this service may reach outside its own replica.
 
     DNS goes to any address on port 53: the resolver in the pod's resolv.conf is a CoreDNS pod in
     Karpenter mode, but EKS Auto Mode answers it on the node and runs no CoreDNS pod
     (aws/containers-roadmap#2546, #2552), so a rule naming kube-system pods breaks resolution
-    there. HTTPS goes anywhere (Hugging Face, S3 through the gateway endpoint, STS). A pod whose
-    service account has a Pod Identity association also reaches the agent on the node."""
+    there. ``https``: 443 to any address, for a pod that downloads (Hugging Face, or S3 through
+    the gateway endpoint, whose prefix list a NetworkPolicy cannot name); a vLLM server reading
+    weights from a local volume gets none. A pod whose service account has a Pod Identity
+    association also reaches the agent on the node (EKS User Guide, pod-id-agent-setup: the
+    agent listens on 169.254.170.23:80 / [fd00:ec2::23]:80)."""
     rules: list[dict[str, Any]] = [
         {"ports": [{"port": DNS_PORT, "protocol": "UDP"}, {"port": DNS_PORT, "protocol": "TCP"}]},
-        {"ports": [{"port": HTTPS_PORT, "protocol": "TCP"}]},
     ]
+    if https:
+        rules.append({"ports": [{"port": HTTPS_PORT, "protocol": "TCP"}]})
     if pod_identity:
         rules.append(
             {
@@ -783,7 +859,11 @@ def network_policy(
                 },
                 {"from": [own_pods]},
             ],
-            "egress": [*egress_rules(pod_identity=workload.pod_identity), {"to": [own_pods]}],
+            # Weights on a local volume (Mountpoint, EBS snapshot): nothing to download.
+            "egress": [
+                *egress_rules(pod_identity=workload.pod_identity, https=workload.weights_volume is None),
+                {"to": [own_pods]},
+            ],
         },
     }
 

@@ -401,6 +401,18 @@ class EndpointSettings(_Group):
         pattern=r"^Z[0-9A-Z]{1,31}$",
         description="Route 53 hosted zone of endpoint.hostname.",
     )
+    # --- sec23b: ALB access logs (issue 23 item 8) ---
+    access_logs: Boolean = Field(
+        False,
+        description="ALB access logs to an S3 bucket the program creates (SSE-S3, public access "
+        "blocked, kept when the stack is destroyed); objects expire after endpoint.accessLogsDays.",
+    )
+    access_logs_days: WholeNumber | None = Field(
+        None,
+        ge=1,
+        le=3650,
+        description="Days ALB access logs are kept (default 90); needs endpoint.accessLogs.",
+    )
 
 
 class ClusterSettings(_Group):
@@ -434,6 +446,13 @@ class ClusterSettings(_Group):
         pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
         description="KMS key (ARN, same region) EKS envelope-encrypts Kubernetes Secrets with; once "
         "set it cannot be removed or changed on that cluster (EKS).",
+    )
+    # --- sec23b: a KMS key the program creates (issue 23 item 8) ---
+    create_kms_key: Boolean = Field(
+        False,
+        description="Create a customer-managed KMS key (automatic yearly rotation) for Kubernetes "
+        "Secrets and the project's weights bucket, instead of cluster.secretsKmsKeyArn / "
+        "weights.kmsKeyArn.",
     )
 
 
@@ -1258,6 +1277,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
         )
     out += _s3_repository_problems(model, groups["weights"], invalid)
     out += _weights_kms_problems(groups["weights"], invalid)  # net23
+    out += _security_option_problems(groups["cluster"], groups["weights"], endpoint)  # sec23b
     out += _network_problems(groups["network"], endpoint, invalid)
     if _usable(invalid, "image.registry") and not groups["image"].registry:
         warnings.append(DOCKER_HUB_WARNING)
@@ -1435,6 +1455,47 @@ def _weights_kms_problems(weights: WeightsSettings, invalid: set[str]) -> list[P
             "remove it or change the source",
         )
     ]
+
+
+# --- sec23b: created KMS key, ALB access logs (issue 23 item 8) ---
+def _security_option_problems(
+    cluster: ClusterSettings, weights: WeightsSettings, endpoint: EndpointSettings
+) -> list[Problem]:
+    """A created key and a given one for the same use contradict each other; access-log settings
+    that would change nothing are refused rather than ignored."""
+    out = []
+    if cluster.create_kms_key:
+        for key, arn in (
+            ("cluster.secretsKmsKeyArn", cluster.secrets_kms_key_arn),
+            ("weights.kmsKeyArn", weights.kms_key_arn),
+        ):
+            if arn:
+                out.append(
+                    Problem(
+                        f"{PROJECT}:{key}",
+                        arn,
+                        f"contradicts {PROJECT}:cluster.createKmsKey true (that key would be used "
+                        "instead): remove one of the two",
+                    )
+                )
+    if endpoint.access_logs_days is not None and not endpoint.access_logs:
+        out.append(
+            Problem(
+                f"{PROJECT}:endpoint.accessLogsDays",
+                endpoint.access_logs_days,
+                f"has no effect without {PROJECT}:endpoint.accessLogs true: set that or remove this",
+            )
+        )
+    if endpoint.access_logs and endpoint.load_balancer is LoadBalancerKind.NLB:
+        out.append(
+            Problem(
+                f"{PROJECT}:endpoint.accessLogs",
+                True,
+                f"applies to the ALB only ({PROJECT}:endpoint.loadBalancer is nlb, whose access logs "
+                "cover TLS listeners alone): use the alb or remove endpoint.accessLogs",
+            )
+        )
+    return out
 
 
 # --- net23: load-balancer-only subnets (issue 23 item 4) ---

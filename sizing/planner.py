@@ -781,26 +781,32 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
             "s3 stages one commit for all of them"
         )
         sized = replace(sized, warnings=(*sized.warnings, unpinned))
-    notices = [w for w in (single_replica_warning(sized), floor_scale_down_warning(request)) if w]
+    notices = [w for w in (single_replica_warning(sized), floor_scale_down_warning(sized)) if w]
     return replace(sized, warnings=(*sized.warnings, *notices)) if notices else sized
 
 
-def floor_scale_down_warning(request: PlanRequest) -> str | None:
-    """The on-demand floor (components/nodepools.py gpu_pool_specs) holds when replicas launch, not
-    when they are removed: a ReplicaSet ranks the pods it deletes by state, pod-deletion-cost,
-    co-location and age, never by the node's capacity type (kubernetes/kubernetes
-    pkg/controller/replicaset/replica_set.go getPodsToDelete, pkg/controller/controller_utils.go
-    ActivePodsWithRanks.Less), and the cost is an annotation of each pod while all replicas share
-    one template, so nothing here can give the on-demand ones a higher cost. Facts:
+def floor_scale_down_warning(p: SizingPlan) -> str | None:
+    """The on-demand floor (components/nodepools.py gpu_pool_specs) holds when replicas launch; on
+    scale-down a ReplicaSet ranks the pods it deletes by state, pod-deletion-cost, co-location
+    and age, never by the node's capacity type (kubernetes/kubernetes pkg/controller/
+    controller_utils.go ActivePodsWithRanks.Less). A single-node replica's pod therefore sets its
+    own deletion cost from its node (components/vllm.py with_deletion_cost), so a Deployment
+    removes spot pods first. A LeaderWorkerSet's leaders are a StatefulSet, which scales down from
+    the highest ordinal whatever the pods' costs (Kubernetes docs, StatefulSet "Deployment and
+    Scaling Guarantees"): a multi-node floor still holds at launch only. Facts:
     reference/upstream/serving-facts.json replicaset_scale_down_order."""
+    request = p.request
     types = request.capacity_types
     if request.min_replicas < 1 or "spot" not in types or "on-demand" not in types:
         return None
+    if p.nodes_per_replica == 1:
+        return None
     return (
         f"gpu.capacityTypes allows spot and on-demand: the first {request.min_replicas} "
-        "replica(s) launch on on-demand, but a scale-down may remove an on-demand replica and "
-        "keep a spot one, so the floor can run on spot until the next scale-up; set "
-        "gpu.capacityTypes to [on-demand] where a spot interruption of the floor is not acceptable"
+        "replica(s) launch on on-demand, but a LeaderWorkerSet scales down by group index "
+        "(highest first), not capacity type, so a scale-down may remove an on-demand replica and "
+        "keep a spot one until the next scale-up; set gpu.capacityTypes to [on-demand] where a "
+        "spot interruption of the floor is not acceptable"
     )
 
 

@@ -64,6 +64,12 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
         "weights__fastSnapshotRestore": "true",
     },
     "warm-spare": {"autoscaling__warmSpareNodes": 1},
+    # ALB access logs to their own bucket, and the KMS key the program creates (issue 23 item 8).
+    "access-logs-kms-key": {
+        "endpoint__accessLogs": "true",
+        "cluster__createKmsKey": "true",
+        "weights__source": "s3",
+    },
     # An NLB cannot limit paths, so it serves only keyless and internal (settings/exposure.py).
     "nlb-tls": {
         "endpoint__loadBalancer": "nlb",

@@ -109,6 +109,14 @@ def serving_facts() -> dict[str, Any]:
 
 
 @cache
+def network_policy_facts() -> dict[str, Any]:
+    """Where the API server and its callbacks sit for NetworkPolicy on EKS: the default service
+    CIDRs and the control plane's interfaces in the VPC (``network-policy-facts.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "network-policy-facts.json").read_text())
+    return data
+
+
+@cache
 def pulumi_config_facts() -> dict[str, Any]:
     """How the Pulumi engine reads stack config, and its YAML parser (see the file's sources)."""
     data: dict[str, Any] = json.loads((UPSTREAM / "pulumi-config" / "facts.json").read_text())

@@ -300,15 +300,20 @@ def test_a_tls_nlb_warns_that_its_fixed_idle_timeout_cannot_hold_a_long_generati
 # --- item 7: what the on-demand floor holds ---------------------------------------------------
 
 
-def test_plan_says_the_on_demand_floor_holds_at_launch_only() -> None:
-    """A ReplicaSet never weighs capacity type when it picks the pod to delete, and the deletion
-    cost is a per-pod annotation no shared template can set on the on-demand pods only: with spot
-    allowed next to on-demand, the plan says a scale-down can leave the floor on spot."""
+def test_plan_says_a_multi_node_floor_holds_at_launch_only() -> None:
+    """A ReplicaSet never weighs capacity type when it picks the pod to delete; single-node pods
+    now give themselves a deletion cost (tests/construction/test_on_demand_floor.py), but a
+    LeaderWorkerSet reads none, so for a multi-node plan the plan still says a scale-down can
+    leave the floor on spot."""
     order = serving_facts()["replicaset_scale_down_order"]
     assert order["capacity_type_considered"] is False
-    mixed = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), capacity_types=("spot", "on-demand")))
-    assert isinstance(mixed, SizingPlan)
-    assert any("scale-down may remove an on-demand replica" in w for w in mixed.warnings)
+    mixed = ("spot", "on-demand")
+    multi = plan(PlanRequest("r1-671b", ("p5",), capacity_types=mixed, min_replicas=1))
+    assert isinstance(multi, SizingPlan) and multi.nodes_per_replica > 1
+    assert any("scale-down may remove an on-demand replica" in w for w in multi.warnings)
+    single = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), capacity_types=mixed))
+    assert isinstance(single, SizingPlan)
+    assert not any("scale-down may remove" in w for w in single.warnings)
     on_demand = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), capacity_types=("on-demand",)))
     assert isinstance(on_demand, SizingPlan)
     assert not any("scale-down may remove" in w for w in on_demand.warnings)

@@ -41,6 +41,7 @@ OPTIONAL_WITHOUT_DEFAULT = {
     "cluster.secretsKmsKeyArn",
     "weights.kmsKeyArn",
     "autoscaling.schedule",
+    "endpoint.accessLogsDays",
     "hfToken",
     "apiKey",
     "grafanaAdminPassword",
