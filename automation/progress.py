@@ -144,6 +144,13 @@ class PolicyViolation:
             event.resource_urn,
         )
 
+    @property
+    def not_run(self) -> bool:
+        """pulumi-policy's notice that a rule met a value unknown until ``up`` and was skipped at
+        preview (pulumi_policy/policy.py, UnknownValueError: an advisory "can't run policy ...
+        during preview"), not a finding: the rule runs again on the real values at ``up``."""
+        return self.enforcement == "advisory" and self.message.startswith("can't run policy ")
+
     def lines(self) -> list[Text]:
         colour = "red" if self.enforcement == "mandatory" else "yellow"
         head = Text.assemble(
@@ -162,13 +169,34 @@ class PolicyViolation:
 
 
 def _policy_lines(violations: Iterable[PolicyViolation]) -> list[Text]:
-    found = list(violations)
-    if not found:
-        return []
-    out = [Text("Policy violations:", "bold")]
+    """The findings, each in full, then one line for the checks that waited for unknown values
+    (hundreds on a fresh stack's preview: one line each would bury the findings)."""
+    events = list(violations)
+    found = [v for v in events if not v.not_run]
+    skipped = [v for v in events if v.not_run]
+    out = [Text("Policy violations:", "bold")] if found else []
     for v in found:
         out += v.lines()
+    if skipped:
+        rules = ", ".join(sorted({v.policy for v in skipped}))
+        out.append(
+            Text(
+                f"Policy checks not run at preview: {len(skipped)} (values unknown until up; they run "
+                f"at up): {rules}",
+                "yellow",
+            )
+        )
     return out
+
+
+def policy_report(violations: Iterable[PolicyViolation]) -> dict[str, Any]:
+    """The JSON form: findings in full under ``policy_violations``, the skipped checks counted."""
+    events = list(violations)
+    skipped = [v for v in events if v.not_run]
+    return {
+        "policy_violations": [v.to_dict() for v in events if not v.not_run],
+        "policy_not_run": {"count": len(skipped), "policies": sorted({v.policy for v in skipped})},
+    }
 
 
 @dataclass
@@ -218,7 +246,7 @@ class ChangeSet:
         return {
             "changes": [c.to_dict() for c in self.changes],
             "counts": self.counts,
-            "policy_violations": [v.to_dict() for v in self.violations],
+            **policy_report(self.violations),
             "diagnostics": [{"severity": s, "message": m} for s, m in self.diagnostics],
         }
 
@@ -383,7 +411,8 @@ class ProgressView:
         elif event.policy_event is not None:
             violation = PolicyViolation.from_event(event.policy_event)
             self.violations.append(violation)
-            self._print(*violation.lines())
+            if not violation.not_run:  # the skipped checks are counted in the summary
+                self._print(*violation.lines())
         elif event.summary_event is not None:
             self.finished = self.clock()
             self._print(*self.summary_lines(event.summary_event))

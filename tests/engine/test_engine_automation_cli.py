@@ -113,15 +113,6 @@ def test_automation_cli_dev_stack_through_the_engine(
     print(f"automation CLI preview, up, preview, destroy of dev through the engine: {seconds:.0f}s")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="policy/rules.py cluster_endpoint_private_or_limited reads eks:index:Cluster's inputs, but "
-    "under the real engine the analyzer sees the component as its provider registers it: pulumi-eks "
-    "(Node) registers ComponentResource with {} (sdk/nodejs/resource.ts drops a non-remote "
-    "component's args), so endpointPublicAccess/publicAccessCidrs are absent and the mandatory rule "
-    "fails every preview of a stack that creates its cluster; check aws:eks/cluster:Cluster (its "
-    "child) instead, then drop this mark",
-)
 @pytest.mark.timeout(900)
 def test_automation_cli_preview_with_the_policy_pack(
     cli_on_twin: Path, capsys: pytest.CaptureFixture[str]

@@ -149,3 +149,22 @@ def test_durations() -> None:
         "1h00m00s",
         "1h23m45s",
     ]
+
+
+def test_checks_skipped_for_unknown_values_are_counted_not_reported_as_findings() -> None:
+    # pulumi-policy's notice for a rule that met a value unknown at preview (pulumi_policy/
+    # policy.py, the UnknownValueError branch of the analyzer): advisory, "can't run policy ...".
+    skipped = (
+        "can't run policy 'encrypted-volumes' from policy pack 'deepseek-eks-guardrails@v0.1.0' "
+        "during preview: vpcId can't be known during preview"
+    )
+    changes = ChangeSet()
+    changes(event(standin.policy("encrypted-volumes", skipped, URN, level="advisory")))
+    changes(event(standin.policy("encrypted-volumes", skipped, URN + "2", level="advisory")))
+    changes(event(standin.policy("pinned-versions", "image has no tag", URN)))
+    doc = changes.to_dict()
+    assert [v["policy"] for v in doc["policy_violations"]] == ["pinned-versions"]
+    assert doc["policy_not_run"] == {"count": 2, "policies": ["encrypted-volumes"]}
+    lines = [t.plain for t in changes.lines()]
+    assert "Policy violations:" in lines and not any("can't run policy" in line for line in lines)
+    assert any(line.startswith("Policy checks not run at preview: 2") for line in lines)
