@@ -31,7 +31,7 @@ from botocore.exceptions import ConnectionError as AwsConnectionError
 from rich.table import Table
 from rich.text import Text
 
-from deepseek_eks.components.inference import weights_addons
+from deepseek_eks.components.serving.inference import weights_addons
 from deepseek_eks.settings import CapacityType, ComputeMode, Settings, s3_location
 from deepseek_eks.sizing.catalog import InstanceCatalog, instance_catalog
 from deepseek_eks.sizing.planner import SizingPlan
@@ -204,7 +204,7 @@ def cluster_zones(ec2: Any, settings: Settings) -> tuple[list[str], list[str]]:
     """The zones GPU nodes can land in, and the problems found on the way (empty when none).
 
     A new VPC takes the first ``network.availabilityZones`` standard zones in name order, as
-    components/network.py does; your own VPC uses the zones of its private subnets.
+    components/platform/network.py does; your own VPC uses the zones of its private subnets.
     """
     network = settings.network
     if not network.vpc_id:

@@ -18,21 +18,32 @@ from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
-from .autoscaling import KEDA_NAMESPACE, Autoscaling, AutoscalingArgs, ScalingSpec, hpa_name, scheduled_floors
-from .capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
-from .cluster import Cluster, ClusterArgs, project_kms_key
-from .iam_policies import pull_through_cache_policy
-from .inference import Inference, InferenceArgs
-from .karpenter import KarpenterCapacity, KarpenterCapacityArgs
 from .labels import aws_tags, common_labels
+from .monitoring.autoscaling import (
+    KEDA_NAMESPACE,
+    Autoscaling,
+    AutoscalingArgs,
+    ScalingSpec,
+    hpa_name,
+    scheduled_floors,
+)
+from .monitoring.observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
-from .network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
 from .network_policies import chart_policies, network_policy_resources
-from .nodepools import AUTO_MODE_DEFAULT_EPHEMERAL_GIB, has_on_demand_floor, needs_auto_mode_node_class
-from .observability import Observability, ObservabilityArgs, ObservabilityOptions
-from .secrets import ApiSecrets, ApiSecretsArgs
+from .platform.capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
+from .platform.cluster import Cluster, ClusterArgs, project_kms_key
+from .platform.iam_policies import pull_through_cache_policy
+from .platform.karpenter import KarpenterCapacity, KarpenterCapacityArgs
+from .platform.network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
+from .platform.nodepools import (
+    AUTO_MODE_DEFAULT_EPHEMERAL_GIB,
+    has_on_demand_floor,
+    needs_auto_mode_node_class,
+)
+from .serving.inference import Inference, InferenceArgs
+from .serving.secrets import ApiSecrets, ApiSecretsArgs
+from .serving.vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, nlb_idle_warning, zone_refusal
 from .versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
-from .vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, nlb_idle_warning, zone_refusal
 
 INFERENCE_NAMESPACE = "deepseek"
 MONITORING_NAMESPACE = "monitoring"

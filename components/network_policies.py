@@ -21,7 +21,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .vllm import HTTPS_PORT, PROMETHEUS_POD_LABELS, egress_rules
+from .serving.vllm import HTTPS_PORT, PROMETHEUS_POD_LABELS, egress_rules
 
 # Amazon EKS API Reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, EKS
 # takes the service CIDR from either block (the clusters this project creates set none).

@@ -37,7 +37,6 @@ from deepseek_eks.settings.model import DEFAULT_REGION
 from deepseek_eks.sizing import SizingPlan
 
 from . import wiring
-from .autoscaling import KEDA_NAMESPACE
 from .build import (
     INFERENCE_NAMESPACE,
     MONITORING_NAMESPACE,
@@ -48,7 +47,8 @@ from .build import (
     build_service,
     size,
 )
-from .capacity import INGRESS_CLASS, STORAGE_CLASS
+from .monitoring.autoscaling import KEDA_NAMESPACE
+from .platform.capacity import INGRESS_CLASS, STORAGE_CLASS
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
@@ -642,7 +642,7 @@ class _NoRoot:
 
 
 _NO_ROOT = _NoRoot()
-# The cluster-wide objects install_shared_addons creates (components/observability.py,
+# The cluster-wide objects install_shared_addons creates (components/monitoring/observability.py,
 # autoscaling.py, capacity.py), named in a collision.
 SHARED_OBJECTS = (
     f"Helm releases kube-prometheus-stack, prometheus-adapter and dcgm-exporter in namespace "

@@ -70,7 +70,7 @@ DEFAULT_CLASS_ANNOTATION = "ingressclass.kubernetes.io/is-default-class"
 CLASS_PARAMS_GROUPS = ("elbv2.k8s.aws", "eks.amazonaws.com")
 CLASS_PARAMS_CERTIFICATES = ("certificateARNs", "certificateArn")
 
-# Allow statements may use "Resource": "*" only where components/iam_policies.py documents it:
+# Allow statements may use "Resource": "*" only where components/platform/iam_policies.py documents it:
 # read actions (Describe/List/Get), which take no resource-level permissions, and the load
 # balancer controller's listener and rule calls (see load_balancer_controller_policy there).
 READ_VERBS = ("Describe", "List", "Get")
@@ -1009,8 +1009,8 @@ def world_open_ingress_sets(resources: list[Resource]) -> list[tuple[str, str]]:
 # --- 11. host access ---------------------------------------------------------------------------------
 
 # The only pods that may reach into their node, each for the reason given, keyed by (namespace,
-# app.kubernetes.io/name). These charts are installed by the project (components/observability.py,
-# components/karpenter.py), and a chart names its pods after itself (Helm's ``<chart>.name`` helper,
+# app.kubernetes.io/name). These charts are installed by the project (components/monitoring/observability.py,
+# components/platform/karpenter.py), and a chart names its pods after itself (Helm's ``<chart>.name`` helper,
 # .Chart.Name in reference/upstream/helm-charts/<chart>/Chart.yaml) unless nameOverride is set.
 HOST_ACCESS_ALLOWED: Mapping[tuple[str, str], str] = {
     # The exporters live in a namespace of their own at Pod Security privileged (components/build.py

@@ -23,7 +23,7 @@ EKS_CLUSTER_NAME = re.compile(r"[0-9A-Za-z][A-Za-z0-9\-_]*")
 EKS_CLUSTER_NAME_MAX = 100
 SQS_QUEUE_NAME = re.compile(r"[A-Za-z0-9_-]+")
 SQS_QUEUE_NAME_MAX = 80
-# The suffix Karpenter's interruption queue gets after the cluster name (components/karpenter.py).
+# The suffix Karpenter's interruption queue gets after the cluster name (components/platform/karpenter.py).
 KARPENTER_QUEUE_SUFFIX = "-karpenter"
 HF_REPO_ID = re.compile(r"^(\b[\w\-.]+\b/)?\b[\w\-.]{1,96}\b$", re.ASCII)
 

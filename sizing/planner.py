@@ -786,11 +786,11 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
 
 
 def floor_scale_down_warning(p: SizingPlan) -> str | None:
-    """The on-demand floor (components/nodepools.py gpu_pool_specs) holds when replicas launch; on
+    """The on-demand floor (components/platform/nodepools.py gpu_pool_specs) holds when replicas launch; on
     scale-down a ReplicaSet ranks the pods it deletes by state, pod-deletion-cost, co-location
     and age, never by the node's capacity type (kubernetes/kubernetes pkg/controller/
     controller_utils.go ActivePodsWithRanks.Less). A single-node replica's pod therefore sets its
-    own deletion cost from its node (components/vllm.py with_deletion_cost), so a Deployment
+    own deletion cost from its node (components/serving/vllm.py with_deletion_cost), so a Deployment
     removes spot pods first. A LeaderWorkerSet's leaders are a StatefulSet, which scales down from
     the highest ordinal whatever the pods' costs (Kubernetes docs, StatefulSet "Deployment and
     Scaling Guarantees"): a multi-node floor still holds at launch only. Facts:
@@ -813,7 +813,7 @@ def floor_scale_down_warning(p: SizingPlan) -> str | None:
 def single_replica_warning(p: SizingPlan) -> str | None:
     """What a service at one replica loses when its node goes: a whole cold start. Nothing surges
     a replacement replica ahead of a node's loss (expiry, interruption, failure), and a
-    PodDisruptionBudget cannot keep one pod (components/nodepools.py gpu_node_pool says what
+    PodDisruptionBudget cannot keep one pod (components/platform/nodepools.py gpu_node_pool says what
     each mechanism guarantees); only a rollout starts the new replica first."""
     if p.request.min_replicas > 1:
         return None

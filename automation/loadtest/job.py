@@ -20,7 +20,7 @@ import json
 import math
 from typing import Any
 
-from deepseek_eks.components.secrets import API_KEY_KEY, API_KEY_SECRET
+from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 
 from .runner import LoadTestConfig, LoadTestError, point_warnings
@@ -30,7 +30,7 @@ RESULTS_DIR = "/results"  # emptyDir: --result-dir
 RESULT_FILE = "result.json"
 TMP_DIR = "/tmp"  # emptyDir: HOME and caches (the tokenizer download, vLLM's and Triton's caches)
 SCRATCH_LIMIT = "1Gi"
-RUN_AS = 10001  # as the vLLM pods (deepseek_eks/components/vllm.py RUN_AS_USER)
+RUN_AS = 10001  # as the vLLM pods (deepseek_eks/components/serving/vllm.py RUN_AS_USER)
 RESULT_MARKER = "VLLM_BENCH_RESULT "
 # vllm bench serve reads the key from this variable (endpoint_request_func.py, _get_headers).
 BENCH_API_KEY_ENV = "OPENAI_API_KEY"

@@ -9,7 +9,7 @@ import pytest
 
 from deepseek_eks import promql
 from deepseek_eks.automation.render import Rendered, render
-from deepseek_eks.components.autoscaling import behavior
+from deepseek_eks.components.monitoring.autoscaling import behavior
 from tests.conftest import stack_config
 
 SCOPE = promql.Scope(namespace="deepseek", model_name="r1-distill-qwen-7b")

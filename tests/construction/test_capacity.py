@@ -7,7 +7,7 @@ import json
 import pytest
 
 from deepseek_eks.automation.render import Construction
-from deepseek_eks.components.iam_policies import assert_least_privilege
+from deepseek_eks.components.platform.iam_policies import assert_least_privilege
 from deepseek_eks.sizing import instance_catalog
 from tests.conftest import stack_config
 from tests.upstream import eks_ami_release_tags

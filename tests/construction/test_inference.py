@@ -365,7 +365,7 @@ def test_outputs_name_the_model_and_a_working_request() -> None:
 
 
 def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() -> None:
-    from deepseek_eks.components.inference import stage_seconds
+    from deepseek_eks.components.serving.inference import stage_seconds
 
     rendered = render(stack_config("dev"))
     svc = next(o for o in rendered.objects() if o["kind"] == "Service")
@@ -417,7 +417,7 @@ def test_leader_waits_for_every_worker_before_starting_vllm(monkeypatch) -> None
 
 @pytest.mark.parametrize("source", ["huggingface", "s3"])
 def test_pulumi_waits_for_the_plans_cold_start_of_each_weights_source(source: str) -> None:
-    from deepseek_eks.components.inference import rollout_timeouts
+    from deepseek_eks.components.serving.inference import rollout_timeouts
 
     rendered = render(stack_config("prod", weights__source=source))
     stages = rendered.plan["startup_breakdown"]

@@ -16,7 +16,7 @@ import json
 import pytest
 
 from deepseek_eks.automation.render import render
-from deepseek_eks.components.network import plan_subnets
+from deepseek_eks.components.platform.network import plan_subnets
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
 from tests.upstream import UPSTREAM

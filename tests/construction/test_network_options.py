@@ -14,7 +14,7 @@ import pytest
 
 from deepseek_eks.automation.mocks import resource_id
 from deepseek_eks.automation.render import Construction
-from deepseek_eks.components.iam_policies import assert_least_privilege
+from deepseek_eks.components.platform.iam_policies import assert_least_privilege
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
 

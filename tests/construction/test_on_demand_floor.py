@@ -5,7 +5,7 @@ A ReplicaSet deletes the pods it ranks first by kubernetes/kubernetes
 snapshotted in ``reference/upstream/serving-facts.json`` (``replicaset_scale_down_order``): the
 deletion cost comes right after the pods' state and readiness, before co-location and age, and it is
 an annotation of the pod. Each vLLM pod of a Deployment beside spot therefore gives itself a cost
-from its node's capacity type (``components/scripts/deletion_cost.py``, an init container). The
+from its node's capacity type (``components/serving/scripts/deletion_cost.py``, an init container). The
 tests check the rendered objects, run the script against a stand-in API, and replay scale-downs
 with the upstream ranking.
 """
@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from deepseek_eks.automation.render import Rendered, render
-from deepseek_eks.components.scripts import deletion_cost
+from deepseek_eks.components.serving.scripts import deletion_cost
 from tests.conftest import stack_config
 from tests.netpol import Cluster, Host, Pod
 from tests.upstream import network_policy_facts, serving_facts

@@ -21,7 +21,7 @@ from tests.upstream import karpenter_well_known_aws_labels
 ROOT = Path(__file__).resolve().parents[2]
 YAML_EXAMPLE = ROOT / "examples" / "yaml-existing-cluster" / "Pulumi.yaml"
 SCHEMA = json.loads((ROOT / "provider" / "schema.json").read_text())
-# What creating a network or a cluster registers (components/network.py, components/cluster.py).
+# What creating a network or a cluster registers (components/platform/network.py, cluster.py).
 CLUSTER_OR_NETWORK = ("aws:ec2/vpc:", "aws:ec2/subnet:", "aws:ec2/natGateway:", "eks:", "aws:eks/cluster:")
 
 

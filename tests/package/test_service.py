@@ -226,7 +226,7 @@ def _manifests(mocks: RecordingMocks, kind: str) -> dict[str, dict[str, Any]]:
     }
 
 
-# What installing Karpenter with a cluster registers (components/karpenter.py _install_controller).
+# What installing Karpenter with a cluster registers (components/platform/karpenter.py _install_controller).
 CONTROLLER_TYPES = (
     "aws:eks/cluster:Cluster",
     "aws:eks/nodeGroup:NodeGroup",

@@ -271,7 +271,7 @@ def test_a_misspelt_sub_chart_key_fails(releases: Releases) -> None:
 
 
 def test_an_empty_map_over_a_chart_default_fails(releases: Releases) -> None:
-    """What components/karpenter.py once set: Helm keeps the chart's NFD node affinity under {}."""
+    """What components/platform/karpenter.py once set: Helm keeps the chart's NFD node affinity under {}."""
     version, values = _rendered_values(releases, "nvidia-device-plugin")
     values["affinity"] = {}
     assert chart_value_problems("nvidia-device-plugin", version, values) == [

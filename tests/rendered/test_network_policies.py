@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from deepseek_eks.automation.render import Rendered, render
-from deepseek_eks.components.warm_spare import WARM_SPARE
+from deepseek_eks.components.platform.warm_spare import WARM_SPARE
 from tests.conftest import stack_config
 from tests.netpol import Cluster, Host, Pod
 from tests.upstream import serving_facts
@@ -58,7 +58,9 @@ CASES = {
 # The load balancer controller places an ALB or NLB in the subnets tagged for its scheme (AWS Load
 # Balancer Controller docs, subnet auto-discovery).
 ALB_SUBNET_TAG = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}
-NODE_SUBNET_TAG = "karpenter.sh/discovery"  # Karpenter's subnetSelectorTerms (components/karpenter.py)
+NODE_SUBNET_TAG = (
+    "karpenter.sh/discovery"  # Karpenter's subnetSelectorTerms (components/platform/karpenter.py)
+)
 S3_ADDRESS = "52.216.8.16"  # an s3.us-east-1.amazonaws.com address
 HUGGING_FACE_ADDRESS = "18.160.10.25"  # a CloudFront address serving huggingface.co
 INTERNET_ADDRESS = "203.0.113.9"

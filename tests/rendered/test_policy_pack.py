@@ -7,8 +7,8 @@ import importlib
 
 import pytest
 
-import deepseek_eks.components.nodepools
-import deepseek_eks.components.vllm  # noqa: F401
+import deepseek_eks.components.platform.nodepools
+import deepseek_eks.components.serving.vllm  # noqa: F401
 from deepseek_eks import components
 from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
@@ -44,7 +44,9 @@ def test_a_stack_made_unsafe_fails_with_each_rules_message(monkeypatch: pytest.M
     # The stack composes the image reference (image.registry, digest) from this pin (components/build.py).
     monkeypatch.setattr(BUILD, "VLLM_IMAGE", "vllm/vllm-openai:latest")
     monkeypatch.setattr(
-        components.nodepools, "GPU_EXPIRE_AFTER", dict.fromkeys(components.nodepools.GPU_EXPIRE_AFTER, "720h")
+        components.platform.nodepools,
+        "GPU_EXPIRE_AFTER",
+        dict.fromkeys(components.platform.nodepools.GPU_EXPIRE_AFTER, "720h"),
     )
     # The settings refuse a world-open, plain-HTTP or keyless public endpoint (settings/exposure.py),
     # so the pack, which also guards programs that bypass them, is shown one made so by hand: the

@@ -12,8 +12,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import pytest
 
-import deepseek_eks.components.karpenter
-import deepseek_eks.components.namespaces  # noqa: F401
+import deepseek_eks.components.namespaces
+import deepseek_eks.components.platform.karpenter  # noqa: F401
 from deepseek_eks import components
 from deepseek_eks.automation import diff as diff_module
 from deepseek_eks.automation import urns
@@ -111,7 +111,7 @@ def test_changing_an_input_that_replaces_a_node_group_fails(monkeypatch: pytest.
     def other_instances(name: str, **kwargs: Any) -> Any:
         return real(name, **{**kwargs, "instance_types": ["m7i.xlarge"]})
 
-    monkeypatch.setattr(components.karpenter.aws.eks, "NodeGroup", other_instances)
+    monkeypatch.setattr(components.platform.karpenter.aws.eks, "NodeGroup", other_instances)
     problems = urns.check(urns.load_snapshot("prod"), urns.run_resources(read_stack("prod")), FACTS)
     assert len(problems) == 1, problems
     assert problems[0].urn.endswith("::capacity-system")

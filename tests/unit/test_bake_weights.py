@@ -208,7 +208,7 @@ def test_the_bake_script_finds_its_volume_downloads_and_reports() -> None:
     assert f"--revision {'0' * 40} --local-dir" in pinned
     assert "blkid" in script and "mkfs.ext4" in script  # a resumed volume is not reformatted
     assert f"{DONE_MARKER} vol-0123456789abcdef0" in script and script.rstrip().endswith("poweroff")
-    assert "10001:10001" in script  # readable by vLLM's UID (components/vllm.py RUN_AS_USER)
+    assert "10001:10001" in script  # readable by vLLM's UID (components/serving/vllm.py RUN_AS_USER)
     hostile = bake_script("a/b; rm -rf /", "vol-0123456789abcdef0")
     assert "'a/b; rm -rf /'" in hostile
 

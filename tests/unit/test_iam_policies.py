@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_eks.components.iam_policies import (
+from deepseek_eks.components.platform.iam_policies import (
     assert_least_privilege,
     interruption_queue_policy,
     karpenter_controller_policy,

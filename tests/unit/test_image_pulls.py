@@ -14,8 +14,8 @@ import pytest
 from deepseek_eks.automation.api import read_config
 from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components import versions
-from deepseek_eks.components.iam_policies import assert_least_privilege, pull_through_cache_policy
-from deepseek_eks.components.karpenter import NODE_POLICIES
+from deepseek_eks.components.platform.iam_policies import assert_least_privilege, pull_through_cache_policy
+from deepseek_eks.components.platform.karpenter import NODE_POLICIES
 from deepseek_eks.settings import SettingsError, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]

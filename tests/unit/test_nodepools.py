@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from deepseek_eks.components.network import plan_subnets
-from deepseek_eks.components.nodepools import (
+from deepseek_eks.components.platform.network import plan_subnets
+from deepseek_eks.components.platform.nodepools import (
     GPU_FLOOR_NODE_POOL,
     GPU_NODE_POOL,
     SERVING_POD_ANNOTATIONS,

@@ -332,7 +332,7 @@ def test_iam_wildcards_only_within_the_documented_exceptions() -> None:
 
 
 def test_the_documented_listener_exception_matches_the_components_policy() -> None:
-    from deepseek_eks.components.iam_policies import load_balancer_controller_policy
+    from deepseek_eks.components.platform.iam_policies import load_balancer_controller_policy
 
     policy = load_balancer_controller_policy(partition="aws", cluster_name="c")
     star = {a for s in policy["Statement"] if s.get("Resource") == "*" for a in rules._list(s["Action"])}

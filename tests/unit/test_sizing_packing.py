@@ -50,7 +50,7 @@ def test_refusal_names_every_reason() -> None:
 
 
 def test_node_disk_holds_every_packed_pods_ephemeral_storage() -> None:
-    from deepseek_eks.components.vllm import _resources
+    from deepseek_eks.components.serving.vllm import _resources
 
     packed = _plan("r1-distill-qwen-7b", ("p4d",), max_replicas=8)
     k = packed.chosen.replicas_per_node

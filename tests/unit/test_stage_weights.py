@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from deepseek_eks.components.scripts import stage_weights as sw
+from deepseek_eks.components.serving.scripts import stage_weights as sw
 
 BUCKET = "weights-bucket"
 PREFIX = "r1-distill-qwen-7b/"

@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from deepseek_eks.settings import ComputeMode
 from deepseek_eks.sizing import SizingPlan
 
-from .manifests import custom_resource
+from ..manifests import custom_resource
 from .nodepools import (
     GPU_FLOOR_NODE_POOL,
     GPU_NODE_POOL,

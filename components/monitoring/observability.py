@@ -14,11 +14,11 @@ import pulumi_random as random
 
 from deepseek_eks import promql
 
-from .capacity import GpuPlacement
-from .helm import helm_release
-from .manifests import custom_resource
-from .network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
-from .versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
+from ..helm import helm_release
+from ..manifests import custom_resource
+from ..network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
+from ..platform.capacity import GpuPlacement
+from ..versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
 
 PROMETHEUS_FULLNAME = "kps"  # fullnameOverride: services are kps-prometheus, kps-grafana, ...
 PROMETHEUS_PORT = 9090

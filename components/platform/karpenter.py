@@ -13,6 +13,14 @@ import pulumi_aws as aws
 
 from deepseek_eks.settings import ComputeMode
 
+from ..helm import helm_release
+from ..manifests import custom_resource
+from ..versions import (
+    AWS_LOAD_BALANCER_CONTROLLER,
+    KARPENTER,
+    NVIDIA_DEVICE_PLUGIN,
+    SYSTEM_NODE_INSTANCE_TYPES,
+)
 from .capacity import (
     EBS_CSI_DRIVERS,
     INGRESS_CLASS,
@@ -21,14 +29,12 @@ from .capacity import (
     gp3_storage_class,
     gpu_placement,
 )
-from .helm import helm_release
 from .iam_policies import (
     interruption_queue_policy,
     karpenter_controller_policy,
     load_balancer_controller_policy,
     service_trust_policy,
 )
-from .manifests import custom_resource
 from .nodepools import (
     GPU_TOLERATION,
     NodeClassRef,
@@ -40,12 +46,6 @@ from .nodepools import (
     node_disk_gib,
 )
 from .pod_identity import ServiceAccountRef, pod_identity_role
-from .versions import (
-    AWS_LOAD_BALANCER_CONTROLLER,
-    KARPENTER,
-    NVIDIA_DEVICE_PLUGIN,
-    SYSTEM_NODE_INSTANCE_TYPES,
-)
 
 SYSTEM_NAMESPACE = "kube-system"
 GENERAL_NODE_DISK_GIB = 50  # CPU nodes hold only small images

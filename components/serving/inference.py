@@ -23,16 +23,15 @@ from deepseek_eks.sizing.planner import (
     SNAPSHOT_VOLUME_THROUGHPUT_MIBPS,
 )
 
-from .autoscaling import NODE_AND_IMAGE_S, ScaleTarget
-from .buckets import private_bucket
-from .capacity import GpuPlacement
-from .helm import helm_release
-from .manifests import TopLevelCustomResource
-from .network_policies import chart_policies, network_policy_resources, with_api_egress
-from .nodepools import SERVING_POD_ANNOTATIONS
-from .pod_identity import ServiceAccountRef, pod_identity_role
-from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
-from .versions import (
+from ..helm import helm_release
+from ..manifests import TopLevelCustomResource
+from ..monitoring.autoscaling import NODE_AND_IMAGE_S, ScaleTarget
+from ..network_policies import chart_policies, network_policy_resources, with_api_egress
+from ..platform.capacity import GpuPlacement
+from ..platform.nodepools import SERVING_POD_ANNOTATIONS
+from ..platform.pod_identity import ServiceAccountRef, pod_identity_role
+from ..platform.warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
+from ..versions import (
     LEADER_WORKER_SET,
     MOUNTPOINT_S3_CSI_ADDON,
     MOUNTPOINT_S3_CSI_ADDON_VERSION,
@@ -40,6 +39,8 @@ from .versions import (
     SNAPSHOT_CONTROLLER_ADDON_VERSION,
     VLLM_IMAGE,
 )
+from .buckets import private_bucket
+from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
@@ -62,7 +63,6 @@ from .vllm import (
     pod_security_context,
     service,
 )
-from .warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 DELETION_COST_SOURCE = Path(__file__).parent / "scripts" / "deletion_cost.py"
@@ -212,7 +212,7 @@ class Inference(pulumi.ComponentResource):
                 # into $VLLM_ASSETS_CACHE/model_streamer/<hash> (vllm/config/model.py:1204
                 # maybe_pull_model_tokenizer_for_runai, vllm/transformers_utils/runai_utils.py:62
                 # ObjectStorageModel); its default, $XDG_CACHE_HOME/vllm/assets (vllm/envs.py:943),
-                # lies on the "home" emptyDir (components/vllm.py _env), not the read-only root.
+                # lies on the "home" emptyDir (components/serving/vllm.py _env), not the read-only root.
                 # Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
                 model_uri = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
             else:
@@ -927,7 +927,7 @@ def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-# The stager's claim object (components/scripts/stage_weights.py IN_PROGRESS_NAME; that script runs
+# The stager's claim object (components/serving/scripts/stage_weights.py IN_PROGRESS_NAME; that script runs
 # alone in the vLLM image and imports boto3, so the name is repeated here and a test keeps the two equal).
 STAGING_CLAIM_NAME = ".staging.json"
 

@@ -19,9 +19,9 @@ from deepseek_eks.settings.model import ScheduleEntry
 from deepseek_eks.settings.schedule import ScheduledFloor
 from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S
 
-from .helm import helm_release
-from .manifests import custom_resource
-from .versions import KEDA
+from ..helm import helm_release
+from ..manifests import custom_resource
+from ..versions import KEDA
 
 HPA_NAME = "vllm"
 KEDA_HPA_NAME = "keda-hpa-vllm"

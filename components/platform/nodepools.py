@@ -15,7 +15,7 @@ from typing import Any
 from deepseek_eks.settings import ComputeMode
 from deepseek_eks.sizing import SizingPlan, instance_catalog
 
-from .versions import AL2023_AMI_ALIAS
+from ..versions import AL2023_AMI_ALIAS
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -35,11 +35,11 @@ FLOOR_POOL_WEIGHT = 100
 # node's NodePool sets terminationGracePeriod: then drift may take the node anyway and the pod is
 # deleted before the period ends, PDB or not ("Controls / TerminationGracePeriod"; see
 # GPU_TERMINATION_GRACE_PERIOD). Expiry and interruption apply regardless (hence expireAfter Never
-# on Karpenter's GPU pools). components/vllm.py puts these on the vLLM pod template.
+# on Karpenter's GPU pools). components/serving/vllm.py puts these on the vLLM pod template.
 # Facts: reference/upstream/platform-facts.json karpenter.termination_grace_period.
 SERVING_POD_ANNOTATIONS = {"karpenter.sh/do-not-disrupt": "true"}
 
-# Replicas a rollout adds before it takes an old one away (components/vllm.py rolling_update): the
+# Replicas a rollout adds before it takes an old one away (components/serving/vllm.py rolling_update): the
 # GPU limits leave room for them, or a rollout at maxReplicas would wait for GPUs forever.
 ROLLOUT_MAX_SURGE = 1
 

@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from .buckets import private_bucket
+from ..serving.buckets import private_bucket
 from .iam_policies import flow_logs_policy, service_trust_policy
 
 FLOW_LOG_RETENTION_DAYS = 365

@@ -15,9 +15,9 @@ from typing import Any
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.planner import VLLM_PORT
 
-from .nodepools import ROLLOUT_MAX_SURGE, SERVING_POD_ANNOTATIONS
+from ..platform.nodepools import ROLLOUT_MAX_SURGE, SERVING_POD_ANNOTATIONS
+from ..versions import VLLM_IMAGE
 from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET
-from .versions import VLLM_IMAGE
 
 APP = "vllm"
 LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
@@ -450,7 +450,7 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
 
 
 DELETION_COST_SCRIPT = "vllm-deletion-cost"
-"""ConfigMap holding components/scripts/deletion_cost.py, and the name of its RBAC objects."""
+"""ConfigMap holding components/serving/scripts/deletion_cost.py, and the name of its RBAC objects."""
 DELETION_COST_TOKEN_DIR = "/var/run/secrets/deletion-cost"  # deletion_cost.py TOKEN_DIR
 # The projected token lives ten minutes (the API server's minimum), long enough for one call.
 DELETION_COST_TOKEN_SECONDS = 600

@@ -16,8 +16,7 @@ from typing import Any
 
 from deepseek_eks.sizing import SizingPlan
 
-from .versions import PAUSE_IMAGE
-from .vllm import (
+from ..serving.vllm import (
     CHECKOV_SKIPS,
     Workload,
     checkov_annotations,
@@ -25,6 +24,7 @@ from .vllm import (
     pod_security_context,
     server_container,
 )
+from ..versions import PAUSE_IMAGE
 
 WARM_SPARE = "gpu-warm-spare"
 WARM_SPARE_PRIORITY = -10
