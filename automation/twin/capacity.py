@@ -40,10 +40,11 @@ import yaml
 from .binaries import require_binaries
 from .check import load_render, pods_of, subject, wait_established
 from .instance_types import CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, facts, instance_types_file
-from .server import Api, TwinError, _start, _stop, _tail, free_port, running_twin
+from .server import Api, TwinError, _stop, _tail, free_port, running_twin
 
 PROGRAMS = ("kube-controller-manager", "kube-scheduler", "kwok", "karpenter-kwok")
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+EC2_NODE_CLASS_GROUP = "karpenter.k8s.aws"  # Karpenter mode; EKS Auto Mode's pools use eks.amazonaws.com
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 NODECLAIMS = "/apis/karpenter.sh/v1/nodeclaims"
 PROBE_NAMESPACE = "capacity-probe"
@@ -116,7 +117,8 @@ def kwok_nodepools(objects: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
         pools.append(pool)
     api_version = f"{node_class['group']}/{node_class['version']}"
     classes = [
-        {"apiVersion": api_version, "kind": node_class["kind"], "metadata": {"name": n}} for n in sorted(names)
+        {"apiVersion": api_version, "kind": node_class["kind"], "metadata": {"name": n}}
+        for n in sorted(names)
     ]
     return pools, classes
 
@@ -157,18 +159,16 @@ def kubeconfig(api: Api, folder: Path) -> Path:
     files = api.certificates
     if files is None:
         raise TwinError("this Api was not made by running_twin: no certificates for a kubeconfig")
+    cluster = {"server": str(api.http.base_url).rstrip("/"), "certificate-authority": str(files.ca)}
+    user = {"client-certificate": str(files.client_cert), "client-key": str(files.client_key)}
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {"name": "twin", "cluster": {"server": str(api.http.base_url).rstrip("/"), "certificate-authority": str(files.ca)}}
-        ],
-        "users": [
-            {"name": "admin", "user": {"client-certificate": str(files.client_cert), "client-key": str(files.client_key)}}
-        ],
+        "clusters": [{"name": "twin", "cluster": cluster}],
+        "users": [{"name": "admin", "user": user}],
         "contexts": [{"name": "twin", "context": {"cluster": "twin", "user": "admin"}}],
         "current-context": "twin",
-    }  # fmt: skip
+    }
     path = folder / "kubeconfig"
     path.write_text(yaml.safe_dump(config))
     return path
@@ -176,8 +176,9 @@ def kubeconfig(api: Api, folder: Path) -> Path:
 
 @contextlib.contextmanager
 def controllers(api: Api, folder: Path, instance_types: Path) -> Iterator[dict[str, Program]]:
-    """kube-controller-manager, kube-scheduler, kwok and Karpenter's kwok provider against ``api`` (Karpenter's CRDs must be
-    installed first: it sets up its indexes once, at start); yields them by name."""
+    """kube-controller-manager, kube-scheduler, kwok and Karpenter's kwok provider against ``api``
+    (Karpenter's CRDs must be installed first: it sets up its indexes once, at start); yields them
+    by name."""
     binaries = require_binaries(PROGRAMS)
     config = kubeconfig(api, folder)
     annotation = "=".join(next(iter(facts()["node"]["annotation"].items())))
@@ -206,7 +207,8 @@ def controllers(api: Api, folder: Path, instance_types: Path) -> Iterator[dict[s
             f"--authentication-kubeconfig={config}", f"--authorization-kubeconfig={config}",
         ],
         "kwok": [
-            str(binaries["kwok"]), f"--kubeconfig={config}", f"--manage-nodes-with-annotation-selector={annotation}",
+            str(binaries["kwok"]), f"--kubeconfig={config}",
+            f"--manage-nodes-with-annotation-selector={annotation}",
             *(f"--config={stage}" for stage in stages),
         ],
         "karpenter": [str(binaries["karpenter-kwok"])],
@@ -344,7 +346,9 @@ def _wait_pools_ready(capacity: Capacity, names: list[str]) -> None:
     while time.monotonic() < deadline:
         states = {}
         for name in names:
-            status = capacity.api.call("GET", f"/apis/karpenter.sh/v1/nodepools/{name}").body.get("status") or {}
+            status = (
+                capacity.api.call("GET", f"/apis/karpenter.sh/v1/nodepools/{name}").body.get("status") or {}
+            )
             states[name] = {c["type"]: c for c in status.get("conditions") or []}
         if all(s.get("Ready", {}).get("status") == "True" for s in states.values()):
             return
@@ -353,7 +357,8 @@ def _wait_pools_ready(capacity: Capacity, names: list[str]) -> None:
         ready = conditions.get("Ready", {})
         if ready.get("status") != "True":
             capacity.report.findings.append(
-                f"NodePool/{name}: Karpenter did not make it Ready: {ready.get('reason')}: {ready.get('message')}"
+                f"NodePool/{name}: Karpenter did not make it Ready: "
+                f"{ready.get('reason')}: {ready.get('message')}"
             )
 
 
@@ -410,7 +415,9 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
         if where["pool"]:
             per_pool[where["pool"]] = per_pool.get(where["pool"], 0) + 1
             if where["type"] not in allowed:
-                report.findings.append(f"{pod}: instance type {where['type']} is not in the plan's {sorted(allowed)}")
+                report.findings.append(
+                    f"{pod}: instance type {where['type']} is not in the plan's {sorted(allowed)}"
+                )
             if not pools[where["pool"]].tainted:
                 report.findings.append(f"{pod}: a GPU pod on a node of the untainted pool {where['pool']}")
     for pool in gpu_pools:
@@ -446,7 +453,9 @@ def _taint_probe(capacity: Capacity, pools: dict[str, Pool]) -> None:
     capacity.create(probe)
     capacity.settle([PROBE_NAMESPACE], 1)
     where = capacity.placement(PROBE_NAMESPACE)["no-gpu-toleration"]
-    capacity.report.observed.append(f"no-gpu-toleration -> {where['pool']} {where['type']} {where['capacity']}")
+    capacity.report.observed.append(
+        f"no-gpu-toleration -> {where['pool']} {where['type']} {where['capacity']}"
+    )
     if not where["pool"] or pools[where["pool"]].tainted:
         capacity.report.findings.append(
             f"a pod without the GPU toleration went to {where['pool'] or 'no node'}, not an untainted pool"
@@ -457,10 +466,15 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
     """Start the twin and Karpenter, run the scenario on ``render`` (one stack's render directory,
     Karpenter mode), stop everything. ``keep``: copy the programs' logs there."""
     objects, _ = load_render(render)
-    if not any(o.get("kind") == "NodePool" for o in objects):
+    groups = {
+        o["spec"]["template"]["spec"]["nodeClassRef"]["group"] for o in objects if o.get("kind") == "NodePool"
+    }
+    if groups != {EC2_NODE_CLASS_GROUP}:
+        found = ", ".join(sorted(groups)) or "no NodePool"
         raise ValueError(
-            f"{render} has no NodePool: render the stack in Karpenter mode "
-            "(`python -m automation render --stack STACK --set deepseek-eks:computeMode=karpenter`)"
+            f"{render} is not a Karpenter-mode render (NodePools of {found}; Tier 2 needs Karpenter's "
+            f"{EC2_NODE_CLASS_GROUP}): render it with `python -m automation render --stack STACK "
+            "--set deepseek-eks:computeMode=karpenter`"
         )
     plan = json.loads((render / "plan.json").read_text())
     zones = sorted(
@@ -492,5 +506,3 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
                 for log in folder.glob("*.log"):
                     (keep / log.name).write_bytes(log.read_bytes())
     return report
-
-

@@ -76,7 +76,9 @@ def _offerings(labels: dict[str, str], zones: list[str], on_demand_usd: float) -
     return out
 
 
-def _entry(name: str, labels: dict[str, str], resources: dict[str, str], zones: list[str], usd: float) -> dict[str, Any]:
+def _entry(
+    name: str, labels: dict[str, str], resources: dict[str, str], zones: list[str], usd: float
+) -> dict[str, Any]:
     return {
         "name": name,
         "offerings": _offerings(labels, zones, usd),
