@@ -391,7 +391,10 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
                 capacity.create(pod)
         created += replicas
 
-    floor = gpu_pools[0] if len(gpu_pools) > 1 else None
+    # The floor is the plan's on-demand-only pool beside one that admits spot (what its weight
+    # must make Karpenter fill first), read from the capacity types, not from the weight under test.
+    with_spot = any("spot" in p.capacity_types for p in gpu_pools)
+    floor = next((p for p in gpu_pools if "spot" not in p.capacity_types), None) if with_spot else None
     if floor is not None:
         # Weights: as many replicas as the floor admits must all land there, on-demand.
         grow(admits[floor.name])
@@ -400,7 +403,7 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
             report.observed.append(f"{pod} -> {where['pool']} {where['type']} {where['capacity']}")
             if where["pool"] != floor.name or where["capacity"] != "on-demand":
                 report.findings.append(
-                    f"{pod}: expected the heavier on-demand pool {floor.name} (weight {floor.weight}) "
+                    f"{pod}: expected the on-demand floor pool {floor.name} (weight {floor.weight}) "
                     f"while it has room, got {where['pool'] or 'no node'} ({where['capacity'] or '-'})"
                 )
     # Limits: one replica past every pool's limit.

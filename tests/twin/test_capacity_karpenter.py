@@ -1,0 +1,66 @@
+"""Tier 2 of issue 24: the real Karpenter (its kwok provider, v1.14.1) on each stack's Karpenter-mode
+NodePools, against the real kube-apiserver, kube-scheduler and node lifecycle controller.
+
+Each plan's replicas get NodeClaims of the types the plan allows, the on-demand floor pool is
+filled first (weight), each pool stops at its GPU limit (one replica past them stays Pending) and a
+pod without the GPU toleration goes to the general pool. With the weights inverted the floor
+replicas go to the cheaper spot pool, and the check says so.
+
+Without the binaries these tests skip with the build command; with DEEPSEEK_EKS_REQUIRE_CAPACITY=1
+(set by .ci/run once its bounded slot built them) they fail instead. About 80 s per stack."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from deepseek_eks.automation.twin import missing_binaries
+from deepseek_eks.automation.twin.binaries import TIER0
+from deepseek_eks.automation.twin.capacity import PROGRAMS, check_capacity
+from tests.twin.conftest import render_stack
+
+BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok"
+
+
+def require_capacity() -> None:
+    """Skip (or, under DEEPSEEK_EKS_REQUIRE_CAPACITY=1, fail) without Tier 2's binaries."""
+    absent = missing_binaries(TIER0 + PROGRAMS)
+    if not absent:
+        return
+    reason = f"Tier 2 binaries not built ({', '.join(map(str, absent))}): run `{BUILD}`"
+    if shutil.which("go") is None:
+        reason = f"no Go toolchain on PATH; {reason}"
+    if os.environ.get("DEEPSEEK_EKS_REQUIRE_CAPACITY") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_karpenter_places_each_plans_replicas_as_the_plan_says(tmp_path: Path, stack: str) -> None:
+    require_capacity()
+    report = check_capacity(render_stack(stack, "karpenter", tmp_path), keep=tmp_path / "logs")
+    assert report.findings == []
+    observed = "\n".join(report.observed)
+    assert "-> gpu-inference-floor" in observed and "-> Pending" in observed
+    assert "no-gpu-toleration -> general" in observed
+
+
+def test_a_main_pool_weighted_above_the_floor_takes_the_floor_replicas(tmp_path: Path) -> None:
+    """The check fails when the render does: with the weights inverted (the spot-and-on-demand pool
+    above the floor), Karpenter takes the cheaper spot offering for the first replicas. (Removing
+    the floor's weight alone is not enough: Karpenter orders equal weights by name, descending,
+    sigs.k8s.io/karpenter v1.14.1 pkg/utils/nodepool/nodepool.go OrderByWeight, and
+    gpu-inference-floor sorts after gpu-inference.)"""
+    require_capacity()
+    render = render_stack("prod", "karpenter", tmp_path)
+    for name, weight in (("gpu-inference-floor", 1), ("gpu-inference", 100)):
+        path = render / "kubernetes" / f"nodepool-cluster-{name}.yaml"
+        pool = yaml.safe_load(path.read_text())
+        pool["spec"]["weight"] = weight
+        path.write_text(yaml.safe_dump(pool))
+    report = check_capacity(render)
+    assert any("expected the on-demand floor pool gpu-inference-floor" in f for f in report.findings)
