@@ -1,5 +1,5 @@
 """Tier 2 of issue 24: the real Karpenter (its kwok provider, v1.14.1) on each stack's Karpenter-mode
-NodePools, against the real kube-apiserver, kube-scheduler and node lifecycle controller.
+NodePools (every stack file), against the real kube-apiserver, kube-scheduler and node lifecycle controller.
 
 Each plan's replicas get NodeClaims of the types the plan allows, the on-demand floor pool is
 filled first (weight), each pool stops at its GPU limit (one replica past them stays Pending) and a
@@ -7,10 +7,11 @@ pod without the GPU toleration goes to the general pool. With the weights invert
 replicas go to the cheaper spot pool, and the check says so.
 
 Without the binaries these tests skip with the build command; with DEEPSEEK_EKS_REQUIRE_CAPACITY=1
-(set by .ci/run once its bounded slot built them) they fail instead. About 80 s per stack."""
+(set by .ci/run once its bounded slot built them) they fail instead. About 60-80 s per stack."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from deepseek_eks.automation.stackfile import stack_names
 from deepseek_eks.automation.twin import missing_binaries
 from deepseek_eks.automation.twin.binaries import TIER0
 from deepseek_eks.automation.twin.capacity import PROGRAMS, check_capacity
@@ -39,14 +41,18 @@ def require_capacity() -> None:
     pytest.skip(reason)
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", stack_names())
 def test_karpenter_places_each_plans_replicas_as_the_plan_says(tmp_path: Path, stack: str) -> None:
+    """dev and prod (spot and on-demand: a floor pool) and r1 (on-demand only, two-node
+    LeaderWorkerSet replicas, so no floor)."""
     require_capacity()
-    report = check_capacity(render_stack(stack, "karpenter", tmp_path), keep=tmp_path / "logs")
+    render = render_stack(stack, "karpenter", tmp_path)
+    report = check_capacity(render, keep=tmp_path / "logs")
     assert report.findings == []
     observed = "\n".join(report.observed)
-    assert "-> gpu-inference-floor" in observed and "-> Pending" in observed
-    assert "no-gpu-toleration -> general" in observed
+    capacity_types = json.loads((render / "plan.json").read_text())["capacity_types"]
+    assert ("-> gpu-inference-floor" in observed) == ({"spot", "on-demand"} <= set(capacity_types))
+    assert "-> Pending" in observed and "no-gpu-toleration -> general" in observed
 
 
 def test_a_main_pool_weighted_above_the_floor_takes_the_floor_replicas(tmp_path: Path) -> None:
