@@ -380,8 +380,16 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
     namespace = workload["metadata"]["namespace"]
     gpu_pools = sorted((p for p in pools.values() if p.tainted), key=lambda p: -p.weight)
     per_replica = sum(map(_gpus, replica_pods(workload, 0)))
+    unlimited = [p.name for p in gpu_pools if p.gpu_limit is None]
+    if unlimited:
+        report.findings += [
+            f"NodePool/{name}: no {GPU_RESOURCE} limit, so nothing stops Karpenter past the plan's "
+            f"max_replicas ({plan['max_replicas']})"
+            for name in unlimited
+        ]
+        return
     # The replicas each pool's GPU limit admits, heaviest pool first (Karpenter's order).
-    admits = {p.name: (p.gpu_limit or 0) // per_replica for p in gpu_pools}
+    admits = {p.name: int(p.gpu_limit or 0) // per_replica for p in gpu_pools}
     created = 0
 
     def grow(replicas: int) -> None:

@@ -9,12 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import yaml
 
 from deepseek_eks.automation.twin import pinned_version
-from deepseek_eks.automation.twin.capacity import ephemeral_storage, kwok_nodepools
+from deepseek_eks.automation.twin.capacity import (
+    Capacity,
+    CapacityReport,
+    ephemeral_storage,
+    kwok_nodepools,
+    run_scenario,
+)
 from deepseek_eks.automation.twin.check import load_render
 from deepseek_eks.automation.twin.instance_types import aws_labels, instance_types_file
 from deepseek_eks.components.versions import KARPENTER
@@ -156,3 +163,27 @@ def test_capacity_refuses_an_auto_mode_render_naming_the_setting(tmp_path: Path)
     )
     assert result.returncode == 2, result.stderr
     assert "deepseek-eks:computeMode=karpenter" in result.stderr and "eks.amazonaws.com" in result.stderr
+
+
+def test_a_gpu_pool_without_a_gpu_limit_is_a_finding(tmp_path: Path) -> None:
+    """Nothing would stop Karpenter past the plan's maximum: reported before any pod is created."""
+    render = render_stack("prod", "karpenter", tmp_path)
+    objects, _ = load_render(render)
+    pools, _ = kwok_nodepools(objects)
+    main = next(p for p in pools if p["metadata"]["name"] == "gpu-inference")
+    del main["spec"]["limits"]
+    report = CapacityReport("prod")
+
+    class Offline(Capacity):
+        def create(self, obj: dict[str, Any]) -> None:
+            """Nothing runs: the check must decide from the render alone."""
+
+    target = "deepseek_eks.automation.twin.capacity"
+    with (
+        mock.patch(f"{target}.kwok_nodepools", return_value=(pools, [])),
+        mock.patch(f"{target}._wait_pools_ready"),
+    ):
+        run_scenario(Offline(mock.Mock(), {}, report), render)
+    maximum = json.loads((render / "plan.json").read_text())["max_replicas"]
+    assert len(report.findings) == 1
+    assert all(s in report.findings[0] for s in ("NodePool/gpu-inference:", "nvidia.com/gpu", f"({maximum})"))
