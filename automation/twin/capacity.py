@@ -51,6 +51,7 @@ PROBE_NAMESPACE = "capacity-probe"
 SETTLE_S = 20.0  # no NodeClaim or binding change for this long: Karpenter has decided (batches: 2 s)
 STEP_TIMEOUT_S = 180.0
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "LeaderWorkerSet")
+INSTANCE_TYPES_ERROR = "failed constructing instance types"  # sigs.k8s.io/karpenter v1.14.1 kwok/main.go
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,13 @@ class Capacity:
             if program.process.poll() is not None:
                 code = program.process.returncode
                 raise TwinError(f"{name} exited with {code}:\n{_tail(program.log)}")
+        # The provider logs a file it cannot parse and runs on with no instance types at all
+        # (kwok/main.go), which would look like "no capacity": say what it said instead.
+        karpenter = self.programs.get("karpenter")
+        lines = karpenter.log.read_text(errors="replace").splitlines() if karpenter else []
+        refused = [line for line in lines if INSTANCE_TYPES_ERROR in line]
+        if refused:
+            raise TwinError(f"Karpenter refused the instance-type file: {refused[0]}")
 
     def nodeclaims(self) -> list[dict[str, Any]]:
         return list(self.api.call("GET", NODECLAIMS).body.get("items") or [])

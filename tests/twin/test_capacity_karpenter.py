@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -23,6 +24,7 @@ from deepseek_eks.automation.stackfile import stack_names
 from deepseek_eks.automation.twin import missing_binaries
 from deepseek_eks.automation.twin.binaries import TIER0
 from deepseek_eks.automation.twin.capacity import PROGRAMS, check_capacity
+from deepseek_eks.automation.twin.server import TwinError
 from tests.twin.conftest import render_stack
 
 BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok"
@@ -70,3 +72,18 @@ def test_a_main_pool_weighted_above_the_floor_takes_the_floor_replicas(tmp_path:
         path.write_text(yaml.safe_dump(pool))
     report = check_capacity(render)
     assert any("expected the on-demand floor pool gpu-inference-floor" in f for f in report.findings)
+
+
+def test_the_real_provider_parses_the_generated_file_and_a_broken_one_is_named(tmp_path: Path) -> None:
+    """The placements above prove the provider read our file; a file it cannot unmarshal (a
+    string where its Go type wants a number) is reported as such, not as missing capacity."""
+    require_capacity()
+
+    def broken(path: Path, *args: object) -> None:
+        path.write_text(json.dumps([{"name": "g6e.12xlarge", "offerings": [{"Price": "cheap"}]}]))
+
+    with (
+        mock.patch("deepseek_eks.automation.twin.capacity.instance_types_file", broken),
+        pytest.raises(TwinError, match=r"Karpenter refused the instance-type file: .*could not parse JSON"),
+    ):
+        check_capacity(render_stack("dev", "karpenter", tmp_path))
