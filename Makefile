@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build
+.PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,10 @@ twin-build: ## build the twin's binaries from the Go module proxy (once; cached 
 
 twin: venv twin-build ## build the twin, judge every render against it (Tier 0), run stacks through the real engine (Tier 1)
 	DEEPSEEK_EKS_REQUIRE_TOOLS=1 DEEPSEEK_EKS_REQUIRE_ENGINE=1 $(PY) -m pytest -q tests/twin tests/engine
+
+twin-capacity: venv ## Tier 2: the real Karpenter (kwok provider) on dev's and prod's NodePools (docs/verification-twin.md)
+	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok
+	DEEPSEEK_EKS_REQUIRE_CAPACITY=1 $(PY) -m pytest -q tests/twin/test_capacity.py tests/twin/test_capacity_karpenter.py
 
 lint: venv
 	$(PY) -m ruff check .

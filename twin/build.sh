@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the twin's real Kubernetes programs from the Go module proxy, only those
 # missing from the cache. Usage: twin/build.sh [NAME...]
-#   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok
+#   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok karpenter-kwok
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -25,6 +25,7 @@ print(next(r["Version"] for r in json.load(sys.stdin)["Require"] if r["Path"] ==
 kube_version="$(required_version "$here/go/kubernetes" k8s.io/kubernetes)"
 etcd_version="$(required_version "$here/go/etcd" go.etcd.io/etcd/server/v3)"
 kwok_version="$(required_version "$here/go/kwok" sigs.k8s.io/kwok)"
+karpenter_version="$(required_version "$here/go/karpenter" sigs.k8s.io/karpenter)"
 
 kube_ldflags() {
   # The stamps hack/lib/version.sh sets in k8s.io/kubernetes (kube::version::ldflags),
@@ -47,6 +48,9 @@ build_one() {
     kwok) # its consts.Version is spelled without the leading v upstream
       version="$kwok_version"; module="$here/go/kwok"; pkg="sigs.k8s.io/kwok/cmd/kwok"
       ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}" ;;
+    karpenter-kwok) # Karpenter core's kwok cloud provider (Tier 2, capacity); no version stamps
+      # are read by it at run time, so none are set.
+      version="$karpenter_version"; module="$here/go/karpenter"; pkg="sigs.k8s.io/karpenter/kwok"; ldflags="-s -w" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
       version="$kube_version"; module="$here/go/kubernetes"; pkg="./cmd/$name"; ldflags="$(kube_ldflags)" ;;
     *) echo "twin/build.sh: unknown program '$name'" >&2; exit 2 ;;

@@ -6,6 +6,10 @@ with strict field validation, the CRD schemas' CEL rules and PodSecurity admissi
 labels we set; against a previous render, that the update is accepted (no immutable field changed).
 What it does not: AWS, EKS Auto Mode, the Helm charts' own objects (no chart repository offline) and
 any controller's behaviour (no controllers run in Tier 0).
+
+Tier 2 (``capacity.py``, ``twin capacity``) runs the real Karpenter (its kwok provider) with
+kube-scheduler, kwok and the node lifecycle controller on a Karpenter-mode render's NodePools, with
+instance types generated from the GPU catalog (``instance_types.py``); see docs/verification-twin.md.
 """
 
 from .binaries import BinariesMissing, binary_path, missing_binaries, pinned_version

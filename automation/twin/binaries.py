@@ -24,6 +24,7 @@ PROGRAMS = {
     "kube-controller-manager": ("go/kubernetes", "k8s.io/kubernetes"),
     "kube-scheduler": ("go/kubernetes", "k8s.io/kubernetes"),
     "kwok": ("go/kwok", "sigs.k8s.io/kwok"),
+    "karpenter-kwok": ("go/karpenter", "sigs.k8s.io/karpenter"),
 }
 TIER0 = ("etcd", "kube-apiserver")
 

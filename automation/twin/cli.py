@@ -2,6 +2,8 @@
 
 twin check --render DIR [--previous DIR]   exit 0 all accepted, 1 a rejection, 2 bad input,
                                            3 the twin's binaries are missing (`make twin`)
+twin capacity --render DIR [--logs DIR]    Tier 2: the real Karpenter (kwok provider) on the render's
+                                           NodePools; same exit codes (3: `twin/build.sh karpenter-kwok`)
 twin snapshot [--update]                   the committed render snapshots (upgrade baseline)
 twin build                                 build the missing binaries (twin/build.sh)
 """
@@ -25,6 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check = sub.add_parser("check", help="judge one stack's render directory (build/rendered/<stack>)")
     check.add_argument("--render", type=Path, required=True, help="one stack's render directory")
     check.add_argument("--previous", type=Path, help="a previous render, applied first: judge an upgrade")
+    capacity = sub.add_parser(
+        "capacity", help="Tier 2: the real Karpenter on a Karpenter-mode render's NodePools"
+    )
+    capacity.add_argument(
+        "--render", type=Path, required=True, help="one stack's render (computeMode karpenter)"
+    )
+    capacity.add_argument("--logs", type=Path, help="keep the programs' logs in this folder")
     snap = sub.add_parser("snapshot", help="compare (or --update) the committed render snapshots")
     snap.add_argument("--update", action="store_true", help="rewrite the snapshots from today's render")
     snap.add_argument("--stack", action="append", help="only this stack (repeatable)")
@@ -50,6 +59,24 @@ def _check(render: Path, previous: Path | None) -> int:
     return 0 if report.ok else 1
 
 
+def _capacity(render: Path, logs: Path | None) -> int:
+    from .capacity import check_capacity
+
+    try:
+        report = check_capacity(render, logs)
+    except (ValueError, BinariesMissing, TwinError) as error:
+        code = 2 if isinstance(error, ValueError) else 3 if isinstance(error, BinariesMissing) else 1
+        print(f"error: {error}", file=sys.stderr)
+        return code
+    for line in report.observed:
+        print(f"observed: {line}")
+    for finding in report.findings:
+        print(f"FAILED {finding}")
+    verdict = "as the plan says" if report.ok else f"{len(report.findings)} finding(s)"
+    print(f"twin capacity: Karpenter placed {report.stack}'s replicas {verdict} ({render})")
+    return 0 if report.ok else 1
+
+
 def _snapshot(update: bool, stacks: list[str] | None) -> int:
     from .snapshot import SNAPSHOT_DIR, sync
 
@@ -69,6 +96,8 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the chosen ``twin`` subcommand; returns the exit code."""
     if args.twin_command == "check":
         return _check(args.render, args.previous)
+    if args.twin_command == "capacity":
+        return _capacity(args.render, args.logs)
     if args.twin_command == "snapshot":
         return _snapshot(args.update, args.stack)
     return subprocess.run([str(TWIN_DIR / "build.sh")], check=False).returncode

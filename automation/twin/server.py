@@ -69,6 +69,9 @@ class Api:
 
     http: httpx.Client
     resources: dict[tuple[str, str], Resource] = field(default_factory=dict)
+    # The twin's certificates (CA, admin client): what a controller run beside it needs for its
+    # kubeconfig (automation/twin/capacity.py). None for an Api not made by running_twin.
+    certificates: certs.Certificates | None = None
 
     def call(
         self,
@@ -241,7 +244,7 @@ def running_twin() -> Iterator[Api]:
             with http:
                 ready = lambda: http.get("/readyz").status_code == 200  # noqa: E731
                 _wait_ready(ready, processes, "kube-apiserver /readyz")
-                api = Api(http)
+                api = Api(http, certificates=files)
                 api.discover()
                 yield api
         finally:
