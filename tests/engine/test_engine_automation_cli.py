@@ -85,7 +85,8 @@ def changed(document: dict[str, Any]) -> dict[str, int]:
 def test_automation_cli_dev_stack_through_the_engine(
     cli_on_twin: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """preview, up --yes, preview --expect-no-changes, destroy --yes; the policy pack is off here
+    """preview, up --yes, preview --expect-no-changes, a refused compute-mode switch, destroy --yes;
+    the policy pack is off here
     (``--no-policy-pack``: see the next test for why)."""
     started = time.monotonic()
     dev = ("--project-dir", str(cli_on_twin))
@@ -105,6 +106,16 @@ def test_automation_cli_dev_stack_through_the_engine(
     code, again, err = run_cli(capsys, *dev, "preview", *settings, "--expect-no-changes", "--no-policy-pack")
     assert code == 0, err
     assert not changed(again), again
+
+    # The compute-mode switch the product refuses (automation/mode_switch.py: the real API server
+    # rejects it in place, tests/engine/test_engine_existing_cluster.py): refused with exit 2 and
+    # the migration path, from the deployed stack's own outputs, before anything changes.
+    switch = (*settings, "--set", "deepseek-eks:computeMode=karpenter")
+    code, refused, err = run_cli(capsys, *dev, "up", *switch, "--yes", "--skip-preflight", "--no-policy-pack")
+    assert code == 2, (refused, err)
+    assert "deploy a new stack with computeMode 'karpenter'" in refused["error"], refused
+    code, still, err = run_cli(capsys, *dev, "preview", *settings, "--expect-no-changes", "--no-policy-pack")
+    assert code == 0 and not changed(still), (still, err)
 
     code, gone, err = run_cli(capsys, *dev, "destroy", "--stack", "dev", "--yes")
     assert code == 0, err
