@@ -152,6 +152,9 @@ def _helm_release(record: Recorded) -> tuple[str, dict[str, Any]]:
             "repository": repo,
             "version": i.get("version"),
             "namespace": i.get("namespace"),
+            # Helm creates the namespace itself (`helm install --create-namespace`): nothing else
+            # in the render does, and what the program puts in it (a NetworkPolicy) needs it.
+            "create_namespace": True if i.get("createNamespace") else None,
             "values": i.get("values") or {},
         }
     )

@@ -87,7 +87,22 @@ def load_render(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
         )
     objects = [yaml.safe_load(p.read_text()) for p in sorted(kubernetes.glob("*.yaml"))]
     helm = sorted(p.stem for p in (folder / "helm").glob("*.yaml"))
-    return objects, helm
+    return objects + helm_namespaces(folder, objects), helm
+
+
+def helm_namespaces(folder: Path, objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The namespaces Helm releases create themselves (``create_namespace`` in their render file),
+    which no rendered object declares: on a cluster they exist before anything the program puts
+    there (it depends on the release), so the twin creates them too."""
+    declared = {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}
+    out: list[dict[str, Any]] = []
+    for path in sorted((folder / "helm").glob("*.yaml")):
+        release = yaml.safe_load(path.read_text()) or {}
+        name = release.get("namespace")
+        if release.get("create_namespace") and name and name not in declared:
+            declared.add(name)
+            out.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    return out
 
 
 def _rank(obj: dict[str, Any]) -> int:

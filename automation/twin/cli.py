@@ -83,7 +83,7 @@ def _snapshot(update: bool, stacks: list[str] | None) -> int:
     changed = sync(update, stacks)
     for stack, files in changed.items():
         for name in files:
-            print(f"{'updated' if update else 'differs'}: {SNAPSHOT_DIR.name}/{stack}/kubernetes/{name}")
+            print(f"{'updated' if update else 'differs'}: {SNAPSHOT_DIR.name}/{stack}/{name}")
     if update or not any(changed.values()):
         return 0
     print(

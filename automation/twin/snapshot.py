@@ -1,4 +1,5 @@
-"""The upgrade baseline: each stack file's render (``kubernetes/*.yaml``), committed under
+"""The upgrade baseline: each stack file's render (``kubernetes/*.yaml``, and of each Helm release
+only what the twin reads: its namespace and whether Helm creates it), committed under
 tests/snapshots/render/<stack>/ and updated like the URN snapshots (reviewed, on purpose), so
 ``twin check --previous`` judges today's render as an update of the last reviewed one."""
 
@@ -8,6 +9,8 @@ import filecmp
 import shutil
 import tempfile
 from pathlib import Path
+
+import yaml
 
 from ..render import render, write
 from ..stackfile import PROJECT_ROOT, read_stack, stack_names
@@ -20,29 +23,45 @@ def render_stack(stack: str, out: Path) -> Path:
     return write(render(read_stack(stack)), out)
 
 
+def _helm_namespaces(render: Path, out: Path) -> None:
+    """Each release's ``namespace`` and ``create_namespace`` (what automation/twin/check.py reads
+    of ``helm/``), without the chart's values."""
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted((render / "helm").glob("*.yaml")):
+        release = yaml.safe_load(path.read_text()) or {}
+        kept = {k: release[k] for k in ("namespace", "create_namespace") if k in release}
+        (out / path.name).write_text(yaml.safe_dump(kept, sort_keys=True))
+
+
 def _differences(fresh: Path, committed: Path) -> list[str]:
-    new, old = fresh / "kubernetes", committed / "kubernetes"
-    names = {p.name for p in new.glob("*.yaml")} | {p.name for p in old.glob("*.yaml")}
+    names = {
+        str(p.relative_to(root))
+        for root in (fresh, committed)
+        for folder in ("kubernetes", "helm")
+        for p in (root / folder).glob("*.yaml")
+    }
     return sorted(
         n
         for n in names
-        if not (old / n).exists()
-        or not (new / n).exists()
-        or not filecmp.cmp(new / n, old / n, shallow=False)
+        if not (committed / n).exists()
+        or not (fresh / n).exists()
+        or not filecmp.cmp(fresh / n, committed / n, shallow=False)
     )
 
 
 def sync(update: bool, stacks: list[str] | None = None) -> dict[str, list[str]]:
-    """The changed files of each stack's render against its snapshot; with ``update``, the
-    snapshot is rewritten (its ``kubernetes/`` folder only: that is what the twin reads)."""
+    """The changed files (``kubernetes/...``, ``helm/...``) of each stack's render against its
+    snapshot; with ``update``, the snapshot is rewritten."""
     changed = {}
     with tempfile.TemporaryDirectory(prefix="deepseek-eks-render-") as temp:
         for stack in stacks or stack_names():
-            fresh = render_stack(stack, Path(temp))
+            rendered = render_stack(stack, Path(temp) / "full")
+            fresh = Path(temp) / "snapshot" / stack
+            shutil.copytree(rendered / "kubernetes", fresh / "kubernetes")
+            _helm_namespaces(rendered, fresh / "helm")
             committed = SNAPSHOT_DIR / stack
             changed[stack] = _differences(fresh, committed)
             if update and changed[stack]:
                 shutil.rmtree(committed, ignore_errors=True)
-                committed.mkdir(parents=True)
-                shutil.copytree(fresh / "kubernetes", committed / "kubernetes")
+                shutil.copytree(fresh, committed)
     return changed

@@ -8,7 +8,8 @@ renamed flag, command or setting breaks a test, not a reader.
   check`` and ``make render`` (each distinct command once; renders go to a temporary folder).
 - Python blocks run: a program that builds a ``DeepSeekService`` under ``deepseek_eks.testing``'s
   mocks, an example that brings its own ``test_*`` functions by calling them.
-- A block preceded by ``<!-- needs: aws -->`` needs AWS or Pulumi credentials (or a cluster):
+- A block preceded by ``<!-- needs: aws -->`` needs AWS or Pulumi credentials (or a cluster),
+  ``<!-- needs: twin -->`` the twin's built programs:
   it is not run, but its ``python -m`` commands are still parsed and a Python block must compile
   with every ``from X import Y`` resolving.
 """
@@ -33,6 +34,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKER = "<!-- needs: aws -->"
+# The same for commands that need the twin's programs built (minutes to an hour of Go builds):
+# parsed, not run here; tests/twin and tests/engine run what they do.
+MARKERS = {MARKER, "<!-- needs: twin -->"}
 # Fences may be indented (a block inside a list item); the block's text is dedented.
 FENCE = re.compile(r"^[ \t]*```(bash|sh|console|python)[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
 # Offline subcommands that run here; any other ``python -m automation`` command needs AWS or Pulumi.
@@ -68,7 +72,7 @@ def blocks() -> list[Block]:
         text = path.read_text(encoding="utf-8")
         for match in FENCE.finditer(text):
             before = text[: match.start()].rstrip().splitlines()
-            needs = bool(before) and before[-1].strip() == MARKER
+            needs = bool(before) and before[-1].strip() in MARKERS
             line = text.count("\n", 0, match.start()) + 1
             found.append(Block(path, line, match[1], textwrap.dedent(match[2]), needs))
     return found
