@@ -83,15 +83,23 @@ def replicas_for(rate: float, slo_s: float, prefill_s: float, service_s: float, 
     raise PlanError(f"more than {MAX_REPLICAS_SEARCHED} replicas needed for {rate} requests/s")
 
 
-def highest_rate(replicas: int, slo_s: float, prefill_s: float, service_s: float, slots: int) -> float:
-    """The highest request rate (requests/s) ``replicas`` serve with p95 TTFT within ``slo_s``: the
-    inverse of ``replicas_for`` (0 when even an idle fleet misses the SLO)."""
-    if replicas < 1 or p_ttft_above(slo_s, prefill_s, 0.0, service_s, replicas * slots) > 1 - SLO_QUANTILE:
+def highest_rate(
+    replicas: int,
+    slo_s: float,
+    prefill_s: float,
+    service_s: float,
+    slots: int,
+    quantile: float = SLO_QUANTILE,
+) -> float:
+    """The highest request rate (requests/s) ``replicas`` serve with the ``quantile`` TTFT within
+    ``slo_s``: the inverse of ``replicas_for`` (0 when even an idle fleet misses the SLO)."""
+    allowed = 1 - quantile
+    if replicas < 1 or p_ttft_above(slo_s, prefill_s, 0.0, service_s, replicas * slots) > allowed:
         return 0.0
     lo, hi = 0.0, replicas * slots / service_s  # above saturation P(TTFT > SLO) is 1
     for _ in range(60):  # bisection: P(TTFT > SLO) grows with the rate
         mid = (lo + hi) / 2
-        if p_ttft_above(slo_s, prefill_s, mid, service_s, replicas * slots) <= 1 - SLO_QUANTILE:
+        if p_ttft_above(slo_s, prefill_s, mid, service_s, replicas * slots) <= allowed:
             lo = mid
         else:
             hi = mid

@@ -214,14 +214,17 @@ def default_rate(
     duration_s: float,
 ) -> float:
     """The mean rate whose busiest moment the stack's ``maxReplicas`` serve within its TTFT SLO
-    (capacity planning's M/M/c model, ``deepseek_eks.sizing.capacity``): the load the stack's own
-    ceiling was set for, so the simulation judges the signal, not the bounds."""
+    for 99 % of requests (capacity planning's M/M/c model, ``deepseek_eks.sizing.capacity``): the
+    load the stack's own ceiling was set for, so the simulation judges the signal, not the
+    bounds."""
     replica = ReplicaModel.from_plan(inputs.plan, curve)
     assert replica.hardware is not None  # from_plan always carries hardware (fitted or calibrated)
     prefill, service, slots = service_model(
         replica.hardware, plan_limits(inputs.plan), lengths.prompt_tokens, lengths.output_tokens
     )
-    peak = highest_rate(inputs.max_replicas, inputs.ttft_slo_s, prefill, service, slots)
+    # Sized at the goal's quantile: a ceiling that serves its peak only at p95 cannot meet the SLO
+    # for 99 % of the day's requests when the peak holds most of them (the step trace).
+    peak = highest_rate(inputs.max_replicas, inputs.ttft_slo_s, prefill, service, slots, ATTAINMENT_GOAL)
     if peak <= 0:
         raise TraceError(
             f"stack {inputs.stack}: one idle replica already misses observability.ttftSloSeconds "
