@@ -223,8 +223,11 @@ def default_rate(
         replica.hardware, plan_limits(inputs.plan), lengths.prompt_tokens, lengths.output_tokens
     )
     # Sized at the goal's quantile: a ceiling that serves its peak only at p95 cannot meet the SLO
-    # for 99 % of the day's requests when the peak holds most of them (the step trace).
-    peak = highest_rate(inputs.max_replicas, inputs.ttft_slo_s, prefill, service, slots, ATTAINMENT_GOAL)
+    # for 99 % of the day's requests when the peak holds most of them (the step trace). Each
+    # replica is its own queue: the load balancer routes round robin (stack_facts' routing), so
+    # a replica's slots are never shared with another's waiting requests.
+    one = highest_rate(1, inputs.ttft_slo_s, prefill, service, slots, ATTAINMENT_GOAL)
+    peak = inputs.max_replicas * one
     if peak <= 0:
         raise TraceError(
             f"stack {inputs.stack}: one idle replica already misses observability.ttftSloSeconds "
