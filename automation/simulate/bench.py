@@ -66,6 +66,11 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
             "autoscaling.minReplicas": "2",
             "autoscaling.schedule": _busy_hours(3),
         },
+        "queue-depth 1, min 2, 4 from 08:00 to 20:00": {
+            **QUEUE_1,
+            "autoscaling.minReplicas": "2",
+            "autoscaling.schedule": _busy_hours(4),
+        },
         "combined, queue 1, GPU 90 %": {
             "autoscaling.signal": "combined",
             "autoscaling.queueDepthPerReplica": "1",
