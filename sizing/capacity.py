@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from .catalog import GPU_FAMILIES, VARIANTS
 from .memory import Quantization
-from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, steady_state
+from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
 from .planner import PlanError, PlanRequest, SizingPlan, plan
 
 SLO_QUANTILE = 0.95
@@ -83,6 +83,39 @@ def replicas_for(rate: float, slo_s: float, prefill_s: float, service_s: float, 
     raise PlanError(f"more than {MAX_REPLICAS_SEARCHED} replicas needed for {rate} requests/s")
 
 
+def highest_rate(
+    replicas: int,
+    slo_s: float,
+    prefill_s: float,
+    service_s: float,
+    slots: int,
+    quantile: float = SLO_QUANTILE,
+) -> float:
+    """The highest request rate (requests/s) ``replicas`` serve with the ``quantile`` TTFT within
+    ``slo_s``: the inverse of ``replicas_for`` (0 when even an idle fleet misses the SLO)."""
+    allowed = 1 - quantile
+    if replicas < 1 or p_ttft_above(slo_s, prefill_s, 0.0, service_s, replicas * slots) > allowed:
+        return 0.0
+    lo, hi = 0.0, replicas * slots / service_s  # above saturation P(TTFT > SLO) is 1
+    for _ in range(60):  # bisection: P(TTFT > SLO) grows with the rate
+        mid = (lo + hi) / 2
+        if p_ttft_above(slo_s, prefill_s, mid, service_s, replicas * slots) <= allowed:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def service_model(
+    hw: Hardware, limits: SchedulerLimits, prompt_tokens: int, output_tokens: int
+) -> tuple[float, float, int]:
+    """(prefill s, service s, slots) of one replica at these lengths: what the M/M/c model queues."""
+    full = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
+    alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens)
+    # The KV cache may hold fewer than max_num_seqs at these lengths.
+    return alone.ttft_s, output_tokens * full.itl_s, full.running
+
+
 def capacity(
     sized: SizingPlan,
     rate: float,
@@ -93,14 +126,11 @@ def capacity(
 ) -> Capacity:
     """Recommended minReplicas (for ``rate``) and maxReplicas (for ``peak_rate``)."""
     hw, limits = sized.hardware, sized.scheduler_limits
-    full = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
-    alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens)
-    slots = full.running  # the KV cache may hold fewer than max_num_seqs at these lengths
-    service = output_tokens * full.itl_s
-    prefill = alone.ttft_s
+    prefill, service, slots = service_model(hw, limits, prompt_tokens, output_tokens)
     lo = replicas_for(rate, slo_s, prefill, service, slots)
     hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
-    return Capacity(max(1, lo), max(1, hi), full.requests_per_second, service, prefill, slots)
+    saturated = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
+    return Capacity(max(1, lo), max(1, hi), saturated.requests_per_second, service, prefill, slots)
 
 
 def parser() -> argparse.ArgumentParser:

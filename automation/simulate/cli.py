@@ -47,7 +47,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--profile", choices=PROFILES, default="bursty", help="built-in trace (default bursty)")
     p.add_argument("--hours", type=float, default=24.0, help="length of a built-in trace (default 24)")
-    p.add_argument("--rate", type=float, help="mean requests/s (default: 1.5 saturated replicas' worth)")
+    p.add_argument(
+        "--rate",
+        type=float,
+        help="mean requests/s (default: the rate whose peak maxReplicas serve within the SLO)",
+    )
     p.add_argument(
         "--prompt-tokens", type=int, default=LengthProfile().prompt_tokens, help="mean prompt length"
     )

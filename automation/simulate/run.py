@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_eks.settings import PROJECT, parse_settings
+from deepseek_eks.sizing.capacity import highest_rate, service_model
 from deepseek_eks.sizing.planner import STARTUP_MARGIN
 
 from ..stackfile import PROJECT_ROOT, read_stack
 from ..stats import percentile
 from .engine import Outcome, SimConfig, Simulation, StartupTimes
-from .replica import ReplicaModel, ThroughputCurve, published_curve
+from .replica import ReplicaModel, ThroughputCurve, plan_limits, published_curve
 from .stack import (
     AutoscalerSpec,
     StackFacts,
@@ -25,7 +26,7 @@ from .stack import (
     guides,
     stack_facts,
 )
-from .traffic import LengthProfile, Request, generate, profile_lengths, read_csv
+from .traffic import LengthProfile, Request, TraceError, generate, profile_lengths, rate_function, read_csv
 
 SIGNALS = ("gpu-utilization", "queue-depth", "combined", "kv-cache")
 # t=0 of every trace: Monday 2026-01-05 00:00 UTC (cron schedules are read against this clock).
@@ -198,16 +199,44 @@ class TraceSpec:
 
     profile: str = "bursty"
     hours: float = 24.0
-    rate_rps: float | None = None  # default: 1.5 saturated replicas' worth of requests
+    rate_rps: float | None = None  # default: the rate whose peak fits maxReplicas (default_rate)
     csv: Path | None = None
     seed: int = 1
     lengths: LengthProfile = field(default_factory=LengthProfile)
 
 
-def default_rate(inputs: StackInputs, curve: ThroughputCurve, lengths: LengthProfile) -> float:
-    """1.5 replicas' worth of work at the plan's max_num_seqs: enough that scaling matters."""
+def default_rate(
+    inputs: StackInputs,
+    curve: ThroughputCurve,
+    profile: str,
+    lengths: LengthProfile,
+    seed: int,
+    duration_s: float,
+) -> float:
+    """The mean rate whose busiest moment the stack's ``maxReplicas`` serve within its TTFT SLO
+    for 99 % of requests (capacity planning's M/M/c model, ``deepseek_eks.sizing.capacity``): the
+    load the stack's own ceiling was set for, so the simulation judges the signal, not the
+    bounds."""
     replica = ReplicaModel.from_plan(inputs.plan, curve)
-    return 1.5 * replica.saturated_tokens_per_s() / lengths.output_tokens
+    assert replica.hardware is not None  # from_plan always carries hardware (fitted or calibrated)
+    prefill, service, slots = service_model(
+        replica.hardware, plan_limits(inputs.plan), lengths.prompt_tokens, lengths.output_tokens
+    )
+    # Sized at the goal's quantile: a ceiling that serves its peak only at p95 cannot meet the SLO
+    # for 99 % of the day's requests when the peak holds most of them (the step trace). Each
+    # replica is its own queue: the load balancer routes round robin (stack_facts' routing), so
+    # a replica's slots are never shared with another's waiting requests.
+    one = highest_rate(1, inputs.ttft_slo_s, prefill, service, slots, ATTAINMENT_GOAL)
+    peak = inputs.max_replicas * one
+    if peak <= 0:
+        raise TraceError(
+            f"stack {inputs.stack}: one idle replica already misses observability.ttftSloSeconds "
+            f"{inputs.ttft_slo_s:g} s at these lengths; pass --rate or raise the SLO"
+        )
+    shape = rate_function(profile, 1.0, seed, duration_s)
+    # The same 30 s grid generate() thins against, so "the peak" is the one the trace draws from.
+    peak_ratio = max(shape(i * 30.0) for i in range(int(duration_s / 30) + 1))
+    return peak / peak_ratio
 
 
 def build_trace(
@@ -219,8 +248,12 @@ def build_trace(
         requests, duration = read_csv(spec.csv, spec.seed, spec.lengths, max_len)
         return requests, duration, len(requests) / duration
     lengths = profile_lengths(spec.profile, spec.lengths)
-    rate = spec.rate_rps if spec.rate_rps is not None else default_rate(inputs, curve, lengths)
     duration = spec.hours * 3600
+    rate = (
+        spec.rate_rps
+        if spec.rate_rps is not None
+        else default_rate(inputs, curve, spec.profile, lengths, spec.seed, duration)
+    )
     return generate(spec.profile, rate, duration, spec.seed, lengths, max_len), duration, rate
 
 

@@ -299,8 +299,10 @@ def test_every_iam_policy_is_least_privilege(prod: Construction) -> None:
     documents += [
         json.loads(r.inputs["policy"]) for r in prod.mocks.of_type("aws:sqs/queuePolicy:QueuePolicy")
     ]
-    # 4 roles (node, karpenter, load balancer controller, EBS CSI), 2 inline policies, 1 queue policy.
-    assert len(documents) == 7
+    # 4 roles (node, karpenter, load balancer controller, EBS CSI), 2 inline policies, 1 queue
+    # policy; Pulumi.prod.yaml's weights.source s3 adds vLLM's read-only role and the stager's
+    # role on the weights bucket, each with its inline policy (docs/weights.md).
+    assert len(documents) == 11
     for doc in documents:
         assert assert_least_privilege(doc) == []
 
@@ -308,8 +310,12 @@ def test_every_iam_policy_is_least_privilege(prod: Construction) -> None:
 def test_pod_identity_roles_are_scoped_to_their_service_accounts(prod: Construction) -> None:
     token = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
     associations = {r.inputs["serviceAccount"]: r.inputs for r in prod.mocks.of_type(token)}
-    assert set(associations) == {"karpenter", "aws-load-balancer-controller"}
-    assert all(a["namespace"] == "kube-system" for a in associations.values())
+    controllers = {"karpenter", "aws-load-balancer-controller"}
+    # weights.source s3 (Pulumi.prod.yaml): vLLM reads and the stager Job writes the weights bucket.
+    weights = {"vllm", "weights-stager"}
+    assert set(associations) == controllers | weights
+    assert all(associations[sa]["namespace"] == "kube-system" for sa in controllers)
+    assert all(associations[sa]["namespace"] == "deepseek" for sa in weights)
     ebs = [
         a for a in prod.mocks.of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "aws-ebs-csi-driver"
     ]

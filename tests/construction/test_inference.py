@@ -84,7 +84,16 @@ def gate(rendered: Rendered) -> list[str]:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_variant_renders_valid_objects_with_the_plans_exact_args(variant: str) -> None:
-    rendered = render(stack_config("prod", model__variant=variant, gpu__instanceFamilies=VARIANTS[variant]))
+    # Weights from Hugging Face: the plan's vllm_args name the Hub id, while with Pulumi.prod.yaml's
+    # weights.source s3 the container's --model is the bucket's prefix instead.
+    rendered = render(
+        stack_config(
+            "prod",
+            model__variant=variant,
+            gpu__instanceFamilies=VARIANTS[variant],
+            weights__source="huggingface",
+        )
+    )
     assert gate(rendered) == []
     obj = workload(rendered)
     assert obj["kind"] == "Deployment"

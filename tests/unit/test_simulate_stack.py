@@ -229,3 +229,26 @@ def test_pod_start_follows_the_plan_breakdown_when_present() -> None:
     assert (times.node_s, times.image_s, times.weights_s) == (150.0, 360.0, 570.0)
     # Without a breakdown, the load time is the startup budget less its 1.5 probe margin.
     assert startup_times({"startup_seconds": 900}, "karpenter").weights_s == 600.0
+
+
+def test_default_rate_is_the_load_the_ceiling_was_set_for() -> None:
+    # The default trace is the stack's own: its busiest moment is what maxReplicas serve within
+    # the TTFT SLO for 99 % of requests (capacity planning's M/M/c model, one queue per replica as
+    # the round-robin load balancer routes), so twice the ceiling means twice the default load
+    # (1.5 saturated replicas' worth, the old default, ignored the ceiling).
+    from deepseek_eks.automation.simulate.replica import ReplicaModel, plan_limits
+    from deepseek_eks.automation.simulate.run import default_rate
+    from deepseek_eks.automation.simulate.traffic import rate_function
+    from deepseek_eks.sizing.capacity import highest_rate, service_model
+
+    low = load_stack("dev", {"autoscaling.maxReplicas": "2"})
+    high = load_stack("dev", {"autoscaling.maxReplicas": "4"})
+    lengths, day = LengthProfile(), 86400.0
+    rates = [default_rate(s, _curve(s), "step", lengths, 1, day) for s in (low, high)]
+    assert rates[1] == pytest.approx(2 * rates[0])
+    shape = rate_function("step", rates[0], 1, day)
+    peak = max(shape(i * 30.0) for i in range(int(day / 30) + 1))
+    hardware = ReplicaModel.from_plan(low.plan, _curve(low)).hardware
+    assert hardware is not None
+    prefill, service, slots = service_model(hardware, plan_limits(low.plan), 500, 1162)
+    assert peak == pytest.approx(2 * highest_rate(1, low.ttft_slo_s, prefill, service, slots, 0.99))

@@ -8,7 +8,14 @@ import math
 import pytest
 
 from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
-from deepseek_eks.sizing.capacity import SLO_QUANTILE, capacity, erlang_c, p_ttft_above, replicas_for
+from deepseek_eks.sizing.capacity import (
+    SLO_QUANTILE,
+    capacity,
+    erlang_c,
+    highest_rate,
+    p_ttft_above,
+    replicas_for,
+)
 from deepseek_eks.sizing.cli import main
 
 
@@ -46,3 +53,17 @@ def test_capacity_grows_with_the_peak_and_the_cli_answers(capsys: pytest.Capture
     assert main([*argv, "--peak-rate", "0.1", "--ttft-slo", "0"]) == 2
     err = capsys.readouterr().err
     assert "--peak-rate 0.1: below --rate" in err and "--ttft-slo 0.0" in err
+
+
+@pytest.mark.parametrize("replicas", [1, 2, 5])
+def test_highest_rate_is_the_inverse_of_the_replica_count(replicas: int) -> None:
+    # The simulator's default load is the highest rate a ceiling serves: just below it that many
+    # replicas suffice, just above it one more is needed (at the same quantile).
+    prefill, service, slots = 0.3, 60.0, 16
+    top = highest_rate(replicas, 5.0, prefill, service, slots, 0.99)
+    assert top > 0
+    assert p_ttft_above(5.0, prefill, top * 0.999, service, replicas * slots) <= 0.01
+    assert p_ttft_above(5.0, prefill, top * 1.001, service, replicas * slots) > 0.01
+    # A stricter quantile serves less; an SLO shorter than the prefill serves nothing.
+    assert highest_rate(replicas, 5.0, prefill, service, slots, SLO_QUANTILE) > top
+    assert highest_rate(replicas, 0.2, prefill, service, slots) == 0.0
