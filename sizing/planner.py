@@ -224,6 +224,55 @@ class Rejection:
     reason: str
 
 
+# plan.json fields computed inline in ``SizingPlan.to_dict`` (the others are documented by the
+# property or setting they come from); docs/reference/plan-json.md is generated from both.
+PLAN_FIELD_DOCS: dict[str, str] = {
+    "feasible": "True: a plan (an infeasible answer has reasons and suggestions instead).",
+    "dtype": "The weights' compute dtype vLLM runs (bfloat16, or float16 where the GPU has no bf16).",
+    "instance_type": "The cheapest feasible instance type (the plan's choice).",
+    "instance_types": "Every feasible type the node pool admits, cheapest first (same vLLM arguments).",
+    "gpu_model": "The chosen type's GPU (catalog name, e.g. L4, L40S, H100).",
+    "gpu_memory_gib_per_gpu": "The GPU's memory as its datasheet states it.",
+    "gpu_cuda_memory_gib_per_gpu": "What CUDA reports as total memory per GPU (vLLM's budget base).",
+    "runtime_overhead_gib_per_gpu": "Memory per GPU vLLM needs beside weights and KV cache "
+    "(activations, CUDA graphs, NCCL), the largest over the pool's types.",
+    "runtime_overhead_source": "calibrated (from your vLLM log) or model (the built-in estimate).",
+    "load_peak_gib_per_gpu": "Peak memory per GPU while loading (online FP8 quantization holds two "
+    "16-bit layers at once).",
+    "gpus_per_replica": "GPUs one replica uses (tensor × pipeline parallel).",
+    "tensor_parallel_size": "vLLM --tensor-parallel-size.",
+    "pipeline_parallel_size": "vLLM --pipeline-parallel-size (above 1 only for r1-671b across nodes).",
+    "nodes_per_replica": "Nodes one replica spans (a LeaderWorkerSet when above 1).",
+    "efa_required": "Whether the replica needs EFA (always false: the pinned image has no EFA transport).",
+    "gpu_memory_utilization": "vLLM --gpu-memory-utilization (the share of CUDA memory it may use).",
+    "max_num_seqs": "vLLM --max-num-seqs: sequences one replica decodes at once.",
+    "weights_gib": "The model's weights at the plan's quantization.",
+    "weights_per_gpu_gib": "The weights each GPU holds (its tensor/pipeline share).",
+    "kv_cache_gib": "KV cache per replica, on the smallest type of the pool.",
+    "vllm_args": "The vLLM command-line arguments (--model is replaced by the staged weights' location "
+    "when the weights source is not Hugging Face).",
+    "cpu_request": "CPU request of a vLLM pod (fits every type of the pool after reservations).",
+    "memory_request": "Memory request of a vLLM pod (fits every type of the pool after reservations).",
+    "capacity_types": "on-demand and/or spot, as gpu.capacityTypes allows.",
+    "region": "The AWS region prices and zones are read for.",
+    "min_replicas": "autoscaling.minReplicas (replicas kept when idle; 0 scales to zero).",
+    "replica_hourly_usd": "One replica's hourly price (its GPU share of a packed node).",
+    "replicas_per_node": "Replicas packed on one node of the chosen type (1 unless a replica uses "
+    "fewer GPUs than the node has).",
+    "hourly_usd_at_min": "GPU nodes' hourly price at autoscaling.minReplicas.",
+    "hourly_usd_at_max": "GPU nodes' hourly price at autoscaling.maxReplicas.",
+    "price_source": "Where the prices come from (the bundled price table and its date, or a refresh).",
+    "output_tokens_per_second": "Output tokens/s of one replica at saturation (max_num_seqs streams of "
+    "throughput_basis' lengths), from the replica model.",
+    "requests_per_second": "Requests/s one replica completes at saturation.",
+    "ttft_s": "Predicted time to first token at saturation.",
+    "itl_s": "Predicted inter-token latency at saturation.",
+    "throughput_basis": "What the throughput fields assume: concurrency, prompt and output tokens, "
+    "whether the KV cache preempts, and the model.",
+    "warnings": "What the plan warns about (each names the setting and the fix).",
+}
+
+
 @dataclass(frozen=True)
 class SizingPlan:
     """A feasible plan. ``to_dict`` is the ``plan.json`` / ``sizing --json`` contract."""

@@ -63,6 +63,18 @@ class CostLine:
         }
 
 
+# plan.json fields of the whole-stack cost (docs/reference/plan-json.md is generated from them).
+STACK_COST_FIELD_DOCS: dict[str, str] = {
+    "stack_hourly_usd_at_min": "The whole stack's hourly price at autoscaling.minReplicas: GPU nodes, "
+    "control plane, system nodes, NAT gateways, load balancer, volumes.",
+    "stack_hourly_usd_at_max": "The same at autoscaling.maxReplicas.",
+    "stack_cost_breakdown": "One line per priced item: what it is, its hourly price at min and max, "
+    "and the price's source.",
+    "vcpu_quota_at_max": "The EC2 vCPU quota each instance family needs at maxReplicas (On-Demand "
+    "and Spot quotas are counted separately).",
+}
+
+
 @dataclass(frozen=True)
 class StackCost:
     lines: tuple[CostLine, ...]

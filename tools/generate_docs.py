@@ -255,8 +255,8 @@ def _docstring(owner: type, name: str) -> str:
 def plan_json() -> str:
     """docs/reference/plan-json.md."""
     from deepseek_eks.automation.costing import whole_stack_cost
-    from deepseek_eks.sizing.planner import Infeasible, SizingPlan, plan
-    from deepseek_eks.sizing.stack_cost import StackCost
+    from deepseek_eks.sizing.planner import PLAN_FIELD_DOCS, Infeasible, SizingPlan, plan
+    from deepseek_eks.sizing.stack_cost import STACK_COST_FIELD_DOCS, StackCost
 
     settings = Settings()
     # A field that repeats a setting (max_model_len, min_replicas, ...) has that setting's description.
@@ -270,19 +270,23 @@ def plan_json() -> str:
     sized = plan(settings.plan_request())
     assert isinstance(sized, SizingPlan), "the default settings must have a feasible plan"
     rows = [
-        (key, value, _docstring(SizingPlan, key) or setting_docs.get(key, ""))
+        (key, value, _docstring(SizingPlan, key) or PLAN_FIELD_DOCS.get(key) or setting_docs.get(key, ""))
         for key, value in sized.to_dict().items()
     ]
     cost = whole_stack_cost(settings, sized)
-    rows += [(key, value, _docstring(StackCost, key)) for key, value in cost.to_dict().items()]
+    rows += [
+        (key, value, _docstring(StackCost, key) or STACK_COST_FIELD_DOCS.get(key, ""))
+        for key, value in cost.to_dict().items()
+    ]
     lines = [
         HEADER.format(source="sizing/planner.py SizingPlan and sizing/stack_cost.py StackCost"),
         "# plan.json reference\n\n",
         "The sizing plan: `build/rendered/<stack>/plan.json`, `python -m automation plan --stack S "
         "--json` and `python -m sizing --json` (without the whole-stack cost). Types are those of "
         "the default settings' plan; a field may be `null` where it does not apply. "
-        "Descriptions are the docstrings of `SizingPlan` (`sizing/planner.py`); fields without one "
-        "are described in [Sizing](../sizing.md).\n\n",
+        "Descriptions are the docstrings of `SizingPlan`'s properties, else `PLAN_FIELD_DOCS`"
+        " (`sizing/planner.py`) or `STACK_COST_FIELD_DOCS` (`sizing/stack_cost.py`), else the setting"
+        " the field repeats; [Sizing](../sizing.md) explains how they are chosen.\n\n",
         "| field | type | description |\n|---|---|---|\n",
     ]
     for key, value, doc in rows:

@@ -25,3 +25,11 @@ def test_every_setting_has_a_row_in_the_configuration_reference() -> None:
     page = (ROOT / "docs" / "reference" / "configuration.md").read_text()
     missing = [key for key in known_keys() if f"| `{key}` |" not in page]
     assert not missing, f"settings missing from docs/reference/configuration.md: {missing}"
+
+
+def test_every_plan_json_field_is_described() -> None:
+    # The page is current (above), so an empty description cell is a plan field nobody documented.
+    page = (ROOT / "docs" / "reference" / "plan-json.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| `")]
+    undescribed = [row.split("`")[1] for row in rows if row.rstrip().endswith("|  |")]
+    assert rows and not undescribed, f"plan.json fields without a description: {undescribed}"
