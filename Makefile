@@ -57,7 +57,7 @@ test: venv checkov-venv ## the whole test suite
 
 twin-build: ## build the twin's binaries from the Go module proxy (once; cached outside the tree)
 	twin/build.sh
-	twin/build.sh kube-controller-manager
+	twin/build.sh kube-controller-manager kube-scheduler kwok karpenter-kwok
 	twin/build-engine.sh
 
 twin: venv twin-build ## build the twin, judge every render against it (Tier 0), run stacks through the real engine (Tier 1)

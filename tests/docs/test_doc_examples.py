@@ -20,6 +20,7 @@ import ast
 import contextlib
 import importlib
 import io
+import os
 import re
 import shlex
 import subprocess
@@ -158,12 +159,25 @@ def make_targets(argv: list[str]) -> list[str]:
 
 def make_dry_run(argv: list[str]) -> subprocess.CompletedProcess[str]:
     # -o .venv/.installed: the venv is this one; make must not rebuild it to print a recipe.
+    # Under `make test` this is a sub-make: without the parent's MAKELEVEL/MAKEFLAGS (and with
+    # --no-print-directory) it prints only the recipe, not "make[1]: Entering directory" lines.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
     return subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "-o", ".venv-checkov/.installed", *argv[1:]],
+        [
+            "make",
+            "-n",
+            "--no-print-directory",
+            "-o",
+            ".venv/.installed",
+            "-o",
+            ".venv-checkov/.installed",
+            *argv[1:],
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
 
 
