@@ -38,7 +38,7 @@ BLOCK_SIZE = 16
 # Request lengths the plan's throughput figures are quoted at: DeepSeek-R1 emitted ~1,162 completion
 # tokens on a sample reasoning prompt (Microsoft Azure HPC blog, "Performance analysis of DeepSeek
 # R1 AI inference using vLLM on ND-H100-v5"); prompts are a chat turn with context, assumed 500.
-# The simulator's default traffic uses the same means (automation/simulate/traffic.py).
+# The simulator's default traffic imports them (automation/simulate/traffic.py).
 PLAN_PROMPT_TOKENS = 500
 PLAN_OUTPUT_TOKENS = 1162
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS
+
 PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning")
 # step: office hours, a sudden rise at 09:00 and fall at 17:00 (UTC, the trace's clock).
 STEP_HOURS = (9, 17)
@@ -21,11 +23,9 @@ STEP_RATIO = 4.0  # busy rate over quiet rate
 REASONING_OUTPUT_FACTOR = 4
 DAY_S = 86400.0
 
-# DeepSeek-R1 emitted ~1,162 completion tokens on a sample reasoning prompt (Microsoft Azure HPC
-# blog, "Performance analysis of DeepSeek R1 AI inference using vLLM on ND-H100-v5"): the
-# default mean output length. Prompts: a chat turn with context, assumed 500 tokens.
-DEFAULT_OUTPUT_TOKENS = 1162
-DEFAULT_PROMPT_TOKENS = 500
+# The default mean lengths are the ones the plan quotes its throughput at (sourced there).
+DEFAULT_OUTPUT_TOKENS = PLAN_OUTPUT_TOKENS
+DEFAULT_PROMPT_TOKENS = PLAN_PROMPT_TOKENS
 
 
 class TraceError(ValueError):

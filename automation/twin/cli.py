@@ -40,16 +40,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub.add_parser("build", help="build the twin's binaries that are missing (twin/build.sh)")
 
 
+def _failed(error: Exception) -> int:
+    """Print why a twin command could not judge its render; its exit code: 2 not a render (bad
+    input), 3 binaries missing (a prerequisite), 1 the twin itself failed."""
+    print(f"error: {error}", file=sys.stderr)
+    return 2 if isinstance(error, ValueError) else 3 if isinstance(error, BinariesMissing) else 1
+
+
 def _check(render: Path, previous: Path | None) -> int:
     from .check import check_render
 
     try:
         report = check_render(render, previous)
     except (ValueError, BinariesMissing, TwinError) as error:
-        # 2 not a render; 3 binaries missing (a prerequisite); 1 the twin itself failed to start.
-        code = 2 if isinstance(error, ValueError) else 3 if isinstance(error, BinariesMissing) else 1
-        print(f"error: {error}", file=sys.stderr)
-        return code
+        return _failed(error)
     for note in report.notes:
         print(f"note: {note}", file=sys.stderr)
     for finding in report.findings:
@@ -65,9 +69,7 @@ def _capacity(render: Path, logs: Path | None) -> int:
     try:
         report = check_capacity(render, logs)
     except (ValueError, BinariesMissing, TwinError) as error:
-        code = 2 if isinstance(error, ValueError) else 3 if isinstance(error, BinariesMissing) else 1
-        print(f"error: {error}", file=sys.stderr)
-        return code
+        return _failed(error)
     for line in report.observed:
         print(f"observed: {line}")
     for finding in report.findings:

@@ -22,17 +22,22 @@ from tests.conftest import stack_config
 from tests.examples import run_existing_cluster_example
 
 
-def require_twin() -> None:
-    """Skip (or, in CI, fail) when the twin's binaries are not built on this machine."""
-    absent = missing_binaries()
+def require_binaries(absent: list[Path], what: str, build: str, required_by: str) -> None:
+    """Skip when ``absent`` binaries are not built here, saying how to build them; fail instead
+    when the environment variable ``required_by`` is 1 (CI, once it has built them)."""
     if not absent:
         return
-    reason = f"twin binaries not built ({', '.join(map(str, absent))}): {BUILD_HINT}"
+    reason = f"{what} not built ({', '.join(map(str, absent))}): {build}"
     if shutil.which("go") is None:
-        reason = f"no Go toolchain on PATH, so no twin here; {reason}"
-    if os.environ.get("DEEPSEEK_EKS_REQUIRE_TOOLS") == "1":
+        reason = f"no Go toolchain on PATH; {reason}"
+    if os.environ.get(required_by) == "1":
         pytest.fail(reason)
     pytest.skip(reason)
+
+
+def require_twin() -> None:
+    """Skip (or, in CI, fail) when the twin's binaries are not built on this machine."""
+    require_binaries(missing_binaries(), "twin binaries", BUILD_HINT, "DEEPSEEK_EKS_REQUIRE_TOOLS")
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ Without the binaries these tests skip with the build command; with DEEPSEEK_EKS_
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 from unittest import mock
 
@@ -25,7 +23,7 @@ from deepseek_eks.automation.twin import missing_binaries
 from deepseek_eks.automation.twin.binaries import TIER0
 from deepseek_eks.automation.twin.capacity import PROGRAMS, check_capacity
 from deepseek_eks.automation.twin.server import TwinError
-from tests.twin.conftest import render_stack
+from tests.twin.conftest import render_stack, require_binaries
 
 BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok"
 
@@ -33,14 +31,7 @@ BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-schedule
 def require_capacity() -> None:
     """Skip (or, under DEEPSEEK_EKS_REQUIRE_CAPACITY=1, fail) without Tier 2's binaries."""
     absent = missing_binaries(TIER0 + PROGRAMS)
-    if not absent:
-        return
-    reason = f"Tier 2 binaries not built ({', '.join(map(str, absent))}): run `{BUILD}`"
-    if shutil.which("go") is None:
-        reason = f"no Go toolchain on PATH; {reason}"
-    if os.environ.get("DEEPSEEK_EKS_REQUIRE_CAPACITY") == "1":
-        pytest.fail(reason)
-    pytest.skip(reason)
+    require_binaries(absent, "Tier 2 binaries", f"run `{BUILD}`", "DEEPSEEK_EKS_REQUIRE_CAPACITY")
 
 
 @pytest.mark.parametrize("stack", stack_names())
