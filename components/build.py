@@ -24,6 +24,7 @@ from .monitoring.autoscaling import (
     Autoscaling,
     AutoscalingArgs,
     ScalingSpec,
+    concurrency_target,
     hpa_name,
     scheduled_floors,
 )
@@ -487,6 +488,9 @@ def build_service(
                 target_gpu_utilization=auto.target_gpu_utilization,
                 queue_depth_per_replica=auto.queue_depth_per_replica,
                 target_kv_cache_usage=auto.target_kv_cache_usage,
+                target_concurrency=concurrency_target(
+                    auto.target_concurrency_share, sizing_plan.max_num_seqs
+                ),
                 schedule=scheduled_floors(auto.schedule),
                 startup_seconds=sizing_plan.startup_seconds,
                 scope=queries,

@@ -107,7 +107,7 @@ class ScalingArgs(TypedDict, total=False):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
     signal: str
-    """gpu-utilization, queue-depth, combined or kv-cache."""
+    """gpu-utilization, queue-depth, combined, kv-cache or concurrency."""
     min_replicas: int
     """Fewest replicas (0 only with a signal measured in front of vLLM: queue-depth or combined)."""
     max_replicas: int
@@ -117,6 +117,8 @@ class ScalingArgs(TypedDict, total=False):
     """Waiting requests per replica, for the queue-depth signal."""
     target_kv_cache_usage: float
     """KV-cache usage (0-1) per replica, for the kv-cache signal (default 0.85)."""
+    target_concurrency_share: float
+    """Running + waiting requests per replica, a share (0-1] of the plan's max_num_seqs (default 0.7)."""
     schedule: list[ScheduleArgs]
     """Replica floors by time of day (KEDA cron triggers; KEDA then owns the HPA)."""
     warm_spare_nodes: int

@@ -89,6 +89,16 @@ def kv_cache_usage_total(scope: Scope) -> str:
     return f"sum({per_pod}) or vector(0)"
 
 
+def concurrency_total(scope: Scope) -> str:
+    """All requests the deployment's vLLM pods are running or holding in their queues: the load
+    they carry (Little's law: arrival rate x time in the server), one element, 0 when no series
+    exist. KEDA divides by the per-replica target, a share of max_num_seqs. One selector over both
+    names, so a pod missing either series still counts what it has (``sum(a) + sum(b)`` would be
+    empty, read as 0)."""
+    names = f'__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}"'
+    return f"sum({{{names},{vllm_selector(scope)}}}) or vector(0)"
+
+
 @dataclass(frozen=True)
 class AdapterRule:
     """A prometheus-adapter custom-metrics rule (``rules.custom[]`` in the chart)."""
@@ -254,7 +264,12 @@ def gpu_panels(scope: Scope) -> dict[str, str]:
 
 def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
     """Every PromQL string the project renders (for the parse-everything test)."""
-    queries = [queue_depth(scope), gpu_utilization_total(scope), kv_cache_usage_total(scope)]
+    queries = [
+        queue_depth(scope),
+        gpu_utilization_total(scope),
+        kv_cache_usage_total(scope),
+        concurrency_total(scope),
+    ]
     rule = gpu_utilization_adapter_rule(scope)
     queries += [rule.series_query, expand_adapter_query(rule, scope.namespace, ["vllm-0"])]
     queries += [a.expr for a in alerts(scope, slo, hpa_name)]

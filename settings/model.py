@@ -72,6 +72,8 @@ class ScalingSignal(StrEnum):
     QUEUE_DEPTH = "queue-depth"
     COMBINED = "combined"
     KV_CACHE = "kv-cache"  # vllm:kv_cache_usage_perc, through KEDA
+    # vllm:num_requests_running + vllm:num_requests_waiting, through KEDA: the load a replica carries
+    CONCURRENCY = "concurrency"
 
 
 class EndpointScheme(StrEnum):
@@ -334,6 +336,11 @@ class ScheduleEntry(_Group):
         return self
 
 
+# The concurrency signal's default share of max_num_seqs: chosen with the simulator
+# (docs/autoscaling-simulation.md, python tools/bench_autoscaling.py).
+DEFAULT_CONCURRENCY_SHARE = 0.7
+
+
 class AutoscalingSettings(_Group):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
@@ -352,6 +359,13 @@ class AutoscalingSettings(_Group):
         lt=1,
         description="KV-cache usage (0-1) per replica the kv-cache signal keeps; below 1.0, where vLLM "
         "starts preempting.",
+    )
+    target_concurrency_share: float = Field(
+        DEFAULT_CONCURRENCY_SHARE,
+        gt=0,
+        le=1,
+        description="Requests running or waiting per replica the concurrency signal keeps, as a share "
+        "(0-1] of the plan's max_num_seqs (vLLM's running batch).",
     )
     schedule: Annotated[list[ScheduleEntry] | None, _AS_LIST] = Field(
         None,
@@ -1222,8 +1236,8 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             Problem(
                 f"{p}autoscaling.minReplicas",
                 0,
-                "0 needs autoscaling.signal queue-depth, combined or kv-cache: with gpu-utilization "
-                "no pod is left to report the metric that would scale back up",
+                "0 needs autoscaling.signal queue-depth, combined, kv-cache or concurrency: with "
+                "gpu-utilization no pod is left to report the metric that would scale back up",
             )
         )
     if _usable(invalid, "autoscaling.signal"):
@@ -1433,6 +1447,11 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
         unused.append(("queueDepthPerReplica", "queue-depth or combined"))
     if auto.signal is not ScalingSignal.KV_CACHE and auto.target_kv_cache_usage != 0.85:
         unused.append(("targetKvCacheUsage", "kv-cache"))
+    if (
+        auto.signal is not ScalingSignal.CONCURRENCY
+        and auto.target_concurrency_share != DEFAULT_CONCURRENCY_SHARE
+    ):
+        unused.append(("targetConcurrencyShare", "concurrency"))
     return scaled_to_zero + [
         f"{PROJECT}:autoscaling.{key} has no effect with autoscaling.signal {auto.signal.value} "
         f"(only with {signals})"

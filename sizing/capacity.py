@@ -19,6 +19,7 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from .catalog import GPU_FAMILIES, VARIANTS
 from .memory import Quantization
@@ -106,14 +107,39 @@ def highest_rate(
     return lo
 
 
+def kv_slots(limits: SchedulerLimits, prompt_tokens: int, output_tokens: int) -> int:
+    """Sequences one replica runs at once: ``max_num_seqs``, or fewer when the KV blocks would
+    overflow, so that vLLM preempts instead of admitting more (reference/upstream/vllm-scheduler).
+
+    With exponential lengths (the M/M/c model's service) a running sequence holds its prompt plus
+    what it has generated so far. The running batch is length-biased (a request stays in it in
+    proportion to its output), and the generated part of a length-biased exponential output,
+    seen at a random moment, is again exponential with the mean output (its age). So each running
+    sequence holds P + G tokens, P ~ Exp(prompt), G ~ Exp(output): mean prompt + output (not
+    prompt + output / 2, what ``steady_state``'s fixed-length clients hold) and variance
+    prompt^2 + output^2. ``n`` sequences fit when their sum stays within the cache at the SLO
+    quantile (normal approximation of the sum): n m + z sqrt(n v) <= KV tokens.
+    """
+    mean = prompt_tokens + output_tokens
+    var = prompt_tokens**2 + output_tokens**2
+    z = NormalDist().inv_cdf(SLO_QUANTILE)
+    kv = limits.kv_blocks * limits.block_size
+    n = limits.max_num_seqs
+    while n > 1 and n * mean + z * math.sqrt(n * var) > kv:
+        n -= 1
+    return n
+
+
 def service_model(
     hw: Hardware, limits: SchedulerLimits, prompt_tokens: int, output_tokens: int
 ) -> tuple[float, float, int]:
-    """(prefill s, service s, slots) of one replica at these lengths: what the M/M/c model queues."""
-    full = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
+    """(prefill s, service s, slots) of one replica at these lengths: what the M/M/c model queues.
+    Slots are ``kv_slots``; each is held for the output at the inter-token latency of that many
+    sequences decoding together."""
+    slots = kv_slots(limits, prompt_tokens, output_tokens)
+    full = steady_state(hw, limits, slots, prompt_tokens, output_tokens)
     alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens)
-    # The KV cache may hold fewer than max_num_seqs at these lengths.
-    return alone.ttft_s, output_tokens * full.itl_s, full.running
+    return alone.ttft_s, output_tokens * full.itl_s, min(slots, full.running)
 
 
 def capacity(

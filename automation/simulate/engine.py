@@ -53,6 +53,7 @@ from .hpa import (
 from .hpa import pods_metric_replicas as pods_proposal
 from .replica import ReplicaModel
 from .stack import (
+    CONCURRENCY_TOTAL,
     CRON,
     GPU_PER_POD,
     KV_TOTAL,
@@ -161,6 +162,7 @@ class _Pod:
         "prefilling",
         "ready_at",
         "running",
+        "running_sample",
         "state",
         "step_dt",
         "step_end",
@@ -201,6 +203,7 @@ class _Pod:
         self.util_collected: float | None = None  # dcgm-exporter's last value
         self.util_sample: float | None = None  # what Prometheus last scraped
         self.waiting_sample: int | None = None
+        self.running_sample: int | None = None  # vllm:num_requests_running at the last scrape
         self.kv_sample: float | None = None  # vllm:kv_cache_usage_perc at the last scrape
 
 
@@ -641,6 +644,7 @@ class Simulation:
         for pod in self.pods:
             serving = pod.state in ("ready", "draining")
             pod.waiting_sample = len(pod.waiting) if serving else None
+            pod.running_sample = len(pod.running) if serving else None
             pod.kv_sample = self._kv_usage(pod) if serving else None
         self._at(self.now + self.c.vllm_scrape_s, _SCRAPE_V)
 
@@ -678,6 +682,8 @@ class Simulation:
             return float(sum(p.waiting_sample or 0 for p in self.pods))
         if metric.measures == KV_TOTAL:
             return sum(p.kv_sample or 0.0 for p in self.pods)
+        if metric.measures == CONCURRENCY_TOTAL:
+            return float(sum((p.running_sample or 0) + (p.waiting_sample or 0) for p in self.pods))
         if metric.measures == CRON:
             assert metric.schedule is not None
             active = metric.schedule.active(self.c.clock_origin_s + self.now)

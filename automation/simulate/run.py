@@ -28,7 +28,7 @@ from .stack import (
 )
 from .traffic import LengthProfile, Request, TraceError, generate, profile_lengths, rate_function, read_csv
 
-SIGNALS = ("gpu-utilization", "queue-depth", "combined", "kv-cache")
+SIGNALS = ("gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrency")
 # t=0 of every trace: Monday 2026-01-05 00:00 UTC (cron schedules are read against this clock).
 CLOCK_ORIGIN_S = 1767571200.0
 ORACLE = "oracle"

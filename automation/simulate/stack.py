@@ -29,6 +29,7 @@ GPU_PER_POD = "gpu-utilization per pod"
 GPU_TOTAL = "gpu-utilization total"
 QUEUE_TOTAL = "queue-depth total"
 KV_TOTAL = "kv-cache total"
+CONCURRENCY_TOTAL = "concurrency total"  # requests running + waiting, summed over the pods
 # How the load balancer picks a ready replica (see ``routing``).
 ROUND_ROBIN = "round_robin"
 LEAST_OUTSTANDING = "least_outstanding_requests"
@@ -55,7 +56,7 @@ def duration_s(text: str | int | float) -> float:
 class MetricSpec:
     """One autoscaler metric: what it measures, its AverageValue target and KEDA activation."""
 
-    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL or CRON
+    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL, CONCURRENCY_TOTAL or CRON
     target: float
     activation: float = 0.0
     schedule: ScheduledFloor | None = None  # CRON only
@@ -138,7 +139,9 @@ def _trigger(trigger: Mapping[str, Any]) -> MetricSpec:
         raise AutoscalerSpecError(
             f"cannot model trigger {trigger.get('name')!r}: prometheus AverageValue only"
         )
-    if promql.VLLM_WAITING in query:
+    if promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query:
+        measures = CONCURRENCY_TOTAL
+    elif promql.VLLM_WAITING in query:
         measures = QUEUE_TOTAL
     elif promql.VLLM_KV_CACHE_USAGE in query:
         measures = KV_TOTAL

@@ -98,7 +98,15 @@ class ScalingSpec:
     prometheus_url: str
     labels: dict[str, str]
     target_kv_cache_usage: float = 0.85
+    target_concurrency: float = 1.0  # requests running or waiting per replica (concurrency_target)
     schedule: tuple[ScheduledFloor, ...] = field(default_factory=tuple)
+
+
+def concurrency_target(share: float, max_num_seqs: int) -> float:
+    """The concurrency trigger's per-replica threshold: ``autoscaling.targetConcurrencyShare`` of
+    the plan's ``max_num_seqs`` (the most sequences vLLM runs at once), two decimals (KEDA parses
+    the threshold as a float)."""
+    return round(share * max_num_seqs, 2)
 
 
 def gpu_hpa(spec: ScalingSpec) -> dict[str, Any]:
@@ -176,6 +184,12 @@ def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
         triggers.append(
             _prometheus_trigger(
                 spec, "kv-cache", promql.kv_cache_usage_total(spec.scope), f"{spec.target_kv_cache_usage:g}"
+            )
+        )
+    if spec.signal is ScalingSignal.CONCURRENCY:
+        triggers.append(
+            _prometheus_trigger(
+                spec, "concurrency", promql.concurrency_total(spec.scope), f"{spec.target_concurrency:g}"
             )
         )
     triggers += [cron_trigger(i, floor) for i, floor in enumerate(spec.schedule)]

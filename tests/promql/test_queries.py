@@ -17,6 +17,7 @@ from deepseek_eks.promql import (
     VLLM_ITL,
     VLLM_KV_CACHE_USAGE,
     VLLM_QUEUE_TIME,
+    VLLM_RUNNING,
     VLLM_TTFT,
     VLLM_WAITING,
     Alert,
@@ -24,6 +25,7 @@ from deepseek_eks.promql import (
     Slo,
     alerts,
     all_queries,
+    concurrency_total,
     expand_adapter_query,
     gpu_utilization_adapter_rule,
     gpu_utilization_total,
@@ -207,6 +209,22 @@ def test_gpu_utilization_total_sums_per_pod_means_and_is_0_without_series(tmp_pa
 def test_kv_cache_usage_total_sums_per_pod_usage_and_is_0_without_series(tmp_path: Path) -> None:
     busy = _deployment_and_strangers(VLLM_KV_CACHE_USAGE, ("0.5x10", "0.25x10"), ("0.9x10", "0.9x10"))
     _keda_query_test(tmp_path, kv_cache_usage_total(SCOPE), busy, 0.75)
+
+
+def test_concurrency_total_adds_running_and_waiting_of_the_deployment_and_is_0_without_series(
+    tmp_path: Path,
+) -> None:
+    running = _deployment_and_strangers(VLLM_RUNNING, ("12x10", "9x10"), ("30x10", "30x10"))
+    waiting = _deployment_and_strangers(VLLM_WAITING, ("2x10", "0x10"), ("40x10", "40x10"))
+    _keda_query_test(tmp_path, concurrency_total(SCOPE), running + waiting, 23)
+
+
+def test_concurrency_total_counts_running_requests_when_none_wait(tmp_path: Path) -> None:
+    # A replica that has no vllm:num_requests_waiting series yet (or one that dropped it) must not
+    # make the sum empty: KEDA would read 0 and scale the running load away.
+    running = _deployment_and_strangers(VLLM_RUNNING, ("5x10", "6x10"), ("30x10", "30x10"))
+    strangers_waiting = _deployment_and_strangers(VLLM_WAITING, ("0x10", "0x10"), ("4x10", "4x10"))[2:]
+    _keda_query_test(tmp_path, concurrency_total(SCOPE), running + strangers_waiting, 11)
 
 
 # ---- 3. alerts ---------------------------------------------------------------------------------
@@ -505,7 +523,7 @@ def test_the_autoscaling_triggers_read_metrics_vllm_exports() -> None:
     # wheel registers (reference/upstream/vllm-0.33.0/metric-names.txt, read from its source,
     # v1/metrics/loggers.py); the pre-0.12 vllm:gpu_cache_usage_perc is not.
     names = vllm_metric_names("0.33.0")
-    for query in (kv_cache_usage_total(SCOPE), queue_depth(SCOPE)):
+    for query in (kv_cache_usage_total(SCOPE), queue_depth(SCOPE), concurrency_total(SCOPE)):
         used = set(re.findall(r"vllm:[a-z_]+", query))
         assert used and used <= names, query
     assert "vllm:gpu_cache_usage_perc" not in names

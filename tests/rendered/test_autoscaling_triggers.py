@@ -13,7 +13,7 @@ import pytest
 from deepseek_eks import promql
 from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import render
-from deepseek_eks.automation.simulate.stack import CRON, KV_TOTAL, autoscaler_from_objects
+from deepseek_eks.automation.simulate.stack import CONCURRENCY_TOTAL, CRON, KV_TOTAL, autoscaler_from_objects
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
 
@@ -108,3 +108,39 @@ def test_component_users_set_the_same_settings_in_python_spelling() -> None:
     assert auto.target_kv_cache_usage == 0.8 and auto.schedule and auto.schedule[0].timezone == "UTC"
     with pytest.raises(SettingsError, match=r'autoscaling=\{"schedule": \.\.\.\}\[0\]\.start'):
         service_settings({"autoscaling": {"schedule": [{**floor, "start": "0 28 * * *"}]}}, "dev")  # type: ignore[arg-type]
+
+
+def test_concurrency_renders_a_valid_scaled_object_at_a_share_of_the_planned_batch() -> None:
+    objects, version = _objects(autoscaling__signal="concurrency", autoscaling__targetConcurrencyShare="0.6")
+    scaled = [o for o in objects if o["kind"] == "ScaledObject"]
+    assert len(scaled) == 1 and not [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    assert check(scaled[0], version, schema_dir()) == []
+    (trigger,) = scaled[0]["spec"]["triggers"]
+    query = trigger["metadata"]["query"]
+    assert promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query
+    # The threshold is per replica: the share of the --max-num-seqs the vLLM container runs with.
+    vllm = next(o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == "vllm")
+    args = next(
+        c["args"]
+        for c in vllm["spec"]["template"]["spec"]["containers"]
+        if "--max-num-seqs" in c.get("args", [])
+    )
+    max_num_seqs = int(args[args.index("--max-num-seqs") + 1])
+    assert float(trigger["metadata"]["threshold"]) == pytest.approx(0.6 * max_num_seqs, abs=0.01)
+    spec = autoscaler_from_objects(objects, "concurrency")
+    assert [m.measures for m in spec.metrics] == [CONCURRENCY_TOTAL]
+    assert spec.metrics[0].target == float(trigger["metadata"]["threshold"])
+
+
+@pytest.mark.parametrize(("share", "why"), [("0", "greater than 0"), ("1.5", "less than or equal to 1")])
+def test_a_concurrency_share_outside_0_to_1_is_refused_by_its_key(share: str, why: str) -> None:
+    config = stack_config("dev", autoscaling__signal="concurrency", autoscaling__targetConcurrencyShare=share)
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(config.values, config.secret_keys, config.stack)
+    assert "deepseek-eks:autoscaling.targetConcurrencyShare" in str(caught.value) and why in str(caught.value)
+
+
+def test_a_concurrency_share_without_the_concurrency_signal_is_named_as_unused() -> None:
+    config = stack_config("dev", autoscaling__targetConcurrencyShare="0.5")  # dev: gpu-utilization
+    settings = parse_settings(config.values, config.secret_keys, config.stack)
+    assert any("autoscaling.targetConcurrencyShare has no effect" in w for w in settings.warnings)

@@ -133,7 +133,7 @@ def without_docker_hub(warnings: tuple[str, ...]) -> tuple[str, ...]:
 
 def test_scale_to_zero_needs_a_queue_signal() -> None:
     found = problems({f"{P}autoscaling.minReplicas": "0"})
-    assert "queue-depth, combined or kv-cache" in found[f"{P}autoscaling.minReplicas"]
+    assert "queue-depth, combined, kv-cache or concurrency" in found[f"{P}autoscaling.minReplicas"]
     for signal in ("queue-depth", "combined"):
         s = parse_settings({f"{P}autoscaling.minReplicas": "0", f"{P}autoscaling.signal": signal})
         assert s.autoscaling.min_replicas == 0

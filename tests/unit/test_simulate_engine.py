@@ -11,7 +11,7 @@ import pytest
 from deepseek_eks.automation.simulate.engine import SimConfig, Simulation, StartupTimes
 from deepseek_eks.automation.simulate.hpa import Behavior
 from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve
-from deepseek_eks.automation.simulate.stack import QUEUE_TOTAL, AutoscalerSpec, MetricSpec
+from deepseek_eks.automation.simulate.stack import CONCURRENCY_TOTAL, QUEUE_TOTAL, AutoscalerSpec, MetricSpec
 from deepseek_eks.automation.simulate.traffic import LengthProfile, Request, generate
 
 NO_LIMIT = 10**9
@@ -226,3 +226,40 @@ def test_a_run_of_decode_steps_lasts_the_sum_of_its_steps() -> None:
     decode = sum(step_seconds(hw, 1, prompt + i, prompt + i, 1) for i in range(1, output))
     assert out.ttft == pytest.approx([prefill], rel=1e-9)
     assert out.e2e == pytest.approx([prefill + decode], rel=1e-7)
+
+
+def _steady_signal_run(metric: MetricSpec) -> list[int]:
+    """Replica counts over two hours of steady load that keeps about 6 of a replica's 16 slots
+    busy (nothing waits), under a KEDA ScaledObject on ``metric``."""
+    spec = AutoscalerSpec(
+        "keda",
+        "ScaledObject",
+        min_replicas=1,
+        max_replicas=4,
+        behavior=Behavior.from_spec(None),
+        metrics=(metric,),
+        keda_min_replicas=1,
+        polling_interval_s=15.0,
+        cooldown_s=300.0,
+    )
+    config = fixed_config(
+        16,
+        20.0,
+        autoscaler=spec,
+        fixed_replicas=None,
+        initial_replicas=1,
+        startup=StartupTimes(10.0, 5.0, 20.0),
+    )
+    # 0.12 requests/s of 50 s each (1,000 tokens at 20 tokens/s): 6 running on average (Little).
+    trace = generate("steady", 0.12, 7200.0, seed=5, lengths=LengthProfile(10, 1000), max_model_len=NO_LIMIT)
+    out = Simulation(config, trace, 7200.0, "steady").run()
+    return [row[1] for row in out.timeline if row[0] >= 1800.0]  # after the first half hour
+
+
+def test_concurrency_scales_on_running_requests_where_the_queue_signal_sees_nothing() -> None:
+    # The same load against 3 requests per replica: about 6 running asks for 2 replicas; the
+    # queue signal (1 waiting request per replica) never fires, since nothing waits.
+    by_concurrency = _steady_signal_run(MetricSpec(CONCURRENCY_TOTAL, 3.0))
+    by_queue = _steady_signal_run(MetricSpec(QUEUE_TOTAL, 1.0))
+    assert set(by_queue) == {1}
+    assert min(by_concurrency) >= 2 and sum(by_concurrency) / len(by_concurrency) >= 1.9

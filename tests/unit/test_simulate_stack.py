@@ -111,15 +111,16 @@ def test_compare_is_reproducible_with_a_seed() -> None:
     labels = [r.summary.label for r in first]
     # DESIGN.md runs[]: the stack's own autoscaler, the other signals, the guides, the fixed
     # fleets, the oracle.
-    assert labels[:6] == [
+    assert labels[:7] == [
         "prod: combined",
         "gpu-utilization",
         "queue-depth",
         "kv-cache",
+        "concurrency",
         "guide:keda-queue",
         "guide:hpa-gpu",
     ]
-    assert labels[6] == "fixed:1" and all(x.startswith("fixed:") for x in labels[6:-1])
+    assert labels[7] == "fixed:1" and all(x.startswith("fixed:") for x in labels[7:-1])
     assert labels[-1] == "oracle"
 
 

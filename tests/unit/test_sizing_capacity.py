@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 
 import pytest
 
@@ -13,6 +14,7 @@ from deepseek_eks.sizing.capacity import (
     capacity,
     erlang_c,
     highest_rate,
+    kv_slots,
     p_ttft_above,
     replicas_for,
 )
@@ -67,3 +69,44 @@ def test_highest_rate_is_the_inverse_of_the_replica_count(replicas: int) -> None
     # A stricter quantile serves less; an SLO shorter than the prefill serves nothing.
     assert highest_rate(replicas, 5.0, prefill, service, slots, SLO_QUANTILE) > top
     assert highest_rate(replicas, 0.2, prefill, service, slots) == 0.0
+
+
+def _held_at(rng: random.Random, slots: int, prompt: float, output: float, at: float) -> int:
+    """KV tokens ``slots`` always-busy slots hold at time ``at`` (in decode steps): each slot runs
+    requests back to back from time 0, one token per step, each holding its prompt plus what it
+    has generated. Drawn mechanically, so the inspection paradox shows up by itself."""
+    total = 0
+    for _ in range(slots):
+        start = 0.0
+        while True:
+            p = max(1, round(rng.expovariate(1 / prompt)))
+            o = max(1, round(rng.expovariate(1 / output)))
+            if start + o > at:
+                total += p + int(at - start)
+                break
+            start += o
+    return total
+
+
+@pytest.mark.parametrize("output", [1162, 4648])
+def test_kv_slots_keep_the_running_batch_within_the_cache_at_the_slo_quantile(output: int) -> None:
+    # The planned 7B on one L4 (reasoning-length outputs make the KV cache, not max_num_seqs, the
+    # limit). At a random moment of a saturated replica, kv_slots sequences overflow the cache at
+    # most about 5 % of the time; the sequences M/M/c's mean-length count would admit, far more.
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    limits = sized.scheduler_limits
+    slots = kv_slots(limits, 500, output)
+    rng = random.Random(7)
+    kv = limits.kv_blocks * limits.block_size
+
+    def overflow(n: int) -> float:
+        moments = [rng.uniform(20 * output, 40 * output) for _ in range(600)]
+        return sum(_held_at(rng, n, 500, output, t) > kv for t in moments) / len(moments)
+
+    if slots == limits.max_num_seqs:  # the default lengths: max_num_seqs binds, not the cache
+        assert output == 1162 and overflow(slots) < 0.01
+        return
+    assert overflow(slots) <= 0.08
+    by_mean_length = kv // (500 + output // 2)  # what a fixed-length closed loop would hold
+    assert by_mean_length > slots and overflow(min(by_mean_length, limits.max_num_seqs)) > 0.3
