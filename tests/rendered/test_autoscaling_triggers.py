@@ -144,3 +144,13 @@ def test_a_concurrency_share_without_the_concurrency_signal_is_named_as_unused()
     config = stack_config("dev", autoscaling__targetConcurrencyShare="0.5")  # dev: gpu-utilization
     settings = parse_settings(config.values, config.secret_keys, config.stack)
     assert any("autoscaling.targetConcurrencyShare has no effect" in w for w in settings.warnings)
+
+
+def test_component_users_set_the_concurrency_share_in_python_spelling() -> None:
+    from deepseek_eks.components.service import service_settings
+
+    args = {"autoscaling": {"signal": "concurrency", "target_concurrency_share": 0.6}}
+    auto = service_settings(args, "dev").autoscaling  # type: ignore[arg-type]
+    assert auto.signal.value == "concurrency" and auto.target_concurrency_share == 0.6
+    with pytest.raises(SettingsError, match=r'autoscaling=\{"target_concurrency_share": \.\.\.\} = 1\.6'):
+        service_settings({"autoscaling": {"target_concurrency_share": 1.6}}, "dev")  # type: ignore[arg-type]
