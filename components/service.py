@@ -116,7 +116,7 @@ class ScalingArgs(TypedDict, total=False):
     queue_depth_per_replica: int
     """Waiting requests per replica, for the queue-depth signal."""
     target_kv_cache_usage: float
-    """KV-cache usage (0-1) per replica, for the kv-cache signal (default 0.85)."""
+    """KV-cache usage (0-1) per replica, for the kv-cache and concurrency signals (default 0.85)."""
     target_concurrency_share: float
     """Running + waiting requests per replica, a share (0-1] of the plan's max_num_seqs (default 0.7)."""
     schedule: list[ScheduleArgs]

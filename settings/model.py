@@ -357,8 +357,8 @@ class AutoscalingSettings(_Group):
         0.85,
         gt=0,
         lt=1,
-        description="KV-cache usage (0-1) per replica the kv-cache signal keeps; below 1.0, where vLLM "
-        "starts preempting.",
+        description="KV-cache usage (0-1) per replica the kv-cache and concurrency signals keep; below "
+        "1.0, where vLLM starts preempting.",
     )
     target_concurrency_share: float = Field(
         DEFAULT_CONCURRENCY_SHARE,
@@ -1445,8 +1445,9 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
         unused.append(("targetGpuUtilization", "gpu-utilization or combined"))
     if auto.signal is ScalingSignal.GPU_UTILIZATION and auto.queue_depth_per_replica != 5:
         unused.append(("queueDepthPerReplica", "queue-depth or combined"))
-    if auto.signal is not ScalingSignal.KV_CACHE and auto.target_kv_cache_usage != 0.85:
-        unused.append(("targetKvCacheUsage", "kv-cache"))
+    kv_signals = (ScalingSignal.KV_CACHE, ScalingSignal.CONCURRENCY)
+    if auto.signal not in kv_signals and auto.target_kv_cache_usage != 0.85:
+        unused.append(("targetKvCacheUsage", "kv-cache or concurrency"))
     if (
         auto.signal is not ScalingSignal.CONCURRENCY
         and auto.target_concurrency_share != DEFAULT_CONCURRENCY_SHARE

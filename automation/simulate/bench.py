@@ -49,7 +49,8 @@ COMMAND = "python tools/bench_autoscaling.py"
 # signal at one waiting request per replica (alone, and with a floor for the traces' busy hours:
 # 08:00-20:00 holds the diurnal peak and the 09:00-17:00 step), prod's combined signal with a
 # queue target of 1, and the load-following concurrency signal at its default share of
-# max_num_seqs and above it, alone and with the busy-hours floor. The bounds stay the stack's, so
+# max_num_seqs and above it, with its KV-cache trigger lowered for long outputs, and with the
+# busy-hours floor. The bounds stay the stack's, so
 # the trace (sized from maxReplicas) is the same for every candidate.
 QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1"}
 CONCURRENCY = {"autoscaling.signal": "concurrency"}
@@ -69,6 +70,10 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
         "queue-depth 1, 2 from 08:00 to 20:00": {**QUEUE_1, "autoscaling.schedule": _busy_hours(2)},
         f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}": CONCURRENCY,
         "concurrency 0.85": _share(0.85),
+        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, KV 0.4": {
+            **CONCURRENCY,
+            "autoscaling.targetKvCacheUsage": "0.4",
+        },
         f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, 2 from 08:00 to 20:00": {
             **CONCURRENCY,
             "autoscaling.schedule": _busy_hours(2),
@@ -88,6 +93,10 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
         },
         f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}": CONCURRENCY,
         "concurrency 0.85": _share(0.85),
+        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, KV 0.4": {
+            **CONCURRENCY,
+            "autoscaling.targetKvCacheUsage": "0.4",
+        },
         f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, 3 from 08:00 to 20:00": {
             **CONCURRENCY,
             "autoscaling.schedule": _busy_hours(3),

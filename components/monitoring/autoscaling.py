@@ -160,7 +160,8 @@ def cron_trigger(index: int, floor: ScheduledFloor) -> dict[str, Any]:
 
 def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
     """One KEDA ScaledObject (so one HPA): the signal's triggers (queue depth; queue depth and GPU
-    for ``combined``; KV-cache usage; GPU alone when only a schedule puts KEDA in charge) and one
+    for ``combined``; KV-cache usage; concurrency and KV-cache usage for ``concurrency``; GPU alone
+    when only a schedule puts KEDA in charge) and one
     cron trigger per schedule floor. Trigger metadata values are strings, as KEDA's schema
     requires."""
     triggers: list[dict[str, Any]] = []
@@ -180,16 +181,18 @@ def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
                 str(spec.target_gpu_utilization),
             )
         )
-    if spec.signal is ScalingSignal.KV_CACHE:
-        triggers.append(
-            _prometheus_trigger(
-                spec, "kv-cache", promql.kv_cache_usage_total(spec.scope), f"{spec.target_kv_cache_usage:g}"
-            )
-        )
     if spec.signal is ScalingSignal.CONCURRENCY:
         triggers.append(
             _prometheus_trigger(
                 spec, "concurrency", promql.concurrency_total(spec.scope), f"{spec.target_concurrency:g}"
+            )
+        )
+    if spec.signal in (ScalingSignal.KV_CACHE, ScalingSignal.CONCURRENCY):
+        # With concurrency too: where long outputs fill the KV cache before max_num_seqs sequences
+        # run, the cache is the replica's capacity (docs/autoscaling-simulation.md).
+        triggers.append(
+            _prometheus_trigger(
+                spec, "kv-cache", promql.kv_cache_usage_total(spec.scope), f"{spec.target_kv_cache_usage:g}"
             )
         )
     triggers += [cron_trigger(i, floor) for i, floor in enumerate(spec.schedule)]

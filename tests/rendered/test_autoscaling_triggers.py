@@ -115,7 +115,11 @@ def test_concurrency_renders_a_valid_scaled_object_at_a_share_of_the_planned_bat
     scaled = [o for o in objects if o["kind"] == "ScaledObject"]
     assert len(scaled) == 1 and not [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
     assert check(scaled[0], version, schema_dir()) == []
-    (trigger,) = scaled[0]["spec"]["triggers"]
+    trigger, kv = scaled[0]["spec"]["triggers"]
+    # Beside it, the KV cache: the capacity that binds first when outputs are long.
+    assert (
+        promql.VLLM_KV_CACHE_USAGE in kv["metadata"]["query"] and float(kv["metadata"]["threshold"]) == 0.85
+    )
     query = trigger["metadata"]["query"]
     assert promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query
     # The threshold is per replica: the share of the --max-num-seqs the vLLM container runs with.
@@ -128,7 +132,7 @@ def test_concurrency_renders_a_valid_scaled_object_at_a_share_of_the_planned_bat
     max_num_seqs = int(args[args.index("--max-num-seqs") + 1])
     assert float(trigger["metadata"]["threshold"]) == pytest.approx(0.6 * max_num_seqs, abs=0.01)
     spec = autoscaler_from_objects(objects, "concurrency")
-    assert [m.measures for m in spec.metrics] == [CONCURRENCY_TOTAL]
+    assert [m.measures for m in spec.metrics] == [CONCURRENCY_TOTAL, KV_TOTAL]
     assert spec.metrics[0].target == float(trigger["metadata"]["threshold"])
 
 
@@ -154,3 +158,14 @@ def test_component_users_set_the_concurrency_share_in_python_spelling() -> None:
     assert auto.signal.value == "concurrency" and auto.target_concurrency_share == 0.6
     with pytest.raises(SettingsError, match=r'autoscaling=\{"target_concurrency_share": \.\.\.\} = 1\.6'):
         service_settings({"autoscaling": {"target_concurrency_share": 1.6}}, "dev")  # type: ignore[arg-type]
+
+
+def test_the_concurrency_signal_uses_the_kv_target_without_a_warning() -> None:
+    config = stack_config("dev", autoscaling__signal="concurrency", autoscaling__targetKvCacheUsage="0.4")
+    settings = parse_settings(config.values, config.secret_keys, config.stack)
+    assert not [w for w in settings.warnings if "targetKvCacheUsage" in w]
+    scaled = next(o for o in render(config).objects() if o["kind"] == "ScaledObject")
+    assert [t["metadata"]["threshold"] for t in scaled["spec"]["triggers"]][1] == "0.4"
+    queue = stack_config("dev", autoscaling__signal="queue-depth", autoscaling__targetKvCacheUsage="0.4")
+    warned = parse_settings(queue.values, queue.secret_keys, queue.stack).warnings
+    assert any("targetKvCacheUsage has no effect" in w and "kv-cache or concurrency" in w for w in warned)
