@@ -139,7 +139,7 @@ def service_model(
     slots = kv_slots(limits, prompt_tokens, output_tokens)
     full = steady_state(hw, limits, slots, prompt_tokens, output_tokens)
     alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens)
-    return alone.ttft_s, output_tokens * full.itl_s, min(slots, full.running)
+    return alone.ttft_s, output_tokens * full.itl_s, slots
 
 
 def capacity(

@@ -50,8 +50,8 @@ COMMAND = "python tools/bench_autoscaling.py"
 # 08:00-20:00 holds the diurnal peak and the 09:00-17:00 step), prod's combined signal with a
 # queue target of 1, and the load-following concurrency signal at its default share of
 # max_num_seqs and above it, with its KV-cache trigger lowered for long outputs, and with the
-# busy-hours floor. The bounds stay the stack's, so
-# the trace (sized from maxReplicas) is the same for every candidate.
+# busy-hours floor. The bounds stay the stack's, so the trace (sized from maxReplicas) is the same
+# for every candidate.
 QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1"}
 CONCURRENCY = {"autoscaling.signal": "concurrency"}
 
@@ -60,24 +60,25 @@ def _busy_hours(replicas: int) -> str:
     return f'[{{"start": "0 8 * * *", "end": "0 20 * * *", "replicas": {replicas}}}]'
 
 
-def _share(share: float) -> dict[str, str]:
-    return {**CONCURRENCY, "autoscaling.targetConcurrencyShare": f"{share:g}"}
+def _concurrency_candidates(busy_hours_floor: int) -> dict[str, dict[str, str]]:
+    """The concurrency signal's candidates, the same for every stack but for the floor."""
+    default = f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}"
+    return {
+        default: CONCURRENCY,
+        "concurrency 0.85": {**CONCURRENCY, "autoscaling.targetConcurrencyShare": "0.85"},
+        f"{default}, KV 0.4": {**CONCURRENCY, "autoscaling.targetKvCacheUsage": "0.4"},
+        f"{default}, {busy_hours_floor} from 08:00 to 20:00": {
+            **CONCURRENCY,
+            "autoscaling.schedule": _busy_hours(busy_hours_floor),
+        },
+    }
 
 
 CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
     "dev": {
         "queue-depth 1": QUEUE_1,
         "queue-depth 1, 2 from 08:00 to 20:00": {**QUEUE_1, "autoscaling.schedule": _busy_hours(2)},
-        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}": CONCURRENCY,
-        "concurrency 0.85": _share(0.85),
-        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, KV 0.4": {
-            **CONCURRENCY,
-            "autoscaling.targetKvCacheUsage": "0.4",
-        },
-        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, 2 from 08:00 to 20:00": {
-            **CONCURRENCY,
-            "autoscaling.schedule": _busy_hours(2),
-        },
+        **_concurrency_candidates(2),
     },
     "prod": {
         "queue-depth 1": QUEUE_1,
@@ -91,16 +92,7 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
             "autoscaling.queueDepthPerReplica": "1",
             "autoscaling.targetGpuUtilization": "90",
         },
-        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}": CONCURRENCY,
-        "concurrency 0.85": _share(0.85),
-        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, KV 0.4": {
-            **CONCURRENCY,
-            "autoscaling.targetKvCacheUsage": "0.4",
-        },
-        f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}, 3 from 08:00 to 20:00": {
-            **CONCURRENCY,
-            "autoscaling.schedule": _busy_hours(3),
-        },
+        **_concurrency_candidates(3),
     },
 }
 
