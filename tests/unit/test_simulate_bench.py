@@ -6,8 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from deepseek_eks.automation.simulate.bench import BEGIN, END, Result, rewrite, robustness_rows
-from deepseek_eks.automation.simulate.run import Run, Summary, beats, goal_misses
+from deepseek_eks.automation.simulate.bench import BEGIN, END, Result, goal_rows, rewrite, robustness_rows
+from deepseek_eks.automation.simulate.run import (
+    REACTIVE_BOUND,
+    ReactiveBound,
+    Run,
+    Summary,
+    beats,
+    goal_misses,
+)
 
 BASE = Summary(
     label="x",
@@ -83,3 +90,19 @@ def test_robustness_rows_give_the_range_and_the_seeds_that_meet_the_goal() -> No
     cells = [c.strip() for c in row.strip("|").split("|")]
     # Seed 1 meets everything; seed 2 misses the SLO; seed 3 meets the SLO at 1.4x the oracle.
     assert cells == ["dev", "bursty", "dev: gpu-utilization", "97.0%-99.9%", "1.10-1.40", "2 of 3", "1 of 3"]
+
+
+def test_goal_rows_judge_the_reactive_bound_with_its_setting() -> None:
+    bound = ReactiveBound(Run(run(REACTIVE_BOUND, 0.995, 180), None), load=0.7, hold_s=600.0, floor=2)  # type: ignore[arg-type]
+    result = replace(_result(0.995, 120), bound=bound)
+    rows = goal_rows([result])[2:]
+    assert len(rows) == 2  # the stack's own autoscaler, then the bound
+    cells = [c.strip() for c in rows[1].strip("|").split("|")]
+    assert cells[2] == "reactive bound (load 0.7, hold 10 min, floor 2)"
+    assert cells[3:7] == ["99.5%", "180", "100", "1.80"]
+    assert cells[7] == "misses: 1.80x the oracle's GPU-hours > 1.3x"
+    # Over several seeds it is one row, whatever setting each seed found.
+    other = replace(bound, floor=3)
+    per_seed = {1: [result], 2: [replace(result, bound=other)]}
+    labels = [r.split("|")[3].strip() for r in robustness_rows(per_seed)[2:]]
+    assert labels == ["dev: gpu-utilization", REACTIVE_BOUND]

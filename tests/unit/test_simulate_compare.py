@@ -14,14 +14,20 @@ import pytest
 
 from deepseek_eks.automation.simulate.engine import SimConfig, Simulation
 from deepseek_eks.automation.simulate.hpa import Behavior
+from deepseek_eks.automation.simulate.replica import ReplicaModel
 from deepseek_eks.automation.simulate.run import (
+    ATTAINMENT_GOAL,
     ORACLE,
+    REACTIVE_BOUND,
     TraceSpec,
     build_trace,
     frontier,
     load_stack,
     oracle,
     oracle_plan,
+    output_tokens_per_step,
+    reactive_bound,
+    reactive_plan,
     simulate,
 )
 from deepseek_eks.automation.simulate.stack import (
@@ -128,11 +134,56 @@ def test_oracle_plan_provisions_a_cold_start_ahead() -> None:
     # 60 output tokens/s arrive from t=3600 to 7200; a replica saturates at 10 tok/s; at load 1.0
     # that needs 6 replicas, requested 600 s (the cold start) before 3600, released after 7200.
     trace = [Request(3600.0 + i, 10, 60) for i in range(3600)]
-    plan = oracle_plan(trace, 10800.0, tokens_per_s=10.0, lead_s=600.0, load=1.0)
+    plan = oracle_plan(output_tokens_per_step(trace, 10800.0), tokens_per_s=10.0, lead_s=600.0, load=1.0)
     assert plan[0] == (0.0, 1)
     up = next(t for t, n in plan if n == 6)
     assert 3600.0 - 600.0 - 300.0 <= up <= 3600.0 - 600.0  # the 5-minute window looks ahead too
     assert plan[-1][1] == 1 and plan[-1][0] >= 7200.0 - 300.0
+
+
+def test_oracle_plan_holds_replicas_when_asked() -> None:
+    # The same hour of load with an hour's hold: the last 6 stays until an hour after the need
+    # for it ends (7200 + 3600), then falls step by step as the window empties.
+    trace = [Request(3600.0 + i, 10, 60) for i in range(3600)]
+    tokens = output_tokens_per_step(trace, 14400.0)
+    plan = oracle_plan(tokens, tokens_per_s=10.0, lead_s=600.0, load=1.0, hold_s=3600.0)
+    down = [t for t, n in plan if n < 6 and t > 3600.0]
+    assert down and down[0] > 7200.0 + 3600.0 - 300.0
+    assert plan[-1][1] == 1
+
+
+def test_reactive_plan_asks_when_the_load_arrives_and_holds_after() -> None:
+    # 60 output tokens/s arrive from t=3600 to 7200 (one request a second, minute 60 to 119),
+    # counted at arrival; a replica saturates at 10 tok/s, load 1.0. Worked by hand: the past
+    # 5-minute window ending at minute 60 holds 3,600 tokens, 12 tok/s, 2 replicas; each further
+    # minute adds 12 tok/s up to 60 (6 replicas) at minute 64. From minute 120 the window loses a
+    # minute of tokens a minute (5, 4, 3, 2, 1 replicas at minutes 120-124); the 10-minute hold
+    # delays each step down by 10 minutes (minutes 130-134).
+    trace = [Request(3600.0 + i, 10, 60) for i in range(3600)]
+    tokens = output_tokens_per_step(trace, 10800.0)
+    plan = reactive_plan(tokens, tokens_per_s=10.0, load=1.0, hold_s=600.0)
+    up = [(60 * m, n) for m, n in ((60, 2), (61, 3), (62, 4), (63, 5), (64, 6))]
+    down = [(60 * m, n) for m, n in ((130, 5), (131, 4), (132, 3), (133, 2), (134, 1))]
+    assert list(plan) == [(0.0, 1), *up, *down]
+    # The oracle, knowing the trace, asks a cold start ahead instead.
+    assert oracle_plan(tokens, tokens_per_s=10.0, lead_s=600.0, load=1.0)[1][0] < 3600.0
+
+
+def test_reactive_plan_does_not_see_ahead() -> None:
+    # Two traces alike until minute 84 (t=5040): the plans agree on every minute before it, even
+    # with each request's tokens spread over a long decode (1 tok/s).
+    common = [Request(60.0 * i + 7.0, 10, 300) for i in range(84)]
+    quiet = common + [Request(5040.0 + 60.0 * i, 10, 300) for i in range(10)]
+    busy = common + [Request(5040.0 + i, 10, 300) for i in range(600)]
+    plans = [
+        reactive_plan(
+            output_tokens_per_step(t, 7200.0, sequence_tokens_per_s=1.0), 10.0, load=1.0, hold_s=0.0
+        )
+        for t in (quiet, busy)
+    ]
+    before = [[(t, n) for t, n in plan if t < 5040.0] for plan in plans]
+    assert before[0] == before[1]
+    assert plans[0] != plans[1]  # the later minutes do differ
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +207,33 @@ def test_oracle_uses_no_more_gpu_hours_than_any_run_at_equal_attainment(prod_ste
     for run in others:
         if run.summary.ttft_slo_attainment >= best.summary.ttft_slo_attainment:
             assert best.summary.gpu_hours <= run.summary.gpu_hours, run.summary.label
+
+
+def test_reactive_bound_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_step) -> None:
+    inputs, curve, trace, duration = prod_step
+    bound = reactive_bound(inputs, trace, duration, curve)
+    summary = bound.run.summary
+    assert summary.label == REACTIVE_BOUND
+    assert summary.ttft_slo_attainment >= ATTAINMENT_GOAL
+    assert bound.setting.startswith(f"load {bound.load:g}, hold {bound.hold_s / 60:g} min")
+    # The stack's own signal and the guides react to the same load later and with noise: any
+    # of them that meets the goal costs at least the bound.
+    signals = [simulate(inputs, trace, duration, curve)] + [
+        simulate(inputs, trace, duration, curve, g) for g in guides()
+    ]
+    meeting = [r.summary for r in signals if r.summary.ttft_slo_attainment >= ATTAINMENT_GOAL]
+    assert meeting, "no signal meets the goal on this trace: the check below would be empty"
+    for s in meeting:
+        assert summary.gpu_hours <= s.gpu_hours, s.label
+    # A 4x step outruns a cold start, so reacting alone needs a floor above minReplicas, and the
+    # floor found is the lowest that meets the goal at that load and hold.
+    assert bound.floor > max(1, inputs.min_replicas)
+    replica = ReplicaModel.from_plan(inputs.plan, curve)
+    saturated = replica.saturated_tokens_per_s()
+    tokens = output_tokens_per_step(trace, duration, saturated / replica.max_num_seqs)
+    lower = reactive_plan(tokens, saturated, bound.load, bound.hold_s, bound.floor - 1)
+    lower_run = simulate(inputs, trace, duration, curve, replica_plan=lower).summary
+    assert lower_run.ttft_slo_attainment < ATTAINMENT_GOAL
 
 
 def test_frontier_stops_at_the_first_fleet_meeting_the_goal(prod_step) -> None:
