@@ -29,6 +29,7 @@ from .run import (
     Run,
     Summary,
     TraceSpec,
+    beats_goal_first,
     build_trace,
     compare,
     goal_misses,
@@ -196,12 +197,13 @@ def _judged(r: Result) -> list[tuple[Summary, Summary, list[Summary]]]:
 def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
     """One row per stack, trace and autoscaler over every seed: the range of its SLO attainment
     and of its GPU-hours over the oracle's, and on how many seeds it meets the SLO goal and the
-    whole goal. One seed's verdict can hang on a few long requests (the reasoning trace)."""
+    whole goal, also with "beats" ranked goal-first (``beats_goal_first``). One seed's verdict can
+    hang on a few long requests (the reasoning trace)."""
     lines = [
-        "| stack | trace | autoscaler | TTFT SLO | x oracle | SLO >= 99 % | whole goal |",
-        "|---|---|---|---:|---:|---:|---:|",
+        "| stack | trace | autoscaler | TTFT SLO | x oracle | SLO >= 99 % | whole goal | goal-first |",
+        "|---|---|---|---:|---:|---:|---:|---:|",
     ]
-    grouped: dict[tuple[str, str, str], list[tuple[float, float, bool]]] = {}
+    grouped: dict[tuple[str, str, str], list[tuple[float, float, bool, bool]]] = {}
     for results in per_seed.values():
         for r in results:
             if not r.runs:
@@ -209,17 +211,20 @@ def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
             for judged, best, guide_runs in _judged(r):
                 ratio = judged.gpu_hours / best.gpu_hours if best.gpu_hours else float("inf")
                 met = not goal_misses(judged, best, guide_runs)
+                met_goal_first = not goal_misses(judged, best, guide_runs, beats_goal_first)
                 grouped.setdefault((r.stack, r.trace, judged.label), []).append(
-                    (judged.ttft_slo_attainment, ratio, met)
+                    (judged.ttft_slo_attainment, ratio, met, met_goal_first)
                 )
     for (stack, trace, label), rows in grouped.items():
-        slo = [a for a, _, _ in rows]
-        cost = [x for _, x, _ in rows]
+        slo = [a for a, _, _, _ in rows]
+        cost = [x for _, x, _, _ in rows]
         slo_ok = sum(a >= ATTAINMENT_GOAL for a in slo)
-        whole = sum(m for _, _, m in rows)
+        whole = sum(m for _, _, m, _ in rows)
+        goal_first = sum(m for _, _, _, m in rows)
+        n = len(rows)
         lines.append(
             f"| {stack} | {trace} | {label} | {min(slo):.1%}-{max(slo):.1%} "
-            f"| {min(cost):.2f}-{max(cost):.2f} | {slo_ok} of {len(rows)} | {whole} of {len(rows)} |"
+            f"| {min(cost):.2f}-{max(cost):.2f} | {slo_ok} of {n} | {whole} of {n} | {goal_first} of {n} |"
         )
     return lines
 
@@ -231,7 +236,7 @@ def section(
     out = [
         BEGIN,
         "",
-        f"Regenerate with `{COMMAND}` (about 3 minutes per seed on 2 cores; tables for seed {seed}, "
+        f"Regenerate with `{COMMAND}` (about 4-5 minutes per seed on 2 cores; tables for seed {seed}, "
         f"{hours:g} h traces, each stack's own settings, the default request rate: the trace's busiest "
         "moment is what the stack's maxReplicas serve within its TTFT SLO for 99 % of requests by "
         "capacity planning's M/M/c model).",
@@ -257,7 +262,11 @@ def section(
             "",
             f"The same stacks, traces and settings on seeds {seeds} (each seed draws other arrivals, "
             "lengths and bursts; the oracle and guides are rerun on each): the range over the seeds, "
-            "and on how many of them a setting meets the SLO goal (99 %) and the whole goal above.",
+            "and on how many of them a setting meets the SLO goal (99 %) and the whole goal above. "
+            "The last column judges the whole goal with *beats* ranked as the oracle ranks runs "
+            "(meeting the 99 % goal first, then fewer GPU-hours), the change to DESIGN.md this page "
+            "argues for: by DESIGN.md's relation a guide at exactly 100 % is beaten by nothing "
+            "below it, however cheap.",
             "",
             *robustness_rows(per_seed),
             "",

@@ -6,7 +6,7 @@ with the same pod start-up times."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -420,19 +420,37 @@ def beats(a: Summary, b: Summary) -> bool:
     return more or cheaper
 
 
+def beats_goal_first(a: Summary, b: Summary) -> bool:
+    """``beats`` as the oracle ranks runs, the change to DESIGN.md's relation that
+    docs/autoscaling-simulation.md argues for: a run at the attainment goal beats one short of it,
+    and of two at the goal the one with fewer GPU-hours wins (DESIGN.md's relation makes a guide
+    at exactly 100 % unbeatable by anything below it, however cheap); short of the goal, as
+    ``beats``."""
+    a_ok, b_ok = a.ttft_slo_attainment >= ATTAINMENT_GOAL, b.ttft_slo_attainment >= ATTAINMENT_GOAL
+    if a_ok:
+        return not b_ok or a.gpu_hours < b.gpu_hours
+    return beats(a, b)
+
+
 ORACLE_GPU_HOURS_BUDGET = 1.3  # the goal: at most 1.3 x the oracle's GPU-hours
 
 
-def goal_misses(run: Summary, oracle_run: Summary, guide_runs: Sequence[Summary]) -> list[str]:
+def goal_misses(
+    run: Summary,
+    oracle_run: Summary,
+    guide_runs: Sequence[Summary],
+    beating: Callable[[Summary, Summary], bool] = beats,
+) -> list[str]:
     """Why ``run`` misses issue 22's goal on this trace (empty when it meets it): the TTFT SLO
-    for >= 99 % of requests, <= 1.3 x the oracle's GPU-hours, and beating every guide."""
+    for >= 99 % of requests, <= 1.3 x the oracle's GPU-hours, and beating every guide (by
+    DESIGN.md's relation unless ``beating`` says otherwise)."""
     misses = []
     if run.ttft_slo_attainment < ATTAINMENT_GOAL:
         misses.append(f"SLO met for {run.ttft_slo_attainment:.1%} < {ATTAINMENT_GOAL:.0%}")
     ratio = run.gpu_hours / oracle_run.gpu_hours if oracle_run.gpu_hours else math.inf
     if ratio > ORACLE_GPU_HOURS_BUDGET:
         misses.append(f"{ratio:.2f}x the oracle's GPU-hours > {ORACLE_GPU_HOURS_BUDGET}x")
-    misses += [f"does not beat {g.label}" for g in guide_runs if not beats(run, g)]
+    misses += [f"does not beat {g.label}" for g in guide_runs if not beating(run, g)]
     return misses
 
 

@@ -13,6 +13,7 @@ from deepseek_eks.automation.simulate.run import (
     Run,
     Summary,
     beats,
+    beats_goal_first,
     goal_misses,
 )
 
@@ -50,6 +51,19 @@ def test_beats_is_more_requests_for_no_more_gpu_hours_or_as_many_for_fewer() -> 
     assert not beats(run("a", 1.0, 101), run("b", 0.9, 100))  # better but dearer
 
 
+def test_beats_goal_first_ranks_the_attainment_goal_before_gpu_hours() -> None:
+    guide_at_100 = run("guide:hpa-gpu", 1.0, 300)
+    assert beats_goal_first(run("a", 0.995, 90), guide_at_100)
+    assert not beats(run("a", 0.995, 90), guide_at_100)  # DESIGN.md: 100 % beats any 99.5 %
+    short_but_cheap = run("guide", 0.985, 90)
+    assert beats_goal_first(run("a", 0.995, 100), short_but_cheap)
+    assert not beats(run("a", 0.995, 100), short_but_cheap)
+    assert not beats_goal_first(run("a", 0.995, 100), run("b", 0.999, 100))  # a tie on cost
+    # Short of the goal, DESIGN.md's relation.
+    assert beats_goal_first(run("a", 0.98, 90), run("b", 0.97, 100))
+    assert not beats_goal_first(run("a", 0.98, 90), run("b", 0.995, 100))
+
+
 def test_goal_misses_name_every_shortfall() -> None:
     oracle = run("oracle", 0.995, 100)
     guides = [run("guide:keda-queue", 0.5, 200), run("guide:hpa-gpu", 0.985, 140)]
@@ -73,12 +87,12 @@ def test_rewrite_replaces_only_the_generated_section(tmp_path: Path) -> None:
     assert fresh.read_text().endswith(f"{BEGIN}\nt\n{END}\n") and "# Only prose" in fresh.read_text()
 
 
-def _result(seed_attainment: float, seed_hours: float) -> Result:
+def _result(seed_attainment: float, seed_hours: float, hpa_gpu: float = 0.9) -> Result:
     """dev on bursty with the oracle at 100 GPU-h and guides it beats or not."""
     runs = [
         run("dev: gpu-utilization", seed_attainment, seed_hours),
         run("guide:keda-queue", 0.5, 200),
-        run("guide:hpa-gpu", 0.9, 300),
+        run("guide:hpa-gpu", hpa_gpu, 300),
         run("oracle", 0.995, 100),
     ]
     return Result("dev", "bursty", tuple(Run(s, None) for s in runs))  # type: ignore[arg-type]
@@ -89,7 +103,21 @@ def test_robustness_rows_give_the_range_and_the_seeds_that_meet_the_goal() -> No
     (row,) = robustness_rows(per_seed)[2:]
     cells = [c.strip() for c in row.strip("|").split("|")]
     # Seed 1 meets everything; seed 2 misses the SLO; seed 3 meets the SLO at 1.4x the oracle.
-    assert cells == ["dev", "bursty", "dev: gpu-utilization", "97.0%-99.9%", "1.10-1.40", "2 of 3", "1 of 3"]
+    assert cells == [
+        "dev",
+        "bursty",
+        "dev: gpu-utilization",
+        "97.0%-99.9%",
+        "1.10-1.40",
+        "2 of 3",
+        "1 of 3",
+        "1 of 3",
+    ]
+    # A guide at exactly 100 %: nothing below it beats it by DESIGN.md's relation; goal-first,
+    # the cheaper run at 99.5 % does.
+    per_seed = {1: [_result(0.995, 120, hpa_gpu=1.0)], 2: [_result(0.995, 110, hpa_gpu=1.0)]}
+    (row,) = robustness_rows(per_seed)[2:]
+    assert [c.strip() for c in row.strip("|").split("|")][-2:] == ["0 of 2", "2 of 2"]
 
 
 def test_goal_rows_judge_the_reactive_bound_with_its_setting() -> None:
