@@ -164,6 +164,19 @@ class Summary:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
 
 
+def _controller(label: str, config: SimConfig) -> str:
+    """What sets the replica count of a run: a fixed fleet or a replica plan (the oracle's, the
+    reactive bound's) run no autoscaler, whatever the stack renders."""
+    if config.fixed_replicas is not None:
+        n = config.fixed_replicas
+        return f"{label}: a fixed fleet of {n} replica{'' if n == 1 else 's'}, no autoscaler"
+    if config.replica_plan:
+        counts = [n for _, n in config.replica_plan]
+        span = f"{min(counts)}-{max(counts)} replicas"
+        return f"{label}: a replica plan of {len(counts)} changes, {span}, no autoscaler"
+    return config.autoscaler.describe()
+
+
 def summarize(out: Outcome, config: SimConfig, ttft_slo_s: float, queue_slo_s: float) -> Summary:
     judged = out.completed + out.rejected + out.cut
     ttft_ok = sum(1 for x in out.ttft if x <= ttft_slo_s)
@@ -172,7 +185,7 @@ def summarize(out: Outcome, config: SimConfig, ttft_slo_s: float, queue_slo_s: f
     cost = replica_hours * config.replica_hourly_usd
     return Summary(
         label=out.label,
-        autoscaler=config.autoscaler.describe(),
+        autoscaler=_controller(out.label, config),
         requests=out.requests,
         completed=out.completed,
         rejected=out.rejected,
@@ -399,7 +412,8 @@ def oracle(
     assert best is not None
     for fleet in fleets:
         if _better_for_oracle(fleet.summary, best.summary):
-            best = Run(replace(fleet.summary, label=ORACLE), fleet.outcome)
+            chosen = replace(fleet.summary, label=ORACLE, autoscaler=f"{ORACLE}: {fleet.summary.autoscaler}")
+            best = Run(chosen, fleet.outcome)
     return best
 
 

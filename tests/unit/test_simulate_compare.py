@@ -201,6 +201,9 @@ def test_oracle_uses_no_more_gpu_hours_than_any_run_at_equal_attainment(prod_ste
     inputs, curve, trace, duration = prod_step
     best = oracle(inputs, trace, duration, curve)
     assert best.summary.label == ORACLE
+    # It runs a plan or a fixed fleet, never the stack's HPA or ScaledObject, and says so.
+    assert best.summary.autoscaler.startswith(f"{ORACLE}: ")
+    assert best.summary.autoscaler.endswith(", no autoscaler")
     others = [simulate(inputs, trace, duration, curve, g) for g in guides()]
     others += frontier(inputs, trace, duration, curve)
     others.append(simulate(inputs, trace, duration, curve))
@@ -245,6 +248,7 @@ def test_frontier_stops_at_the_first_fleet_meeting_the_goal(prod_step) -> None:
     assert attainment[-1] >= 0.99 or len(runs) == 16
     gpu_hours = [r.summary.gpu_hours for r in runs]
     assert gpu_hours == sorted(gpu_hours)  # a bigger fleet costs more
+    assert runs[0].summary.autoscaler == "fixed:1: a fixed fleet of 1 replica, no autoscaler"
 
 
 # ---- scheduled floors (KEDA cron scaler) -------------------------------------------------------
