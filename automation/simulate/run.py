@@ -379,7 +379,7 @@ def reactive_plan(
     return _as_plan(_needs(tokens, tokens_per_s, load, floor, ahead=False), 0.0, hold_s)
 
 
-def _planning_rates(
+def planning_rates(
     inputs: StackInputs, trace: list[Request], duration_s: float, curve: ThroughputCurve
 ) -> tuple[float, list[float]]:
     """A replica's saturated output tokens/s, and the trace's output tokens per step, each
@@ -400,7 +400,7 @@ def oracle(
     ``fleets`` (knowing the trace it could pick one), the fewest GPU-hours that meets the
     attainment goal, else the best attainment. It knows the trace, not how requests will fall on
     replicas, and has the same cold start and routing as every other run."""
-    saturated, tokens = _planning_rates(inputs, trace, duration_s, curve)
+    saturated, tokens = planning_rates(inputs, trace, duration_s, curve)
     lead = cold_start_s(inputs)
     best: Run | None = None
     for hold in ORACLE_HOLDS_S:
@@ -440,9 +440,8 @@ def beats_goal_first(a: Summary, b: Summary) -> bool:
     and of two at the goal the one with fewer GPU-hours wins (DESIGN.md's relation makes a guide
     at exactly 100 % unbeatable by anything below it, however cheap); short of the goal, as
     ``beats``."""
-    a_ok, b_ok = a.ttft_slo_attainment >= ATTAINMENT_GOAL, b.ttft_slo_attainment >= ATTAINMENT_GOAL
-    if a_ok:
-        return not b_ok or a.gpu_hours < b.gpu_hours
+    if a.ttft_slo_attainment >= ATTAINMENT_GOAL:
+        return _better_for_oracle(a, b)
     return beats(a, b)
 
 
@@ -517,7 +516,7 @@ def reactive_bound(
     over the oracle, reacting is not enough on that trace: only a schedule for known hours or a
     shorter start-up is. It has the same cold start and routing as every other run, and is
     labelled REACTIVE_BOUND."""
-    saturated, tokens = _planning_rates(inputs, trace, duration_s, curve)
+    saturated, tokens = planning_rates(inputs, trace, duration_s, curve)
     best: ReactiveBound | None = None
     for hold in REACTIVE_HOLDS_S:
         for load in REACTIVE_LOADS:

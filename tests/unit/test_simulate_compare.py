@@ -14,7 +14,6 @@ import pytest
 
 from deepseek_eks.automation.simulate.engine import SimConfig, Simulation
 from deepseek_eks.automation.simulate.hpa import Behavior
-from deepseek_eks.automation.simulate.replica import ReplicaModel
 from deepseek_eks.automation.simulate.run import (
     ATTAINMENT_GOAL,
     ORACLE,
@@ -26,6 +25,7 @@ from deepseek_eks.automation.simulate.run import (
     oracle,
     oracle_plan,
     output_tokens_per_step,
+    planning_rates,
     reactive_bound,
     reactive_plan,
     simulate,
@@ -231,9 +231,7 @@ def test_reactive_bound_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_
     # A 4x step outruns a cold start, so reacting alone needs a floor above minReplicas, and the
     # floor found is the lowest that meets the goal at that load and hold.
     assert bound.floor > max(1, inputs.min_replicas)
-    replica = ReplicaModel.from_plan(inputs.plan, curve)
-    saturated = replica.saturated_tokens_per_s()
-    tokens = output_tokens_per_step(trace, duration, saturated / replica.max_num_seqs)
+    saturated, tokens = planning_rates(inputs, trace, duration, curve)
     lower = reactive_plan(tokens, saturated, bound.load, bound.hold_s, bound.floor - 1)
     lower_run = simulate(inputs, trace, duration, curve, replica_plan=lower).summary
     assert lower_run.ttft_slo_attainment < ATTAINMENT_GOAL
