@@ -21,13 +21,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .serving.vllm import HTTPS_PORT, PROMETHEUS_POD_LABELS, egress_rules
+from .monitoring.prometheus_names import PROMETHEUS_PORT, PROMETHEUS_SELECTOR
+from .serving.vllm import HTTPS_PORT, egress_rules
 
 # Amazon EKS API Reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, EKS
 # takes the service CIDR from either block (the clusters this project creates set none).
 EKS_SERVICE_CIDRS = ("10.100.0.0/16", "172.20.0.0/16")
 # Ports read from the pinned charts' values (tests check them against reference/upstream):
-PROMETHEUS_PORT = 9090  # kube-prometheus-stack 88.5.3 prometheus.service.port
 OPERATOR_WEBHOOK_PORT = 10250  # kube-prometheus-stack 88.5.3 prometheusOperator.tls.internalPort
 ADAPTER_PORT = 6443  # prometheus-adapter 5.3.0 listenPort (the aggregated metrics API)
 DCGM_EXPORTER_PORT = 9400  # dcgm-exporter 4.8.2 service.port
@@ -79,10 +79,11 @@ def with_api_egress(policy: dict[str, Any], vpc_cidr: str | None) -> dict[str, A
 
 
 def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
-    """Prometheus' pods (and only them) in the monitoring namespace."""
+    """This stack's Prometheus in the monitoring namespace: its pods, and (for egress, as the EKS
+    agent judges it before DNAT) its Service's ClusterIP, whose selector is the same one."""
     return {
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}},
-        "podSelector": {"matchLabels": dict(PROMETHEUS_POD_LABELS)},
+        "podSelector": {"matchLabels": dict(PROMETHEUS_SELECTOR)},
     }
 
 
@@ -131,7 +132,7 @@ def monitoring_policies(
     whose Prometheus trigger queries it) may query Prometheus. Nothing goes to the Internet:
     Grafana fetches no plugins, Alertmanager is off unless set."""
     vpc = {"ipBlock": {"cidr": vpc_cidr}}
-    prometheus = {"matchLabels": dict(PROMETHEUS_POD_LABELS)}
+    prometheus = {"matchLabels": dict(PROMETHEUS_SELECTOR)}
     clients = [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": n}}} for n in metrics_clients
     ]

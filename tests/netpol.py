@@ -23,6 +23,15 @@ the VPC CNI a pod's address is a VPC address of its node's subnet, and the conse
 that a CIDR rule naming that subnet admits the pod (a test of what is refused must assume so).
 Label selectors support ``matchLabels`` and
 ``matchExpressions`` (In, NotIn, Exists, DoesNotExist).
+
+A connection to a ``Service`` is judged as the EKS network-policy agent judges it
+(``reference/upstream/network-policy-controller.json``, aws/amazon-network-policy-controller-k8s
+v1.1.7 ``pkg/resolvers/endpoints.go``): the source's egress sees the ClusterIP and the Service port,
+before kube-proxy's DNAT, so an ``ipBlock`` must hold the ClusterIP and a pod-selector peer admits it
+only when its podSelector matches the Service's own ``spec.selector`` (in a namespace the peer
+selects), its ports translated from target ports to Service ports; a headless Service adds no
+address, so its clients are judged on the pods' own. Each backend pod's ingress then sees the
+source and the target port, after DNAT, as for any pod.
 """
 
 from __future__ import annotations
@@ -54,6 +63,37 @@ class Host:
 
 
 Endpoint = Pod | Host
+
+
+@dataclass(frozen=True)
+class ServicePort:
+    """One port of a Service: what clients dial, and the backend port (a number or a port name)."""
+
+    port: int
+    target_port: int | str
+    protocol: str = "TCP"
+
+
+@dataclass(frozen=True)
+class Service:
+    """A Service: ``cluster_ip`` None for a headless one; ``backends``, the pods its selector
+    picks (a Service without a selector lists hosts, like ``kubernetes``'s endpoints)."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, str]
+    cluster_ip: str | None
+    ports: tuple[ServicePort, ...]
+    backends: tuple[Endpoint, ...]
+
+    def port(self, number: int, protocol: str) -> ServicePort:
+        return next(p for p in self.ports if p.port == number and p.protocol == protocol)
+
+    def target_on(self, backend: Endpoint, sp: ServicePort) -> int | None:
+        """The backend's port for ``sp``: a named target is looked up in the pod's ports."""
+        if isinstance(sp.target_port, int):
+            return sp.target_port
+        return backend.named_ports.get(sp.target_port) if isinstance(backend, Pod) else None
 
 
 def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
@@ -171,4 +211,90 @@ class Cluster:
             return False
         return not isinstance(dest, Pod) or self._direction_allows(
             dest, "Ingress", source, dest, port, protocol
+        )
+
+    # Services, judged as the EKS agent does (see the module docstring).
+
+    def _service_ports_admitted(
+        self, rule_ports: Iterable[Mapping[str, Any]] | None, service: Service, protocol: str
+    ) -> set[int] | None:
+        """The Service ports a pod-selector peer's ``ports`` admit on its ClusterIP (None: every
+        port): each policy port is a backend port, found as a Service targetPort of the same type
+        or through a backend pod's container ports (service_utils.go LookupServiceListenPort,
+        LookupListenPortFromPodSpec)."""
+        ports = list(rule_ports or [])
+        if not ports:
+            return None
+        admitted: set[int] = set()
+        for p in ports:
+            if p.get("protocol", "TCP") != protocol:
+                continue
+            want = p.get("port")
+            if want is None:
+                return None
+            for sp in service.ports:
+                if sp.protocol != protocol:
+                    continue
+                if sp.target_port == want and type(sp.target_port) is type(want):
+                    admitted.add(sp.port)
+                    continue
+                for pod in (b for b in service.backends if isinstance(b, Pod)):
+                    number = want if isinstance(want, int) else pod.named_ports.get(want)
+                    names = {n for n, v in pod.named_ports.items() if v == number}
+                    if number is not None and (sp.target_port == number or sp.target_port in names):
+                        admitted.add(sp.port)
+        return admitted
+
+    def _egress_admits_service(self, pod: Pod, service: Service, sp: ServicePort) -> bool:
+        assert service.cluster_ip is not None
+        selecting = self._selecting(pod, "Egress")
+        if not selecting:
+            return True
+        address = Host(service.cluster_ip)
+        for policy in selecting:
+            ns = policy["metadata"]["namespace"]
+            for rule in policy["spec"].get("egress") or []:
+                peers = rule.get("to") or []
+                if not peers:  # every destination, on the rule's ports as dialled
+                    if self._port_matches(rule.get("ports"), address, sp.port, sp.protocol):
+                        return True
+                    continue
+                for peer in peers:
+                    if "ipBlock" in peer:
+                        if self._peer_matches(peer, ns, address) and self._port_matches(
+                            rule.get("ports"), address, sp.port, sp.protocol
+                        ):
+                            return True
+                        continue
+                    if "namespaceSelector" in peer:
+                        labels = self.labels_of_namespace(service.namespace)
+                        if not selector_matches(peer["namespaceSelector"], labels):
+                            continue
+                    elif service.namespace != ns:
+                        continue
+                    # The controller's test: the peer's podSelector against the Service's selector.
+                    if not selector_matches(peer.get("podSelector"), service.selector):
+                        continue
+                    admitted = self._service_ports_admitted(rule.get("ports"), service, sp.protocol)
+                    if admitted is None or sp.port in admitted:
+                        return True
+        return False
+
+    def allows_service(self, source: Endpoint, service: Service, port: int, protocol: str = "TCP") -> bool:
+        """Whether ``source`` may connect to ``service`` on its port ``port``: the source's egress
+        before DNAT (the ClusterIP), then every backend's ingress on its target port after it."""
+        sp = service.port(port, protocol)
+        if service.cluster_ip is None:  # headless: clients dial the pods themselves
+            return all(
+                self.allows(source, b, t, protocol)
+                for b in service.backends
+                if (t := service.target_on(b, sp)) is not None
+            )
+        if isinstance(source, Pod) and not self._egress_admits_service(source, service, sp):
+            return False
+        targets = [(b, service.target_on(b, sp)) for b in service.backends]
+        return all(
+            t is not None
+            and (not isinstance(b, Pod) or self._direction_allows(b, "Ingress", source, b, t, protocol))
+            for b, t in targets
         )

@@ -195,3 +195,17 @@ def helm_chart_sources() -> dict[str, Any]:
     """``helm-charts/index.json``: where each snapshot came from."""
     data: dict[str, Any] = json.loads((HELM_CHARTS / "index.json").read_text())
     return data
+
+
+def network_policy_controller() -> dict[str, Any]:
+    """How the EKS network-policy controller resolves egress peers, Service ClusterIPs included
+    (``network-policy-controller.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "network-policy-controller.json").read_text())
+    return data
+
+
+def chart_workloads() -> dict[str, Any]:
+    """The pinned charts' pods and Services that the required flows start from or reach
+    (``chart-workloads.json``), each with its source."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "chart-workloads.json").read_text())
+    return data

@@ -159,7 +159,9 @@ def print_job(args: argparse.Namespace, config: LoadTestConfig) -> None:
     if deadline is None:
         # Until the last request may start, plus its timeout and five minutes to schedule the pod.
         deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
-    job = manifests(bench_args(config, tokenizer_for(args)), args.namespace, deadline, args.image)
+    job = manifests(
+        bench_args(config, tokenizer_for(args), args.namespace), args.namespace, deadline, args.image
+    )
     print(yaml.safe_dump_all(job, sort_keys=False), end="")
 
 

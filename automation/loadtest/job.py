@@ -12,6 +12,14 @@ pod and ``python -m automation loadtest --from-vllm-bench bench.log`` turns it i
 ``--tokenizer``), so the pod needs the tokenizer files: from the Hugging Face Hub (egress to
 huggingface.co) or a path the image has. The API key, when the stack has one, comes from the
 Secret the vLLM pods read, as ``OPENAI_API_KEY`` (what vllm bench serve sends, optional).
+
+The service's namespace is closed by default (``default-deny``), and vLLM admits port 8000 only
+from the load balancer's subnets and Prometheus. So the Job comes with two NetworkPolicies: one
+lets its pod resolve names, download the tokenizer (443) and reach vLLM's pods on 8000; the other
+lets vLLM admit it. The egress peer selects vLLM's pods with the vLLM Service's own selector, so
+the EKS network-policy agent, which judges a Service's ClusterIP before DNAT, admits the Service
+address too (the ``loadtest-*`` flows of ``components/required_flows.json``). Delete them with the
+Job (``kubectl delete -f`` the same output).
 """
 
 from __future__ import annotations
@@ -19,9 +27,12 @@ from __future__ import annotations
 import json
 import math
 from typing import Any
+from urllib.parse import urlsplit
 
 from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
+from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_labels
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
+from deepseek_eks.sizing.planner import VLLM_PORT
 
 from .runner import LoadTestConfig, LoadTestError, point_warnings
 
@@ -36,10 +47,13 @@ RESULT_MARKER = "VLLM_BENCH_RESULT "
 BENCH_API_KEY_ENV = "OPENAI_API_KEY"
 
 
-def bench_args(config: LoadTestConfig, tokenizer: str | None) -> list[str]:
+def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | None = None) -> list[str]:
     """``vllm bench serve``'s arguments for ``config`` and the model's ``tokenizer`` (None:
-    unknown); a LoadTestError naming every option it cannot express."""
+    unknown), for a Job in ``namespace`` (its URL is checked against the Job's policies); a
+    LoadTestError naming every option it cannot express."""
     problems = []
+    if namespace is not None and (problem := url_problem(config.url, namespace)):
+        problems.append(problem)
     if tokenizer is None:
         problems.append(
             f"--model {config.model!r} is not a catalog variant, so the Job's tokenizer is unknown: "
@@ -87,12 +101,62 @@ def command(args: list[str]) -> list[str]:
     return ["sh", "-c", script, "loadtest", *args]
 
 
+JOB_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "deepseek-eks"}
+
+
+def url_problem(url: str, namespace: str) -> str | None:
+    """Why the Job's policies would not let it reach ``url`` (None: they do): they admit vLLM's
+    in-cluster Service and HTTPS, not plain HTTP to anything else."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    service = {APP, f"{APP}.{namespace}", f"{APP}.{namespace}.svc", f"{APP}.{namespace}.svc.cluster.local"}
+    if parts.scheme == "https" or (parts.scheme == "http" and host in service):
+        return None
+    return (
+        f"--url {url}: the Job's NetworkPolicies let it reach only the vLLM Service of namespace "
+        f"{namespace} (http://{APP}.{namespace}.svc.cluster.local) or an HTTPS endpoint; give one of "
+        "those, or run the load test locally against any other address"
+    )
+
+
+def network_policies(namespace: str) -> list[dict[str, Any]]:
+    """The two NetworkPolicies the Job needs in the service's closed namespace (module docstring)."""
+    vllm_pods = {"podSelector": {"matchLabels": selector_labels()}}
+    job_pods = {"podSelector": {"matchLabels": dict(JOB_LABELS)}}
+    port = [{"port": VLLM_PORT, "protocol": "TCP"}]
+
+    def policy(name: str, selector: dict[str, str], **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(JOB_LABELS)},
+            "spec": {"podSelector": {"matchLabels": selector}, **spec},
+        }
+
+    return [
+        policy(
+            NAME,
+            dict(JOB_LABELS),
+            policyTypes=["Ingress", "Egress"],
+            ingress=[],
+            egress=[*egress_rules(pod_identity=False, https=True), {"to": [vllm_pods], "ports": port}],
+        ),
+        policy(
+            f"{APP}-from-loadtest",
+            selector_labels(),
+            policyTypes=["Ingress"],
+            ingress=[{"from": [job_pods], "ports": port}],
+        ),
+    ]
+
+
 def manifests(
     args: list[str], namespace: str, deadline_s: int, image: str | None = None
 ) -> list[dict[str, Any]]:
-    """The Job running ``vllm bench serve`` with ``args``; it gives up after ``deadline_s``
-    seconds. ``image``: another image with vLLM (default: the pinned vLLM image)."""
-    labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "deepseek-eks"}
+    """The Job running ``vllm bench serve`` with ``args``, and the NetworkPolicies it needs; it
+    gives up after ``deadline_s`` seconds. ``image``: another image with vLLM (default: the pinned
+    vLLM image)."""
+    labels = JOB_LABELS
     container = {
         "name": "loadtest",
         "image": image or image_reference(VLLM_IMAGE, digest=VLLM_IMAGE_DIGEST),
@@ -150,7 +214,7 @@ def manifests(
             },
         },
     }
-    return [job]
+    return [*network_policies(namespace), job]
 
 
 def read_bench_result(text: str, name: str) -> dict[str, Any]:

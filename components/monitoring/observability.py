@@ -19,16 +19,10 @@ from ..manifests import custom_resource
 from ..network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
 from ..platform.capacity import GpuPlacement
 from ..versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
+from .prometheus_names import PROMETHEUS_FULLNAME, PROMETHEUS_OBJECT, PROMETHEUS_PORT, prometheus_url
 
-PROMETHEUS_FULLNAME = "kps"  # fullnameOverride: services are kps-prometheus, kps-grafana, ...
-PROMETHEUS_PORT = 9090
 GRAFANA_SECRET = "grafana-admin"
 DASHBOARD_LABEL = "grafana_dashboard"
-
-
-def prometheus_url(namespace: str) -> str:
-    """In-cluster URL of Prometheus (for the adapter and KEDA)."""
-    return f"http://{PROMETHEUS_FULLNAME}-prometheus.{namespace}.svc:{PROMETHEUS_PORT}"
 
 
 @dataclass(frozen=True)
@@ -143,7 +137,7 @@ def adapter_values(scope: promql.Scope, namespace: str) -> dict[str, Any]:
     metrics, and no external metrics (KEDA owns external.metrics.k8s.io)."""
     return {
         "prometheus": {
-            "url": f"http://{PROMETHEUS_FULLNAME}-prometheus.{namespace}.svc",
+            "url": f"http://{PROMETHEUS_OBJECT}.{namespace}.svc",
             "port": PROMETHEUS_PORT,
         },
         "rules": {

@@ -15,6 +15,7 @@ from typing import Any
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.planner import VLLM_PORT
 
+from ..monitoring.prometheus_names import PROMETHEUS_SELECTOR
 from ..platform.nodepools import ROLLOUT_MAX_SURGE, SERVING_POD_ANNOTATIONS
 from ..versions import VLLM_IMAGE
 from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET
@@ -101,12 +102,6 @@ POD_IDENTITY_AGENT_CIDRS = {"ipv4": "169.254.170.23/32", "ipv6": "fd00:ec2::23/1
 POD_IDENTITY_AGENT_PORT = 80
 DNS_PORT = 53
 HTTPS_PORT = 443
-# Labels prometheus-operator gives every Prometheus server pod (its StatefulSet's immutable
-# selector: prometheus-operator pkg/prometheus/server/statefulset.go, podSelectorLabels).
-PROMETHEUS_POD_LABELS = {
-    "app.kubernetes.io/name": "prometheus",
-    "app.kubernetes.io/managed-by": "prometheus-operator",
-}
 
 # Both nodes of a multi-node replica in one zone: LWS gives each group's leader a required
 # affinity to its own group on this key, pins the workers to the leader's zone, and keeps other
@@ -852,7 +847,7 @@ def network_policy(
                             "namespaceSelector": {
                                 "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
                             },
-                            "podSelector": {"matchLabels": dict(PROMETHEUS_POD_LABELS)},
+                            "podSelector": {"matchLabels": dict(PROMETHEUS_SELECTOR)},
                         }
                     ],
                     "ports": vllm_port,

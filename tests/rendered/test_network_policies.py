@@ -21,7 +21,7 @@ from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components.platform.warm_spare import WARM_SPARE
 from tests.conftest import stack_config
 from tests.netpol import Cluster, Host, Pod
-from tests.upstream import serving_facts
+from tests.upstream import chart_workloads, serving_facts
 
 # Every example stack, both weights sources, and an internet-facing endpoint.
 CASES = {
@@ -45,6 +45,9 @@ CASES = {
         (("weights__source", "ebs-snapshot"), ("weights__snapshotId", "snap-0123456789abcdef0")),
     ),
     "dev-warm-spare": ("dev", (("autoscaling__warmSpareNodes", "1"),)),
+    # A KEDA signal on dev: KEDA then runs beside the adapter (the seams of both are judged).
+    "dev-queue-depth": ("dev", (("autoscaling__signal", "queue-depth"),)),
+    "dev-concurrency": ("dev", (("autoscaling__signal", "concurrency"),)),
     "dev-nlb": ("dev", (("endpoint__loadBalancer", "nlb"), ("endpoint__auth", "none"))),
     "r1-nlb-peered": (
         "r1",
@@ -64,7 +67,7 @@ NODE_SUBNET_TAG = (
 S3_ADDRESS = "52.216.8.16"  # an s3.us-east-1.amazonaws.com address
 HUGGING_FACE_ADDRESS = "18.160.10.25"  # a CloudFront address serving huggingface.co
 INTERNET_ADDRESS = "203.0.113.9"
-PROMETHEUS = Pod("monitoring", serving_facts()["prometheus_operator_pod_labels"]["labels"])
+PROMETHEUS = Pod("monitoring", chart_workloads()["pods"]["prometheus"]["labels"])
 COREDNS = Pod("kube-system", {"k8s-app": "kube-dns"}, {"dns": 53})
 NODE_LOCAL_DNS = "169.254.20.10"  # a link-local node resolver (NodeLocal DNSCache's default)
 

@@ -307,8 +307,11 @@ def test_job_runs_vllm_bench_serve_with_flags_it_has(capsys: pytest.CaptureFixtu
     from deepseek_eks.sizing.catalog import model_catalog
 
     assert cli.main(JOB_ARGS) == 0
-    (job,) = yaml.safe_load_all(capsys.readouterr().out)
-    kubernetes_validate.validate(job, DEFAULT_KUBERNETES_VERSION, strict=True)
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    for document in documents:
+        kubernetes_validate.validate(document, DEFAULT_KUBERNETES_VERSION, strict=True)
+    (job,) = [d for d in documents if d["kind"] == "Job"]
+    assert sorted(d["kind"] for d in documents) == ["Job", "NetworkPolicy", "NetworkPolicy"]
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == VLLM_IMAGE  # the pinned image carries vllm bench serve
     shell, flag, script, name, *args = container["command"]
@@ -335,9 +338,26 @@ def test_job_refuses_what_vllm_bench_serve_cannot_run(capsys: pytest.CaptureFixt
     args = ["--url", "http://x", "--model", "unknown-model", "--arrivals", "constant", "--duration", "60"]
     assert cli.main([*args, "--lengths", "exponential", "--as-job"]) == 2
     err = capsys.readouterr().err
-    # Every problem at once, the unknown tokenizer included.
+    # Every problem at once, the unknown tokenizer and the unreachable URL included.
     assert "--arrivals constant" in err and "--duration" in err and "--lengths exponential" in err
     assert "--tokenizer" in err
+    assert "--url http://x" in err and "http://vllm.deepseek.svc.cluster.local" in err
+
+
+@pytest.mark.parametrize(
+    "url, reachable",
+    [
+        ("http://vllm.deepseek.svc.cluster.local", True),
+        ("http://vllm.deepseek:80", True),
+        ("https://llm.example.com", True),  # HTTPS egress is open for the tokenizer download
+        ("http://internal-k8s-alb.us-east-1.elb.amazonaws.com", False),
+        ("http://vllm.other.svc.cluster.local", False),
+    ],
+)
+def test_the_job_refuses_a_url_its_policies_would_drop(url: str, reachable: bool) -> None:
+    from deepseek_eks.automation.loadtest.job import url_problem
+
+    assert (url_problem(url, "deepseek") is None) is reachable
 
 
 def bench_result(concurrency: int, in_flight: float, duration: float = 100.0) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.netpol import Cluster, Host, Pod
+from tests.netpol import Cluster, Host, Pod, Service, ServicePort
 
 DB = Pod("default", {"role": "db"}, {"postgres": 6379})
 FRONTEND = Pod("default", {"role": "frontend"})
@@ -130,3 +130,91 @@ def test_an_ip_block_admits_a_pod_at_an_address_inside_it() -> None:
     assert cluster.allows(Pod("elsewhere", {"app": "x"}, ip="172.17.0.9"), DB, 6379)
     assert not cluster.allows(Pod("elsewhere", {"app": "x"}, ip="172.17.1.9"), DB, 6379)  # except
     assert not cluster.allows(Pod("elsewhere", {"app": "x"}), DB, 6379)
+
+
+# Services as the EKS network-policy agent judges them (reference/upstream/network-policy-controller.json).
+
+
+SERVER = Pod("mon", {"app.kubernetes.io/name": "prometheus", "shard": "0", "managed": "op"}, {"web": 9090})
+SERVICE = Service(
+    "mon",
+    "prom",
+    {"app.kubernetes.io/name": "prometheus"},
+    "10.100.0.50",
+    (ServicePort(80, 9090), ServicePort(8080, "web")),
+    (SERVER,),
+)
+CLIENT = Pod("client", {"app": "keda"})
+
+
+def egress_to(peer: dict[str, Any], ports: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"to": [peer]}
+    if ports is not None:
+        rule["ports"] = ports
+    return policy({"podSelector": {}, "policyTypes": ["Egress"], "egress": [rule]}, namespace="client")
+
+
+def in_mon(pod_selector: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "mon"}},
+        "podSelector": pod_selector,
+    }
+
+
+def test_a_peer_naming_a_pod_label_the_service_does_not_select_reaches_the_pod_but_not_the_service() -> None:
+    """The seam that stopped KEDA: the peer matches the pod, not the Service's selector, so the
+    controller never adds the ClusterIP and the agent drops the packet before DNAT."""
+    cluster = Cluster(
+        [egress_to(in_mon({"matchLabels": {"app.kubernetes.io/name": "prometheus", "managed": "op"}}))]
+    )
+    assert cluster.allows(CLIENT, SERVER, 9090)
+    assert not cluster.allows_service(CLIENT, SERVICE, 80)
+
+
+def test_a_peer_matching_the_service_selector_reaches_its_cluster_ip() -> None:
+    cluster = Cluster([egress_to(in_mon({"matchLabels": {"app.kubernetes.io/name": "prometheus"}}))])
+    assert cluster.allows_service(CLIENT, SERVICE, 80)
+    assert Cluster([egress_to({"namespaceSelector": {}})]).allows_service(
+        CLIENT, SERVICE, 80
+    )  # no podSelector
+
+
+def test_policy_ports_name_the_target_port_and_admit_the_service_port_before_dnat() -> None:
+    peer = in_mon({"matchLabels": {"app.kubernetes.io/name": "prometheus"}})
+    cluster = Cluster([egress_to(peer, [{"port": 9090, "protocol": "TCP"}])])
+    assert cluster.allows_service(CLIENT, SERVICE, 80)  # 80 -> 9090
+    assert cluster.allows_service(CLIENT, SERVICE, 8080)  # 8080 -> "web" = 9090 on the pod
+    assert not Cluster([egress_to(peer, [{"port": 80, "protocol": "TCP"}])]).allows_service(
+        CLIENT, SERVICE, 80
+    )
+
+
+def test_an_ip_block_must_hold_the_cluster_ip_not_only_the_pods() -> None:
+    pods_only = Cluster([egress_to({"ipBlock": {"cidr": "10.0.0.0/16"}})])
+    service_cidr = Cluster(
+        [egress_to({"ipBlock": {"cidr": "10.100.0.0/16"}}, [{"port": 80, "protocol": "TCP"}])]
+    )
+    placed = Pod("mon", SERVER.labels, SERVER.named_ports, ip="10.0.3.4")
+    assert pods_only.allows(CLIENT, placed, 9090)
+    assert not pods_only.allows_service(CLIENT, SERVICE, 80)
+    assert service_cidr.allows_service(CLIENT, SERVICE, 80)
+    assert not service_cidr.allows_service(CLIENT, SERVICE, 8080)
+
+
+def test_a_headless_service_is_judged_on_its_pods() -> None:
+    headless = Service(
+        "mon",
+        "prom-operated",
+        {"app.kubernetes.io/name": "prometheus"},
+        None,
+        (ServicePort(9090, "web"),),
+        (SERVER,),
+    )
+    cluster = Cluster([egress_to(in_mon({"matchLabels": {"managed": "op"}}))])
+    assert cluster.allows_service(CLIENT, headless, 9090)
+
+
+def test_the_backends_ingress_is_judged_after_dnat() -> None:
+    ingress_closed = policy({"podSelector": {}, "policyTypes": ["Ingress"], "ingress": []}, namespace="mon")
+    cluster = Cluster([egress_to(in_mon({})), ingress_closed])
+    assert not cluster.allows_service(CLIENT, SERVICE, 80)
