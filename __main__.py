@@ -3,7 +3,7 @@
 import pulumi
 
 from deepseek_eks.components import DeepSeekService, SizingError
-from deepseek_eks.components.service import PROGRAM_SERVICE_NAME, export_outputs
+from deepseek_eks.components.service import PROGRAM_SERVICE_NAME, ServiceError, export_outputs
 from deepseek_eks.settings import SettingsError
 from deepseek_eks.settings.pulumi_source import load_settings
 
@@ -14,5 +14,5 @@ try:
         # the VPC and cluster are created for a Kubernetes API nothing could reach.
         raise pulumi.RunError("\n".join(["the cluster API would be unreachable:", *settings.deploy_blockers]))
     export_outputs(DeepSeekService(PROGRAM_SERVICE_NAME, {}, settings=settings))
-except (SettingsError, SizingError) as error:
+except (SettingsError, SizingError, ServiceError) as error:
     raise pulumi.RunError(str(error)) from None  # RunError prints the message, no traceback

@@ -53,8 +53,10 @@ def _urns(args: argparse.Namespace) -> int:
 
 
 def _pins(args: argparse.Namespace) -> int:
-    from .pins import check_pins, collect_pins, pin_table
+    from .pins import check_pins, collect_pins, pin_table, run_check
 
+    if args.check or args.strict:
+        return run_check(args.strict, args.pypi_url, args.goproxy, args.go_version, args.timeout)
     pins = collect_pins()
     print(pin_table(pins))
     for pin in pins:
@@ -86,4 +88,33 @@ def add_commands(sub: Any) -> None:
     )
     u.set_defaults(run=_urns)
     p = sub.add_parser("pins", help="list every pinned version with its upstream source and reference data")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="instead, compare each pin with the newest release a reachable registry serves (PyPI, the "
+        "Go module proxy) and list the pins no registry here serves as manual steps; exits 0 unless --strict",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --check (implied): exit 1 when a pin is behind or a registry did not answer",
+    )
+    p.add_argument(
+        "--pypi-url",
+        metavar="URL",
+        help="PyPI JSON API base (default: $DEEPSEEK_EKS_PYPI_URL, else https://pypi.org/pypi)",
+    )
+    p.add_argument(
+        "--goproxy",
+        metavar="LIST",
+        help="Go module proxies, as GOPROXY spells them (default: $GOPROXY, else https://proxy.golang.org,direct)",
+    )
+    p.add_argument(
+        "--go-version",
+        metavar="VERSION",
+        help="the Go toolchain the twin builds with, e.g. go1.26.8 (default: `go env GOVERSION`)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=10.0, metavar="SECONDS", help="per-request timeout (default 10)"
+    )
     p.set_defaults(run=_pins)

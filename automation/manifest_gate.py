@@ -17,13 +17,12 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
-
-import jsonschema
-import kubernetes_validate
-from kubernetes_validate.utils import SchemaNotFoundError
+from typing import TYPE_CHECKING, Any
 
 from .stackfile import PROJECT_ROOT
+
+if TYPE_CHECKING:  # the validators are imported where they run: the [twin] extra holds them
+    import jsonschema
 
 SCHEMA_DIR_ENV = "DEEPSEEK_EKS_CRD_SCHEMAS"
 # Vendored in the repository (each index entry names its upstream repo, tag, commit and path), so a
@@ -93,6 +92,8 @@ class CrdSchema:
 
 @cache
 def _crd_schemas(directory: str) -> dict[tuple[str, str, str], CrdSchema]:
+    import jsonschema
+
     root = Path(directory)
     index = json.loads((root / "index.json").read_text())
     out = {}
@@ -127,6 +128,9 @@ def check(obj: dict[str, Any], kubernetes_version: str, crd_dir: Path | None = N
     kind = obj.get("kind", "?")
     name = (obj.get("metadata") or {}).get("name", "")
     label = f"{kind}/{name or '?'}"
+    import kubernetes_validate
+    from kubernetes_validate.utils import SchemaNotFoundError
+
     problems = []
     if not DNS1123_SUBDOMAIN.match(name or "") or len(name) > 253:
         problems.append(f"{label}: metadata.name {name!r} is not a DNS-1123 subdomain")

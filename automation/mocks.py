@@ -21,6 +21,8 @@ import pulumi
 from pulumi.runtime import MockCallArgs, MockResourceArgs, Mocks
 from pulumi.runtime.mocks import MockMonitor
 
+from deepseek_eks.components.deployed_state import READ_STACK_RESOURCE_OUTPUTS
+
 ACCOUNT_ID = "123456789012"
 SECRET_MASK = "[secret]"  # what every secret value becomes in a render
 REGION = "us-east-1"
@@ -237,10 +239,13 @@ class UnmockedError(RuntimeError):
 class RecordingMocks(Mocks):
     """Strict mocks that record every resource and invoke (see module docstring)."""
 
-    def __init__(self, region: str = REGION) -> None:
+    def __init__(self, region: str = REGION, previous: dict[str, dict[str, Any]] | None = None) -> None:
+        """``previous``: the stack's last update as the engine's readStackResourceOutputs gives it
+        (URN -> ``{type, outputs}``); none (the default) is a first deployment."""
         self.region = region
         self.resources: list[Recorded] = []
         self.invokes: list[MockCallArgs] = []
+        self.previous = previous or {}
 
     def new_resource(self, args: MockResourceArgs) -> tuple[str | None, dict]:
         token = args.typ
@@ -280,6 +285,8 @@ class RecordingMocks(Mocks):
 
     def call(self, args: MockCallArgs) -> tuple[dict, list[tuple[str, str]] | None]:
         self.invokes.append(args)
+        if args.token == READ_STACK_RESOURCE_OUTPUTS:  # the engine's builtin (deployed_state.py)
+            return {"name": args.args["stackName"], "outputs": self.previous}, []
         if args.token in INVOKES:
             return INVOKES[args.token](args, self.region), []
         raise UnmockedError(f"no mock for invoke {args.token!r}; add a realistic answer to INVOKES")

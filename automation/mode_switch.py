@@ -9,7 +9,9 @@ load balancers it runs (a new endpoint DNS name). The facts and their sources ar
 computeMode=...`` shows the resources concerned.
 
 ``preview`` and ``up`` (automation/api.py) and ``preflight`` read the deployed mode from the stack's
-``computeMode`` output and call :func:`switch_refusal`, which alone decides.
+``computeMode`` output and call :func:`switch_refusal`, which alone decides; the program itself
+refuses too (components/deployed_state.py), so a plain ``pulumi up`` or another program using the
+component cannot switch either.
 """
 
 from __future__ import annotations
@@ -18,33 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from deepseek_eks.settings import PROJECT
+from deepseek_eks.components.deployed_state import COMPUTE_MODE_OUTPUT, deployed_mode, switch_refusal
 
-OUTPUT = "computeMode"
+OUTPUT = COMPUTE_MODE_OUTPUT
 """The stack output that records the mode a stack was deployed with (components/build.py)."""
 
 CHECK_NAME = "compute mode"
-
-
-def switch_refusal(stack: str, deployed: str | None, wanted: str) -> str | None:
-    """Why ``stack``, deployed with ``deployed`` (None: nothing deployed, or no record of it),
-    must not be updated to ``wanted`` in place; None when the update may go ahead."""
-    if deployed is None or deployed == wanted:
-        return None
-    return (
-        f"{PROJECT}:computeMode is {wanted!r} but stack {stack!r} is deployed with {deployed!r}; "
-        "switching in place fails (the NodePools, StorageClass and IngressClass keep their Kubernetes "
-        "names under new URNs, so their creation fails with AlreadyExists)"
-        + (
-            " and turning Auto Mode off terminates every Auto Mode node and deletes its load balancers"
-            if deployed == "auto-mode"
-            else ""
-        )
-        + f". Keep computeMode {deployed!r} on this stack; to move, deploy a new stack with computeMode "
-        f"{wanted!r}, check it serves, move traffic to its endpoint, then destroy {stack!r} "
-        f"(`python -m automation diff --stack {stack} --set computeMode={wanted}` shows what the switch "
-        "would replace)."
-    )
 
 
 def refuse_switch(stack: str, outputs: dict[str, Any], wanted: str) -> None:
@@ -55,12 +36,6 @@ def refuse_switch(stack: str, outputs: dict[str, Any], wanted: str) -> None:
     refusal = switch_refusal(stack, deployed_mode(outputs), wanted)
     if refusal:
         raise AutomationError(refusal, 2)
-
-
-def deployed_mode(outputs: dict[str, Any]) -> str | None:
-    """The mode recorded in a stack's outputs (``{name: value}``); None when it has none."""
-    value = outputs.get(OUTPUT)
-    return value if isinstance(value, str) and value else None
 
 
 def read_deployed_mode(stack: str, project_dir: Path, opener: Callable[..., Any] | None = None) -> str | None:

@@ -5,6 +5,7 @@ component; there is no second copy of what the stack creates."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,6 +19,7 @@ from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
+from .deployed_state import WEIGHTS_LOCATION_OUTPUT, WEIGHTS_VOLUME_OUTPUT
 from .labels import aws_tags, common_labels
 from .monitoring.autoscaling import (
     KEDA_NAMESPACE,
@@ -179,6 +181,9 @@ class ServiceScope:
     the LeaderWorkerSet controller (multi-node plan), the weights source's EKS add-on. One service
     per cluster does; the others' HPAs and ScaledObjects use them (the adapter rule serves every
     namespace's vLLM pods)."""
+    previous: Mapping[str, Any] = field(default_factory=dict)
+    """The outputs this service registered in the stack's last update (components/deployed_state.py;
+    empty for a first deployment): what must stay working while an update rolls out."""
 
 
 def _image_pull_access(
@@ -426,6 +431,7 @@ def build_service(
             weights_source=settings.weights.source.value,
             retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
+            previous_weights_location=scope.previous.get(WEIGHTS_LOCATION_OUTPUT) or None,
             weights_kms_key_arn=kms_key or settings.weights.kms_key_arn,
             access_logs_bucket=network.access_logs_bucket,
             access_logs_prefix=ACCESS_LOGS_PREFIX,
@@ -559,6 +565,8 @@ def build_service(
         ),
         "apiKey": secrets.api_key if secrets.api_key is not None else pulumi.Output.secret(""),
         "weightsBucket": inference.weights_bucket,
+        WEIGHTS_LOCATION_OUTPUT: inference.weights_location,
+        WEIGHTS_VOLUME_OUTPUT: inference.weights_volume,
         "scalingSignal": auto.signal.value,
         "hpaName": autoscaling.hpa_name,
         "prometheusUrl": observability.prometheus_url,

@@ -47,8 +47,16 @@ from .build import (
     build_service,
     size,
 )
+from .deployed_state import (
+    WEIGHTS_VOLUME_OUTPUT,
+    deployed_mode,
+    previous_outputs,
+    switch_refusal,
+    volume_change_refusal,
+)
 from .monitoring.autoscaling import KEDA_NAMESPACE
 from .platform.capacity import INGRESS_CLASS, STORAGE_CLASS
+from .serving.inference import weights_volume_identity
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
@@ -185,6 +193,9 @@ class ControlPlaneArgs(TypedDict, total=False):
     secrets_kms_key_arn: pulumi.Input[str]
     create_kms_key: bool
     """Create a KMS key (yearly rotation) for Secrets and the weights bucket (sec23b)."""
+    allow_compute_mode_switch: bool
+    """Let an update change compute_mode on a deployed service (default false: refused before anything
+    changes, with the migration path)."""
 
 
 class NetworkArgs(TypedDict, total=False):
@@ -493,6 +504,12 @@ class DeepSeekService(pulumi.ComponentResource):
     """The API key clients send (secret): the configured or the generated one ("" with auth none)."""
     weights_bucket: pulumi.Output[str]
     """The S3 bucket of the weights (weights source s3 or s3-mountpoint; else empty)."""
+    weights_volume: pulumi.Output[str]
+    """What the pods' weights volume holds (Mountpoint's bucket prefix, the EBS snapshot; else empty):
+    an update that would change it is refused, since the deployed volume cannot change in place."""
+    weights_location: pulumi.Output[str]
+    """Where vLLM reads the weights, ``s3://bucket/prefix`` (weights source s3 or s3-mountpoint; else
+    empty). The next update keeps it readable until the new weights have rolled out."""
     scaling_signal: pulumi.Output[str]
     """The autoscaling signal in effect."""
     hpa_name: pulumi.Output[str]
@@ -522,6 +539,8 @@ class DeepSeekService(pulumi.ComponentResource):
         for them."""
         if settings is not None and args:
             raise ValueError("DeepSeekService: give either args or settings, not both")
+        # Read before registering: this service's entry in the stack is still the last update's.
+        previous = previous_outputs(TYPE, name)
         super().__init__(TYPE, name, None, opts)
         _refuse_foreign_mocks(name)
         # The stack program (settings given) keeps its own provider, as it always had.
@@ -533,11 +552,17 @@ class DeepSeekService(pulumi.ComponentResource):
                 region = _region(name, args, own_provider, aws_provider)
                 with_region = {**args, "region": region} if region else args
                 settings, wired = _validated(with_region, pulumi.get_stack(), name)
-            scope = self._scope(name, args, own_provider, aws_provider)
+            _refuse_compute_mode_switch(name, settings, previous, as_config=not args)
+            if args and settings.deploy_blockers and not args.get("existing_cluster"):
+                _warn_unreachable_api(name, settings.deploy_blockers)
+            scope = dataclasses.replace(
+                self._scope(name, args, own_provider, aws_provider), previous=previous or {}
+            )
             _claim(name, scope, scope.existing_cluster.cluster_name if scope.existing_cluster else None)
             # The plan comes from the settings, the resources get the wired ones (the same with
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
+            _refuse_weights_volume_change(name, settings, sizing_plan, previous, as_config=not args)
             self.result: BuildResult = build_service(self, wired or settings, sizing_plan, scope)
         except ValueError as error:
             # Every error names the service (SizingError and the rest keep their types).
@@ -678,6 +703,60 @@ def _claim(name: str, scope: ServiceScope, joined: str | None) -> None:
             "namespace (namespace=...) and install_shared_addons=True on one service per cluster",
         )
     claims.update({(joined, *key): name for key in wanted})
+
+
+def _warn_unreachable_api(name: str, blockers: Sequence[str]) -> None:
+    """The stack program refuses to deploy a cluster whose API nothing could reach (``__main__.py``);
+    a component in someone else's program warns, in its argument spelling, so the first ``up`` does
+    not create a VPC and a cluster and then fail on every Kubernetes object."""
+    pulumi.log.warn(
+        f"DeepSeekService {name!r}: nothing could reach the Kubernetes API of the cluster it creates, so "
+        "`pulumi up` would create the VPC and the cluster and then fail on every Kubernetes object. Give "
+        'cluster={"public_access_cidrs": ["<your egress IP>/32"]}, or, from inside your own VPC '
+        '(network={"vpc_id": ...}), cluster={"private_access_cidrs": [...]} or '
+        '{"private_access_security_group_ids": [...]}. (' + " ".join(blockers) + ")"
+    )
+
+
+def _refuse_compute_mode_switch(
+    name: str, settings: Settings, previous: dict[str, Any] | None, *, as_config: bool
+) -> None:
+    """Refuse, before anything changes, a compute mode other than the one this service was
+    deployed with (components/deployed_state.py), unless cluster.allowComputeModeSwitch says the
+    migration is deliberate; ``as_config``: name the settings as stack config keys, else as the
+    component's arguments."""
+    spelling = (
+        {}
+        if as_config
+        else {
+            "setting": "compute_mode",
+            "override": 'cluster={"allow_compute_mode_switch": True}',
+        }
+    )
+    refusal = switch_refusal(
+        pulumi.get_stack(), deployed_mode(previous), settings.compute_mode.value, **spelling
+    )
+    if refusal is None:
+        return
+    if settings.cluster.allow_compute_mode_switch:
+        pulumi.log.warn(f"DeepSeekService {name!r}: switching compute mode as allowed. {refusal}")
+        return
+    raise ServiceError(name, refusal)
+
+
+def _refuse_weights_volume_change(
+    name: str, settings: Settings, plan: SizingPlan, previous: dict[str, Any] | None, *, as_config: bool
+) -> None:
+    """Refuse, before anything changes, new contents for the pods' weights volume (Mountpoint's
+    prefix, the EBS snapshot), which no update can give the deployed volume (deployed_state.py)."""
+    wanted = weights_volume_identity(settings.weights.source.value, plan, settings.weights.snapshot_id)
+    deployed = (previous or {}).get(WEIGHTS_VOLUME_OUTPUT)
+    setting = f"{PROJECT}:weights.source" if as_config else 'weights={"source": ...}'
+    refusal = volume_change_refusal(
+        pulumi.get_stack(), deployed if isinstance(deployed, str) else None, wanted, source_setting=setting
+    )
+    if refusal:
+        raise ServiceError(name, refusal)
 
 
 def _refuse_foreign_mocks(name: str) -> None:

@@ -69,34 +69,53 @@ def gpu_selector(scope: Scope) -> str:
 # ---- autoscaling -------------------------------------------------------------------------------
 
 
+def vllm_targets(scope: Scope) -> str:
+    """Prometheus' ``up`` series of the vLLM pods it scrapes: one per pod the PodMonitor found,
+    1 or 0 (prometheus-operator labels a PodMonitor target with its namespace and container;
+    Prometheus writes ``up`` on every scrape, failed or not: reference/upstream/metrics-path-facts.json
+    ``prometheus_operator``)."""
+    return f'up{{namespace="{scope.namespace}",container="{scope.container}"}}'
+
+
+def zero_without_targets(scope: Scope) -> str:
+    """0 while Prometheus has no vLLM target at all (no pod: scaled to zero, or none placed yet),
+    and nothing otherwise. A KEDA query ends with ``or`` this, so that it reads 0 only when there
+    is truly nothing to measure; pods that exist but report nothing (a replica still loading, a
+    failing scrape, a Prometheus that lost its targets) leave the result empty, which KEDA, with
+    ``ignoreNullValues: "false"``, reports as an error instead of a 0 that would scale in."""
+    return f"(vector(0) unless on() {vllm_targets(scope)})"
+
+
 def queue_depth(scope: Scope) -> str:
-    """All requests waiting in this deployment's queues, one element, 0 when no series exist
-    (a KEDA trigger must always get a number, even with zero replicas)."""
-    return f"sum({VLLM_WAITING}{{{vllm_selector(scope)}}}) or vector(0)"
+    """All requests waiting in this deployment's queues, one element; 0 with no vLLM pod, empty
+    when pods exist but none reports (see :func:`zero_without_targets`)."""
+    return f"sum({VLLM_WAITING}{{{vllm_selector(scope)}}}) or {zero_without_targets(scope)}"
 
 
 def gpu_utilization_total(scope: Scope) -> str:
     """Sum over vLLM pods of each pod's mean GPU utilization (percent). KEDA divides by the
-    per-replica target, so a target of 50 keeps the average pod near 50 %."""
+    per-replica target, so a target of 50 keeps the average pod near 50 %. 0 with no vLLM pod,
+    empty when pods exist but no GPU series does."""
     per_pod = f"avg by (exported_namespace, exported_pod) ({DCGM_GPU_UTIL}{{{gpu_selector(scope)}}})"
-    return f"sum({per_pod}) or vector(0)"
+    return f"sum({per_pod}) or {zero_without_targets(scope)}"
 
 
 def kv_cache_usage_total(scope: Scope) -> str:
     """Sum over vLLM pods of each pod's KV-cache usage (0-1; the mean over a pod's engines). KEDA
-    divides by the per-replica target (e.g. 0.85), so the average pod stays below it."""
+    divides by the per-replica target (e.g. 0.85), so the average pod stays below it. 0 with no
+    vLLM pod, empty when pods exist but none reports."""
     per_pod = f"avg by (namespace, pod) ({VLLM_KV_CACHE_USAGE}{{{vllm_selector(scope)}}})"
-    return f"sum({per_pod}) or vector(0)"
+    return f"sum({per_pod}) or {zero_without_targets(scope)}"
 
 
 def concurrency_total(scope: Scope) -> str:
     """All requests the deployment's vLLM pods are running or holding in their queues: the load
-    they carry (Little's law: arrival rate x time in the server), one element, 0 when no series
-    exist. KEDA divides by the per-replica target, a share of max_num_seqs. One selector over both
-    names, so a pod missing either series still counts what it has (``sum(a) + sum(b)`` would be
-    empty, read as 0)."""
+    they carry (Little's law: arrival rate x time in the server), one element; 0 with no vLLM
+    pod, empty when pods exist but none reports. KEDA divides by the per-replica target, a share
+    of max_num_seqs. One selector over both names, so a pod missing either series still counts
+    what it has (``sum(a) + sum(b)`` would be empty, an error for KEDA)."""
     names = f'__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}"'
-    return f"sum({{{names},{vllm_selector(scope)}}}) or vector(0)"
+    return f"sum({{{names},{vllm_selector(scope)}}}) or {zero_without_targets(scope)}"
 
 
 @dataclass(frozen=True)

@@ -468,6 +468,13 @@ class ClusterSettings(_Group):
         "Secrets and the project's weights bucket, instead of cluster.secretsKmsKeyArn / "
         "weights.kmsKeyArn.",
     )
+    allow_compute_mode_switch: Boolean = Field(
+        False,
+        description="Let an update change computeMode on a stack deployed with the other mode. Off, the "
+        "program refuses the switch before anything changes: turning Auto Mode off terminates its nodes "
+        "and deletes its load balancers, and the NodePools, StorageClass and IngressClass collide under "
+        "their new URNs. Set it only for a migration you have prepared.",
+    )
 
 
 class NetworkSettings(_Group):

@@ -12,8 +12,22 @@ kube-scheduler, kwok and the node lifecycle controller on a Karpenter-mode rende
 instance types generated from the GPU catalog (``instance_types.py``); see docs/verification-twin.md.
 """
 
+from typing import Any
+
 from .binaries import BinariesMissing, binary_path, missing_binaries, pinned_version
-from .check import CheckReport, Finding, check_render
+
+# The checker needs the [twin] extra (the API-server client, certificates, CRD schemas): loaded on
+# first use, so ``python -m automation --help`` and the commands that do not use it run without it.
+_LAZY = {"CheckReport": ".check", "Finding": ".check", "check_render": ".check"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from importlib import import_module
+
+        return getattr(import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "BinariesMissing",

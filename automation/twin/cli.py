@@ -16,7 +16,10 @@ import sys
 from pathlib import Path
 
 from .binaries import TWIN_DIR, BinariesMissing
-from .server import TwinError
+
+# The twin's Python dependencies are the [twin] extra (pyproject.toml): what to install when a
+# subcommand cannot import them.
+TWIN_EXTRA_HINT = "pip install 'deepseek-eks[twin]'"
 
 HELP = "check a render against the real kube-apiserver (server-side dry-run, strict)"
 
@@ -49,6 +52,7 @@ def _failed(error: Exception) -> int:
 
 def _check(render: Path, previous: Path | None) -> int:
     from .check import check_render
+    from .server import TwinError
 
     try:
         report = check_render(render, previous)
@@ -65,6 +69,7 @@ def _check(render: Path, previous: Path | None) -> int:
 
 def _capacity(render: Path, logs: Path | None) -> int:
     from .capacity import check_capacity
+    from .server import TwinError
 
     try:
         report = check_capacity(render, logs)
@@ -95,7 +100,16 @@ def _snapshot(update: bool, stacks: list[str] | None) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Run the chosen ``twin`` subcommand; returns the exit code."""
+    """Run the chosen ``twin`` subcommand; returns the exit code (3 when a Python dependency of
+    the twin is not installed, naming the extra that holds it)."""
+    try:
+        return _run(args)
+    except ModuleNotFoundError as error:
+        print(f"error: twin {args.twin_command} needs {error.name!r}: {TWIN_EXTRA_HINT}", file=sys.stderr)
+        return 3
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.twin_command == "check":
         return _check(args.render, args.previous)
     if args.twin_command == "capacity":

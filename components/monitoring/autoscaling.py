@@ -22,15 +22,54 @@ from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S
 from ..helm import helm_release
 from ..manifests import custom_resource
 from ..versions import KEDA
+from .availability import MAX_UNAVAILABLE, METRICS_PATH_REPLICAS, spread_over_nodes
 
 HPA_NAME = "vllm"
 KEDA_HPA_NAME = "keda-hpa-vllm"
 KEDA_NAMESPACE = "keda"
+# Pod labels of the KEDA chart's operator and metrics server (kedacore/charts v2.20.2: `app:
+# <operator.name>`, `<operator.name>-metrics-apiserver`, operator.name keda-operator; the PDB
+# templates select on them). Facts: reference/upstream/metrics-path-facts.json charts.keda.
+KEDA_OPERATOR_LABELS = {"app": "keda-operator"}
+KEDA_METRICS_SERVER_LABELS = {"app": "keda-operator-metrics-apiserver"}
 # The HPA API's longest stabilization window.
 MAX_STABILIZATION_S = 3600
 # Node launch, GPU registration and image pull come before the container's own start-up (the
 # plan's startup_breakdown stages, each from a published figure).
 NODE_AND_IMAGE_S = NODE_READY_S + IMAGE_PULL_S
+
+# ---- a metrics gap never scales in (issue 31 §4; facts: reference/upstream/metrics-path-facts.json)
+#
+# KEDA's prometheus scaler reads an empty result, or NaN, as 0 unless ignoreNullValues is false
+# (keda v2.20.2 pkg/scalers/prometheus_scaler.go: `default=true`; ExecutePromQuery returns 0, or
+# with false the error "target may be lost, the result is empty"). A 0 would let the HPA scale in
+# once its stabilization window passed. The promql queries are empty exactly when vLLM pods exist
+# but none reports (promql.zero_without_targets), so with "false" a gap is an error.
+IGNORE_NULL_VALUES = "false"
+# While a trigger errors, KEDA reports the error to the HPA (scale_handler.go GetScaledObjectMetrics)
+# and the HPA keeps the current count (kubernetes v1.34.12 horizontal.go computeReplicasForMetrics:
+# no scale when every metric is invalid, no scale down while any is). After failureThreshold
+# consecutive failures KEDA stands in with the fallback instead (pkg/fallback/fallback.go):
+# currentReplicasIfHigher gives max(current replicas, fallback.replicas), so it never scales in.
+FALLBACK_BEHAVIOR = "currentReplicasIfHigher"
+# The threshold does not decide safety (below it the error already holds the count); it decides
+# when the ScaledObject reports Fallback and KEDA stands in for the error. 3 consecutive failed
+# reads is KEDA's documented example (keda-docs 2.20 reference/scaledobject-spec.md): a read or two
+# that met a Prometheus replica as it went away stay plain errors, and a success resets the count.
+FALLBACK_FAILURE_THRESHOLD = 3
+
+
+def fallback_replicas(min_replicas: int) -> int:
+    """``fallback.replicas``: the floor the fallback holds, never below one.
+
+    With currentReplicasIfHigher the fallback is max(current, this), so anything up to
+    ``minReplicas`` means "hold what runs", what the HPA itself does when its only metric fails.
+    Not 0: with ``minReplicas`` 0 KEDA's executor would then take an error for inactivity and
+    scale to zero after the cooldown (keda v2.20.2 executor/scale_scaledobjects.go RequestScale:
+    only ``fallback.replicas != 0`` keeps an erroring target where it is). Not ``maxReplicas``:
+    pods that exist but report nothing are a gap too (a first replica loading its weights serves
+    no /metrics), and every start from zero would then launch the whole GPU fleet."""
+    return max(min_replicas, 1)
 
 
 def scheduled_floors(entries: Iterable[ScheduleEntry] | None) -> tuple[ScheduledFloor, ...]:
@@ -135,11 +174,27 @@ def gpu_hpa(spec: ScalingSpec) -> dict[str, Any]:
 
 
 def _prometheus_trigger(spec: ScalingSpec, name: str, query: str, threshold: str) -> dict[str, Any]:
+    """A KEDA prometheus trigger whose empty result is an error, not 0 (IGNORE_NULL_VALUES)."""
     return {
         "type": "prometheus",
         "name": name,
         "metricType": "AverageValue",
-        "metadata": {"serverAddress": spec.prometheus_url, "query": query, "threshold": threshold},
+        "metadata": {
+            "serverAddress": spec.prometheus_url,
+            "query": query,
+            "threshold": threshold,
+            "ignoreNullValues": IGNORE_NULL_VALUES,
+        },
+    }
+
+
+def fallback(spec: ScalingSpec) -> dict[str, Any]:
+    """``spec.fallback``: what KEDA feeds the HPA once a trigger has failed
+    FALLBACK_FAILURE_THRESHOLD times in a row: never fewer replicas than run now."""
+    return {
+        "failureThreshold": FALLBACK_FAILURE_THRESHOLD,
+        "replicas": fallback_replicas(spec.min_replicas),
+        "behavior": FALLBACK_BEHAVIOR,
     }
 
 
@@ -213,6 +268,33 @@ def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
                 }
             },
             "triggers": triggers,
+            # Every signal renders a prometheus trigger: KEDA refuses a fallback whose triggers
+            # are all cpu or memory (apis/keda/v1alpha1 CheckFallbackValid).
+            "fallback": fallback(spec),
+        },
+    }
+
+
+def keda_values() -> dict[str, Any]:
+    """KEDA chart values: its CRDs, and two replicas of the operator (the scalers and the metrics
+    service run on the elected leader, the other waits to take over: keda v2.20.2
+    GrpcServer.NeedLeaderElection) and of the metrics server (external.metrics.k8s.io), each on
+    its own node with a budget of one (components/monitoring/availability.py). The admission
+    webhooks stay at one: they check ScaledObjects when they are written, not scaling."""
+    return {
+        "crds": {"install": True},
+        "operator": {"replicaCount": METRICS_PATH_REPLICAS},
+        "metricsServer": {"replicaCount": METRICS_PATH_REPLICAS},
+        # keda/values.yaml documents minAvailable/maxUnavailable under these only as comments; the
+        # chart's templates/manager/poddisruptionbudget.yaml and metrics-server/poddisruptionbudget.yaml
+        # read them (vendored in reference/upstream/helm-charts/keda-2.20.2/templates).
+        "podDisruptionBudget": {
+            "operator": {"maxUnavailable": MAX_UNAVAILABLE},
+            "metricServer": {"maxUnavailable": MAX_UNAVAILABLE},
+        },
+        "topologySpreadConstraints": {
+            "operator": spread_over_nodes(KEDA_OPERATOR_LABELS),
+            "metricsServer": spread_over_nodes(KEDA_METRICS_SERVER_LABELS),
         },
     }
 
@@ -253,7 +335,7 @@ class Autoscaling(pulumi.ComponentResource):
                         "keda",
                         KEDA,
                         KEDA_NAMESPACE,
-                        {"crds": {"install": True}},
+                        keda_values(),
                         pulumi.ResourceOptions(parent=self, depends_on=args.depends_on),
                         create_namespace=True,
                     )

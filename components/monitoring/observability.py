@@ -19,10 +19,39 @@ from ..manifests import custom_resource
 from ..network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
 from ..platform.capacity import GpuPlacement
 from ..versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
+from .availability import MAX_UNAVAILABLE, METRICS_PATH_REPLICAS, spread_over_nodes
 from .prometheus_names import PROMETHEUS_FULLNAME, PROMETHEUS_OBJECT, PROMETHEUS_PORT, prometheus_url
 
 GRAFANA_SECRET = "grafana-admin"
 DASHBOARD_LABEL = "grafana_dashboard"
+ADAPTER_RELEASE = "prometheus-adapter"
+# The adapter's pod selector labels (prometheus-adapter 5.3.0 templates/_helpers.tpl
+# k8s-prometheus-adapter.selectorLabels: the chart name and the release name).
+ADAPTER_LABELS = {
+    "app.kubernetes.io/name": "prometheus-adapter",
+    "app.kubernetes.io/instance": ADAPTER_RELEASE,
+}
+
+# Prometheus runs two replicas rather than one held in place with a budget or do-not-disrupt:
+# - One replica that may not be evicted (a PodDisruptionBudget of minAvailable 1, or
+#   karpenter.sh/do-not-disrupt) only blocks voluntary disruption: it pins its general node
+#   (no consolidation, a drain that waits forever) and still goes with the node on a spot
+#   interruption or a failure, and its successor waits for a new node and for its EBS volume
+#   to move (the volume is zonal), minutes without any scaling decision.
+# - Two replicas cost a second pod (500m CPU and 2 GiB requested: a quarter of an m7i.large,
+#   about $0.025 an hour at its $0.1008 in us-east-1, sizing/data/stack_prices.json) and a second
+#   gp3 volume of observability.prometheusStorageGib (each replica has its own claim), against
+#   dollars an hour for every GPU node a wrong scaling decision keeps or drops.
+#   prometheusSpec.podAntiAffinity "hard" puts them on different nodes, and the chart's
+#   PodDisruptionBudget (minAvailable 1) lets a drain take one at a time.
+# - What KEDA and the adapter see: both reach Prometheus through the kps-prometheus Service,
+#   which selects every replica (chart-workloads.json services.prometheus), so each connection
+#   lands on either. Both replicas scrape every target on their own, so they hold the same
+#   series, sampled a scrape interval apart at most; the triggers read instant gauges, which
+#   agree to that drift. A replica back from a restart keeps its volume and answers from its
+#   own history, and while it has not yet scraped a vLLM pod the query is empty, an error that
+#   holds the count (autoscaling.IGNORE_NULL_VALUES), never a 0.
+PROMETHEUS_REPLICAS = METRICS_PATH_REPLICAS
 
 
 @dataclass(frozen=True)
@@ -51,6 +80,8 @@ def kube_prometheus_stack_values(
             "prometheusSpec": {
                 **open_selectors,
                 "retention": opts.retention,
+                "replicas": PROMETHEUS_REPLICAS,
+                "podAntiAffinity": "hard",  # required anti-affinity on kubernetes.io/hostname
                 "resources": {"requests": {"cpu": "500m", "memory": "2Gi"}, "limits": {"memory": "4Gi"}},
                 "storageSpec": {
                     "volumeClaimTemplate": {
@@ -61,7 +92,10 @@ def kube_prometheus_stack_values(
                         }
                     }
                 },
-            }
+            },
+            # The chart's budget for the Prometheus pods (kube-prometheus-stack 88.5.3
+            # templates/prometheus/podDisruptionBudget.yaml; off by default).
+            "podDisruptionBudget": {"enabled": True, "minAvailable": PROMETHEUS_REPLICAS - MAX_UNAVAILABLE},
         },
         "alertmanager": {"enabled": opts.alertmanager},
         "grafana": {
@@ -134,8 +168,15 @@ def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
 
 def adapter_values(scope: promql.Scope, namespace: str) -> dict[str, Any]:
     """prometheus-adapter serving custom.metrics.k8s.io only: no default rules, no resource
-    metrics, and no external metrics (KEDA owns external.metrics.k8s.io)."""
+    metrics, and no external metrics (KEDA owns external.metrics.k8s.io). Two replicas on
+    different nodes with a budget of one (availability.py): the gpu-utilization HPA's metric
+    survives a drain or a lost node."""
     return {
+        "replicas": METRICS_PATH_REPLICAS,
+        # The chart's defaults leave minAvailable unset and maxUnavailable 1 (templates/pdb.yaml
+        # writes each that is set; policy/v1 refuses both), so only maxUnavailable is given.
+        "podDisruptionBudget": {"enabled": True, "maxUnavailable": MAX_UNAVAILABLE},
+        "topologySpreadConstraints": spread_over_nodes(ADAPTER_LABELS),
         "prometheus": {
             "url": f"http://{PROMETHEUS_OBJECT}.{namespace}.svc",
             "port": PROMETHEUS_PORT,
@@ -297,7 +338,7 @@ class Observability(pulumi.ComponentResource):
         )
         helm_release(
             f"{name}-prometheus-adapter",
-            "prometheus-adapter",
+            ADAPTER_RELEASE,
             PROMETHEUS_ADAPTER,
             args.namespace,
             adapter_values(args.scope, args.namespace),

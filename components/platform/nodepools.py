@@ -279,6 +279,18 @@ def general_node_pool(*, name: str, node_class: NodeClassRef, labels: dict[str, 
     }
 
 
+# Tags that change with the model: spec.tags is part of the EC2NodeClass's static hash, so any
+# change there drifts every node Karpenter launched from it (reference/upstream/platform-facts.json
+# karpenter.ec2nodeclass_tags_drift). A variant change must not roll the fleet (the old pods keep
+# serving until the new ones are ready), so the nodes do not carry it; the stack tag still does.
+MODEL_TAGS = ("variant",)
+
+
+def node_tags(tags: dict[str, str]) -> dict[str, str]:
+    """The tags a node class gives its instances: the stack's, less those that change with the model."""
+    return {k: v for k, v in tags.items() if k not in MODEL_TAGS}
+
+
 def ec2_node_class(
     *,
     name: str,
@@ -327,7 +339,7 @@ def ec2_node_class(
             }
         ],
         "associatePublicIPAddress": False,
-        "tags": tags,
+        "tags": node_tags(tags),
     }
     if instance_store_raid0:
         spec["instanceStorePolicy"] = "RAID0"

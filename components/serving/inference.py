@@ -125,6 +125,12 @@ class InferenceArgs:
     pod a volume restored from ``snapshot_id``; ``huggingface`` downloads at start."""
     snapshot_id: str | None = None
     """EBS snapshot of the weights (``weights.snapshotId``, made by ``automation bake-weights``)."""
+    previous_weights_location: str | None = None
+    """``s3://bucket/prefix`` the deployed vLLM reads (the service's ``weightsLocation`` output of
+    the stack's last update; None for a first deployment or weights not in S3). While it differs
+    from the new one, vLLM's read role keeps it readable: the old pods keep serving and restarting
+    (scale-out, spot or node replacement) until the new variant has rolled out; the next update
+    drops it."""
     weights_kms_key_arn: pulumi.Input[str] | None = None
     """KMS key of the weights (``weights.kmsKeyArn``, or the key ``cluster.createKmsKey`` makes):
     the project's bucket's default encryption, and a key the weights roles may use; None: SSE-S3."""
@@ -198,6 +204,8 @@ class Inference(pulumi.ComponentResource):
         model_uri: pulumi.Input[str] | None = None
         weights_volume: dict[str, Any] | None = None
         self.weights_bucket = None
+        self.weights_location: pulumi.Output[str] = pulumi.Output.from_input("")
+        self.weights_volume = weights_volume_identity(args.weights_source, plan, args.snapshot_id)
         streamed = args.weights_source == "s3"
         repository = plan.request.repository or plan.model.hf_repo
         # The commit the model catalog pins for this repository (None: staged at main, resolved then).
@@ -206,6 +214,7 @@ class Inference(pulumi.ComponentResource):
             own = s3_location(plan.request.repository or "")
             weights = self._own_bucket(*own) if own else self._staged_bucket()
             self.weights_bucket = weights.name
+            self.weights_location = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
             workload_deps += weights.ready
             if streamed:
                 # vLLM 0.33.0 first copies the *.json/*.model/*.py and tokenizer files of this prefix
@@ -344,6 +353,8 @@ class Inference(pulumi.ComponentResource):
                 "endpointHost": self.endpoint_host,
                 "servedModelName": self.served_model_name,
                 "weightsBucket": self.weights_bucket,
+                "weightsLocation": self.weights_location,
+                "weightsVolume": self.weights_volume,
             }
         )
 
@@ -356,12 +367,11 @@ class Inference(pulumi.ComponentResource):
         # access block above all). README "Weights from S3" says how to delete it.
         retain = args.retain_weights_bucket
         child = pulumi.ResourceOptions(parent=self, retain_on_delete=retain)
-        # One prefix per commit, so a new pin stages beside the old copy instead of over it.
-        prefix = f"{args.plan.model.variant}/" + (f"{self._revision}/" if self._revision else "")
+        prefix = staged_prefix(args.plan)
         bucket = private_bucket(
             f"{name}-weights", child, force_destroy=not retain, kms_key_arn=args.weights_kms_key_arn
         )
-        self._weights_role("reader", APP, bucket.arn, prefix, write=False)
+        self._weights_role("reader", APP, bucket.arn, prefix, write=False, keep=self._still_served())
         self._weights_role("stager", STAGER, bucket.arn, prefix, write=True)
         job = self._stage_job(bucket, prefix)
         return WeightsBucket(bucket.bucket, prefix, [job])
@@ -371,20 +381,36 @@ class Inference(pulumi.ComponentResource):
         or write role is created, only vLLM's read role on that bucket and prefix."""
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
         bucket_arn = partition.apply(lambda p: f"arn:{p}:s3:::{bucket}")
-        self._weights_role("reader", APP, bucket_arn, prefix, write=False)
+        self._weights_role("reader", APP, bucket_arn, prefix, write=False, keep=self._still_served())
         return WeightsBucket(pulumi.Output.from_input(bucket), prefix, [])
 
+    def _still_served(self) -> str | None:
+        """The deployed vLLM's weights (``s3://bucket/prefix``) its read role keeps while the new
+        ones roll out; None when there is none."""
+        previous = self._args.previous_weights_location
+        return previous if previous and s3_location(previous) else None
+
     def _weights_role(
-        self, role: str, service_account: str, bucket_arn: pulumi.Output[str], prefix: str, *, write: bool
+        self,
+        role: str,
+        service_account: str,
+        bucket_arn: pulumi.Output[str],
+        prefix: str,
+        *,
+        write: bool,
+        keep: str | None = None,
     ) -> None:
-        """A Pod Identity role of ``service_account`` limited to ``prefix`` of the bucket."""
+        """A Pod Identity role of ``service_account`` limited to ``prefix`` of the bucket, and
+        (read-only) to the ``keep`` location too (``s3://bucket/prefix``)."""
         name, args = self._name, self._args
         pod_identity_role(
             f"{name}-{role}",
             parent=self,
             # The key's ARN may be an Output (components/wiring.py).
             policy=pulumi.Output.all(bucket_arn, args.weights_kms_key_arn).apply(
-                lambda v: json.dumps(weights_access_policy(v[0], prefix, write=write, kms_key_arn=v[1]))
+                lambda v: json.dumps(
+                    weights_access_policy(v[0], prefix, write=write, kms_key_arn=v[1], still_served=keep)
+                )
             ),
             service_account=ServiceAccountRef(
                 args.cluster_name, args.namespace, service_account, args.region
@@ -913,6 +939,26 @@ def snapshot_weights(
     }
 
 
+def staged_prefix(plan: SizingPlan) -> str:
+    """The key prefix the project's bucket holds this plan's weights under: one per variant and
+    pinned commit, so a new pin stages beside the old copy instead of over it."""
+    repository = plan.request.repository or plan.model.hf_repo
+    revision = pinned_revision(plan.model.variant, repository)
+    return f"{plan.model.variant}/" + (f"{revision}/" if revision else "")
+
+
+def weights_volume_identity(weights_source: str, plan: SizingPlan, snapshot_id: str | None) -> str:
+    """What the pods' weights volume holds, for the sources that give vLLM a volume (the bucket's
+    prefix under Mountpoint, the snapshot for ebs-snapshot; "" for the others): a change of it
+    is a new volume, which the deployed one cannot become in place."""
+    if weights_source == "s3-mountpoint":
+        own = s3_location(plan.request.repository or "")
+        return f"s3://{own[0]}/{own[1]}" if own else f"project-bucket/{staged_prefix(plan)}"
+    if weights_source == "ebs-snapshot":
+        return snapshot_id or ""
+    return ""
+
+
 def stager_network_policy(labels: dict[str, str]) -> dict[str, Any]:
     """The stager talks to DNS, HTTPS endpoints and the Pod Identity agent (its service account
     always has an association: it writes the bucket), and accepts no connections."""
@@ -933,7 +979,12 @@ STAGING_CLAIM_NAME = ".staging.json"
 
 
 def weights_access_policy(
-    bucket_arn: str, prefix: str, *, write: bool, kms_key_arn: str | None = None
+    bucket_arn: str,
+    prefix: str,
+    *,
+    write: bool,
+    kms_key_arn: str | None = None,
+    still_served: str | None = None,
 ) -> dict[str, Any]:
     """Read (vLLM) or read-write (stager) on one prefix of the weights bucket only: the variant's in
     the project's bucket, or the one model.repository names in yours ("" is the whole bucket).
@@ -970,6 +1021,29 @@ def weights_access_policy(
                 "Effect": "Allow",
                 "Action": ["s3:DeleteObject"],
                 "Resource": f"{bucket_arn}/{prefix}{STAGING_CLAIM_NAME}",
+            }
+        )
+    kept = s3_location(still_served or "")
+    if kept and not write and (kept[0], kept[1]) != (bucket_arn.rsplit(":", 1)[-1], prefix):
+        # The weights the deployed pods read, until the new ones have rolled out (InferenceArgs
+        # previous_weights_location): listing and reading only, in the same partition.
+        kept_arn = f"{bucket_arn.rsplit(':', 1)[0]}:{kept[0]}"
+        condition = {"StringLike": {"s3:prefix": [kept[1], f"{kept[1]}*"]}} if kept[1] else None
+        statements.append(
+            {
+                "Sid": "ListTheServedPrefix",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": kept_arn,
+                **({"Condition": condition} if condition else {}),
+            }
+        )
+        statements.append(
+            {
+                "Sid": "ReadTheServedWeights",
+                "Effect": "Allow",
+                "Action": ["s3:GetObject"],
+                "Resource": f"{kept_arn}/{kept[1]}*",
             }
         )
     if kms_key_arn:

@@ -53,20 +53,26 @@ def test_existing_cluster_example_lifecycle(example_stack: Any) -> None:
     print(f"existing-cluster lifecycle through the engine: {time.monotonic() - started:.0f}s")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=auto.errors.CommandError,
-    reason="the real API server rejects the in-place switch: Karpenter's NodePool CEL rule "
-    "'nodeClassRef.group/kind is immutable' and StorageClass 'updates to provisioner are forbidden' "
-    "(the NodePools and gp3 StorageClass keep their names across modes); fix the product, drop this mark",
-)
 @pytest.mark.timeout(1200)
-def test_existing_cluster_compute_mode_switch(example_stack: Any) -> None:
+def test_existing_cluster_compute_mode_switch_is_refused_by_the_program(example_stack: Any) -> None:
+    """A raw switch through the real engine: each component reads its own outputs from the stack's
+    last update (the engine's readStackResourceOutputs) and refuses before anything changes; the
+    real API server would otherwise reject it half-way (Karpenter's NodePool CEL rule
+    'nodeClassRef.group/kind is immutable', StorageClass 'updates to provisioner are forbidden')."""
     stack = example_stack
     assert stack.up().summary.result == "succeeded"
+    before = stack.export_stack().deployment["resources"]
     stack.set_config(f"{PROJECT}:computeMode", auto.ConfigValue("karpenter"))
     stack.set_config(f"{PROJECT}:nodeRoleName", auto.ConfigValue("KarpenterNodeRole-platform"))
-    switch = stack.preview(diff=True)
-    assert changes(switch), switch.stdout
-    assert stack.up().summary.result == "succeeded"
+    for operation in (stack.preview, stack.up):
+        with pytest.raises(auto.errors.CommandError) as refused:
+            operation()
+        message = str(refused.value)
+        assert "DeepSeekService 'team-a'" in message and "compute_mode is 'karpenter'" in message, message
+        assert "deployed with 'auto-mode'" in message and "allow_compute_mode_switch" in message, message
+    after = stack.export_stack().deployment["resources"]
+    assert [(r["urn"], r.get("outputs")) for r in after] == [(r["urn"], r.get("outputs")) for r in before]
+    stack.set_config(f"{PROJECT}:computeMode", auto.ConfigValue("auto-mode"))
+    stack.set_config(f"{PROJECT}:nodeRoleName", auto.ConfigValue("platform-auto-mode-node"))
+    assert not changes(stack.preview(expect_no_changes=True))
     stack.destroy()

@@ -227,6 +227,62 @@ def test_concurrency_total_counts_running_requests_when_none_wait(tmp_path: Path
     _keda_query_test(tmp_path, concurrency_total(SCOPE), running + strangers_waiting, 11)
 
 
+KEDA_QUERIES = {
+    "queue-depth": queue_depth,
+    "gpu-utilization": gpu_utilization_total,
+    "kv-cache": kv_cache_usage_total,
+    "concurrency": concurrency_total,
+}
+_TARGET_A = {"pod": "vllm-a", "pod_ip": "10.42.2.9", "engine": None}
+_TARGET_B = {"pod": "vllm-b", "pod_ip": "10.42.2.10", "engine": None}
+
+
+def _expect(tmp_path: Path, query: str, inputs: list, samples: list[dict]) -> None:
+    require_promtool()
+    run_rule_test(
+        tmp_path,
+        [{"name": "keda", "rules": [{"record": "test:keda_query", "expr": query}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": inputs,
+                "promql_expr_test": [{"expr": query, "eval_time": "5m", "exp_samples": samples}],
+            }
+        ],
+    )
+
+
+@pytest.mark.parametrize("signal", sorted(KEDA_QUERIES))
+def test_a_keda_query_is_empty_when_vllm_pods_exist_but_report_nothing(tmp_path: Path, signal: str) -> None:
+    # Prometheus has the pods as targets (up 0: a replica still loading its weights; up 1: a
+    # scrape that answers without the series) but no vllm:* or GPU series: a gap. The result must
+    # be empty, which KEDA with ignoreNullValues "false" reports as an error that holds the
+    # replica count, never 0, which would scale in (reference/upstream/metrics-path-facts.json).
+    targets = [series("up", vllm_labels(**_TARGET_A), "0x10"), series("up", vllm_labels(**_TARGET_B), "1x10")]
+    _expect(tmp_path, KEDA_QUERIES[signal](SCOPE), targets, [])
+
+
+@pytest.mark.parametrize("signal", sorted(KEDA_QUERIES))
+def test_a_keda_query_is_0_when_no_vllm_pod_is_a_target(tmp_path: Path, signal: str) -> None:
+    # Zero replicas: nothing to measure, and 0 is the truth. Targets of another namespace or of
+    # another container do not count as ours.
+    others = [
+        series("up", vllm_labels(namespace="research", **_TARGET_A), "1x10"),
+        series("up", vllm_labels(container="sidecar", **_TARGET_B), "1x10"),
+    ]
+    _expect(tmp_path, KEDA_QUERIES[signal](SCOPE), others, [{"labels": "{}", "value": 0}])
+
+
+def test_a_keda_query_with_targets_and_series_is_the_one_measured_element(tmp_path: Path) -> None:
+    # The guard adds nothing when the series exist: KEDA refuses more than one element.
+    targets = [series("up", vllm_labels(**_TARGET_A), "1x10"), series("up", vllm_labels(**_TARGET_B), "1x10")]
+    waiting = [
+        vllm_series(VLLM_WAITING, "3x10", pod="vllm-a", pod_ip="10.42.2.9"),
+        vllm_series(VLLM_WAITING, "0x10", pod="vllm-b", pod_ip="10.42.2.10"),
+    ]
+    _expect(tmp_path, queue_depth(SCOPE), targets + waiting, [{"labels": "{}", "value": 3}])
+
+
 # ---- 3. alerts ---------------------------------------------------------------------------------
 
 ALERTS = {a.name: a for a in alerts(SCOPE, SLO, hpa_name=HPA)}

@@ -7,6 +7,11 @@ own default values at the pinned version (``reference/upstream/helm-charts``, re
 source): every key path we set must be a key of those defaults (or a property of the chart's
 values.schema.json), and when the chart ships a schema the merged values must validate against it.
 
+A key the defaults leave out but a template of the chart reads is a key too, when that template
+is vendored beside the defaults (``<chart>-<version>/templates``): KEDA documents its
+PodDisruptionBudget fields only as comments under ``podDisruptionBudget.operator: {}``, and its
+``templates/manager/poddisruptionbudget.yaml`` reads ``.Values.podDisruptionBudget.operator.maxUnavailable``.
+
 What the defaults cannot describe is not checked below it: list items (tolerations, adapter rules:
 a chart's defaults never enumerate them, only the list's own key is checked) and the free-form maps
 of ``FREE_FORM``. Keys a parent chart sets for a dependency (kube-prometheus-stack's ``grafana``,
@@ -17,6 +22,7 @@ parent's Chart.yaml names, together with the parent's own block for it.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,20 +80,37 @@ def _schema_property(schema: Mapping[str, Any] | None, key: str) -> Mapping[str,
     return extra if isinstance(extra, dict) else None
 
 
+def template_value_paths(chart: ChartDefaults) -> frozenset[str]:
+    """Every ``.Values.<path>`` the chart's vendored templates read (none vendored: empty)."""
+    folder = chart.folder / "templates"
+    if not folder.is_dir():
+        return frozenset()
+    return frozenset(
+        match
+        for template in sorted(folder.rglob("*"))
+        if template.is_file()
+        for match in re.findall(r"\.Values\.([A-Za-z0-9_]+(?:\.[A-Za-z0-9_]+)*)", template.read_text())
+    )
+
+
 def unknown_keys(
     values: Mapping[str, Any],
     defaults: Mapping[str, Any],
     schema: Mapping[str, Any] | None = None,
     path: tuple[str, ...] = (),
+    read: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Key paths of ``values`` that are neither keys of the chart's ``defaults`` nor described by
-    its ``schema``, or that are maps where the chart has something else."""
+    """Key paths of ``values`` that are neither keys of the chart's ``defaults``, nor described by
+    its ``schema``, nor read by its templates (``read``: :func:`template_value_paths`), or that
+    are maps where the chart has something else."""
     problems = []
     for key, value in values.items():
         here = ".".join((*path, key))
         default = defaults.get(key, _MISSING) if isinstance(defaults, dict) else _MISSING
         described = _schema_property(schema, key)
         if default is _MISSING and described is None:
+            if here in read and not isinstance(value, dict):
+                continue  # a leaf the chart's template reads
             problems.append(f"{here}: not a key of the chart's values")
             continue
         if value == {} and isinstance(default, dict) and default:
@@ -102,7 +125,7 @@ def unknown_keys(
             problems.append(f"{here}: a map here, but {type(default).__name__} in the chart's values")
             continue
         below = default if isinstance(default, dict) else {}
-        problems += unknown_keys(value, below, described, (*path, key))
+        problems += unknown_keys(value, below, described, (*path, key), read)
     return problems
 
 
@@ -126,7 +149,7 @@ def chart_value_problems(chart: str, version: str, values: Mapping[str, Any]) ->
     parent = helm_chart_defaults(chart, version)
     dependencies = _dependencies(parent)
     own = {k: v for k, v in values.items() if k not in dependencies}
-    problems = unknown_keys(own, parent.values, parent.schema)
+    problems = unknown_keys(own, parent.values, parent.schema, read=template_value_paths(parent))
     problems += schema_problems(parent, values)
     for key in sorted(values.keys() & dependencies.keys()):
         sub = helm_chart_defaults(key, dependencies[key])
@@ -282,6 +305,25 @@ def test_an_empty_map_over_a_chart_default_fails(releases: Releases) -> None:
 def test_a_map_where_the_chart_has_a_scalar_fails() -> None:
     problems = unknown_keys({"replicaCount": {"min": 2}}, {"replicaCount": 1})
     assert problems == ["replicaCount: a map here, but int in the chart's values"]
+
+
+def test_a_key_only_a_vendored_template_reads_is_a_key_and_a_misspelling_of_it_is_not() -> None:
+    """KEDA 2.20.2 documents its PodDisruptionBudget fields only as comments; the chart's PDB
+    templates (vendored from kedacore/charts cbb9bb8c) read them."""
+    keda = helm_chart_defaults("keda", "2.20.2")
+    read = template_value_paths(keda)
+    assert "podDisruptionBudget.operator.maxUnavailable" in read
+    assert "podDisruptionBudget.metricServer.maxUnavailable" in read
+    budgets = {"operator": {"maxUnavailable": 1}, "metricServer": {"maxUnavailabe": 1}}
+    values = {"podDisruptionBudget": budgets}
+    assert unknown_keys(values, keda.values, read=read) == [
+        "podDisruptionBudget.metricServer.maxUnavailabe: not a key of the chart's values"
+    ]
+    # Without the templates the documented-by-comment key is refused like any other.
+    assert unknown_keys(values, keda.values) == [
+        "podDisruptionBudget.operator.maxUnavailable: not a key of the chart's values",
+        "podDisruptionBudget.metricServer.maxUnavailabe: not a key of the chart's values",
+    ]
 
 
 def test_free_form_maps_and_list_items_are_not_checked_below_their_key() -> None:

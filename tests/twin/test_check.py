@@ -195,8 +195,9 @@ def test_a_variant_change_upgrades_in_place(tmp_path: Path) -> None:
     reason="the real API server refuses the in-place update: Karpenter's NodePool CEL rules make "
     "nodeClassRef.group/kind immutable, which pulumi-kubernetes does not know (it replaces only the "
     "built-in kinds of its forceNew table, e.g. StorageClass.provisioner, and a same-name replacement "
-    "collides unless deleted first); the switch needs those objects replaced or refused with a "
-    "migration path (the first-up issue). Remove this mark when a switch upgrades cleanly",
+    "collides unless deleted first). So the program refuses the switch before anything changes "
+    "(components/deployed_state.py; through the real engine in tests/engine/test_engine_existing_cluster.py) "
+    "unless cluster.allowComputeModeSwitch; remove this mark when a switch upgrades cleanly",
 )
 def test_a_compute_mode_switch_upgrades_in_place(tmp_path: Path) -> None:
     assert_accepted(_upgrade(tmp_path, computeMode="karpenter"))

@@ -185,3 +185,31 @@ def test_the_staging_claim_the_role_may_delete_is_the_one_the_stager_writes() ->
     assert not call_allowed(policy, "DeleteObject", {"Key": f"{PREFIX}model.safetensors"})
     assert not call_allowed(weights_access_policy(BUCKET_ARN, PREFIX, write=False), "DeleteObject",
                             {"Key": sw.in_progress_key(PREFIX)})  # fmt: skip
+
+
+# A variant change keeps serving (issue 31 §2): the deployed pods' weights stay readable until the
+# new variant has rolled out (InferenceArgs.previous_weights_location).
+OLD_PREFIX = "r1-distill-llama-8b/"
+
+
+def test_a_variant_change_keeps_the_served_weights_readable_by_vllm_only() -> None:
+    served = f"s3://{BUCKET}/{OLD_PREFIX}"
+    reader = weights_access_policy(BUCKET_ARN, PREFIX, write=False, still_served=served)
+    for prefix in (PREFIX, OLD_PREFIX):
+        assert call_allowed(reader, "ListObjectsV2", {"Prefix": prefix})
+        assert call_allowed(reader, "GetObject", {"Key": f"{prefix}model-00001-of-00002.safetensors"})
+    assert not call_allowed(reader, "ListObjectsV2", {}), "still no listing of the whole bucket"
+    assert not call_allowed(reader, "GetObject", {"Key": "r1-671b/config.json"})
+    assert not call_allowed(reader, "PutObject", {"Key": f"{OLD_PREFIX}x"})
+    stager = weights_access_policy(BUCKET_ARN, PREFIX, write=True, still_served=served)
+    assert not call_allowed(stager, "GetObject", {"Key": f"{OLD_PREFIX}config.json"})
+    # Once the deployed location is the new one (the next update), the old prefix is gone.
+    settled = weights_access_policy(BUCKET_ARN, PREFIX, write=False, still_served=f"s3://{BUCKET}/{PREFIX}")
+    assert settled == weights_access_policy(BUCKET_ARN, PREFIX, write=False)
+
+
+def test_weights_served_from_another_bucket_stay_readable_there() -> None:
+    reader = weights_access_policy(BUCKET_ARN, PREFIX, write=False, still_served="s3://acme-models/r1/")
+    assert allowed(reader, "s3:GetObject", "arn:aws:s3:::acme-models/r1/config.json", {})
+    assert allowed(reader, "s3:ListBucket", "arn:aws:s3:::acme-models", {"s3:prefix": "r1/"})
+    assert not allowed(reader, "s3:GetObject", "arn:aws:s3:::acme-models/other/config.json", {})

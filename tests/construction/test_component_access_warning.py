@@ -1,0 +1,51 @@
+"""A component that creates its own cluster warns when nothing could reach that cluster's API
+(issue 32 §3), as the stack program refuses it; with an access setting, or on your own cluster,
+it does not. The README's and docs' component examples carry the access setting."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
+from deepseek_eks.components import DeepSeekService
+from deepseek_eks.settings import PROJECT
+
+ROOT = Path(__file__).resolve().parents[2]
+ARGS: dict[str, Any] = {"region": "us-east-1", "model": {"variant": "r1-distill-qwen-7b"}}
+
+
+def warnings_of(args: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: said.append(str(message)))
+
+    def program() -> dict[str, Any]:
+        DeepSeekService("chat", args)  # type: ignore[arg-type]
+        return {}
+
+    run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
+    return [w for w in said if "Kubernetes API" in w]
+
+
+def test_a_cluster_nobody_can_reach_is_warned_in_the_argument_spelling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    (warning,) = warnings_of(ARGS, monkeypatch)
+    assert "DeepSeekService 'chat'" in warning and 'cluster={"public_access_cidrs"' in warning
+
+
+def test_an_access_setting_silences_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    args = {**ARGS, "cluster": {"public_access_cidrs": ["203.0.113.7/32"]}}
+    assert warnings_of(args, monkeypatch) == []
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/component.md"])
+def test_the_component_examples_name_who_may_reach_the_api(page: str) -> None:
+    text = (ROOT / page).read_text()
+    example = text[text.index("svc = DeepSeekService(") :]
+    example = example[: example.index("```")]
+    assert re.search(r'cluster=\{"public_access_cidrs": \[', example), example
