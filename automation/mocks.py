@@ -201,6 +201,8 @@ def _zones(args: MockCallArgs, region: str) -> dict[str, Any]:
     return {"id": region, "names": names, "zoneIds": [f"use1-az{i}" for i in (1, 2, 4)], "groupNames": names}
 
 
+EXISTING_SERVICE_CIDR = "10.96.0.0/16"
+
 # Invokes the program may make, with realistic answers; any other invoke fails.
 INVOKES: dict[str, Callable[[MockCallArgs, str], dict[str, Any]]] = {
     "aws:index/getAvailabilityZones:getAvailabilityZones": _zones,
@@ -210,11 +212,33 @@ INVOKES: dict[str, Callable[[MockCallArgs, str], dict[str, Any]]] = {
         "userId": "AIDAEXAMPLE",
         "id": ACCOUNT_ID,
     },
+    # Your own VPC: its primary block and a secondary one (100.64.0.0/16, as EKS custom networking
+    # gives pods); DescribeVpcs lists the primary among the associations too.
     "aws:ec2/getVpc:getVpc": lambda a, r: {
         "id": a.args["id"],
         "cidrBlock": "10.20.0.0/16",
+        "cidrBlockAssociations": [
+            {
+                "associationId": "vpc-cidr-assoc-0a1b2c3d4e5f60001",
+                "cidrBlock": "10.20.0.0/16",
+                "state": "associated",
+            },
+            {
+                "associationId": "vpc-cidr-assoc-0a1b2c3d4e5f60002",
+                "cidrBlock": "100.64.0.0/16",
+                "state": "associated",
+            },
+        ],
         "arn": f"arn:aws:ec2:{r}:{ACCOUNT_ID}:vpc/{a.args['id']}",
         "state": "available",
+    },
+    # An existing cluster, created with its own service CIDR (kubernetesNetworkConfig).
+    "aws:eks/getCluster:getCluster": lambda a, r: {
+        "id": a.args["name"],
+        "name": a.args["name"],
+        "arn": f"arn:aws:eks:{r}:{ACCOUNT_ID}:cluster/{a.args['name']}",
+        "kubernetesNetworkConfigs": [{"ipFamily": "ipv4", "serviceIpv4Cidr": EXISTING_SERVICE_CIDR}],
+        "status": "ACTIVE",
     },
     # Your own subnets: a /20 of 10.20.0.0/16 chosen from the id, so each subnet has its own.
     "aws:ec2/getSubnet:getSubnet": lambda a, r: {

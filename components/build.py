@@ -32,12 +32,12 @@ from .monitoring.autoscaling import (
 )
 from .monitoring.observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
-from .network_policies import chart_policies, network_policy_resources
+from .network_policies import ClusterCidrs, chart_policies, network_policy_resources
 from .platform.capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .platform.cluster import Cluster, ClusterArgs, project_kms_key
 from .platform.iam_policies import pull_through_cache_policy
 from .platform.karpenter import KarpenterCapacity, KarpenterCapacityArgs
-from .platform.network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs
+from .platform.network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs, invoke_field
 from .platform.nodepools import (
     AUTO_MODE_DEFAULT_EPHEMERAL_GIB,
     has_on_demand_floor,
@@ -210,6 +210,32 @@ def _image_pull_access(
     )
 
 
+def _service_cidrs(
+    existing: ExistingCluster | None, name: str, opts: pulumi.ResourceOptions
+) -> pulumi.Input[list[str] | None]:
+    """The service CIDR of the cluster: read from an existing cluster (EKS DescribeCluster
+    ``kubernetesNetworkConfig.serviceIpv4Cidr``), None for one this project creates (it sets none,
+    so EKS takes one of its two defaults: network_policies.EKS_SERVICE_CIDRS)."""
+    if existing is None:
+        return None
+    described = aws.eks.get_cluster_output(
+        name=name, opts=pulumi.InvokeOutputOptions(parent=opts.parent, provider=_aws_provider_of(opts))
+    )
+    return described.kubernetes_network_configs.apply(
+        lambda configs: (
+            [cidr for c in configs or [] if (cidr := invoke_field(c, "service_ipv4_cidr"))] or None
+        )
+    )
+
+
+def _aws_provider_of(opts: pulumi.ResourceOptions) -> pulumi.ProviderResource | None:
+    providers = opts.providers
+    if isinstance(providers, dict):
+        found = providers.get("aws")
+        return found if isinstance(found, pulumi.ProviderResource) else None
+    return None
+
+
 def build_service(
     parent: pulumi.ComponentResource,
     settings: Settings,
@@ -279,6 +305,9 @@ def build_service(
             else None,
         ),
         opts=aws_opts,
+    )
+    cluster_cidrs = pulumi.Output.all(network.vpc_cidrs, _service_cidrs(existing, name, aws_opts)).apply(
+        lambda v: ClusterCidrs.of(v[0], v[1])
     )
     # cluster.createKmsKey: one key for the cluster's Secrets and the project's weights bucket.
     kms_key = (
@@ -417,7 +446,7 @@ def build_service(
                 # An Output while your subnet ids are (components/wiring.py); Inference resolves it.
                 subnet_ids=() if internet_facing else network.load_balancer_subnet_ids,  # type: ignore[arg-type]
             ),
-            vpc_cidr=network.vpc_cidr,
+            cluster_cidrs=cluster_cidrs,
             # The ALB takes addresses in the subnets the load balancer controller discovers for its
             # scheme: public (kubernetes.io/role/elb) or the load-balancer-only private subnets
             # (kubernetes.io/role/internal-elb), or the ones the Ingress/Service names.
@@ -472,7 +501,7 @@ def build_service(
             ),
             placement=capacity.placement,
             labels=labels,
-            vpc_cidr=network.vpc_cidr,
+            cluster_cidrs=cluster_cidrs,
             # Any service of the cluster may scale with KEDA, whose Prometheus trigger queries it.
             metrics_clients=[KEDA_NAMESPACE],
             grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
@@ -512,14 +541,14 @@ def build_service(
         # KEDA's namespace (its chart creates it) closed like the monitoring ones (issue 23 item 5).
         network_policy_resources(
             f"{scope.prefix}keda-netpol",
-            lambda cidr: chart_policies(
+            lambda cidrs: chart_policies(
                 "keda",
                 KEDA_NAMESPACE,
-                vpc_cidr=cidr,
+                cidrs=cidrs,
                 labels=labels,
                 monitoring_namespace=MONITORING_NAMESPACE,
             ),
-            network.vpc_cidr,
+            cluster_cidrs,
             pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[autoscaling])),
         )
 

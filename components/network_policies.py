@@ -14,7 +14,8 @@ Where the peers sit on EKS (reference/upstream/network-policy-facts.json):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -40,6 +41,26 @@ LWS_WEBHOOK_PORT = 9443  # lws 0.10.0 service.port (the controller's webhook ser
 DEFAULT_DENY = "default-deny"
 
 
+@dataclass(frozen=True)
+class ClusterCidrs:
+    """The addresses the policies name for the cluster's network: every CIDR block of the VPC (its
+    primary and its associated blocks, where the nodes, pods and the control plane's interfaces may
+    sit) and the service CIDR the ``kubernetes`` Service's ClusterIP is in (an existing cluster's
+    ``kubernetesNetworkConfig.serviceIpv4Cidr``; for a cluster this project creates, which sets
+    none, either EKS default)."""
+
+    vpc: tuple[str, ...]
+    services: tuple[str, ...] = EKS_SERVICE_CIDRS
+
+    @staticmethod
+    def of(vpc: Sequence[str], services: Sequence[str] | None = None) -> ClusterCidrs:
+        """From lists (as Outputs resolve); duplicates dropped, order kept; no services: the defaults."""
+        return ClusterCidrs(tuple(dict.fromkeys(vpc)), tuple(dict.fromkeys(services or EKS_SERVICE_CIDRS)))
+
+    def vpc_peers(self) -> list[dict[str, Any]]:
+        return [{"ipBlock": {"cidr": c}} for c in self.vpc]
+
+
 def _tcp(*ports: int) -> list[dict[str, Any]]:
     return [{"port": p, "protocol": "TCP"} for p in ports]
 
@@ -62,20 +83,20 @@ def default_deny(namespace: str, labels: dict[str, str]) -> dict[str, Any]:
     return _policy(DEFAULT_DENY, namespace, labels, {}, ingress=[], egress=[])
 
 
-def api_server_rule(vpc_cidr: str) -> dict[str, Any]:
+def api_server_rule(cidrs: ClusterCidrs) -> dict[str, Any]:
     """Egress to the Kubernetes API on 443: its ClusterIP and its endpoints, nothing else."""
     return {
-        "to": [{"ipBlock": {"cidr": c}} for c in (vpc_cidr, *EKS_SERVICE_CIDRS)],
+        "to": [*cidrs.vpc_peers(), *({"ipBlock": {"cidr": c}} for c in cidrs.services)],
         "ports": _tcp(HTTPS_PORT),
     }
 
 
-def with_api_egress(policy: dict[str, Any], vpc_cidr: str | None) -> dict[str, Any]:
+def with_api_egress(policy: dict[str, Any], cidrs: ClusterCidrs | None) -> dict[str, Any]:
     """``policy`` whose pods may also call the Kubernetes API (None: unchanged)."""
-    if vpc_cidr is None:
+    if cidrs is None:
         return policy
     spec = policy["spec"]
-    return {**policy, "spec": {**spec, "egress": [*spec["egress"], api_server_rule(vpc_cidr)]}}
+    return {**policy, "spec": {**spec, "egress": [*spec["egress"], api_server_rule(cidrs)]}}
 
 
 def prometheus_peer(monitoring_namespace: str) -> dict[str, Any]:
@@ -91,7 +112,7 @@ def controller_policies(
     namespace: str,
     *,
     name: str,
-    vpc_cidr: str,
+    cidrs: ClusterCidrs,
     labels: dict[str, str],
     callback_ports: tuple[int, ...],
     monitoring_namespace: str,
@@ -104,13 +125,13 @@ def controller_policies(
     own: dict[str, Any] = {"podSelector": {}}
     ingress: list[dict[str, Any]] = [
         {"from": [own]},
-        {"from": [{"ipBlock": {"cidr": vpc_cidr}}], "ports": _tcp(*callback_ports)},
+        {"from": cidrs.vpc_peers(), "ports": _tcp(*callback_ports)},
     ]
     if monitoring_namespace != namespace:  # there, Prometheus is one of its own pods
         ingress.append({"from": [prometheus_peer(monitoring_namespace)]})
     egress = [
         *egress_rules(pod_identity=False, https=False),
-        api_server_rule(vpc_cidr),
+        api_server_rule(cidrs),
         {"to": [own]},
         *(egress_to or []),
     ]
@@ -121,7 +142,7 @@ def controller_policies(
 
 
 def monitoring_policies(
-    namespace: str, *, vpc_cidr: str, labels: dict[str, str], metrics_clients: list[str]
+    namespace: str, *, cidrs: ClusterCidrs, labels: dict[str, str], metrics_clients: list[str]
 ) -> list[dict[str, Any]]:
     """Prometheus, Grafana, prometheus-operator, kube-state-metrics and prometheus-adapter.
 
@@ -131,14 +152,13 @@ def monitoring_policies(
     namespace and the nodes' kubelet and node-exporter; ``metrics_clients`` (KEDA's namespace,
     whose Prometheus trigger queries it) may query Prometheus. Nothing goes to the Internet:
     Grafana fetches no plugins, Alertmanager is off unless set."""
-    vpc = {"ipBlock": {"cidr": vpc_cidr}}
     prometheus = {"matchLabels": dict(PROMETHEUS_SELECTOR)}
     clients = [
         {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": n}}} for n in metrics_clients
     ]
     policies = [
         *chart_policies(
-            "monitoring-stack", namespace, vpc_cidr=vpc_cidr, labels=labels, monitoring_namespace=namespace
+            "monitoring-stack", namespace, cidrs=cidrs, labels=labels, monitoring_namespace=namespace
         ),
         _policy(
             "prometheus-scrape",
@@ -147,7 +167,7 @@ def monitoring_policies(
             prometheus,
             egress=[
                 {"to": [{"namespaceSelector": {}}]},
-                {"to": [vpc], "ports": _tcp(KUBELET_PORT, NODE_EXPORTER_PORT)},
+                {"to": cidrs.vpc_peers(), "ports": _tcp(KUBELET_PORT, NODE_EXPORTER_PORT)},
             ],
         ),
     ]
@@ -174,7 +194,7 @@ CONTROLLER_NAMESPACES: dict[str, tuple[tuple[int, ...], bool]] = {
 
 
 def chart_policies(
-    chart: str, namespace: str, *, vpc_cidr: str, labels: dict[str, str], monitoring_namespace: str
+    chart: str, namespace: str, *, cidrs: ClusterCidrs, labels: dict[str, str], monitoring_namespace: str
 ) -> list[dict[str, Any]]:
     """The controller namespace of ``chart`` (a key of CONTROLLER_NAMESPACES): KEDA's operator,
     metrics API server and webhooks query Prometheus and nothing else outside; the
@@ -183,7 +203,7 @@ def chart_policies(
     return controller_policies(
         namespace,
         name=chart,
-        vpc_cidr=vpc_cidr,
+        cidrs=cidrs,
         labels=labels,
         callback_ports=ports,
         monitoring_namespace=monitoring_namespace,
@@ -216,23 +236,23 @@ def node_monitoring_policies(
     ]
 
 
-PolicyBuilder = Callable[[str], list[dict[str, Any]]]
-"""The policies of some namespaces, given the VPC's CIDR."""
+PolicyBuilder = Callable[[ClusterCidrs], list[dict[str, Any]]]
+"""The policies of some namespaces, given the cluster's network."""
 
 
-def _nth(build: PolicyBuilder, index: int, cidr: str) -> dict[str, Any]:
-    return build(cidr)[index]
+def _nth(build: PolicyBuilder, index: int, cidrs: ClusterCidrs) -> dict[str, Any]:
+    return build(cidrs)[index]
 
 
 def network_policy_resources(
-    name: str, build: PolicyBuilder, vpc_cidr: pulumi.Input[str], opts: pulumi.ResourceOptions
+    name: str, build: PolicyBuilder, cidrs: pulumi.Input[ClusterCidrs], opts: pulumi.ResourceOptions
 ) -> list[k8s.networking.v1.NetworkPolicy]:
     """One NetworkPolicy resource per policy ``build`` makes, named after its namespace and name;
-    which policies exist does not depend on the CIDR, only their peers do."""
-    cidr = pulumi.Output.from_input(vpc_cidr)
+    which policies exist does not depend on the CIDRs, only their peers do."""
+    resolved = pulumi.Output.from_input(cidrs)
     resources = []
-    for i, shape in enumerate(build("0.0.0.0/32")):
-        manifest = cidr.apply(partial(_nth, build, i))
+    for i, shape in enumerate(build(ClusterCidrs(("0.0.0.0/32",)))):
+        manifest = resolved.apply(partial(_nth, build, i))
         meta = shape["metadata"]
         resources.append(
             k8s.networking.v1.NetworkPolicy(

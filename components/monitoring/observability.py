@@ -16,7 +16,12 @@ from deepseek_eks import promql
 
 from ..helm import helm_release
 from ..manifests import custom_resource
-from ..network_policies import monitoring_policies, network_policy_resources, node_monitoring_policies
+from ..network_policies import (
+    ClusterCidrs,
+    monitoring_policies,
+    network_policy_resources,
+    node_monitoring_policies,
+)
 from ..platform.capacity import GpuPlacement
 from ..versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
 from .availability import MAX_UNAVAILABLE, METRICS_PATH_REPLICAS, spread_over_nodes
@@ -271,8 +276,9 @@ class ObservabilityArgs:
     """GPU node selector and tolerations (dcgm-exporter)."""
     labels: dict[str, str]
     """Labels on every object."""
-    vpc_cidr: pulumi.Input[str]
-    """The VPC's CIDR: where the API server's interfaces and the nodes are (network policies)."""
+    cluster_cidrs: pulumi.Input[ClusterCidrs]
+    """The VPC's CIDR blocks (where the API server's interfaces and the nodes are) and the service
+    CIDR (network policies)."""
     metrics_clients: list[str] = field(default_factory=list)
     """Namespaces whose pods query Prometheus (KEDA's, with a Prometheus trigger)."""
     grafana_admin_password: pulumi.Input[str] | None = None
@@ -364,17 +370,17 @@ class Observability(pulumi.ComponentResource):
     def _network_policies(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
         """Both monitoring namespaces closed by default and opened for their workloads alone."""
 
-        def build(cidr: str) -> list[dict[str, Any]]:
+        def build(cidrs: ClusterCidrs) -> list[dict[str, Any]]:
             return [
                 *monitoring_policies(
-                    args.namespace, vpc_cidr=cidr, labels=args.labels, metrics_clients=args.metrics_clients
+                    args.namespace, cidrs=cidrs, labels=args.labels, metrics_clients=args.metrics_clients
                 ),
                 *node_monitoring_policies(
                     args.host_namespace, monitoring_namespace=args.namespace, labels=args.labels
                 ),
             ]
 
-        network_policy_resources(name, build, args.vpc_cidr, opts)
+        network_policy_resources(name, build, args.cluster_cidrs, opts)
 
     def _service_monitoring(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
         """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace."""

@@ -68,6 +68,28 @@ class SubnetPlan:
     """Private subnets where only internal load balancers take addresses (no nodes, no pods)."""
 
 
+def associated_cidrs(primary: str, associations: Any) -> list[str]:
+    """The VPC's primary block and every block associated with it (EC2 DescribeVpcs
+    ``CidrBlockAssociationSet``, which lists the primary too), in that order, without duplicates;
+    blocks being disassociated or that failed are left out."""
+    blocks = [primary]
+    for association in associations or []:
+        state = invoke_field(association, "state")
+        block = invoke_field(association, "cidr_block")
+        if block and state in (None, "associated", "associating"):
+            blocks.append(block)
+    return list(dict.fromkeys(blocks))
+
+
+def invoke_field(value: Any, name: str) -> Any:
+    """A field of an invoke result's nested object: typed (snake_case attribute) or, as an Output
+    invoke may hand it over, a plain dict (either spelling)."""
+    if isinstance(value, dict):
+        camel = name.split("_")[0] + "".join(w.title() for w in name.split("_")[1:])
+        return value.get(name, value.get(camel))
+    return getattr(value, name, None)
+
+
 def plan_subnets(vpc_cidr: str, zones: int) -> SubnetPlan:
     """Split the VPC into quarters: one large private subnet per AZ (pods take VPC addresses, so
     nodes need room), and the last quarter cut into four: small public subnets for internet-facing
@@ -125,6 +147,9 @@ class Network(pulumi.ComponentResource):
     """The VPC's id."""
     vpc_cidr: pulumi.Output[str]
     """The VPC's primary CIDR."""
+    vpc_cidrs: pulumi.Output[list[str]]
+    """Every CIDR block of the VPC: the primary and, in your own VPC, its associated ones (nodes and
+    pods may sit in secondary blocks, e.g. with custom networking); what NetworkPolicies name."""
     private_subnet_ids: pulumi.Output[list[str]]
     """Subnets for nodes and internal load balancers."""
     public_subnet_ids: pulumi.Output[list[str]]
@@ -147,9 +172,11 @@ class Network(pulumi.ComponentResource):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
         if args.vpc_id:
             self.vpc_id = pulumi.Output.from_input(args.vpc_id)
-            self.vpc_cidr = aws.ec2.get_vpc_output(
-                id=args.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self)
-            ).cidr_block
+            vpc = aws.ec2.get_vpc_output(id=args.vpc_id, opts=pulumi.InvokeOutputOptions(parent=self))
+            self.vpc_cidr = vpc.cidr_block
+            self.vpc_cidrs = pulumi.Output.all(vpc.cidr_block, vpc.cidr_block_associations).apply(
+                lambda v: associated_cidrs(v[0], v[1])
+            )
             # Lists of Inputs or an Output of the list (components/wiring.py), as the subnets' ids.
             self.private_subnet_ids = _ids(args.private_subnet_ids)
             self.public_subnet_ids = _ids(args.public_subnet_ids)
@@ -236,6 +263,7 @@ class Network(pulumi.ComponentResource):
         )
         self.vpc_id = vpc.id
         self.vpc_cidr = vpc.cidr_block
+        self.vpc_cidrs = vpc.cidr_block.apply(lambda c: [c])
         self.private_subnet_ids = pulumi.Output.all(*[s.id for s in private]).apply(list)
         self.public_subnet_ids = pulumi.Output.all(*[s.id for s in public]).apply(list)
         self.private_subnet_cidrs = pulumi.Output.from_input(list(plan.private))

@@ -26,7 +26,7 @@ from deepseek_eks.sizing.planner import (
 from ..helm import helm_release
 from ..manifests import TopLevelCustomResource
 from ..monitoring.autoscaling import NODE_AND_IMAGE_S, ScaleTarget
-from ..network_policies import chart_policies, network_policy_resources, with_api_egress
+from ..network_policies import ClusterCidrs, chart_policies, network_policy_resources, with_api_egress
 from ..platform.capacity import GpuPlacement
 from ..platform.nodepools import SERVING_POD_ANNOTATIONS
 from ..platform.pod_identity import ServiceAccountRef, pod_identity_role
@@ -102,8 +102,9 @@ class InferenceArgs:
     """GPU node selector, tolerations and IngressClass from the capacity layer."""
     endpoint: Endpoint
     """Load balancer scheme, allowed CIDRs, TLS certificate and drain time."""
-    vpc_cidr: pulumi.Input[str]
-    """The VPC's CIDR: who may reach an internal NLB (it has no path rules; see ``nlb_service``)."""
+    cluster_cidrs: pulumi.Input[ClusterCidrs]
+    """The VPC's CIDR blocks and the service CIDR: who may reach an internal NLB (it has no path
+    rules; see ``nlb_service``), and where the Kubernetes API is (``network_policies.py``)."""
     load_balancer_cidrs: pulumi.Input[list[str]]
     """CIDRs of the subnets the load balancer lives in: the only addresses admitted to port 8000
     besides Prometheus (the ALB reaches pods from its own addresses there)."""
@@ -269,14 +270,14 @@ class Inference(pulumi.ComponentResource):
             # The controller's namespace (its chart creates it), closed (issue 23 item 5).
             network_policy_resources(
                 f"{name}-lws-netpol",
-                lambda cidr: chart_policies(
+                lambda cidrs: chart_policies(
                     "lws",
                     LWS_NAMESPACE,
-                    vpc_cidr=cidr,
+                    cidrs=cidrs,
                     labels=args.labels,
                     monitoring_namespace=args.monitoring_namespace,
                 ),
-                args.vpc_cidr,
+                args.cluster_cidrs,
                 pulumi.ResourceOptions(parent=self, depends_on=[lws]),
             )
             workload_opts = pulumi.ResourceOptions(
@@ -322,7 +323,7 @@ class Inference(pulumi.ComponentResource):
             opts=after,
         )
         self.endpoint_host = self._load_balancer(ns_workload, svc, multi_node)
-        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.vpc_cidr).apply(
+        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.cluster_cidrs).apply(
             lambda v: with_api_egress(
                 network_policy(
                     v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
@@ -435,11 +436,11 @@ class Inference(pulumi.ComponentResource):
         )
         # Who may connect: the allowed CIDRs on an internet-facing endpoint; on an internal one the
         # VPC (its clients) plus the allowed CIDRs (peered networks, a VPN).
-        sources = pulumi.Output.all(args.vpc_cidr, endpoint).apply(
+        sources = pulumi.Output.all(args.cluster_cidrs, endpoint).apply(
             lambda v: (
                 list(v[1].allowed_cidrs)
                 if given.internet_facing
-                else [v[0], *(c for c in v[1].allowed_cidrs if c != v[0])]
+                else [*v[0].vpc, *(c for c in v[1].allowed_cidrs if c not in v[0].vpc)]
             )
         )
         if given.load_balancer == "nlb":

@@ -271,3 +271,26 @@ def test_the_yaml_program_passes_another_resources_output_to_the_service() -> No
     assert field == "result"
     api_key = SCHEMA["resources"]["deepseek-eks:index:DeepSeekService"]["inputProperties"]["apiKey"]
     assert not api_key.get("plain") and api_key.get("secret")
+
+
+def test_policies_name_every_vpc_block_and_the_clusters_own_service_cidr(two_services) -> None:
+    """On your VPC and cluster (issue 31 §1) the policies read the VPC's associated CIDR blocks
+    (EC2 DescribeVpcs CidrBlockAssociationSet) and the cluster's service CIDR (EKS DescribeCluster
+    kubernetesNetworkConfig), as the mocks answer them like AWS, instead of the primary block and
+    EKS's defaults."""
+    from deepseek_eks.automation.mocks import EXISTING_SERVICE_CIDR, INVOKES
+    from deepseek_eks.components.network_policies import EKS_SERVICE_CIDRS
+
+    vpc = INVOKES["aws:ec2/getVpc:getVpc"](type("Args", (), {"args": {"id": "vpc-x"}})(), "us-east-1")
+    blocks = {a["cidrBlock"] for a in vpc["cidrBlockAssociations"]}
+    assert len(blocks) == 2  # a secondary block beside the primary: the case that matters
+    policies = [o for o in _objects(two_services.mocks) if o["kind"] == "NetworkPolicy"]
+    named = {
+        peer["ipBlock"]["cidr"]
+        for p in policies
+        for rule in p["spec"].get("egress", []) + p["spec"].get("ingress", [])
+        for peer in rule.get("to", []) + rule.get("from", [])
+        if "ipBlock" in peer
+    }
+    assert blocks <= named and EXISTING_SERVICE_CIDR in named
+    assert not set(EKS_SERVICE_CIDRS) & named  # the cluster says which one it uses
