@@ -286,6 +286,8 @@ class OperationResult:
     changes: ChangeSet
     timings: list[dict[str, Any]] = field(default_factory=list)
     applied: bool = False
+    kept: list[dict[str, str]] = field(default_factory=list)
+    """``destroy``: what it leaves in AWS (resources marked retainOnDelete), each with its type."""
 
 
 class Progress(Protocol):
@@ -405,6 +407,10 @@ class Orchestrator:
             base = {"config_file": str(config_file), **options.kwargs(operation)}
             changes = self._preview(stack_obj, operation, base)
             result = OperationResult({}, changes)
+            if operation is Operation.DESTROY:
+                result.kept = kept_on_destroy(stack_obj)
+                for line in kept_lines(result.kept):
+                    self.print(line)
             if operation is not Operation.PREVIEW:
                 if not confirmed:
                     assert self.confirm is not None
@@ -525,6 +531,41 @@ def outputs(stack: str, project_dir: Path = PROJECT_ROOT) -> dict[str, Any]:
     stack: an unknown name raises ``AutomationError`` (exit 2)."""
     require_pulumi_cli()
     return outputs_of(open_stack(stack, project_dir, create=False))
+
+
+# What a kept resource needs to stay usable, said beside it in destroy's preview.
+KEPT_BECAUSE = {
+    "aws:s3/bucket:Bucket": "weights or logs you keep (weights.retainBucket, endpoint.accessLogs)",
+    "aws:kms/key:Key": "the key that encrypts the kept weights bucket: kept so it stays readable "
+    "(a deleted key's objects are unreadable once its 30-day deletion window ends)",
+    "aws:kms/alias:Alias": "the kept key's name",
+}
+
+
+def kept_on_destroy(stack_obj: Any) -> list[dict[str, str]]:
+    """The resources ``destroy`` leaves in place (``retainOnDelete`` in the stack's state), or []
+    when the state cannot be exported (a fake or a stack never deployed)."""
+    try:
+        deployment = stack_obj.export_stack().deployment or {}
+    except Exception:  # nothing exported: nothing known to keep
+        return []
+    return [
+        {"type": r.get("type", ""), "urn": r.get("urn", ""), "id": str(r.get("id", ""))}
+        for r in deployment.get("resources") or []
+        if r.get("retainOnDelete") and r.get("custom", True)
+    ]
+
+
+def kept_lines(kept: list[dict[str, str]]) -> list[str]:
+    """What destroy's preview says about the resources it keeps."""
+    if not kept:
+        return []
+    lines = ["kept by destroy (retainOnDelete; delete them yourself when no longer needed):"]
+    for r in kept:
+        name = r["urn"].rsplit("::", 1)[-1]
+        why = KEPT_BECAUSE.get(r["type"], "marked to outlive the stack")
+        lines.append(f"  {r['type']} {name} {r['id']}: {why}")
+    return lines
 
 
 def refuse_unreachable_api(settings: Any, operation: Operation, say: Callable[[str], None]) -> None:

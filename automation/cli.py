@@ -350,6 +350,7 @@ def _operation(args: argparse.Namespace, out: Output) -> int:
                 **result.changes.to_dict(),
                 "applied": result.applied,
                 "timings": result.timings,
+                **({"kept": result.kept} if operation.value == "destroy" else {}),
                 "outputs": result.outputs,
             }
         )

@@ -210,6 +210,15 @@ def _image_pull_access(
     )
 
 
+def weights_bucket_kept(settings: Settings) -> bool:
+    """Whether destroy keeps a bucket of the project's own with the weights (weights.retainBucket, on
+    by default), i.e. one the program stages into: s3 or s3-mountpoint without an s3:// repository."""
+    staged = settings.weights.source.value in ("s3", "s3-mountpoint") and not (
+        settings.model.repository or ""
+    ).startswith("s3://")
+    return staged and settings.weights.retain_bucket
+
+
 def _service_cidrs(
     existing: ExistingCluster | None, name: str, opts: pulumi.ResourceOptions
 ) -> pulumi.Input[list[str] | None]:
@@ -311,7 +320,9 @@ def build_service(
     )
     # cluster.createKmsKey: one key for the cluster's Secrets and the project's weights bucket.
     kms_key = (
-        project_kms_key(f"{scope.prefix}kms-key", name, tags, aws_opts).arn
+        project_kms_key(
+            f"{scope.prefix}kms-key", name, tags, aws_opts, outlives_the_stack=weights_bucket_kept(settings)
+        ).arn
         if settings.cluster.create_kms_key
         else None
     )

@@ -71,11 +71,23 @@ def kms_key_policy(account_id: str, partition: str) -> dict[str, Any]:
 
 
 def project_kms_key(
-    name: str, cluster_name: str, tags: dict[str, str], opts: pulumi.ResourceOptions
+    name: str,
+    cluster_name: str,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+    *,
+    outlives_the_stack: bool = False,
 ) -> aws.kms.Key:
     """The key ``cluster.createKmsKey`` makes: symmetric, rotated automatically every year
     (AWS KMS Developer Guide, rotate-keys: EnableKeyRotation, 365 days by default), 30 days'
-    deletion window, with the alias ``alias/<cluster name>``."""
+    deletion window, with the alias ``alias/<cluster name>``.
+
+    ``outlives_the_stack``: something kept on destroy is encrypted with it (the weights bucket,
+    ``weights.retainBucket``): the key and its alias are kept too. Destroying them would schedule
+    the key's deletion, and after the 30-day window the kept objects could never be read again
+    (AWS KMS Developer Guide, deleting-keys)."""
+    if outlives_the_stack:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(retain_on_delete=True))
     invoke = pulumi.InvokeOutputOptions(parent=opts.parent)
     account = aws.get_caller_identity_output(opts=invoke).account_id
     partition = aws.get_partition_output(opts=invoke).partition

@@ -134,3 +134,67 @@ def test_an_unpinned_repository_downloaded_by_each_pod_is_warned_about() -> None
     assert "r1-distill-llama-8b" not in REVISIONS and warnings("r1-distill-llama-8b")
     assert not warnings("r1-distill-llama-8b", "s3")  # one staged commit for every replica
     assert not warnings("r1-distill-qwen-7b")  # pinned: vLLM gets --revision
+
+
+def _key_options(monkeypatch: pytest.MonkeyPatch, **overrides: str) -> dict[str, bool]:
+    """Render dev with cluster.createKmsKey; whether the key and its alias are kept on destroy."""
+    retained: dict[str, bool] = {}
+    for cls in (aws.kms.Key, aws.kms.Alias):
+        original = cls.__init__
+
+        def recording(self: Any, resource_name: str, *a: Any, __init: Any = original, **kw: Any) -> None:
+            opts = kw.get("opts") or pulumi.ResourceOptions()
+            retained[type(self).__name__] = bool(opts.retain_on_delete)
+            __init(self, resource_name, *a, **kw)
+
+        monkeypatch.setattr(cls, "__init__", recording)
+    render(read_config("dev", {"cluster.createKmsKey": "true", **overrides}))
+    return retained
+
+
+def test_the_key_of_a_kept_weights_bucket_is_kept_with_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Destroying the key would schedule its deletion: 30 days on, the kept weights are unreadable
+    (issue 37 §1). Kept with the bucket; deleted with it when the bucket goes too or holds nothing."""
+    assert _key_options(monkeypatch, **{"weights.source": "s3"}) == {"Key": True, "Alias": True}
+    gone = _key_options(monkeypatch, **{"weights.source": "s3", "weights.retainBucket": "false"})
+    assert gone == {"Key": False, "Alias": False}
+    assert _key_options(monkeypatch, **{"weights.source": "huggingface"}) == {"Key": False, "Alias": False}
+
+
+def test_destroy_says_what_it_keeps_and_why() -> None:
+    from deepseek_eks.automation.api import kept_lines, kept_on_destroy
+
+    class Exported:
+        def __init__(self) -> None:
+            self.deployment = {
+                "resources": [
+                    {
+                        "type": "aws:s3/bucket:Bucket",
+                        "urn": "urn:pulumi:prod::p::aws:s3/bucket:Bucket::w",
+                        "id": "w-1",
+                        "retainOnDelete": True,
+                        "custom": True,
+                    },
+                    {
+                        "type": "aws:kms/key:Key",
+                        "urn": "urn:pulumi:prod::p::aws:kms/key:Key::k",
+                        "id": "k-1",
+                        "retainOnDelete": True,
+                        "custom": True,
+                    },
+                    {
+                        "type": "aws:ec2/vpc:Vpc",
+                        "urn": "urn:pulumi:prod::p::aws:ec2/vpc:Vpc::v",
+                        "id": "vpc-1",
+                    },
+                ]
+            }
+
+    class Stack:
+        def export_stack(self) -> Exported:
+            return Exported()
+
+    kept = kept_on_destroy(Stack())
+    assert [k["type"] for k in kept] == ["aws:s3/bucket:Bucket", "aws:kms/key:Key"]
+    text = "\n".join(kept_lines(kept))
+    assert "w-1" in text and "k-1" in text and "stays readable" in text and "vpc-1" not in text
