@@ -40,6 +40,7 @@ from deepseek_eks.components import size
 from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
+from .interrupts import RECOVERY, graceful_interrupts
 from .progress import ChangeSet
 from .stackfile import PROJECT_ROOT, StackConfig, read_stack, stack_document
 
@@ -403,7 +404,10 @@ class Orchestrator:
             refuse_switch(stack, outputs_of(stack_obj), settings.compute_mode.value)
         if operation is Operation.UP and settings.first_run_blockers and first_deployment(stack_obj):
             raise AutomationError(" ".join(settings.first_run_blockers), 2)
-        with effective_config_file(stack, config) as config_file:
+        with (
+            graceful_interrupts(self.print) as interrupts,
+            effective_config_file(stack, config) as config_file,
+        ):
             base = {"config_file": str(config_file), **options.kwargs(operation)}
             changes = self._preview(stack_obj, operation, base)
             result = OperationResult({}, changes)
@@ -416,7 +420,12 @@ class Orchestrator:
                     assert self.confirm is not None
                     if not self.confirm(operation, changes):
                         raise AutomationError(f"`{operation.value}` cancelled: nothing was changed.", 2)
-                result.timings = self._apply(stack_obj, operation, base)
+                try:
+                    result.timings = self._apply(stack_obj, operation, base)
+                except AutomationError as error:
+                    if interrupts.signals:  # cancelled (or stopped) on request: say what to run next
+                        raise AutomationError(f"{error}\n{RECOVERY.format(stack=stack)}", 1) from None
+                    raise
                 result.applied = True
         if operation is not Operation.DESTROY:
             result.outputs = outputs_of(stack_obj)
