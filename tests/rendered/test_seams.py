@@ -33,8 +33,8 @@ STRANGER = Pod("default", {"app": "curl"}, {"http": 8080})
 
 
 def chart_namespaces(s: Stack) -> dict[str, str]:
-    """Each rendered chart's namespace."""
-    return {r["chart"]: r["namespace"] for r in s.rendered.helm.values()}
+    """Each rendered chart's namespace, by chart name (an OCI chart reference ends with it)."""
+    return {r["chart"].rsplit("/", 1)[-1]: r["namespace"] for r in s.rendered.helm.values()}
 
 
 def chart_pod(s: Stack, name: str) -> Pod | None:
