@@ -409,7 +409,12 @@ class Orchestrator:
             effective_config_file(stack, config) as config_file,
         ):
             base = {"config_file": str(config_file), **options.kwargs(operation)}
-            changes = self._preview(stack_obj, operation, base)
+            try:
+                changes = self._preview(stack_obj, operation, base)
+            except AutomationError as error:
+                if interrupts.signals:  # cancelled on request: say what to run next
+                    raise AutomationError(f"{error}\n{RECOVERY.format(stack=stack)}", 1) from None
+                raise
             result = OperationResult({}, changes)
             if operation is Operation.DESTROY:
                 result.kept = kept_on_destroy(stack_obj)

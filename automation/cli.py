@@ -191,6 +191,7 @@ def _render(args: argparse.Namespace, out: Output) -> int:
     if rendered.stack_cost:
         for line in stack_cost_lines(rendered.stack_cost):
             out.line(line)
+    out.line(alerts_line(prepared.settings))
     kinds = Counter(m["kind"] for m in rendered.objects())
     kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     out.line(
@@ -200,6 +201,21 @@ def _render(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def alerts_line(settings: Any) -> str:
+    """Where the alert rules' firing alerts go, said in every plan (issue 32 §4): Alertmanager is
+    off by default, and kube-prometheus-stack's own Alertmanager configuration sends every alert to
+    its 'null' receiver (the chart's values.yaml, alertmanager.config)."""
+    if settings.observability.alertmanager:
+        return (
+            "alerts         Alertmanager routes them: give it your receivers (the chart's default "
+            "sends every alert to its 'null' receiver)"
+        )
+    return (
+        "alerts         evaluated by Prometheus but routed nowhere (observability.alertmanager false): "
+        "nobody is paged; set observability.alertmanager true and give it a receiver"
+    )
+
+
 @command("plan", "print the sizing plan of a stack, offline", _stack_set_json)
 def _plan(args: argparse.Namespace, out: Output) -> int:
     prepared = _prepared(args, out)
@@ -207,7 +223,7 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.document({**prepared.plan.to_dict(), **cost.to_dict()})
     else:
-        for line in [*summary_lines(prepared.plan), *stack_cost_lines(cost)]:
+        for line in [*summary_lines(prepared.plan), *stack_cost_lines(cost), alerts_line(prepared.settings)]:
             out.line(line)
     return 0
 

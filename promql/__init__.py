@@ -40,6 +40,25 @@ DCGM_XID = "DCGM_FI_DEV_XID_ERRORS"  # last XID error code, 0 when none
 # kube-state-metrics (bundled with kube-prometheus-stack).
 KSM_HPA_CURRENT = "kube_horizontalpodautoscaler_status_current_replicas"
 KSM_HPA_MAX = "kube_horizontalpodautoscaler_spec_max_replicas"
+# 0 while KEDA holds the target at zero: the HPA controller sets desiredReplicas 0 when the target
+# has no replica and minReplicas is not 0 ("ScalingDisabled", k8s.io/kubernetes v1.34.12
+# pkg/controller/podautoscaler/horizontal.go, reference/upstream/metrics-path-facts.json).
+KSM_HPA_DESIRED = "kube_horizontalpodautoscaler_status_desired_replicas"
+
+# NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), column
+# "Resolution Bucket (Immediate Action)": the codes whose action is a GPU reset or a restart of its
+# machine, and those whose action is an application restart. Vendored with each code's action in
+# reference/upstream/nvidia-xid-catalog.json, which the tests read.
+XID_RESET_ACTIONS = ("RESET_GPU", "RESTART_BM", "RESTART_VM")
+XID_RESET_CODES = (46, 62, 64, 79, 95, 109, 110, 119, 120, 136, 140, 143, 151, 155, 156, 158)
+XID_APP_ACTIONS = ("RESTART_APP",)
+XID_APP_CODES = (
+    8, 11, 13, 25, 31, 32, 39, 40, 41, 60, 68, 69, 70, 71, 72, 75, 76, 77, 80, 82, 83, 84, 85, 86,
+    88, 89, 94, 96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 126, 127, 128, 129, 130, 131, 132,
+    133, 134, 135, 139,
+)  # fmt: skip
+XID_WINDOW = "10m"
+"""How long an XID alert fires after the GPU's last XID changed (the gauge never resets)."""
 
 # The custom metric the adapter serves per vLLM pod, and what the HPA targets.
 ADAPTER_GPU_METRIC = "vllm_gpu_utilization_percent"
@@ -191,6 +210,49 @@ def p95(histogram: str, selector: str, window: str = "5m") -> str:
     return f"histogram_quantile(0.95, sum by (le) (rate({histogram}_bucket{{{selector}}}[{window}])))"
 
 
+def xid_changed(scope: Scope, codes: tuple[int, ...], window: str = XID_WINDOW) -> str:
+    """The vLLM GPUs whose last XID changed within ``window`` to one of ``codes``.
+
+    DCGM_FI_DEV_XID_ERRORS holds the GPU's last XID until dcgm-exporter restarts
+    (NVIDIA/dcgm-exporter#500), so "> 0" would fire for as long, and for every later pod on that
+    GPU. The exporter puts the code in an ``err_code`` label too, so each new XID is a new series:
+    the change is measured on the per-GPU value (``Hostname``, ``gpu``), with the exporter pod, the
+    workload pod and the code aggregated away. A GPU whose series appears with an old XID (a new
+    pod on it, an exporter restart) has no change and stays quiet; a change back to 0 (exporter
+    restart) is in no class."""
+    sel = gpu_selector(scope)
+    matching = "|".join(str(code) for code in codes)
+    current = (
+        f"max by (Hostname, gpu, exported_pod, err_code, err_msg) "
+        f'({DCGM_XID}{{{sel},err_code=~"{matching}"}})'
+    )
+    per_gpu = f"max by (Hostname, gpu) ({DCGM_XID}{{{sel}}})"
+    return f"{current} and on (Hostname, gpu) (changes(({per_gpu})[{window}:1m]) > 0)"
+
+
+def vllm_not_scraped(scope: Scope, hpa_name: str) -> str:
+    """No vLLM pod is scraped, although the autoscaler wants replicas: ``up`` is 0 for every target
+    or there is none, unless the HPA (ours or KEDA's) reports 0 desired replicas, an intended
+    scale to zero (``minReplicas 0``). Without the HPA series (kube-state-metrics gone) it fires."""
+    targets = vllm_targets(scope)
+    desired = f'{KSM_HPA_DESIRED}{{namespace="{scope.namespace}",horizontalpodautoscaler="{hpa_name}"}}'
+    return f"(sum({targets}) == 0 or absent({targets})) unless on () ({desired} == 0)"
+
+
+def replicas_at_max_over_slo(scope: Scope, slo: Slo, hpa_name: str) -> str:
+    """At ``maxReplicas`` while the p95 queue time or time to first token is over its SLO: more
+    replicas would help and the autoscaler may not add them. At max alone is the normal state of
+    a busy stack (the autoscaling simulator keeps dev at its maximum nearly all day, within the
+    SLO), not something to act on."""
+    hpa = f'namespace="{scope.namespace}",horizontalpodautoscaler="{hpa_name}"'
+    sel = vllm_selector(scope)
+    over_slo = (
+        f"{p95(VLLM_QUEUE_TIME, sel)} > {slo.queue_time_p95_seconds}"
+        f" or {p95(VLLM_TTFT, sel)} > {slo.ttft_p95_seconds}"
+    )
+    return f"({KSM_HPA_CURRENT}{{{hpa}}} >= {KSM_HPA_MAX}{{{hpa}}}) and on () ({over_slo})"
+
+
 def alerts(scope: Scope, slo: Slo, hpa_name: str) -> list[Alert]:
     sel = vllm_selector(scope)
     return [
@@ -225,24 +287,33 @@ def alerts(scope: Scope, slo: Slo, hpa_name: str) -> list[Alert]:
         ),
         Alert(
             "GpuXidError",
-            f"max by (Hostname, gpu, exported_pod) ({DCGM_XID}{{{gpu_selector(scope)}}}) > 0",
+            xid_changed(scope, XID_RESET_CODES),
             "0m",
             "critical",
-            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} reported XID {{ $value }}: "
-            "the replica may be broken",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} (pod {{ $labels.exported_pod }}) reported "
+            "XID {{ $labels.err_code }} ({{ $labels.err_msg }}): NVIDIA's immediate action is a GPU "
+            "reset or a restart of the machine; drain the node so that it is replaced",
+        ),
+        Alert(
+            "GpuXidApplicationError",
+            xid_changed(scope, XID_APP_CODES),
+            "0m",
+            "warning",
+            "GPU {{ $labels.gpu }} on {{ $labels.Hostname }} (pod {{ $labels.exported_pod }}) reported "
+            "XID {{ $labels.err_code }} ({{ $labels.err_msg }}): NVIDIA's immediate action is to "
+            "restart the application; check that the vLLM container restarted",
         ),
         Alert(
             "VllmReplicasAtMax",
-            f'{KSM_HPA_CURRENT}{{namespace="{scope.namespace}",horizontalpodautoscaler="{hpa_name}"}}'
-            f' >= {KSM_HPA_MAX}{{namespace="{scope.namespace}",horizontalpodautoscaler="{hpa_name}"}}',
+            replicas_at_max_over_slo(scope, slo, hpa_name),
             "15m",
             "warning",
-            "vLLM has run at autoscaling.maxReplicas for 15 minutes",
+            "vLLM has run at autoscaling.maxReplicas for 15 minutes with p95 queue time or time to "
+            "first token above the SLO: raise autoscaling.maxReplicas",
         ),
         Alert(
             "VllmNoTargetsUp",
-            f'sum(up{{namespace="{scope.namespace}",container="{scope.container}"}}) == 0'
-            f' or absent(up{{namespace="{scope.namespace}",container="{scope.container}"}})',
+            vllm_not_scraped(scope, hpa_name),
             "5m",
             "critical",
             "No vLLM pod is being scraped: the endpoint is down or metrics are lost",
@@ -281,6 +352,72 @@ def gpu_panels(scope: Scope) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class DashboardVariable:
+    """A Grafana query variable: the values ``source_label`` takes on the series ``selector``
+    selects (``selector`` may name an earlier variable)."""
+
+    name: str
+    label: str
+    selector: str
+    source_label: str
+
+    def grafana_query(self) -> str:
+        """Grafana's Prometheus variable query."""
+        return f"label_values({self.selector}, {self.source_label})"
+
+    def promql(self) -> str:
+        """The same in PromQL: one element per value offered (tests run it in Prometheus)."""
+        return f"count by ({self.source_label}) ({self.selector})"
+
+
+@dataclass(frozen=True)
+class Dashboard:
+    uid: str
+    title: str
+    variables: tuple[DashboardVariable, ...]
+    panels: dict[str, str]
+    """Panel title -> query, in terms of the variables."""
+
+
+DASHBOARD_SCOPE = Scope(namespace="$namespace", model_name="$model_name")
+"""The dashboards' scope: Grafana variables, not one service's namespace and model. The dashboards
+are cluster-wide (the service with the shared add-ons installs them once) and serve every
+DeepSeekService on the cluster: pick its namespace and served model at the top."""
+
+
+def dashboards() -> list[Dashboard]:
+    """The Grafana dashboards, each with its variables."""
+    scope = DASHBOARD_SCOPE
+    namespace = "Namespace"
+    return [
+        Dashboard(
+            "deepseek-vllm",
+            "DeepSeek vLLM",
+            (
+                DashboardVariable("namespace", namespace, VLLM_RUNNING, "namespace"),
+                DashboardVariable(
+                    "model_name", "Model", f'{VLLM_RUNNING}{{namespace="$namespace"}}', "model_name"
+                ),
+            ),
+            vllm_panels(scope),
+        ),
+        Dashboard(
+            "deepseek-gpu",
+            "DeepSeek GPUs",
+            (
+                DashboardVariable(
+                    "namespace",
+                    namespace,
+                    f'{DCGM_GPU_UTIL}{{exported_container="{scope.container}"}}',
+                    "exported_namespace",
+                ),
+            ),
+            gpu_panels(scope),
+        ),
+    ]
+
+
 def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
     """Every PromQL string the project renders (for the parse-everything test)."""
     queries = [
@@ -293,4 +430,6 @@ def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
     queries += [rule.series_query, expand_adapter_query(rule, scope.namespace, ["vllm-0"])]
     queries += [a.expr for a in alerts(scope, slo, hpa_name)]
     queries += list(vllm_panels(scope).values()) + list(gpu_panels(scope).values())
+    for board in dashboards():
+        queries += [v.promql() for v in board.variables] + list(board.panels.values())
     return queries

@@ -234,12 +234,29 @@ def prometheus_rule(
     }
 
 
-def dashboard(title: str, uid: str, panels: dict[str, str]) -> dict[str, Any]:
-    """A Grafana dashboard of time-series panels, two per row, on the default Prometheus."""
+def dashboard(board: promql.Dashboard) -> dict[str, Any]:
+    """A Grafana dashboard of time-series panels, two per row, on the default Prometheus, with its
+    variables (the service's namespace and served model) at the top."""
     return {
-        "title": title,
-        "uid": uid,
+        "title": board.title,
+        "uid": board.uid,
         "schemaVersion": 39,
+        "templating": {
+            "list": [
+                {
+                    "type": "query",
+                    "name": v.name,
+                    "label": v.label,
+                    "query": v.grafana_query(),
+                    "definition": v.grafana_query(),
+                    "refresh": 2,  # on time-range change: a service added later shows up
+                    "sort": 1,
+                    "multi": False,
+                    "includeAll": False,
+                }
+                for v in board.variables
+            ]
+        },
         "time": {"from": "now-3h", "to": "now"},
         "refresh": "30s",
         "panels": [
@@ -250,7 +267,7 @@ def dashboard(title: str, uid: str, panels: dict[str, str]) -> dict[str, Any]:
                 "gridPos": {"h": 8, "w": 12, "x": 12 * (i % 2), "y": 8 * (i // 2)},
                 "targets": [{"refId": "A", "expr": expr}],
             }
-            for i, (name, expr) in enumerate(panels.items())
+            for i, (name, expr) in enumerate(board.panels.items())
         ],
     }
 
@@ -351,10 +368,9 @@ class Observability(pulumi.ComponentResource):
             crds_ready,
         )
         if args.options.grafana:
-            for uid, title, panels in (
-                ("deepseek-vllm", "DeepSeek vLLM", promql.vllm_panels(args.scope)),
-                ("deepseek-gpu", "DeepSeek GPUs", promql.gpu_panels(args.scope)),
-            ):
+            # Cluster-wide, like the rest of the shared add-ons: Grafana variables pick the service.
+            for board in promql.dashboards():
+                uid = board.uid
                 k8s.core.v1.ConfigMap(
                     f"{name}-{uid}",
                     metadata={
@@ -362,7 +378,7 @@ class Observability(pulumi.ComponentResource):
                         "namespace": args.namespace,
                         "labels": {**args.labels, DASHBOARD_LABEL: "1"},
                     },
-                    data={f"{uid}.json": json.dumps(dashboard(title, uid, panels), indent=2, sort_keys=True)},
+                    data={f"{uid}.json": json.dumps(dashboard(board), indent=2, sort_keys=True)},
                     opts=after,
                 )
         self.register_outputs({"prometheusUrl": self.prometheus_url})

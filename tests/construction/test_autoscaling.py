@@ -122,8 +122,13 @@ def test_dashboards_are_provisioned_from_the_same_queries(by_signal) -> None:
     vllm = json.loads(maps["deepseek-vllm-dashboard"]["data"]["deepseek-vllm.json"])
     gpu = json.loads(maps["deepseek-gpu-dashboard"]["data"]["deepseek-gpu.json"])
     assert maps["deepseek-vllm-dashboard"]["metadata"]["labels"]["grafana_dashboard"] == "1"
-    assert [p["targets"][0]["expr"] for p in vllm["panels"]] == list(promql.vllm_panels(SCOPE).values())
-    assert [p["targets"][0]["expr"] for p in gpu["panels"]] == list(promql.gpu_panels(SCOPE).values())
+    # In Grafana variables, not this service's namespace and model (tests/package/test_shared_dashboards.py).
+    assert [p["targets"][0]["expr"] for p in vllm["panels"]] == list(
+        promql.vllm_panels(promql.DASHBOARD_SCOPE).values()
+    )
+    assert [p["targets"][0]["expr"] for p in gpu["panels"]] == list(
+        promql.gpu_panels(promql.DASHBOARD_SCOPE).values()
+    )
 
 
 def test_grafana_password_is_a_masked_secret(by_signal) -> None:

@@ -134,3 +134,37 @@ def test_automation_cli_preview_with_the_policy_pack(
     )
     assert preview.get("policy_violations") == [], preview.get("policy_violations")
     assert code == 0, err
+
+
+@pytest.mark.timeout(1500)
+def test_an_interrupted_up_cancels_cleanly_and_says_how_to_recover(
+    cli_on_twin: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGTERM a few seconds into `up` (issue 37 §1): the command forwards it to Pulumi, which
+    cancels (finishing the steps in flight), and exits 1 with the recovery steps; the state has no
+    pending operation and the stack is not locked: the next preview and destroy run."""
+    import os
+    import signal
+    import threading
+
+    dev = ("--project-dir", str(cli_on_twin))
+    settings = ("--stack", "dev", "--set", DEPLOYER)
+    original = api.Orchestrator._apply
+
+    def apply_then_interrupt(self: Any, stack_obj: Any, operation: Any, base: dict[str, Any]) -> Any:
+        threading.Timer(4.0, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        return original(self, stack_obj, operation, base)
+
+    monkeypatch.setattr(api.Orchestrator, "_apply", apply_then_interrupt)
+    code, up, err = run_cli(capsys, *dev, "up", *settings, "--yes", "--skip-preflight", "--no-policy-pack")
+    said = err + json.dumps(up)
+    assert code == 1, said
+    assert "Pulumi is cancelling the operation cleanly" in said, said
+    assert "--clear-pending-creates" in said and "refresh" in said, said
+    monkeypatch.setattr(api.Orchestrator, "_apply", original)
+    state = api.open_stack("dev", cli_on_twin, create=False).export_stack().deployment
+    assert not state.get("pending_operations"), state.get("pending_operations")
+    code, _, err = run_cli(capsys, *dev, "preview", *settings, "--no-policy-pack")
+    assert code == 0, err  # not locked
+    code, _, err = run_cli(capsys, *dev, "destroy", "--stack", "dev", "--yes")
+    assert code == 0, err

@@ -122,6 +122,16 @@ def dcgm_series(metric: str, values: str, **kw) -> dict:
     return series(metric, dcgm_labels(**kw), values)
 
 
+def xid_series(code: int, err_msg: str, values: str, **kw) -> dict:
+    """A DCGM_FI_DEV_XID_ERRORS series as dcgm-exporter 4.5.3-4.8.2 writes it: the GPU's last XID
+    as the value and, on this metric only, the same code in ``err_code`` and its text in ``err_msg``
+    (internal/pkg/collector/gpu_collector.go toMetric; reference/upstream/nvidia-xid-catalog.json
+    ``exporter``). Another XID is therefore another series."""
+    return series(
+        "DCGM_FI_DEV_XID_ERRORS", dcgm_labels(**kw) | {"err_code": str(code), "err_msg": err_msg}, values
+    )
+
+
 def vllm_labels(
     *,
     pod: str = "vllm-7d9f8-xyz",

@@ -13,6 +13,7 @@ from deepseek_eks.promql import (
     DCGM_GPU_UTIL,
     DCGM_XID,
     KSM_HPA_CURRENT,
+    KSM_HPA_DESIRED,
     KSM_HPA_MAX,
     VLLM_ITL,
     VLLM_KV_CACHE_USAGE,
@@ -45,6 +46,7 @@ from tests.promql.promtool import (
     vllm_histogram,
     vllm_labels,
     vllm_series,
+    xid_series,
 )
 from tests.upstream import vllm_metric_names
 
@@ -298,6 +300,19 @@ VLLM_B = {"pod": "vllm-b", "pod_ip": "10.42.2.10"}
 OTHER_NS = {"pod": "vllm-a", "pod_ip": "10.42.3.9", "namespace": "research"}
 OTHER_MODEL = {"pod": "other-0", "pod_ip": "10.42.2.11", "model_name": "other-model"}
 
+GPU_A0 = {
+    "gpu": 0,
+    "node_ip": NODE_A,
+    "exporter_pod": EXPORTER[NODE_A],
+    "workload": ("deepseek", "vllm-a", "vllm"),
+}
+GPU_A1 = {
+    "gpu": 1,
+    "node_ip": NODE_A,
+    "exporter_pod": EXPORTER[NODE_A],
+    "workload": ("deepseek", "vllm-a", "vllm"),
+}
+
 KSM = {
     "container": "kube-state-metrics",
     "endpoint": "http",
@@ -384,10 +399,14 @@ ALERT_CASES: dict[str, dict] = {
         "good_value": (f"round({p95(VLLM_ITL, SEL)}, 0.0001)", 0.0475),
     },
     "GpuXidError": {
+        # GPU 0's last XID goes from 0 to 79 at minute 20: the exporter's err_code 0 series ends
+        # (stale) and an err_code 79 one starts. Fires for the window after the change.
         "bad": [
-            gpu(NODE_A, 0, "0 0 79x28", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
-            gpu(NODE_A, 1, "0x30", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
+            xid_series(0, "No Error", "0x19 stale", **GPU_A0),
+            xid_series(79, "GPU has fallen off the bus", "_x20 79x10", **GPU_A0),
+            xid_series(0, "No Error", "0x30", **GPU_A1),
         ],
+        "fire_at": "25m",
         "fires": [
             {
                 "exp_labels": {
@@ -395,33 +414,85 @@ ALERT_CASES: dict[str, dict] = {
                     "Hostname": "ip-10-42-1-5.ec2.internal",
                     "gpu": "0",
                     "exported_pod": "vllm-a",
+                    "err_code": "79",
+                    "err_msg": "GPU has fallen off the bus",
                 },
                 "exp_annotations": {
-                    "summary": "GPU 0 on ip-10-42-1-5.ec2.internal reported XID 79: the replica may be broken"
+                    "summary": "GPU 0 on ip-10-42-1-5.ec2.internal (pod vllm-a) reported XID 79 (GPU has "
+                    "fallen off the bus): NVIDIA's immediate action is a GPU reset or a restart of the "
+                    "machine; drain the node so that it is replaced"
+                },
+            }
+        ],
+        # An XID 79 the gauge has held all along (from before this window, an earlier pod) and a
+        # change to an application-level XID: nothing for this alert.
+        "good": [
+            xid_series(79, "GPU has fallen off the bus", "79x30", **GPU_A0),
+            xid_series(0, "No Error", "0x19 stale", **GPU_A1),
+            xid_series(31, "GPU memory page fault", "_x20 31x10", **GPU_A1),
+        ],
+        "good_value": (f"max({DCGM_XID}{{exported_namespace='deepseek',exported_container='vllm'}})", 79),
+    },
+    "GpuXidApplicationError": {
+        "bad": [
+            xid_series(0, "No Error", "0x19 stale", **GPU_A1),
+            xid_series(13, "Graphics Engine Exception", "_x20 13x10", **GPU_A1),
+        ],
+        "fire_at": "25m",
+        "fires": [
+            {
+                "exp_labels": {
+                    "severity": "warning",
+                    "Hostname": "ip-10-42-1-5.ec2.internal",
+                    "gpu": "1",
+                    "exported_pod": "vllm-a",
+                    "err_code": "13",
+                    "err_msg": "Graphics Engine Exception",
+                },
+                "exp_annotations": {
+                    "summary": "GPU 1 on ip-10-42-1-5.ec2.internal (pod vllm-a) reported XID 13 (Graphics "
+                    "Engine Exception): NVIDIA's immediate action is to restart the application; check "
+                    "that the vLLM container restarted"
                 },
             }
         ],
         "good": [
-            gpu(NODE_A, 0, "0x30", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
-            gpu(NODE_A, 1, "0x30", ("deepseek", "vllm-a", "vllm"), metric=DCGM_XID),
+            xid_series(13, "Graphics Engine Exception", "13x30", **GPU_A1),
+            xid_series(0, "No Error", "0x19 stale", **GPU_A0),
+            xid_series(79, "GPU has fallen off the bus", "_x20 79x10", **GPU_A0),
         ],
-        "good_value": (f"max({DCGM_XID}{{exported_namespace='deepseek',exported_container='vllm'}})", 0),
+        "good_value": (f"max({DCGM_XID}{{exported_namespace='deepseek',exported_container='vllm'}})", 79),
     },
     "VllmReplicasAtMax": {
-        "bad": [series(KSM_HPA_CURRENT, KSM, "3x30"), series(KSM_HPA_MAX, KSM, "3x30")],
+        # At max with p95 time to first token 9.72 s over the 5 s SLO.
+        "bad": [
+            series(KSM_HPA_CURRENT, KSM, "3x30"),
+            series(KSM_HPA_MAX, KSM, "3x30"),
+            *histogram(VLLM_TTFT, TTFT_BUCKETS, {1: 2, 10: 18}, VLLM_A, VLLM_B),
+        ],
         "fires": [
             {
                 "exp_labels": {"severity": "warning", **KSM},
-                "exp_annotations": {"summary": "vLLM has run at autoscaling.maxReplicas for 15 minutes"},
+                "exp_annotations": {
+                    "summary": "vLLM has run at autoscaling.maxReplicas for 15 minutes with p95 queue time "
+                    "or time to first token above the SLO: raise autoscaling.maxReplicas"
+                },
             }
         ],
-        "good": [series(KSM_HPA_CURRENT, KSM, "1x30"), series(KSM_HPA_MAX, KSM, "3x30")],
-        "good_value": (f"{KSM_HPA_CURRENT} - on() {KSM_HPA_MAX}", -2),
+        # At max too, but serving within the SLOs: the normal state of a busy stack.
+        "good": [
+            series(KSM_HPA_CURRENT, KSM, "3x30"),
+            series(KSM_HPA_MAX, KSM, "3x30"),
+            *histogram(VLLM_TTFT, TTFT_BUCKETS, {0.5: 20}, VLLM_A, VLLM_B),
+            *histogram(VLLM_QUEUE_TIME, QUEUE_BUCKETS, {1: 20}, VLLM_A, VLLM_B),
+        ],
+        "good_value": (f"{KSM_HPA_CURRENT} - on() {KSM_HPA_MAX}", 0),
     },
     "VllmNoTargetsUp": {
         "bad": [
             series("up", vllm_labels(engine=None, **VLLM_A), "0x30"),
             series("up", vllm_labels(engine=None, **VLLM_B), "0x30"),
+            series(KSM_HPA_DESIRED, KSM, "2x30"),
         ],
         "fires": [
             {
@@ -435,6 +506,7 @@ ALERT_CASES: dict[str, dict] = {
         "good": [
             series("up", vllm_labels(engine=None, **VLLM_A), "1x30"),
             series("up", vllm_labels(engine=None, **VLLM_B), "0x30"),
+            series(KSM_HPA_DESIRED, KSM, "2x30"),
         ],
         "good_value": ('sum(up{namespace="deepseek",container="vllm"})', 1),
     },
@@ -472,7 +544,7 @@ def test_alert_fires_on_bad_series_and_stays_silent_on_good(tmp_path: Path, name
     require_promtool()
     alert, case = ALERTS[name], ALERT_CASES[name]
     for_minutes = _minutes(alert.for_)
-    bad_checks = [{"eval_time": FIRE_AT, "alertname": name, "exp_alerts": case["fires"]}]
+    bad_checks = [{"eval_time": case.get("fire_at", FIRE_AT), "alertname": name, "exp_alerts": case["fires"]}]
     if for_minutes > 1:
         # Bad from the first sample, yet not firing before `for` has passed.
         bad_checks.insert(0, {"eval_time": f"{for_minutes - 1}m", "alertname": name, "exp_alerts": []})
