@@ -285,8 +285,10 @@ class RecordingMocks(Mocks):
             state = {**inputs, **COMPUTED_OUTPUTS[token](ctx)}
         else:
             raise UnmockedError(
-                f"no mock for resource type {token!r} ({args.name}); add it to COMPUTED_OUTPUTS "
-                "in automation/mocks.py with the outputs the real provider computes"
+                f"no mock for resource type {token!r} ({args.name}): DeepSeekService never creates it, "
+                "so it is your program's. Answer it in a subclass of deepseek_eks.testing.Mocks "
+                "(override new_resource, return the outputs the real provider computes, defer to "
+                "super() for the rest) and pass it as run(..., mocks=...)"
             )
         where: tuple[str, str, tuple[str, ...], dict[str, tuple[str, ...]]]
         where = getattr(_registering, "urns", ("", "", (), {}))
@@ -313,7 +315,11 @@ class RecordingMocks(Mocks):
             return {"name": args.args["stackName"], "outputs": self.previous}, []
         if args.token in INVOKES:
             return INVOKES[args.token](args, self.region), []
-        raise UnmockedError(f"no mock for invoke {args.token!r}; add a realistic answer to INVOKES")
+        raise UnmockedError(
+            f"no mock for invoke {args.token!r}: DeepSeekService never calls it, so your program does. "
+            "Answer it in a subclass of deepseek_eks.testing.Mocks (override call, defer to super() "
+            "for the rest) and pass it as run(..., mocks=...)"
+        )
 
     def of_type(self, token: str) -> list[Recorded]:
         return [r for r in self.resources if r.type == token]

@@ -69,8 +69,11 @@ def test_mocks_is_a_pulumi_mocks_that_fails_loudly_on_an_unknown_type() -> None:
     def program() -> None:
         pulumi.CustomResource("acme:index:Widget", "w", {})
 
-    with pytest.raises(Exception, match="no mock for resource type 'acme:index:Widget'"):
+    with pytest.raises(Exception, match="no mock for resource type 'acme:index:Widget'") as raised:
         run(program)
+    # What a user of the installed package can do: subclass the kit's Mocks, not edit its files.
+    assert "subclass of deepseek_eks.testing.Mocks" in str(raised.value)
+    assert "automation/mocks.py" not in str(raised.value)
 
 
 class EchoMocks(pulumi.runtime.Mocks):
