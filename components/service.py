@@ -539,10 +539,10 @@ class DeepSeekService(pulumi.ComponentResource):
         for them."""
         if settings is not None and args:
             raise ValueError("DeepSeekService: give either args or settings, not both")
+        _refuse_foreign_mocks(name)  # before any call into the engine those mocks would answer
         # Read before registering: this service's entry in the stack is still the last update's.
         previous = previous_outputs(TYPE, name)
         super().__init__(TYPE, name, None, opts)
-        _refuse_foreign_mocks(name)
         # The stack program (settings given) keeps its own provider, as it always had.
         own_provider = settings is not None or bool(args.get("create_aws_provider"))
         aws_provider = self.get_provider("aws::")
