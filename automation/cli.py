@@ -428,6 +428,11 @@ def _parser() -> argparse.ArgumentParser:
         )
         module.add_arguments(instrument)
         instrument.set_defaults(instrument=module.run_command)
+    # --project-dir after the command too (`plan --stack dev --project-dir ../infra`), as users
+    # write it; SUPPRESS keeps the one given before the command when it is not repeated.
+    for parser in sub.choices.values():
+        if "--project-dir" not in parser._option_string_actions:
+            parser.add_argument("--project-dir", type=Path, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     return p
 
 

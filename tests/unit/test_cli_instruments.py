@@ -67,3 +67,13 @@ def test_simulate_subcommand_reads_the_top_level_project_dir(
     assert "Pulumi.prod.yaml: no such stack file" in capsys.readouterr().err
     assert simulate_cli.main(["--project-dir", str(tmp_path), "--stack", "prod"]) == 2
     assert "Pulumi.prod.yaml: no such stack file" in capsys.readouterr().err
+
+
+def test_project_dir_is_taken_after_the_command_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32 §5: `plan --stack dev --project-dir DIR` reads DIR as `--project-dir DIR plan` does."""
+    assert cli.main(["plan", "--stack", "dev", "--project-dir", str(tmp_path)]) == 2
+    after = capsys.readouterr().err
+    assert cli.main(["--project-dir", str(tmp_path), "plan", "--stack", "dev"]) == 2
+    assert "Pulumi.dev.yaml: no such stack file" in after and after == capsys.readouterr().err
