@@ -192,6 +192,8 @@ def _render(args: argparse.Namespace, out: Output) -> int:
         for line in stack_cost_lines(rendered.stack_cost):
             out.line(line)
     out.line(alerts_line(prepared.settings))
+    if dcgm := dcgm_line(prepared.settings):
+        out.line(dcgm)
     kinds = Counter(m["kind"] for m in rendered.objects())
     kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     out.line(
@@ -216,6 +218,35 @@ def alerts_line(settings: Any) -> str:
     )
 
 
+# NVIDIA/dcgm-exporter#636 (open): the exporter exits at start on EKS 1.34 Bottlerocket GPU nodes
+# (libdcgm.so.4 missing from the container's linker cache); the pinned 4.5.3-4.8.2 has the same
+# startup check (reference/upstream/dcgm-exporter-636.json). Auto Mode's GPU nodes run Bottlerocket.
+DCGM_636 = "https://github.com/NVIDIA/dcgm-exporter/issues/636"
+DCGM_636_KUBERNETES = ("1.34",)
+
+
+def dcgm_line(settings: Any) -> str | None:
+    """What the stack scales on if dcgm-exporter cannot start (issue 31 §5): said in the plan where
+    the known failure applies (Auto Mode's Bottlerocket nodes at Kubernetes 1.34) and the signal
+    reads GPU utilization; None otherwise."""
+    signal = settings.autoscaling.signal.value
+    exposed = (
+        settings.compute_mode.value == "auto-mode" and settings.kubernetes_version in DCGM_636_KUBERNETES
+    )
+    if not exposed or signal not in ("gpu-utilization", "combined"):
+        return None
+    effect = (
+        "the GPU-utilization HPA then keeps its replica count: it neither scales out nor in"
+        if signal == "gpu-utilization"
+        else "the queue trigger still scales out, but nothing scales in while the GPU trigger fails"
+    )
+    return (
+        f"dcgm-exporter  may not start on Auto Mode's Bottlerocket GPU nodes at Kubernetes "
+        f"{settings.kubernetes_version} ({DCGM_636}); {effect}. autoscaling.signal concurrency, "
+        "kv-cache or queue-depth read vLLM's own metrics instead"
+    )
+
+
 @command("plan", "print the sizing plan of a stack, offline", _stack_set_json)
 def _plan(args: argparse.Namespace, out: Output) -> int:
     prepared = _prepared(args, out)
@@ -223,8 +254,10 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.document({**prepared.plan.to_dict(), **cost.to_dict()})
     else:
-        for line in [*summary_lines(prepared.plan), *stack_cost_lines(cost), alerts_line(prepared.settings)]:
-            out.line(line)
+        lines = [*summary_lines(prepared.plan), *stack_cost_lines(cost), alerts_line(prepared.settings)]
+        for line in [*lines, dcgm_line(prepared.settings)]:
+            if line:
+                out.line(line)
     return 0
 
 
