@@ -91,7 +91,10 @@ def diff(stack: str, ref: str, project_dir: Path = PROJECT_ROOT) -> tuple[list[s
         problems: list[urns.Problem] = []
         if old_snapshot.exists():
             problems = urns.check(
-                json.loads(old_snapshot.read_text()), urns.run_resources(config), urns.replace_on_change()
+                json.loads(old_snapshot.read_text()),
+                urns.run_resources(config),
+                urns.replace_on_change(),
+                new_unreviewed=False,  # an upgrade may add resources: only deletes and replaces are unsafe
             )
     return lines, problems
 

@@ -73,12 +73,20 @@ class Problem:
         return f"{self.urn}: {self.message}"
 
 
-def check(old: dict[str, Any], resources: list[Recorded], facts: dict[str, list[str]]) -> list[Problem]:
+def check(
+    old: dict[str, Any],
+    resources: list[Recorded],
+    facts: dict[str, list[str]],
+    *,
+    new_unreviewed: bool = True,
+) -> list[Problem]:
     """Compare a run with the committed snapshot ``old``.
 
     Fails when an old URN is neither present nor an alias of a present resource (the engine would
     delete it and create the new one), when a stateful resource's replacing input changed, and
-    when a new URN is not in the snapshot yet (so it is reviewed and protected from then on).
+    (``new_unreviewed``: the snapshot check of the working tree) when a new URN is not in the
+    snapshot yet, so it is reviewed and protected from then on. An upgrade from an older snapshot
+    (``diff --against``) creates new resources safely: there they are not problems.
     """
     by_urn = {r.urn: r for r in resources}
     by_alias = {alias: r for r in resources for alias in r.aliases}
@@ -113,7 +121,7 @@ def check(old: dict[str, Any], resources: list[Recorded], facts: dict[str, list[
                         "(reference/upstream/replace-on-change.json), destroying the running one",
                     )
                 )
-    for record in resources:
+    for record in resources if new_unreviewed else []:
         if record.urn not in old_urns and not old_urns.intersection(record.aliases):
             problems.append(Problem(record.urn, f"new resource, not in the snapshot: run `{UPDATE_HINT}`"))
     return problems

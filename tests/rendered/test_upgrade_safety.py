@@ -124,6 +124,22 @@ def test_a_new_resource_must_be_added_to_the_snapshot(resources: dict[str, list[
     problems = urns.check(trimmed, resources["dev"], FACTS)
     assert [p.urn.rsplit("::", 1)[1] for p in problems] == ["namespaces-monitoring"]
     assert urns.UPDATE_HINT in problems[0].message
+    # Upgrading from an older snapshot (diff --against) adds it safely: no UNSAFE line for it.
+    assert urns.check(trimmed, resources["dev"], FACTS, new_unreviewed=False) == []
+
+
+def test_diff_against_a_ref_calls_added_resources_safe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 §5: a resource the working tree adds is not UNSAFE in `diff --against`."""
+    seen: dict[str, bool] = {}
+    real = urns.check
+
+    def recording(*args: Any, **kwargs: Any) -> list[urns.Problem]:
+        seen["new_unreviewed"] = kwargs.get("new_unreviewed", True)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(urns, "check", recording)
+    diff_module.diff("dev", "HEAD")
+    assert seen == {"new_unreviewed": False}
 
 
 def test_the_replace_facts_name_their_upstream_source() -> None:
