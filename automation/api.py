@@ -544,7 +544,18 @@ def outputs(stack: str, project_dir: Path = PROJECT_ROOT) -> dict[str, Any]:
     """The stack's current outputs (secrets masked); needs the CLI, not AWS. Never creates a
     stack: an unknown name raises ``AutomationError`` (exit 2)."""
     require_pulumi_cli()
-    return outputs_of(open_stack(stack, project_dir, create=False))
+    from pulumi.automation.errors import CommandError
+
+    opened = open_stack(stack, project_dir, create=False)
+    try:
+        return outputs_of(opened)
+    except CommandError as error:  # not logged in to the stack's backend, no access, ...
+        tail = "\n".join(str(error).strip().splitlines()[-3:])
+        raise AutomationError(
+            f"could not read stack {stack!r}'s outputs: log in to the backend that holds it (`pulumi "
+            f"login`, or PULUMI_BACKEND_URL) and check `pulumi stack ls`:\n{tail}",
+            1,
+        ) from None
 
 
 # What a kept resource needs to stay usable, said beside it in destroy's preview.

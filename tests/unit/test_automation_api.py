@@ -416,3 +416,23 @@ def test_destroy_runs_from_the_state_when_the_settings_no_longer_validate() -> N
     assert o.run(Operation.DESTROY, "dev", {"gpu.instanceFamilies": "g4"}, yes=True) == {}
     assert calls[-2:] == ["stack.preview_destroy", "stack.destroy"]
     assert any("no longer validate" in line for line in o.printed)  # type: ignore[attr-defined]
+
+
+def test_outputs_without_a_backend_login_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 §5: `outputs` without a login names what to do, not the CLI's raw error."""
+    from pulumi.automation.errors import CommandError
+
+    from deepseek_eks.automation import api
+
+    class LoggedOut:
+        def outputs(self) -> dict[str, Any]:
+            raise CommandError(
+                "code: 255\n stdout: \n stderr: error: PULUMI_ACCESS_TOKEN must be set for login"
+            )
+
+    monkeypatch.setattr(api, "require_pulumi_cli", lambda: "/usr/bin/pulumi")
+    monkeypatch.setattr(api, "open_stack", lambda *a, **k: LoggedOut())
+    with pytest.raises(api.AutomationError) as raised:
+        api.outputs("dev")
+    assert "pulumi login" in str(raised.value) and "PULUMI_ACCESS_TOKEN" in str(raised.value)
+    assert raised.value.exit_code == 1
