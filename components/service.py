@@ -549,9 +549,7 @@ class DeepSeekService(pulumi.ComponentResource):
         try:
             wired = settings
             if settings is None:
-                region = _region(name, args, own_provider, aws_provider)
-                with_region = {**args, "region": region} if region else args
-                settings, wired = _validated(with_region, pulumi.get_stack(), name)
+                settings, wired = _validated_with_region(name, args, own_provider, aws_provider)
             _refuse_compute_mode_switch(name, settings, previous, as_config=not args)
             if args and settings.deploy_blockers and not args.get("existing_cluster"):
                 _warn_unreachable_api(name, settings.deploy_blockers)
@@ -703,6 +701,23 @@ def _claim(name: str, scope: ServiceScope, joined: str | None) -> None:
             "namespace (namespace=...) and install_shared_addons=True on one service per cluster",
         )
     claims.update({(joined, *key): name for key in wanted})
+
+
+def _validated_with_region(
+    name: str, args: DeepSeekServiceArgs, own_provider: bool, aws_provider: pulumi.ProviderResource | None
+) -> tuple[Settings, Settings]:
+    """The validated settings, region included. A region problem does not hide the others: the
+    arguments are validated anyway (in the default region) and every problem is reported at once."""
+    try:
+        region = _region(name, args, own_provider, aws_provider)
+    except ServiceError as region_error:
+        try:
+            _validated(args, pulumi.get_stack(), name)
+        except SettingsError as others:
+            raise ServiceError(name, f"{region_error.args[0].split(': ', 1)[1]}\nand {others}") from None
+        raise
+    with_region = {**args, "region": region} if region else args
+    return _validated(with_region, pulumi.get_stack(), name)
 
 
 def _warn_unreachable_api(name: str, blockers: Sequence[str]) -> None:

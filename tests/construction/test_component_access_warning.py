@@ -49,3 +49,18 @@ def test_the_component_examples_name_who_may_reach_the_api(page: str) -> None:
     example = text[text.index("svc = DeepSeekService(") :]
     example = example[: example.index("```")]
     assert re.search(r'cluster=\{"public_access_cidrs": \[', example), example
+
+
+def test_a_missing_region_does_not_hide_the_other_problems(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 32 §3: without a region the other argument problems are still reported, at once."""
+    for var in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(var, raising=False)
+
+    def program() -> dict[str, Any]:
+        DeepSeekService("chat", {"autoscaling": {"max_replicas": -1}})  # type: ignore[typeddict-item]
+        return {}
+
+    with pytest.raises(Exception) as raised:
+        run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
+    message = str(raised.value)
+    assert "region" in message and "max_replicas" in message, message
