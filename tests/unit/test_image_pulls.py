@@ -117,3 +117,17 @@ def test_karpenter_nodes_get_ecr_pull_only_access_as_karpenters_cloudformation_d
     # ReadOnly lists and describes repositories too, beyond what a pull needs.
     read_only = set(FACTS["ecr_read_only_policy_actions"]["actions"])
     assert set(FACTS["ecr_pull_only_policy"]["actions_read"]) < read_only
+
+
+def test_the_pull_policy_skip_states_the_reason_docker_hub_gives() -> None:
+    """Issue 37 §3: CKV_K8S_15's reason was wrong (Always does not re-download a cached image). The
+    reason that holds: Docker Hub counts the version check of every pull as a pull."""
+    import json
+
+    from deepseek_eks.components.serving.vllm import CHECKOV_SKIPS
+    from tests.upstream import UPSTREAM
+
+    fact = json.loads((UPSTREAM / "image-pulls.json").read_text())["docker_hub_pull_definition"]
+    assert "version check" in fact["statement"]
+    reason = CHECKOV_SKIPS["CKV_K8S_15"]
+    assert "counts as a pull" in reason and "re-pulls" not in reason
