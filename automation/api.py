@@ -408,32 +408,42 @@ class Orchestrator:
             graceful_interrupts(self.print) as interrupts,
             effective_config_file(stack, config) as config_file,
         ):
-            base = {"config_file": str(config_file), **options.kwargs(operation)}
             try:
-                changes = self._preview(stack_obj, operation, base)
+                result = self._preview_then_apply(
+                    stack_obj, operation, stack, confirmed, config_file, options
+                )
             except AutomationError as error:
-                if interrupts.signals:  # cancelled on request: say what to run next
+                if interrupts.signals:  # cancelled (or stopped) on request: say what to run next
                     raise AutomationError(f"{error}\n{RECOVERY.format(stack=stack)}", 1) from None
                 raise
-            result = OperationResult({}, changes)
-            if operation is Operation.DESTROY:
-                result.kept = kept_on_destroy(stack_obj)
-                for line in kept_lines(result.kept):
-                    self.print(line)
-            if operation is not Operation.PREVIEW:
-                if not confirmed:
-                    assert self.confirm is not None
-                    if not self.confirm(operation, changes):
-                        raise AutomationError(f"`{operation.value}` cancelled: nothing was changed.", 2)
-                try:
-                    result.timings = self._apply(stack_obj, operation, base)
-                except AutomationError as error:
-                    if interrupts.signals:  # cancelled (or stopped) on request: say what to run next
-                        raise AutomationError(f"{error}\n{RECOVERY.format(stack=stack)}", 1) from None
-                    raise
-                result.applied = True
         if operation is not Operation.DESTROY:
             result.outputs = outputs_of(stack_obj)
+        return result
+
+    def _preview_then_apply(
+        self,
+        stack_obj: StackLike,
+        operation: Operation,
+        stack: str,
+        confirmed: bool,
+        config_file: Path,
+        options: RunOptions,
+    ) -> OperationResult:
+        """The preview, shown; what destroy keeps; the confirmation; then the operation itself."""
+        base = {"config_file": str(config_file), **options.kwargs(operation)}
+        changes = self._preview(stack_obj, operation, base)
+        result = OperationResult({}, changes)
+        if operation is Operation.DESTROY:
+            result.kept = kept_on_destroy(stack_obj)
+            for line in kept_lines(result.kept):
+                self.print(line)
+        if operation is not Operation.PREVIEW:
+            if not confirmed:
+                assert self.confirm is not None
+                if not self.confirm(operation, changes):
+                    raise AutomationError(f"`{operation.value}` cancelled: nothing was changed.", 2)
+            result.timings = self._apply(stack_obj, operation, base)
+            result.applied = True
         return result
 
     def _call(self, stack_obj: StackLike, method: str, operation: Operation, kwargs: dict[str, Any]) -> None:

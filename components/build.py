@@ -19,7 +19,7 @@ from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
 
-from .deployed_state import WEIGHTS_LOCATION_OUTPUT, WEIGHTS_VOLUME_OUTPUT
+from .deployed_state import COMPUTE_MODE_OUTPUT, WEIGHTS_LOCATION_OUTPUT, WEIGHTS_VOLUME_OUTPUT
 from .labels import aws_tags, common_labels
 from .monitoring.autoscaling import (
     KEDA_NAMESPACE,
@@ -220,7 +220,10 @@ def weights_bucket_kept(settings: Settings) -> bool:
 
 
 def _service_cidrs(
-    existing: ExistingCluster | None, name: str, opts: pulumi.ResourceOptions
+    existing: ExistingCluster | None,
+    name: str,
+    parent: pulumi.Resource,
+    aws_provider: pulumi.ProviderResource | None,
 ) -> pulumi.Input[list[str] | None]:
     """The service CIDR of the cluster: read from an existing cluster (EKS DescribeCluster
     ``kubernetesNetworkConfig.serviceIpv4Cidr``), None for one this project creates (it sets none,
@@ -228,21 +231,13 @@ def _service_cidrs(
     if existing is None:
         return None
     described = aws.eks.get_cluster_output(
-        name=name, opts=pulumi.InvokeOutputOptions(parent=opts.parent, provider=_aws_provider_of(opts))
+        name=name, opts=pulumi.InvokeOutputOptions(parent=parent, provider=aws_provider)
     )
     return described.kubernetes_network_configs.apply(
         lambda configs: (
             [cidr for c in configs or [] if (cidr := invoke_field(c, "service_ipv4_cidr"))] or None
         )
     )
-
-
-def _aws_provider_of(opts: pulumi.ResourceOptions) -> pulumi.ProviderResource | None:
-    providers = opts.providers
-    if isinstance(providers, dict):
-        found = providers.get("aws")
-        return found if isinstance(found, pulumi.ProviderResource) else None
-    return None
 
 
 def build_service(
@@ -315,9 +310,9 @@ def build_service(
         ),
         opts=aws_opts,
     )
-    cluster_cidrs = pulumi.Output.all(network.vpc_cidrs, _service_cidrs(existing, name, aws_opts)).apply(
-        lambda v: ClusterCidrs.of(v[0], v[1])
-    )
+    cluster_cidrs = pulumi.Output.all(
+        network.vpc_cidrs, _service_cidrs(existing, name, parent, aws_provider)
+    ).apply(lambda v: ClusterCidrs.of(v[0], v[1]))
     # cluster.createKmsKey: one key for the cluster's Secrets and the project's weights bucket.
     kms_key = (
         project_kms_key(
@@ -583,7 +578,7 @@ def build_service(
     d = sizing_plan.to_dict()
     outputs: dict[str, object] = {
         "plan": d,
-        "computeMode": settings.compute_mode.value,
+        COMPUTE_MODE_OUTPUT: settings.compute_mode.value,
         "clusterName": cluster.cluster_name if cluster else name,
         "kubeconfig": cluster.kubeconfig if cluster else pulumi.Output.secret(""),  # yours, not ours
         "vpcId": network.vpc_id,

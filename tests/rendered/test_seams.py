@@ -160,7 +160,7 @@ def endpoints(s: Stack, end: FlowEnd) -> list[Endpoint | Service]:
 @dataclass(frozen=True)
 class Judged:
     flow: Flow
-    admitted: bool
+    admitted: bool  # required: every pair connects; forbidden: some pair does
     refused: tuple[str, ...]  # the (source, destination) pairs the policies refuse
 
 
@@ -197,8 +197,8 @@ def judged(case: str) -> tuple[Judged, ...]:
             for dst in dests
             if isinstance(src, Pod | Host) and not connects(cluster, src, dst, flow)
         )
-        admitted = not refused if flow.required else len(refused) == len(sources) * len(dests)
-        out.append(Judged(flow, admitted if flow.required else not admitted, refused))
+        admitted = not refused if flow.required else len(refused) < len(sources) * len(dests)
+        out.append(Judged(flow, admitted, refused))
     return tuple(out)
 
 
