@@ -8,9 +8,11 @@ cannot drift from it:
   ``python -m policy``;
 - plan-json.md from the plan type (sizing/planner.py ``SizingPlan`` and the whole-stack cost of
   sizing/stack_cost.py): every field of ``plan.json`` with its JSON type and the docstring of the
-  attribute it comes from.
+  attribute it comes from;
+- the tables of docs/choosing-a-variant.md (tools/choosing_a_variant.py): published benchmark
+  results beside each variant's plan, between the page's generated-region markers.
 
-    python tools/generate_docs.py            # rewrite docs/reference/*.md
+    python tools/generate_docs.py            # rewrite docs/reference/*.md and the variant tables
     python tools/generate_docs.py --check    # exit 1 if any of them is stale
 """
 
@@ -36,6 +38,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 # argparse wraps help at the terminal's width: a fixed one makes the page the same everywhere.
 os.environ["COLUMNS"] = "100"
 
+import choosing_a_variant  # noqa: E402
 from generate_schema import schema as component_schema  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 from pydantic.fields import FieldInfo  # noqa: E402
@@ -308,11 +311,13 @@ PAGES: dict[str, Callable[[], str]] = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="fail if a page under docs/reference/ is stale")
+    parser.add_argument("--check", action="store_true", help="fail if a generated page or table is stale")
     args = parser.parse_args(argv)
     stale = []
-    for name, render in PAGES.items():
-        path = REFERENCE / name
+    pages = {REFERENCE / name: render for name, render in PAGES.items()}
+    # A hand-written page with a generated region (its tables), rewritten or checked alike.
+    pages[choosing_a_variant.PAGE] = choosing_a_variant.page_text
+    for path, render in pages.items():
         text = render()
         if args.check:
             if not path.exists() or path.read_text() != text:
