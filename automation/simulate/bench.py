@@ -241,10 +241,10 @@ def section(
         "moment is what the stack's maxReplicas serve within its TTFT SLO for 99 % of requests by "
         "capacity planning's M/M/c model).",
         "",
-        "### Goal check (issue 22)",
+        "### Goal check",
         "",
         "The stack's own autoscaler must meet the TTFT SLO for at least 99 % of requests, use at most "
-        "1.3x the oracle's GPU-hours and beat both seed guides (more requests within the SLO at no "
+        "1.3x the oracle's GPU-hours and beat both published guides (more requests within the SLO at no "
         "more GPU-hours, or as many for fewer). The rows after a stack's own autoscaler are the "
         "settings tried as its default (`CANDIDATES` in automation/simulate/bench.py). The last row "
         "of each trace, `reactive bound`, is the best any signal could do by reacting: replicas asked "

@@ -25,8 +25,8 @@ INTERNAL: dict[str, re.Pattern[str]] = {
     # "seed guides", "seed guide's"; the vendored folder's path (reference/upstream/seed-guides/)
     # is a path, not prose, and is allowed.
     "seed guides": re.compile(r"(?<![/\w-])seed[ _-]guides?\b(?!/)", re.IGNORECASE),
-    # "Tier 0", "Tier 1", "Tier 2": the verification levels' numbers.
-    "tier number": re.compile(r"\bTier \d\b"),
+    # "Tier 0", "Tiers 1 and 2": the verification levels' numbers.
+    "tier number": re.compile(r"\bTiers? \d\b"),
 }
 
 
