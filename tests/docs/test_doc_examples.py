@@ -20,6 +20,7 @@ import ast
 import contextlib
 import importlib
 import io
+import json
 import os
 import re
 import shlex
@@ -324,3 +325,159 @@ def test_the_marker_is_needed_where_it_is_used() -> None:
         if offline:
             unneeded.append(block.where)
     assert not unneeded, f"blocks marked {MARKER} that run offline: {unneeded}"
+
+
+# ---------------------------------------------------------------- config keys the docs show
+#
+# Flat keys are the canonical form (the shipped stacks write `deepseek-eks:autoscaling.maxReplicas`):
+# every `pulumi config set` command and every stack-file YAML the README, docs/ and the examples
+# show names a real key, flat. Pulumi's nested form (`--path`, `deepseek-eks:autoscaling:` with a
+# mapping) stays accepted as an equivalent; docs/configuration.md says so, once, in prose.
+
+NESTED_FORM_PAGE = ROOT / "docs" / "configuration.md"
+# Every fenced block (any language): inline code is looked for only outside them.
+ANY_FENCE = re.compile(r"^[ \t]*```.*?^[ \t]*```[ \t]*$", re.S | re.M)
+YAML_FENCE = re.compile(r"^[ \t]*```ya?ml[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
+# An inline code span, which may wrap onto the next line.
+INLINE_CODE = re.compile(r"`([^`]+)`")
+STACK_KEY = re.compile(r"^[ \t-]*(deepseek-eks|aws):(\S+?):(?:\s|$)", re.M)
+# `pulumi config set` flags that take a value.
+VALUE_FLAGS = {"--stack", "-s", "--config-file", "--cwd", "-C"}
+
+
+@dataclass(frozen=True)
+class ConfigSet:
+    """One `pulumi config set` the docs show: where, its flags, the key and whether in a block."""
+
+    where: str
+    flags: tuple[str, ...]
+    key: str
+    in_block: bool
+
+
+def _config_set(where: str, argv: list[str], in_block: bool) -> ConfigSet | None:
+    if argv[:3] != ["pulumi", "config", "set"]:
+        return None
+    flags, positional, rest = [], [], iter(argv[3:])
+    for token in rest:
+        if token in VALUE_FLAGS:
+            next(rest, None)
+        elif token.startswith("-"):
+            flags.append(token)
+        else:
+            positional.append(token)
+    return ConfigSet(where, tuple(flags), positional[0] if positional else "", in_block)
+
+
+def config_set_commands() -> list[ConfigSet]:
+    found = [c for b in SHELL for argv, _ in commands(b) if (c := _config_set(b.where, argv, True))]
+    for path in documents():
+        prose = ANY_FENCE.sub("", path.read_text(encoding="utf-8"))
+        for span in INLINE_CODE.findall(prose):
+            if span.startswith("pulumi config set"):
+                try:
+                    argv = shlex.split(span)
+                except ValueError:  # an unbalanced quote: take the words before it
+                    argv = span.split()
+                found += [c for c in [_config_set(str(path.relative_to(ROOT)), argv, False)] if c]
+    return found
+
+
+def _real_keys() -> set[str]:
+    from deepseek_eks.settings.model import AWS_KEYS, known_keys
+
+    return {*known_keys(), *(f"aws:{k}" for k in AWS_KEYS)}
+
+
+def _key_problem(key: str) -> str | None:
+    """Why a key as the docs write it is not a real, flat key (None when it is)."""
+    bare = key.removeprefix("deepseek-eks:")
+    if bare in _real_keys():
+        return None
+    if any(k.startswith(f"{bare}.") for k in _real_keys()) or "[" in bare:
+        return f"`{key}` is the nested form: write the flat key (e.g. `{bare}.<setting>`)"
+    return f"`{key}` is no setting of this project (docs/reference/configuration.md lists them)"
+
+
+def stack_yaml_examples() -> list[tuple[str, str]]:
+    """(where, text) of every stack-file YAML shown: ```yaml blocks of the docs that hold project
+    or aws keys, and the shipped and example stack files themselves."""
+    found = []
+    for path in documents():
+        text = path.read_text(encoding="utf-8")
+        for match in YAML_FENCE.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            found.append((f"{path.relative_to(ROOT)}:{line}", match[1]))
+    for path in sorted([*ROOT.glob("Pulumi.*.yaml"), *(ROOT / "examples").glob("*/Pulumi.*.yaml")]):
+        found.append((str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_the_docs_show_config_commands_and_stack_yaml() -> None:
+    """Guards the extraction: a broken pattern would pass every check below."""
+    assert len(config_set_commands()) >= 8 and len(stack_yaml_examples()) >= 4
+
+
+def test_every_config_set_in_the_docs_names_a_real_flat_key() -> None:
+    problems = []
+    for command in config_set_commands():
+        if "--path" in command.flags:
+            if command.in_block or Path(ROOT / command.where.split(":")[0]) != NESTED_FORM_PAGE:
+                problems.append(
+                    f"{command.where}: `pulumi config set --path {command.key}`: use the flat key"
+                )
+            continue
+        if command.key and (problem := _key_problem(command.key)):  # no key: the command named
+            problems.append(f"{command.where}: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_nested_form_is_mentioned_once_as_an_equivalent() -> None:
+    mentions = [c for c in config_set_commands() if "--path" in c.flags]
+    assert len(mentions) == 1 and not mentions[0].in_block, [c.where for c in mentions]
+    assert "equivalent" in NESTED_FORM_PAGE.read_text(encoding="utf-8")
+
+
+def test_every_stack_yaml_example_uses_real_flat_keys() -> None:
+    problems = []
+    for where, text in stack_yaml_examples():
+        for namespace, name in STACK_KEY.findall(text):
+            key = f"aws:{name}" if namespace == "aws" else name
+            if problem := _key_problem(key):
+                problems.append(f"{where}: {problem}")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_documented_flat_list_forms_mean_what_the_page_says(tmp_path: Path) -> None:
+    """docs/configuration.md: a list setting from `pulumi config set` is one string (one item,
+    comma-separated items, or a flow list), and its YAML example is a list: all read alike.
+    `pulumi config set KEY VALUE` without --path stores VALUE as the string of a flat key."""
+    from deepseek_eks.automation.stackfile import read_stack
+    from deepseek_eks.settings.model import parse_settings
+
+    page = NESTED_FORM_PAGE.read_text(encoding="utf-8")
+    stack_yaml = next(m[1] for m in YAML_FENCE.finditer(page) if "deepseek-eks:" in m[1])
+    forms = {"the page's YAML": stack_yaml}
+    for command in (c for c in config_set_commands() if c.where.startswith("docs/configuration.md")):
+        if command.key in ("gpu.instanceFamilies", "cluster.publicAccessCidrs") and command.in_block:
+            block = next(b for b in SHELL if b.where == command.where)
+            value = next(a[4] for a, _ in commands(block) if a[3:4] == [command.key])
+            forms[f"pulumi config set {command.key} {value}"] = (
+                f"config:\n  deepseek-eks:{command.key}: {json.dumps(value)}\n"
+            )
+    forms["a flow list"] = 'config:\n  deepseek-eks:gpu.instanceFamilies: \'["g6e", "p5"]\'\n'
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text(encoding="utf-8"))
+    read = {}
+    for name, text in forms.items():
+        (tmp_path / "Pulumi.t.yaml").write_text(text)
+        config = read_stack("t", tmp_path)
+        settings = parse_settings(config.values, config.secret_keys, "t")
+        read[name] = (settings.gpu.instance_families, settings.cluster.public_access_cidrs)
+    yaml_families, yaml_cidrs = read.pop("the page's YAML")
+    assert len(yaml_families) == 2 and yaml_cidrs, "the page's YAML example sets both lists"
+    for name, (families, cidrs) in read.items():
+        if "instanceFamilies" in name or name == "a flow list":
+            assert families == yaml_families, name
+        else:
+            assert cidrs == yaml_cidrs, name
+    assert len(read) == 3, sorted(read)
