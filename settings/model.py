@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -32,16 +33,18 @@ from deepseek_eks.sizing.catalog import unknown_family_message
 from deepseek_eks.sizing.checkpoints import known_checkpoint
 
 from . import safe_yaml
+from .arns import arn_problem
+from .credentials import looks_like_credential, redact
 from .exposure import api_access, endpoint_access
 from .names import (
-    derived_name_problems,
+    bucket_name_problem,
     hf_repo_id_problem,
     region_problem,
-    stack_cluster_name,
+    stack_name_problems,
     vpc_range_problem,
 )
 from .safe_yaml import shown_key
-from .schedule import Cron, CronError, time_zone
+from .schedule import Cron, CronError, never_fires, time_zone
 
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
@@ -315,9 +318,11 @@ class ScheduleEntry(_Group):
     @classmethod
     def _cron(cls, value: str) -> str:
         try:
-            Cron.parse(value)
+            cron = Cron.parse(value)
         except CronError as e:
             raise ValueError(f"{e} (five-field cron, e.g. '0 8 * * MON-FRI')") from None
+        if why := never_fires(cron):
+            raise ValueError(f"never fires: {why}, so KEDA would never start or end this floor")
         return value
 
     @field_validator("timezone")
@@ -505,12 +510,42 @@ class NetworkSettings(_Group):
     )
 
 
+# Prometheus reads --storage.tsdb.retention.time with prometheus/common's model.ParseDuration
+# (v0.67.5 model/time.go): each unit's nanoseconds, and "duration out of range" when the total
+# passes Go's time.Duration (int64 nanoseconds, about 292 years). The Prometheus CRD's pattern
+# accepts any digits, so a too-long retention passes the API server and Prometheus then exits at
+# start-up: monitoring and every autoscaling signal stop while `up` reports success.
+# Facts: reference/upstream/settings-rules.json "prometheus_retention_duration".
+_RETENTION_UNIT_NS = {"h": 3600 * 10**9, "d": 86400 * 10**9, "w": 7 * 86400 * 10**9, "y": 365 * 86400 * 10**9}
+_GO_DURATION_MAX_NS = 2**63 - 1
+
+
+def prometheus_duration_problem(value: str) -> str | None:
+    """Why Prometheus would refuse the retention ``value`` (``<digits><h|d|w|y>``), or None."""
+    amount, unit = int(value[:-1]), value[-1]
+    if amount * _RETENTION_UNIT_NS[unit] <= _GO_DURATION_MAX_NS:
+        return None
+    longest = _GO_DURATION_MAX_NS // _RETENTION_UNIT_NS[unit]
+    return (
+        f"is past the longest duration Prometheus can parse (Go's time.Duration, about 292 years: "
+        f"at most {longest}{unit}); Prometheus would exit at start-up. Use a retention such as 15d or 1y"
+    )
+
+
 class ObservabilitySettings(_Group):
     """``observability.*``: Prometheus, Grafana, Alertmanager and alert thresholds."""
 
     prometheus_retention: str = Field(
         "15d", pattern=r"^[0-9]{1,5}[hdwy]$", description="How long Prometheus keeps data."
     )
+
+    @field_validator("prometheus_retention")
+    @classmethod
+    def _within_go_duration(cls, value: str) -> str:
+        if why := prometheus_duration_problem(value):
+            raise ValueError(why)
+        return value
+
     prometheus_storage_gib: WholeNumber = Field(50, ge=10, le=4096, description="Prometheus volume size.")
     grafana: Boolean = Field(True, description="Install Grafana with the project's dashboards.")
     alertmanager: Boolean = Field(
@@ -705,6 +740,8 @@ def _display(value: Any) -> str:
         return "(a nested list)"
     if isinstance(value, str) and value.lstrip().startswith(("{", "[")) and "secure" in value:
         return "(hidden: it holds a secure value)"
+    if looks_like_credential(json.dumps(value, default=str)):
+        return "(hidden: it looks like a credential; keep tokens and keys in secret settings)"
     return _truncate(json.dumps(value, default=str, ensure_ascii=True))
 
 
@@ -727,7 +764,8 @@ class Problem:
         """The problem with its key (and the keys its message names) in ``spelling``; by default
         as a stack file writes them."""
         key = spelling(self.key) if spelling else shown_key(self.key)  # a spelling quotes its own
-        message = _respelt(self.message, spelling) if spelling else self.message
+        # A message may quote the value (e.g. "'...' is not an EC2 GPU instance family").
+        message = redact(_respelt(self.message, spelling) if spelling else self.message)
         if self.hidden:
             return f"{key}: {message}"
         shown = "(not set)" if self.value is _UNSET else _display(self.value)
@@ -1024,6 +1062,17 @@ def _aws_settings(aws: Mapping[str, tuple[Any, bool]]) -> tuple[str, AwsSettings
         settings = AwsSettings.model_validate(raw)
     except ValidationError as e:
         problems += _problems(e, "aws:", raw)
+    if settings.allowed_account_ids and settings.forbidden_account_ids:
+        # The provider declares each ConflictsWith the other (hashicorp/terraform-provider-aws
+        # internal/provider/provider.go, bridged by pulumi-aws): `up` would fail at the provider.
+        problems.append(
+            Problem(
+                "aws:forbiddenAccountIds",
+                settings.forbidden_account_ids,
+                "is set with aws:allowedAccountIds, and the AWS provider accepts only one of the "
+                "two: remove aws:forbiddenAccountIds (the allow list already refuses every other account)",
+            )
+        )
     return region, settings, problems
 
 
@@ -1126,10 +1175,12 @@ def _validated(
         Problem(
             "stack name",
             stack,
-            f"{why}: use a shorter stack name of letters, digits, '-' and '_' (pulumi stack rename)",
+            f"{why}: use a stack name of at most 63 letters, digits, '-' and '_', beginning and "
+            "ending with a letter or digit (pulumi stack rename)",
         )
-        for why in derived_name_problems(stack_cluster_name(stack), karpenter)
+        for why in stack_name_problems(stack, karpenter)
     ]
+    problems += _arn_problems(groups, aws_settings, region, invalid)
     problems += _capacity_reservation_problems(groups.get("gpu"), compute_mode)
     problems += _weights_problems(groups["weights"], compute_mode, invalid)
     api_key_set = "apiKey" in flat or "apiKey" in (secrets or {})
@@ -1163,6 +1214,33 @@ def _validated(
         api_key=secrets.get("apiKey"),
         grafana_admin_password=secrets.get("grafanaAdminPassword"),
     )
+
+
+def _arn_problems(
+    groups: Mapping[str, Any], aws_settings: AwsSettings, region: str, invalid: set[str]
+) -> list[Problem]:
+    """Keys, certificates and roles from another region or partition (settings/arns.py)."""
+    cluster: ClusterSettings = groups["cluster"]
+    given: list[tuple[str, str | None, bool]] = [
+        ("cluster.secretsKmsKeyArn", cluster.secrets_kms_key_arn, True),
+        ("weights.kmsKeyArn", groups["weights"].kms_key_arn, True),
+        # Its region is endpoint_access's rule (settings/exposure.py); its partition is judged here.
+        ("endpoint.certificateArn", groups["endpoint"].certificate_arn, False),
+    ]
+    given += [(f"cluster.adminRoleArns[{i}]", arn, False) for i, arn in enumerate(cluster.admin_role_arns)]
+    out = [
+        Problem(f"{PROJECT}:{key}", arn, why)
+        for key, arn, in_region in given
+        if arn
+        and _usable(invalid, key.split("[", 1)[0])
+        and (why := arn_problem(arn, region, regional=in_region))
+    ]
+    out += [
+        Problem(f"aws:assumeRoles[{i}].roleArn", role.role_arn, why)
+        for i, role in enumerate(aws_settings.assume_roles)
+        if (why := arn_problem(role.role_arn, region, regional=False))
+    ]
+    return out
 
 
 def _setting_of(key: str) -> str:
@@ -1237,6 +1315,21 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     for key, value, message in above_max:
         if _usable(invalid, f"autoscaling.{key}", "autoscaling.maxReplicas") and value > auto.max_replicas:
             out.append(Problem(f"{p}autoscaling.{key}", value, message))
+    if _usable(invalid, "autoscaling.schedule", "autoscaling.maxReplicas"):
+        # A cron trigger's desiredReplicas is a metric of the HPA KEDA owns, and the HPA bounds
+        # every recommendation by maxReplicas without a word (kubernetes
+        # pkg/controller/podautoscaler/horizontal.go normalizeDesiredReplicas): a floor above it
+        # is never what was asked for.
+        out += [
+            Problem(
+                f"{p}autoscaling.schedule[{i}].replicas",
+                floor.replicas,
+                f"above autoscaling.maxReplicas ({auto.max_replicas}): the HPA would cap the floor "
+                "there; lower the floor or raise autoscaling.maxReplicas",
+            )
+            for i, floor in enumerate(auto.schedule or [])
+            if floor.replicas > auto.max_replicas
+        ]
     min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")
     if min_and_signal and auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
         out.append(
@@ -1329,6 +1422,8 @@ def _s3_repository_problems(
     if location is None:
         return []
     key, repository = f"{PROJECT}:model.repository", model.repository
+    if why := bucket_name_problem(location[0]):
+        return [Problem(key, repository, f"the bucket name {why} (S3 bucket naming rules)")]
     # --- net23: no IAM wildcard from a setting ---
     # The bucket and prefix become IAM resources (arn:...:bucket/prefix*) and an s3:prefix
     # condition, where * and ? are wildcards: s3://bucket/* would grant every object of the
@@ -1433,6 +1528,10 @@ def _weights_problems(weights: WeightsSettings, compute_mode: str, invalid: set[
     return out
 
 
+# Below this GPU target one busy replica asks for more than four (100 / target): see _signal_warnings.
+LOW_GPU_TARGET = 25
+
+
 def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
     """Scale to zero, which nothing undoes on traffic, and settings the chosen signal does not
     read. Warnings, not errors: ``--set autoscaling.signal=...`` switches the signal for one run
@@ -1446,6 +1545,17 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
             f"{PROJECT}:autoscaling.minReplicas is 0: once scaled to zero, incoming requests do not "
             "wake the service (the queue it scales on lives in the vLLM pods); the endpoint answers "
             "503 until a replica is started (raise minReplicas, or kubectl scale the workload)"
+        )
+    gpu_signal = auto.signal in (ScalingSignal.GPU_UTILIZATION, ScalingSignal.COMBINED)
+    if gpu_signal and auto.target_gpu_utilization < LOW_GPU_TARGET:
+        # The HPA asks for ceil(replicas x utilization / target) (Kubernetes HPA algorithm
+        # details): one GPU busy with a single stream, near 100 %, already asks for 100 / target.
+        asked = math.ceil(100 / auto.target_gpu_utilization)
+        scaled_to_zero.append(
+            f"{PROJECT}:autoscaling.targetGpuUtilization is {auto.target_gpu_utilization}: one GPU "
+            f"busy with a single request asks the HPA for {asked} replicas, so light traffic holds "
+            f"the fleet near autoscaling.maxReplicas ({auto.max_replicas}); targets of "
+            f"{LOW_GPU_TARGET} or more scale with the load"
         )
     unused = []
     if auto.signal is ScalingSignal.QUEUE_DEPTH and auto.target_gpu_utilization != 50:

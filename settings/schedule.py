@@ -182,3 +182,22 @@ def _fire_minutes(start: str, end: str, zone: str, chunk: int) -> tuple[tuple[in
         if b.matches(local):
             ends.append(minute)
     return tuple(starts), tuple(ends)
+
+
+# Days each month can have (February in a leap year: a schedule for the 29th fires every fourth year).
+_MONTH_DAYS = {1: 31, 2: 29, 3: 31, 4: 30, 5: 31, 6: 30, 7: 31, 8: 31, 9: 30, 10: 31, 11: 30, 12: 31}
+
+
+def never_fires(cron: Cron) -> str | None:
+    """Why ``cron`` matches no minute in any year, or None. robfig/cron (v3 ``spec.go``
+    ``dayMatches``) ANDs day-of-month with day-of-week only when one of them is ``*``: with
+    day-of-week ``*`` a day-of-month that no chosen month has (30 February, 31 April) never
+    comes, and ``Next`` gives up after five years (``spec.go``: "yearLimit"). Restricting both
+    days ORs them, so a weekday still fires."""
+    if not cron.any_weekday:
+        return None
+    if any(day <= _MONTH_DAYS[month] for month in cron.months for day in cron.days):
+        return None
+    months = ", ".join(str(m) for m in sorted(cron.months))
+    days = ", ".join(str(d) for d in sorted(cron.days))
+    return f"no month in {{{months}}} has a day {{{days}}}"

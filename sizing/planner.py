@@ -830,7 +830,11 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
             "s3 stages one commit for all of them"
         )
         sized = replace(sized, warnings=(*sized.warnings, unpinned))
-    notices = [w for w in (single_replica_warning(sized), floor_scale_down_warning(sized)) if w]
+    notices = [
+        w
+        for w in (single_replica_warning(sized), floor_scale_down_warning(sized), ceiling_cost_warning(sized))
+        if w
+    ]
     return replace(sized, warnings=(*sized.warnings, *notices)) if notices else sized
 
 
@@ -856,6 +860,25 @@ def floor_scale_down_warning(p: SizingPlan) -> str | None:
         "(highest first), not capacity type, so a scale-down may remove an on-demand replica and "
         "keep a spot one until the next scale-up; set gpu.capacityTypes to [on-demand] where a "
         "spot interruption of the floor is not acceptable"
+    )
+
+
+# A fleet ceiling this expensive is legal but worth a second look before a scaling bug, a load
+# test or a low target reaches it: $1,000 an hour is about $730,000 a month, several times the
+# largest shipped stack's ceiling (r1, 671B on two p5 nodes a replica).
+CEILING_WARNING_USD_PER_HOUR = 1000.0
+
+
+def ceiling_cost_warning(p: SizingPlan) -> str | None:
+    """What the GPU nodes cost at autoscaling.maxReplicas, when that is extreme."""
+    hourly = p.chosen.node_usd_per_hour * p.chosen.nodes_for(p.request.max_replicas)
+    if hourly < CEILING_WARNING_USD_PER_HOUR:
+        return None
+    return (
+        f"autoscaling.maxReplicas = {p.request.max_replicas}: at that ceiling the GPU nodes cost about "
+        f"${hourly:,.0f}/h (${hourly * 24 * 30:,.0f} per 30 days, On-Demand prices), and the "
+        "autoscaler may reach it under a load spike, a load test or a low target; lower "
+        "autoscaling.maxReplicas to the most replicas you mean to pay for"
     )
 
 
