@@ -217,6 +217,12 @@ def termination_grace_seconds(plan: SizingPlan) -> int:
     return DEREGISTRATION_PAUSE_S + plan.drain_seconds + ENGINE_EXIT_S
 
 
+def worker_drain_wait_seconds(plan: SizingPlan) -> int:
+    """How long a LeaderWorkerSet worker keeps its ranks after its deletion: the leader's pause
+    and drain, which start at the same moment (see leader_worker_set)."""
+    return DEREGISTRATION_PAUSE_S + plan.drain_seconds
+
+
 def deregistration_delay_seconds(drain_seconds: int) -> int:
     """How long the ALB keeps a deregistered target's open streams: from the moment the pod starts
     terminating, through the pause and vLLM's drain (capped at the ALB's own maximum)."""
@@ -567,8 +573,16 @@ def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> 
         **server_container(plan, workload, _ray_worker_command(plan, workload)),
         "ports": [{"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}],
     }
-    for key in ("startupProbe", "readinessProbe", "livenessProbe", "lifecycle"):
+    for key in ("startupProbe", "readinessProbe", "livenessProbe"):
         worker.pop(key)  # workers serve no HTTP; the leader's probes cover the group
+    # A worker holds ranks of every stream its leader serves. When a worker pod is deleted (a
+    # drain, an interruption, Karpenter's consolidation), LWS deletes the group's leader at once
+    # (RecreateGroupOnPodRestart; lws v0.10.0 pkg/controllers/pod_controller.go
+    # handleRestartPolicy: "the leader pod will be deleted if the worker pod is deleted"), and the
+    # leader pauses, then drains its streams for --shutdown-timeout. The worker must outlive that
+    # drain, so it waits as long before its Ray process gets SIGTERM: the group drains as the
+    # leader is drained. Its grace period (pod_spec) covers the wait and the exit.
+    worker["lifecycle"] = {"preStop": {"sleep": {"seconds": worker_drain_wait_seconds(plan)}}}
     return {
         "apiVersion": LWS_API_VERSION,
         "kind": "LeaderWorkerSet",

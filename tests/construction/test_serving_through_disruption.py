@@ -221,6 +221,27 @@ def test_the_leader_worker_set_surges_and_pulumi_waits_until_it_is_available() -
     assert annotations.get("pulumi.com/skipAwait") != "true"  # it would win over waitFor
 
 
+def test_a_deleted_worker_keeps_its_ranks_until_the_leader_has_drained_the_group() -> None:
+    """Draining a worker's node deletes the worker pod, and LWS then deletes the group's leader at
+    once (upstream fact). The leader pauses and drains its streams for --shutdown-timeout; the
+    worker holds ranks of every one of them, so its preStop must last at least as long, inside its
+    grace period, or each stream of the 671B replica is cut mid-generation."""
+    fact = serving_facts()["leaderworkerset_worker_deletion"]
+    assert fact["recreates_group_on_worker_deletion"] is True
+    assert serving_facts()["kubernetes_termination"]["grace_period_includes_prestop"]
+    r = rendered("r1")
+    lws = the(r.objects(), "LeaderWorkerSet")
+    assert lws["spec"]["leaderWorkerTemplate"]["restartPolicy"] == "RecreateGroupOnPodRestart"
+    leader, worker = containers(lws)
+    args = serve_args(leader)
+    drain = int(args[args.index("--shutdown-timeout") + 1])
+    leader_done = leader["lifecycle"]["preStop"]["sleep"]["seconds"] + drain
+    worker_wait = worker["lifecycle"]["preStop"]["sleep"]["seconds"]
+    assert worker_wait >= leader_done
+    grace = lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["terminationGracePeriodSeconds"]
+    assert worker_wait < grace
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_the_deployment_surges_and_is_awaited(stack: str) -> None:
     deployment = the(rendered(stack).objects(), "Deployment", APP)
