@@ -12,6 +12,9 @@ renamed flag, command or setting breaks a test, not a reader.
   ``<!-- needs: twin -->`` the twin's built programs:
   it is not run, but its ``python -m`` commands are still parsed and a Python block must compile
   with every ``from X import Y`` resolving.
+- Config keys: every ``pulumi config set`` (blocks and inline code) and every stack-file YAML the
+  docs, the shipped stacks and the examples show names a real key in its flat form; the nested
+  ``--path`` form is named once, in docs/configuration.md, as an accepted equivalent.
 """
 
 from __future__ import annotations

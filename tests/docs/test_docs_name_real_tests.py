@@ -1,6 +1,6 @@
-"""The pages that say how the project is verified name tests that exist, and an expected failure
-only where a test is marked so (issue 32 §5): a page that keeps describing an xfail a commit
-removed, or a test file that was renamed, fails here."""
+"""The pages name tests and files that exist, and an expected failure only where a test is marked
+so: a page that keeps describing an xfail a commit removed, a test file that was renamed or a
+repository path that moved fails here."""
 
 from __future__ import annotations
 
@@ -51,3 +51,29 @@ def test_an_expected_failure_a_page_describes_is_marked_in_the_test_it_names(pag
         if not any("pytest.mark.xfail" in p.read_text() for p in paths if p.is_file()):
             wrong.append(block.strip()[:160])
     assert not wrong, f"{page.name} describes expected failures no named test marks: {wrong}"
+
+
+# Folders of the repository a page's paths start with (build outputs and virtualenvs are not pages'
+# subject: `build/rendered/dev/plan.json` is what a command writes).
+TOP_FOLDERS = sorted(
+    p.name
+    for p in ROOT.iterdir()
+    if p.is_dir() and not p.name.startswith(".") and p.name != "build" and not p.name.endswith(".egg-info")
+)
+# A path into one of them, not part of a longer path, a URL or a glob/placeholder (`test_capacity*.py`,
+# `vllm-<version>/`).
+_TOPS = "|".join(map(re.escape, TOP_FOLDERS))
+REPO_PATH = re.compile(rf"(?<![\w/.:-])((?:{_TOPS})/[\w./-]*\w)(?![\w*<-])")
+# Words shaped like a repository path that name something else.
+NOT_REPO_PATHS = {"provider/v4": "pulumi-kubernetes's Go module path"}
+
+
+@pytest.mark.parametrize("page", [*PAGES, ROOT / "CHANGELOG.md"], ids=lambda p: p.name)
+def test_every_repository_path_a_page_names_exists(page: Path) -> None:
+    """A file or folder a page points the reader to is still there (relative links from docs/ too)."""
+    missing = [
+        path
+        for path in REPO_PATH.findall(page.read_text())
+        if path not in NOT_REPO_PATHS and not (ROOT / path).exists() and not (page.parent / path).exists()
+    ]
+    assert not missing, f"{page.name} names paths that do not exist: {missing}"
