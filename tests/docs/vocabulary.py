@@ -1,6 +1,7 @@
 """The project's internal labels, which a page, a schema description or a CLI help text a user reads
 must not carry: the issue tracker's numbers and section tags, the name the work gave the published
-autoscaling guides, the verification tiers' numbers. One place, used by the hand-written pages' test
+autoscaling guides, the verification tiers' numbers, the design notes kept outside the repository.
+One place, used by the hand-written pages' test
 (tests/docs/test_vocabulary.py) and by the checks on the generated pages, the schema and the CLI help.
 
 A user-facing text says what the label stood for: "the published guides" (the ``runs[]`` labels in
@@ -25,6 +26,8 @@ INTERNAL: dict[str, re.Pattern[str]] = {
     # "seed guides", "seed guide's"; the vendored folder's path (reference/upstream/seed-guides/)
     # is a path, not prose, and is allowed.
     "seed guides": re.compile(r"(?<![/\w-])seed[ _-]guides?\b(?!/)", re.IGNORECASE),
+    # The project's design notes, which live outside the repository: say what they decided.
+    "design notes": re.compile(r"\bDESIGN\.md\b"),
     # "Tier 0", "Tiers 1 and 2": the verification levels' numbers.
     "tier number": re.compile(r"\bTiers? \d\b"),
 }
