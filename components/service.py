@@ -37,6 +37,19 @@ from deepseek_eks.settings.model import DEFAULT_REGION
 from deepseek_eks.sizing import SizingPlan
 
 from . import wiring
+from .arg_types import (
+    CapacityTypeArg,
+    ComputeModeArg,
+    EndpointAuthArg,
+    EndpointSchemeArg,
+    GpuFamilyArg,
+    KubernetesVersionArg,
+    LoadBalancerArg,
+    QuantizationArg,
+    ScalingSignalArg,
+    VariantArg,
+    WeightsSourceArg,
+)
 from .build import (
     INFERENCE_NAMESPACE,
     MONITORING_NAMESPACE,
@@ -56,6 +69,7 @@ from .deployed_state import (
 )
 from .monitoring.autoscaling import KEDA_NAMESPACE
 from .platform.capacity import INGRESS_CLASS, STORAGE_CLASS
+from .service_doc import init_doc
 from .serving.inference import weights_volume_identity
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
@@ -75,9 +89,9 @@ class ServiceError(ValueError):
 class ModelArgs(TypedDict, total=False):
     """``model.*``: which DeepSeek-R1 variant to serve and how."""
 
-    variant: str
+    variant: VariantArg
     """r1-distill-qwen-1.5b ... r1-distill-llama-70b or r1-671b (default r1-distill-qwen-7b)."""
-    quantization: str
+    quantization: QuantizationArg
     """auto, bf16, fp8 or awq-int4."""
     repository: str
     """A Hugging Face repo id (owner/name) or an s3:// prefix overriding the variant's."""
@@ -90,9 +104,9 @@ class ModelArgs(TypedDict, total=False):
 class GpuArgs(TypedDict, total=False):
     """``gpu.*``: which EC2 GPU instances the node pool may launch."""
 
-    instance_families: list[str]
+    instance_families: list[GpuFamilyArg]
     """EC2 GPU families (g4dn g5 g6 g6e p4d p4de p5 p5e p5en p6-b200)."""
-    capacity_types: list[str]
+    capacity_types: list[CapacityTypeArg]
     """spot and/or on-demand."""
     capacity_reservation_ids: list[str]
     """Capacity reservations (cr-...) used first; compute_mode karpenter only."""
@@ -114,7 +128,7 @@ class ScheduleArgs(TypedDict, total=False):
 class ScalingArgs(TypedDict, total=False):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
-    signal: str
+    signal: ScalingSignalArg
     """gpu-utilization, queue-depth, combined, kv-cache or concurrency."""
     min_replicas: int
     """Fewest replicas (0 only with a signal measured in front of vLLM: queue-depth or combined)."""
@@ -136,23 +150,23 @@ class ScalingArgs(TypedDict, total=False):
 class EndpointArgs(TypedDict, total=False):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
-    scheme: str
+    scheme: EndpointSchemeArg
     """internal or internet-facing (which needs certificate_arn and an API key)."""
-    auth: str
+    auth: EndpointAuthArg
     """api-key (default: api_key, or a generated key exported as the secret output apiKey) or none."""
     allowed_cidrs: Sequence[pulumi.Input[str]]
     """Client CIDRs the load balancer admits besides the VPC (internet-facing: required)."""
     certificate_arn: pulumi.Input[str]
     """ACM certificate in the service's region: HTTPS on 443, HTTP redirected to it."""
     drain_seconds: int
-    load_balancer: str
+    load_balancer: LoadBalancerArg
     """alb (default) or nlb (an NLB cannot limit paths: only with auth none)."""
     hostname: pulumi.Input[str]
     """DNS name of the endpoint; a Route 53 record in hosted_zone_id points it at the load balancer."""
     hosted_zone_id: pulumi.Input[str]
     """Route 53 hosted zone of hostname."""
     access_logs: bool
-    """ALB access logs to a bucket the program creates (sec23b)."""
+    """ALB access logs to a bucket the program creates."""
     access_logs_days: int
     """Days the ALB access logs are kept (90 when unset)."""
 
@@ -160,7 +174,7 @@ class EndpointArgs(TypedDict, total=False):
 class WeightsArgs(TypedDict, total=False):
     """``weights.*``: where vLLM loads the model from."""
 
-    source: str
+    source: WeightsSourceArg
     """huggingface, s3 (Run:ai streamer), s3-mountpoint (Mountpoint S3 CSI) or ebs-snapshot."""
     snapshot_id: str
     """EBS snapshot of the weights (python -m automation bake-weights), for ebs-snapshot."""
@@ -192,7 +206,7 @@ class ControlPlaneArgs(TypedDict, total=False):
     """Security groups admitted on 443 to the private API endpoint."""
     secrets_kms_key_arn: pulumi.Input[str]
     create_kms_key: bool
-    """Create a KMS key (yearly rotation) for Secrets and the weights bucket (sec23b)."""
+    """Create a KMS key (yearly rotation) for Secrets and the weights bucket."""
     allow_compute_mode_switch: bool
     """Let an update change compute_mode on a deployed service (default false: refused before anything
     changes, with the migration path)."""
@@ -278,9 +292,9 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     create_aws_provider: bool
     """Create the service's own AWS provider from region and aws (default: use yours, opts.providers)."""
 
-    compute_mode: str
+    compute_mode: ComputeModeArg
     """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
-    kubernetes_version: str
+    kubernetes_version: KubernetesVersionArg
     """EKS Kubernetes minor of the cluster the service creates (only minors the pinned AMI release covers)."""
     region: str
     """AWS region: your provider's (required with one), else the program's aws:region."""
@@ -534,9 +548,7 @@ class DeepSeekService(pulumi.ComponentResource):
         settings: Settings | None = None,
         sizing_plan: SizingPlan | None = None,
     ) -> None:
-        """``settings``: already validated settings instead of ``args`` (the stack program reads
-        them from config; pass ``{}`` as ``args`` then). ``sizing_plan``: a plan already made
-        for them."""
+        # The docstring is written below the class from the args' and outputs' own (service_doc.py).
         if settings is not None and args:
             raise ValueError("DeepSeekService: give either args or settings, not both")
         _refuse_foreign_mocks(name)  # before any call into the engine those mocks would answer
@@ -816,3 +828,18 @@ def build(settings: Settings, sizing_plan: SizingPlan | None = None) -> BuildRes
     service = DeepSeekService(PROGRAM_SERVICE_NAME, {}, settings=settings, sizing_plan=sizing_plan)
     export_outputs(service)
     return service.result
+
+
+# help(DeepSeekService): every argument and output with its description (components/service_doc.py).
+DeepSeekService.__init__.__doc__ = init_doc(
+    DeepSeekService,
+    DeepSeekServiceArgs,
+    """Create the service ``name`` from ``args``: its settings, validated all at once (every
+    problem is reported together, named as the args write it). The service named "deepseek" keeps
+    the stack program's resource names; any other prefixes its resources with its name, which is
+    also its namespace unless ``namespace`` says otherwise. ``opts.providers``: your AWS provider
+    (then ``region`` is required) and, with ``existing_cluster``, the cluster's Kubernetes provider.
+
+    ``settings``: already validated settings instead of ``args`` (the stack program reads them
+    from config; pass ``{}`` as ``args`` then). ``sizing_plan``: a plan already made for them.""",
+)

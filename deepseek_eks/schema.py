@@ -16,15 +16,14 @@ from typing import Any
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
 
 from .components.service import TYPE
+from .components.service_doc import TOP_LEVEL
+from .components.service_doc import default as _default
 from .settings import PROJECT, SECRET_KEYS, Settings
 from .settings.model import _GROUPS, AwsSettings
 from .sizing import GPU_FAMILIES
 
-# Settings the component takes at the top level (the rest are groups or placement, or secrets).
-TOP_LEVEL = ("compute_mode", "kubernetes_version")
 # Closed sets the model checks with a validator rather than an Enum annotation: the values it
 # accepts (settings/model.py _gpu_family refuses any other family).
 CLOSED_SETS: dict[tuple[str, str], tuple[str, ...]] = {("gpu", "instance_families"): tuple(GPU_FAMILIES)}
@@ -73,17 +72,6 @@ def _complete(prop: dict[str, Any], field: FieldInfo, types: dict[str, Any], whe
         prop["description"] = f"{described} Default: {json.dumps(default)}.".lstrip()
     else:
         prop["default"] = default
-
-
-def _default(field: FieldInfo) -> Any:
-    value = field.default_factory() if field.default_factory else field.default  # type: ignore[call-arg]
-    if value is PydanticUndefined or value is None or value == []:
-        return None
-    if isinstance(value, list):
-        return [v.value if isinstance(v, Enum) else v for v in value]
-    if isinstance(value, BaseModel):
-        return None
-    return value.value if isinstance(value, Enum) else value
 
 
 def _enum_class(annotation: Any) -> type[Enum]:

@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compare",
         action="store_true",
-        help="the stack's autoscaler, every other signal, both seed guides, fixed fleets and the oracle",
+        help="the stack's autoscaler, every other signal, both published guides, fixed fleets and the oracle",
     )
     p.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"PNG and JSON go here (default {DEFAULT_OUT})"

@@ -491,7 +491,7 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
     if groups != {EC2_NODE_CLASS_GROUP}:
         found = ", ".join(sorted(groups)) or "no NodePool"
         raise ValueError(
-            f"{render} is not a Karpenter-mode render (NodePools of {found}; Tier 2 needs Karpenter's "
+            f"{render} is not a Karpenter-mode render (NodePools of {found}; twin capacity needs Karpenter's "
             f"{EC2_NODE_CLASS_GROUP}): render it with `python -m automation render --stack STACK "
             "--set deepseek-eks:computeMode=karpenter`"
         )

@@ -1,8 +1,8 @@
-"""python -m automation twin: the real kube-apiserver judging a render (issue 24, Tier 0).
+"""python -m automation twin: the twin (a local, real kube-apiserver) judging a render.
 
 twin check --render DIR [--previous DIR]   exit 0 all accepted, 1 a rejection, 2 bad input,
                                            3 the twin's binaries are missing (`make twin`)
-twin capacity --render DIR [--logs DIR]    Tier 2: the real Karpenter (kwok provider) on the render's
+twin capacity --render DIR [--logs DIR]    the real Karpenter (kwok provider) on the render's
                                            NodePools; same exit codes (3: `twin/build.sh karpenter-kwok`)
 twin snapshot [--update]                   the committed render snapshots (upgrade baseline)
 twin build                                 build the missing binaries (twin/build.sh)
@@ -30,9 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check = sub.add_parser("check", help="judge one stack's render directory (build/rendered/<stack>)")
     check.add_argument("--render", type=Path, required=True, help="one stack's render directory")
     check.add_argument("--previous", type=Path, help="a previous render, applied first: judge an upgrade")
-    capacity = sub.add_parser(
-        "capacity", help="Tier 2: the real Karpenter on a Karpenter-mode render's NodePools"
-    )
+    capacity = sub.add_parser("capacity", help="the real Karpenter on a Karpenter-mode render's NodePools")
     capacity.add_argument(
         "--render", type=Path, required=True, help="one stack's render (computeMode karpenter)"
     )
