@@ -2,6 +2,7 @@
 # Build the twin's real Kubernetes programs from the Go module proxy, only those
 # missing from the cache. Usage: twin/build.sh [NAME...]
 #   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok karpenter-kwok
+#         prometheus-adapter network-policy-controller (the autoscaling loop, issue 33)
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -26,6 +27,8 @@ kube_version="$(required_version "$here/go/kubernetes" k8s.io/kubernetes)"
 etcd_version="$(required_version "$here/go/etcd" go.etcd.io/etcd/server/v3)"
 kwok_version="$(required_version "$here/go/kwok" sigs.k8s.io/kwok)"
 karpenter_version="$(required_version "$here/go/karpenter" sigs.k8s.io/karpenter)"
+adapter_version="$(required_version "$here/go/prometheus-adapter" sigs.k8s.io/prometheus-adapter)"
+npc_version="$(required_version "$here/go/network-policy-controller" github.com/aws/amazon-network-policy-controller-k8s)"
 
 kube_ldflags() {
   # The stamps hack/lib/version.sh sets in k8s.io/kubernetes (kube::version::ldflags),
@@ -51,6 +54,13 @@ build_one() {
     karpenter-kwok) # Karpenter core's kwok cloud provider (Tier 2, capacity); no version stamps
       # are read by it at run time, so none are set.
       version="$karpenter_version"; module="$here/go/karpenter"; pkg="sigs.k8s.io/karpenter/kwok"; ldflags="-s -w" ;;
+    prometheus-adapter) # serves custom.metrics.k8s.io from Prometheus with the render's rules
+      version="$adapter_version"; module="$here/go/prometheus-adapter"; pkg="sigs.k8s.io/prometheus-adapter/cmd/adapter"
+      ldflags="-s -w" ;;
+    network-policy-controller) # NetworkPolicy -> PolicyEndpoints, as EKS runs it for its agent
+      version="$npc_version"; module="$here/go/network-policy-controller"
+      pkg="github.com/aws/amazon-network-policy-controller-k8s/cmd"
+      ldflags="-s -w -X github.com/aws/amazon-network-policy-controller-k8s/pkg/version.GitVersion=$version" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
       version="$kube_version"; module="$here/go/kubernetes"; pkg="./cmd/$name"; ldflags="$(kube_ldflags)" ;;
     *) echo "twin/build.sh: unknown program '$name'" >&2; exit 2 ;;

@@ -25,6 +25,11 @@ PROGRAMS = {
     "kube-scheduler": ("go/kubernetes", "k8s.io/kubernetes"),
     "kwok": ("go/kwok", "sigs.k8s.io/kwok"),
     "karpenter-kwok": ("go/karpenter", "sigs.k8s.io/karpenter"),
+    "network-policy-controller": (
+        "go/network-policy-controller",
+        "github.com/aws/amazon-network-policy-controller-k8s",
+    ),
+    "prometheus-adapter": ("go/prometheus-adapter", "sigs.k8s.io/prometheus-adapter"),
 }
 TIER0 = ("etcd", "kube-apiserver")
 
