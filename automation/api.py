@@ -25,6 +25,7 @@ confirmation, 1 for a failed Pulumi operation or an unreachable AWS).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -328,6 +329,9 @@ class Orchestrator:
     progress: Callable[[Operation], Progress] | None = None
     # Pulumi's own text output (``--diff``): where it goes.
     on_output: Printer | None = None
+    # The warnings this operation has shown: the settings' (before anything runs), then each the
+    # program logs, which it logs again on each of its runs (up's preview, then its update).
+    _warned: set[str] = field(default_factory=set, init=False, repr=False)
 
     def run(
         self, operation: Operation, stack: str, overrides: dict[str, str] | None = None, **kwargs: Any
@@ -347,7 +351,7 @@ class Orchestrator:
                 self.print(line)
             self.check_cli()
             for warning in prepared.settings.warnings:
-                self.print(f"warning: {warning}")
+                self._warn(warning)
             refuse_unreachable_api(prepared.settings, operation, self.print)
             self.check_credentials(prepared.settings)
             if operation is Operation.UP and self.preflight is not None and not self._skip_preflight:
@@ -391,6 +395,7 @@ class Orchestrator:
         """``run``, returning the preview's changes and the step timings too."""
         options = options or RunOptions()
         self._skip_preflight = skip_preflight
+        self._warned = set()
         confirmed = operation is Operation.PREVIEW or yes
         if not confirmed and self.confirm is None:
             raise AutomationError(
@@ -458,12 +463,32 @@ class Orchestrator:
                 raise AutomationError(f"`pulumi {operation.value}` failed{during}:\n{tail}", 1) from None
             raise
 
+    def _warn(self, message: str) -> None:
+        if message not in self._warned:
+            self._warned.add(message)
+            self.print(f"warning: {message}")
+
+    def _once(self, sink: Callable[[Any], Any]) -> Callable[[Any], None]:
+        """``sink`` without the warning diagnostics this operation has shown already."""
+
+        def forward(event: Any) -> None:
+            diagnostic = event.diagnostic_event
+            if diagnostic is not None and diagnostic.severity == "warning":
+                message = plain_message(diagnostic.message)
+                if message in self._warned:
+                    return
+                self._warned.add(message)
+            sink(event)
+
+        return forward
+
     def _preview(self, stack_obj: StackLike, operation: Operation, base: dict[str, Any]) -> ChangeSet:
         changes = ChangeSet()
+        collect = self._once(changes)
 
         def on_event(event: Any) -> None:
-            changes(event)
-            if self.on_event is not None:
+            collect(event)
+            if self.on_event is not None:  # an API user's callback gets every event
                 self.on_event(event)
 
         kwargs = {**base, "on_event": on_event}
@@ -483,7 +508,7 @@ class Orchestrator:
             kwargs["on_output"] = self.on_output
         progress = self.progress(operation) if self.progress is not None else None
         if progress is not None:
-            kwargs["on_event"] = progress
+            kwargs["on_event"] = self._once(progress)
         elif self.on_event is not None:
             kwargs["on_event"] = self.on_event
         elif "on_output" not in kwargs:
@@ -496,6 +521,15 @@ class Orchestrator:
             if progress is not None:
                 progress.stop()
         return progress.timings() if progress is not None else []
+
+
+# Pulumi's colour directives (``<{%reset%}>``, ``<{%fg 3%}>``), which an engine message may carry.
+_COLOUR = re.compile(r"<\{%[^%]*%\}>")
+
+
+def plain_message(message: str) -> str:
+    """An engine diagnostic's text as the program logged it: no colour directives, no trailing newline."""
+    return _COLOUR.sub("", message).strip()
 
 
 def outputs_of(stack: StackLike) -> dict[str, Any]:

@@ -46,6 +46,14 @@ class Output:
         self.as_json = as_json
         self.human = Console(file=sys.stderr if as_json else sys.stdout, highlight=False, soft_wrap=True)
         self.errors = Console(file=sys.stderr, highlight=False, soft_wrap=True)
+        self.warned: set[str] = set()  # the warnings this command has shown
+
+    def warn(self, message: str) -> None:
+        """``warning: message`` on stderr, once per command: the stack's settings say it, and the
+        program says it again on each run of it."""
+        if message not in self.warned:
+            self.warned.add(message)
+            self.error(f"warning: {message}")
 
     def line(self, text: str | Text) -> None:
         self.human.print(Text(text) if isinstance(text, str) else text)
@@ -166,11 +174,11 @@ def _prepared(args: argparse.Namespace, out: Output) -> Any:
 
     prepared = prepare(args.stack, parse_overrides(args.set), args.project_dir)
     for warning in prepared.settings.warnings:
-        out.error(f"warning: {warning}")
+        out.warn(warning)
     for blocker in prepared.settings.deploy_blockers:
-        out.error(f"warning: preflight and up refuse this stack: {blocker}")
+        out.warn(f"preflight and up refuse this stack: {blocker}")
     for blocker in prepared.settings.first_run_blockers:
-        out.error(f"warning: preflight warns and up refuses a first deployment: {blocker}")
+        out.warn(f"preflight warns and up refuses a first deployment: {blocker}")
     return prepared
 
 
@@ -185,6 +193,8 @@ def _render(args: argparse.Namespace, out: Output) -> int:
 
     prepared = _prepared(args, out)
     rendered = render(prepared.config)
+    for warning in rendered.warnings:  # the program's own: those of the settings were shown above
+        out.warn(warning)
     root = write(rendered, args.out)
     for line in summary_lines(rendered.sizing):
         out.line(line)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import threading
 import uuid
 from collections.abc import Callable
@@ -407,6 +408,27 @@ def _type_and_name(urn: str) -> tuple[str, str]:
     return qualified_type.split("$")[-1], name
 
 
+class ProgramLog(logging.Handler):
+    """What a program logs under the mocks (``pulumi.log.warn`` and the rest), kept for the command
+    to show once instead of written to stderr by each run: a command that renders a stack several
+    times (``simulate --compare``, ``diff``, ``urns``) would otherwise repeat every warning."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[tuple[int, str]] = []
+        self.logger = logging.Logger(f"deepseek-eks.program.{id(self)}")  # not in logging's tree
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append((record.levelno, record.getMessage()))
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The warnings and errors logged, each once, in order."""
+        return tuple(dict.fromkeys(m for level, m in self.records if level >= logging.WARNING))
+
+
 def run_with_mocks(
     program: Callable[[], dict[str, Any]],
     mocks: RecordingMocks,
@@ -416,12 +438,14 @@ def run_with_mocks(
     config: dict[str, str],
     secret_keys: list[str],
     secret_mask: str = SECRET_MASK,
+    log: ProgramLog | None = None,
 ) -> dict[str, Any]:
     """Run ``program`` under ``mocks`` in a fresh Pulumi runtime and event loop.
 
     ``program`` returns the stack outputs; they come back resolved, each secret output replaced
     by ``secret_mask``. Global runtime state is reset before and after, so runs in one process do
-    not leak into each other.
+    not leak into each other. What the program logs goes to ``log`` when given, else to Python's
+    root logger (stderr), as under ``pulumi.runtime.set_mocks``.
     """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
@@ -436,7 +460,12 @@ def run_with_mocks(
     try:
         pulumi.runtime.settings.reset_options(project=project, stack=stack, preview=False)
         pulumi.runtime.set_mocks(
-            mocks, project=project, stack=stack, preview=False, monitor=AliasRecordingMonitor(mocks)
+            mocks,
+            project=project,
+            stack=stack,
+            preview=False,
+            logger=log.logger if log is not None else None,
+            monitor=AliasRecordingMonitor(mocks),
         )
         pulumi.runtime.set_all_config(config, secret_keys)
 

@@ -28,7 +28,7 @@ from deepseek_eks.sizing.stack_cost import StackCost
 
 from .costing import whole_stack_cost
 from .mocks import SECRET_MASK as MASK
-from .mocks import Recorded, RecordingMocks, run_with_mocks
+from .mocks import ProgramLog, Recorded, RecordingMocks, run_with_mocks
 from .stackfile import SECRET_PLACEHOLDER, StackConfig
 
 HELM_TOKENS = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")
@@ -49,6 +49,8 @@ class Rendered:
     aws: list[dict[str, Any]] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     stack_cost: StackCost | None = None  # the whole-stack cost (automation/costing.py)
+    # What the program logged as warnings (the settings' warnings among them), for the command to show.
+    warnings: tuple[str, ...] = ()
 
     @property
     def plan(self) -> dict[str, Any]:
@@ -167,13 +169,18 @@ class Construction:
     mocks: RecordingMocks
     result: BuildResult
     outputs: dict[str, Any]
+    log: ProgramLog
 
 
 def run_stack_program(
-    program: Callable[[], dict[str, Any]], mocks: RecordingMocks, config: StackConfig
+    program: Callable[[], dict[str, Any]],
+    mocks: RecordingMocks,
+    config: StackConfig,
+    log: ProgramLog | None = None,
 ) -> dict[str, Any]:
     """Run ``program`` under ``mocks`` as the stack ``config`` describes (project, stack, config
-    values and secret keys); returns its resolved outputs."""
+    values and secret keys); returns its resolved outputs. What it logs goes to ``log`` (kept, not
+    printed: the command decides what to show, once)."""
     return run_with_mocks(
         program,
         mocks,
@@ -181,6 +188,7 @@ def run_stack_program(
         stack=config.stack,
         config=config.values,
         secret_keys=config.secret_keys,
+        log=log if log is not None else ProgramLog(),
     )
 
 
@@ -194,8 +202,9 @@ def construct(config: StackConfig) -> Construction:
         holder["result"] = build(load_settings())
         return holder["result"].outputs
 
-    outputs = run_stack_program(program, mocks, config)
-    return Construction(mocks, holder["result"], outputs)
+    log = ProgramLog()
+    outputs = run_stack_program(program, mocks, config, log)
+    return Construction(mocks, holder["result"], outputs, log)
 
 
 def render(config: StackConfig) -> Rendered:
@@ -213,6 +222,7 @@ def render(config: StackConfig) -> Rendered:
         sizing=run.result.plan,
         outputs=mask(run.outputs),
         stack_cost=whole_stack_cost(settings, run.result.plan),
+        warnings=run.log.warnings,
     )
     manifests = []
     for record in run.mocks.resources:

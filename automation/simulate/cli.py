@@ -102,6 +102,18 @@ def _write(runs: list[Run], header: dict[str, object], out: Path, stack: str) ->
     return written
 
 
+def _warn(stack: str, overrides: dict[str, str], project_dir: Path) -> None:
+    """The stack's settings warnings, each once: its renders (one per signal with --compare) keep
+    what the program logs to themselves (automation/render.py)."""
+    from deepseek_eks.settings import parse_settings
+
+    from ..api import read_config
+
+    config = read_config(stack, overrides, project_dir)
+    for warning in parse_settings(config.values, config.secret_keys, stack).warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from ..api import parse_overrides
 
@@ -119,6 +131,7 @@ def _simulate(args: argparse.Namespace) -> int:
         lengths=LengthProfile(args.prompt_tokens, args.output_tokens),
     )
     curve = load_calibration(args.calibration) if args.calibration else None
+    _warn(args.stack, overrides, args.project_dir)
     if args.compare:
         runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve)
     else:

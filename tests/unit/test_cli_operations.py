@@ -313,3 +313,25 @@ def test_a_usage_error_under_json_is_still_one_document(pulumi: Any) -> None:
     done = pulumi.run("preview", "--stack", "dev", "--json", "--parallel", "many")
     assert done.returncode == 2 and "--parallel: invalid int value" in done.stderr
     assert json.loads(done.stdout)["exit_code"] == 2
+
+
+def test_each_warning_is_shown_once_per_command(pulumi: Any) -> None:
+    """The CLI shows the stack's settings warnings before anything runs; the program logs them
+    again on each of its runs (up's preview, then the update), and may log warnings of its own:
+    each appears once, the engine's colour directives aside."""
+    from deepseek_eks.settings.model import DOCKER_HUB_WARNING
+
+    stack = "urn:pulumi:dev::deepseek-eks::pulumi:pulumi:Stack::deepseek-eks-dev"
+    own = "DeepSeekService 'deepseek': switching compute mode as allowed."
+    logged = [
+        standin.diag(f"<{{%reset%}}>{DOCKER_HUB_WARNING}<{{%reset%}}>\n", stack, "warning"),
+        standin.diag(f"{own}\n", stack, "warning"),
+    ]
+    pulumi.scenario["preview"] = {"events": [*preview_events()[:-1], *logged, preview_events()[-1]]}
+    pulumi.scenario["up"] = {"events": [*up_events()[:-1], *logged, up_events()[-1]]}
+    done = pulumi.run("up", "--stack", "dev", "--yes", "--skip-preflight")
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert said.count("image.registry is unset") == 1, said
+    assert said.count(own) == 1, said
+    assert "%reset%" not in said
