@@ -11,7 +11,8 @@ interface, before DNAT, on the ClusterIP (``automation/twin/policy_endpoints.py`
 
 Not judged here: flows from or to hosts (the control plane's interfaces, load-balancer subnets:
 their addresses come from the AWS network, which the twin does not have; tests/rendered/test_seams.py
-covers them) and the load-test Job's flows (its policies exist only while a load test runs).
+covers them). The load-test Job's flow to vLLM is judged with the policies `loadtest --as-job`
+prints beside it, which exist only while a load test runs.
 
 About 15 s per stack. Skips without the binaries; fails instead under DEEPSEEK_EKS_REQUIRE_SEAMS=1.
 """
@@ -36,7 +37,7 @@ from deepseek_eks.automation.twin.server import Api, TwinError, running_twin
 from deepseek_eks.components.required_flows import Flow, required_flows
 from tests.netpol import Pod
 from tests.rendered.test_network_policies import Stack, stack
-from tests.rendered.test_seams import STRANGER, chart_namespaces
+from tests.rendered.test_seams import STRANGER, chart_namespaces, loadtest_job, loadtest_pod
 from tests.twin.conftest import require_binaries
 from tests.upstream import chart_workloads
 
@@ -99,7 +100,11 @@ def _must(
 
 def _roles(s: Stack) -> dict[str, Pod]:
     """Every pod a flow of the table can start or end at, by the table's names."""
-    roles: dict[str, Pod] = {"vllm": s.server, "stranger": STRANGER}
+    roles: dict[str, Pod] = {
+        "vllm": s.server,
+        "stranger": STRANGER,
+        "loadtest": loadtest_pod(s.server.namespace),
+    }
     namespaces = chart_namespaces(s)
     for key, spec in chart_workloads()["pods"].items():
         if spec["chart"] in namespaces:
@@ -198,7 +203,7 @@ def _selects(svc: dict[str, Any], pod: Pod) -> bool:
 def verdict(flow: Flow, placed: Placed, endpoints: list[dict[str, Any]]) -> tuple[bool, str] | None:
     """(admitted, why) for a flow between pods or to a Service; None when it is not judged here
     (a host end, the load test, or an end this stack does not run)."""
-    if "host" in (flow.source.kind, flow.dest.kind) or "loadtest" in (flow.source.name, flow.dest.name):
+    if "host" in (flow.source.kind, flow.dest.kind):
         return None
     source = placed.pods.get(flow.source.name)
     if source is None:
@@ -228,14 +233,23 @@ def verdict(flow: Flow, placed: Placed, endpoints: list[dict[str, Any]]) -> tupl
 
 @cache
 def judged(case: str) -> tuple[tuple[Flow, bool, str], ...]:
+    """Each flow this stack runs both ends of; the load test's with its Job's policies added (and
+    the other flows without them: they must hold whether a load test runs or not)."""
     s = stack(case)
-    with resolved(s, list(s.cluster.policies)) as (_, placed, endpoints):
-        out = []
-        for flow in required_flows():
-            found = verdict(flow, placed, endpoints)
-            if found is not None:
-                out.append((flow, *found))
-        return tuple(out)
+    job_policies = [d for d in loadtest_job(s.server.namespace) if d["kind"] == "NetworkPolicy"]
+    out = []
+    for policies, loadtest in (
+        (list(s.cluster.policies), False),
+        ([*s.cluster.policies, *job_policies], True),
+    ):
+        with resolved(s, policies) as (_, placed, endpoints):
+            for flow in required_flows():
+                if ("loadtest" in (flow.source.name, flow.dest.name)) != loadtest:
+                    continue
+                found = verdict(flow, placed, endpoints)
+                if found is not None:
+                    out.append((flow, *found))
+    return tuple(out)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -257,6 +271,8 @@ def test_the_signals_flows_are_among_those_judged() -> None:
         assert {"keda-queries-prometheus", "keda-metrics-server-calls-operator"} <= ids[case], case
     for case in ("dev", "prod"):
         assert "adapter-queries-prometheus" in ids[case], case
+    for case in CASES:  # the in-cluster load test reaches the service (issue 32 §2)
+        assert "loadtest-reaches-vllm" in ids[case], case
 
 
 def test_the_controller_drops_a_service_whose_selector_the_peer_does_not_match() -> None:
