@@ -6,7 +6,7 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-from deepseek_eks.automation.mocks import RecordingMocks
+from deepseek_eks.automation.mocks import ProgramLog, RecordingMocks
 from deepseek_eks.automation.render import run_stack_program
 from deepseek_eks.automation.stackfile import read_stack
 
@@ -14,8 +14,9 @@ EXISTING = Path(__file__).resolve().parents[1] / "examples" / "existing-cluster"
 COMPUTE_MODES = ("auto-mode", "karpenter")
 
 
-def run_existing_cluster_example(compute_mode: str) -> RecordingMocks:
-    """The example on an Auto Mode cluster (its stack file) or on a cluster running Karpenter."""
+def run_existing_cluster_example(compute_mode: str, log: ProgramLog | None = None) -> RecordingMocks:
+    """The example on an Auto Mode cluster (its stack file) or on a cluster running Karpenter;
+    what the program logs goes to ``log``."""
     config = read_stack("example", EXISTING)
     if compute_mode == "karpenter":
         config.values |= {
@@ -29,5 +30,5 @@ def run_existing_cluster_example(compute_mode: str) -> RecordingMocks:
         runpy.run_path(str(EXISTING / "__main__.py"))
         return {}
 
-    run_stack_program(program, mocks, config)
+    run_stack_program(program, mocks, config, log)
     return mocks

@@ -78,8 +78,10 @@ def _curve(inputs):
 
 
 def test_figures_move_when_the_queue_threshold_moves() -> None:
-    low = load_stack("prod", {"autoscaling.queueDepthPerReplica": "1", "autoscaling.signal": "queue-depth"})
-    high = load_stack("prod", {"autoscaling.queueDepthPerReplica": "50", "autoscaling.signal": "queue-depth"})
+    # One replica at the floor, so that the threshold alone decides when a second one comes.
+    base = {"autoscaling.signal": "queue-depth", "autoscaling.minReplicas": "1"}
+    low = load_stack("prod", {**base, "autoscaling.queueDepthPerReplica": "1"})
+    high = load_stack("prod", {**base, "autoscaling.queueDepthPerReplica": "50"})
     trace, duration, _ = short_trace(low)
     eager = simulate(low, trace, duration).summary
     lazy = simulate(high, trace, duration).summary
