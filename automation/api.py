@@ -25,7 +25,6 @@ confirmation, 1 for a failed Pulumi operation or an unreachable AWS).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -42,7 +41,7 @@ from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settin
 from deepseek_eks.sizing import SizingPlan
 
 from .interrupts import RECOVERY, graceful_interrupts
-from .progress import ChangeSet
+from .progress import ChangeSet, plain_message
 from .stackfile import PROJECT_ROOT, StackConfig, read_stack, stack_document
 
 INSTALL_PULUMI = (
@@ -521,15 +520,6 @@ class Orchestrator:
             if progress is not None:
                 progress.stop()
         return progress.timings() if progress is not None else []
-
-
-# Pulumi's colour directives (``<{%reset%}>``, ``<{%fg 3%}>``), which an engine message may carry.
-_COLOUR = re.compile(r"<\{%[^%]*%\}>")
-
-
-def plain_message(message: str) -> str:
-    """An engine diagnostic's text as the program logged it: no colour directives, no trailing newline."""
-    return _COLOUR.sub("", message).strip()
 
 
 def outputs_of(stack: StackLike) -> dict[str, Any]:

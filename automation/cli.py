@@ -214,9 +214,9 @@ def _render(args: argparse.Namespace, out: Output) -> int:
 
 
 def alerts_line(settings: Any) -> str:
-    """Where the alert rules' firing alerts go, said in every plan (issue 32 §4): Alertmanager is
-    off by default, and kube-prometheus-stack's own Alertmanager configuration sends every alert to
-    its 'null' receiver (the chart's values.yaml, alertmanager.config)."""
+    """Where the alert rules' firing alerts go, said in every plan: Alertmanager is off by default,
+    and kube-prometheus-stack's own Alertmanager configuration sends every alert to its 'null'
+    receiver (the chart's values.yaml, alertmanager.config)."""
     if settings.observability.alertmanager:
         return (
             "alerts         Alertmanager routes them: give it your receivers (the chart's default "
@@ -236,9 +236,9 @@ DCGM_636_KUBERNETES = ("1.34",)
 
 
 def dcgm_line(settings: Any) -> str | None:
-    """What the stack scales on if dcgm-exporter cannot start (issue 31 §5): said in the plan where
-    the known failure applies (Auto Mode's Bottlerocket nodes at Kubernetes 1.34) and the signal
-    reads GPU utilization; None otherwise."""
+    """What the stack scales on if dcgm-exporter cannot start: said in the plan where the known
+    failure applies (Auto Mode's Bottlerocket nodes at Kubernetes 1.34) and the signal reads GPU
+    utilization; None otherwise."""
     signal = settings.autoscaling.signal.value
     exposed = (
         settings.compute_mode.value == "auto-mode" and settings.kubernetes_version in DCGM_636_KUBERNETES

@@ -15,6 +15,7 @@ Engine text (messages, names, property paths) is never parsed as Rich markup: it
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
@@ -25,6 +26,15 @@ from typing import Any
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
+
+# Pulumi's colour directives (``<{%reset%}>``, ``<{%fg 3%}>``), which an engine message may carry.
+_COLOUR = re.compile(r"<\{%[^%]*%\}>")
+
+
+def plain_message(message: str) -> str:
+    """An engine diagnostic's text as the program logged it: no colour directives, no trailing newline."""
+    return _COLOUR.sub("", message).strip()
+
 
 # op -> (symbol, colour). The symbols are Pulumi's own (pkg/display: + create, ~ update, - delete,
 # +- replace, ~ refresh, = import).
@@ -216,7 +226,9 @@ class ChangeSet:
         elif event.policy_event is not None:
             self.violations.append(PolicyViolation.from_event(event.policy_event))
         elif event.diagnostic_event is not None and event.diagnostic_event.severity in ("error", "warning"):
-            self.diagnostics.append((event.diagnostic_event.severity, event.diagnostic_event.message.strip()))
+            self.diagnostics.append(
+                (event.diagnostic_event.severity, plain_message(event.diagnostic_event.message))
+            )
         elif event.summary_event is not None:
             self.counts = {op_name(k): int(v) for k, v in event.summary_event.resource_changes.items()}
 
@@ -430,7 +442,7 @@ class ProgressView:
         )
 
     def _diagnostic(self, diag: Any) -> None:
-        message = diag.message.strip()
+        message = plain_message(diag.message)
         if not message:
             return
         step = self.steps.get(diag.urn or "")

@@ -1,7 +1,7 @@
 """Offline render: run the real program (``build``) under the recording mocks and write what it
 would create: Kubernetes objects, Helm releases, AWS resources and the sizing plan.
 
-Layout (DESIGN.md): ``DIR/<stack>/kubernetes/*.yaml`` one object per file,
+Layout: ``DIR/<stack>/kubernetes/*.yaml`` one object per file,
 ``DIR/<stack>/helm/<release>.yaml``, ``DIR/<stack>/aws.json``, ``DIR/<stack>/plan.json``,
 plus ``DIR/<stack>/outputs.json`` (the stack outputs). Secrets are masked everywhere; a
 re-render of the same config is byte-identical.

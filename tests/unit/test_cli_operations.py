@@ -325,7 +325,7 @@ def test_each_warning_is_shown_once_per_command(pulumi: Any) -> None:
     own = "DeepSeekService 'deepseek': switching compute mode as allowed."
     logged = [
         standin.diag(f"<{{%reset%}}>{DOCKER_HUB_WARNING}<{{%reset%}}>\n", stack, "warning"),
-        standin.diag(f"{own}\n", stack, "warning"),
+        standin.diag(f"<{{%reset%}}>{own}<{{%reset%}}>\n", stack, "warning"),
     ]
     pulumi.scenario["preview"] = {"events": [*preview_events()[:-1], *logged, preview_events()[-1]]}
     pulumi.scenario["up"] = {"events": [*up_events()[:-1], *logged, up_events()[-1]]}
