@@ -420,7 +420,7 @@ class EndpointSettings(_Group):
         pattern=r"^Z[0-9A-Z]{1,31}$",
         description="Route 53 hosted zone of endpoint.hostname.",
     )
-    # --- sec23b: ALB access logs (issue 23 item 8) ---
+    # ALB access logs.
     access_logs: Boolean = Field(
         False,
         description="ALB access logs to an S3 bucket the program creates (SSE-S3, public access "
@@ -459,14 +459,14 @@ class ClusterSettings(_Group):
         description="Security groups admitted on 443 to the private API endpoint (a CI runner's, "
         "a bastion's).",
     )
-    # --- net23: customer-managed KMS key for Kubernetes Secrets (issue 23 item 8) ---
+    # Customer-managed KMS key for Kubernetes Secrets.
     secrets_kms_key_arn: str | None = Field(
         None,
         pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
         description="KMS key (ARN, same region) EKS envelope-encrypts Kubernetes Secrets with; once "
         "set it cannot be removed or changed on that cluster (EKS).",
     )
-    # --- sec23b: a KMS key the program creates (issue 23 item 8) ---
+    # A KMS key the program creates.
     create_kms_key: Boolean = Field(
         False,
         description="Create a customer-managed KMS key (automatic yearly rotation) for Kubernetes "
@@ -494,15 +494,15 @@ class NetworkSettings(_Group):
     public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list, max_length=16
     )
-    # --- net23: VPC flow logs (issue 23 item 8) ---
+    # VPC flow logs.
     flow_logs: Boolean = Field(
         False, description="VPC flow logs (all traffic) to a CloudWatch log group kept 365 days."
     )
-    # --- net23: one NAT gateway per AZ (issue 23 item 8) ---
+    # One NAT gateway per AZ.
     nat_gateway_per_zone: Boolean = Field(
         False, description="One NAT gateway per AZ in the VPC the program creates (one in all by default)."
     )
-    # --- net23: load-balancer-only subnets (issue 23 item 4) ---
+    # Load-balancer-only subnets.
     load_balancer_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
         max_length=16,
@@ -582,7 +582,7 @@ class WeightsSettings(_Group):
             "destroyed or the bucket replaced; false deletes it with its objects."
         ),
     )
-    # --- net23: customer-managed KMS key for the weights bucket (issue 23 item 8) ---
+    # Customer-managed KMS key for the weights bucket.
     kms_key_arn: str | None = Field(
         None,
         pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
@@ -940,8 +940,8 @@ def _collect(config: Mapping[str, Any], secret_keys: set[str]) -> tuple[_Collect
                     Problem(
                         f"{PROJECT}:{name}",
                         value,
-                        f"must be a mapping of {name}.* settings "
-                        f"(pulumi config set --path {name}.<key> <value>)",
+                        f"must be a mapping of {name}.* settings; set each as its own key "
+                        f"instead (pulumi config set {name}.<key> <value>)",
                         hidden=True,
                     )
                 )
@@ -1352,7 +1352,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 "required when endpoint.scheme is internet-facing: list the client CIDRs",
             )
         )
-    warnings += _load_balancer_subnet_warnings(groups["network"], endpoint)  # net23
+    warnings += _load_balancer_subnet_warnings(groups["network"], endpoint)
     model: ModelSettings = groups["model"]
     if _usable(invalid, "model.variant", "model.maxModelLen"):
         spec = model_catalog()[model.variant.value]
@@ -1390,8 +1390,8 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             )
         )
     out += _s3_repository_problems(model, groups["weights"], invalid)
-    out += _weights_kms_problems(groups["weights"], invalid)  # net23
-    out += _security_option_problems(groups["cluster"], groups["weights"], endpoint)  # sec23b
+    out += _weights_kms_problems(groups["weights"], invalid)
+    out += _security_option_problems(groups["cluster"], groups["weights"], endpoint)
     out += _network_problems(groups["network"], endpoint, invalid)
     if _usable(invalid, "image.registry") and not groups["image"].registry:
         warnings.append(DOCKER_HUB_WARNING)
@@ -1424,7 +1424,7 @@ def _s3_repository_problems(
     key, repository = f"{PROJECT}:model.repository", model.repository
     if why := bucket_name_problem(location[0]):
         return [Problem(key, repository, f"the bucket name {why} (S3 bucket naming rules)")]
-    # --- net23: no IAM wildcard from a setting ---
+    # No IAM wildcard from a setting.
     # The bucket and prefix become IAM resources (arn:...:bucket/prefix*) and an s3:prefix
     # condition, where * and ? are wildcards: s3://bucket/* would grant every object of the
     # bucket, not a folder named "*".
@@ -1438,7 +1438,6 @@ def _s3_repository_problems(
                 "as s3://bucket/deepseek/r1, or s3://bucket for the whole bucket",
             )
         ]
-    # --- end net23 ---
     segments = location[1].removesuffix("/").split("/")
     if location[1] and any(segment in ("", ".", "..") for segment in segments):
         return [
@@ -1577,7 +1576,7 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
     ]
 
 
-# --- net23: customer-managed KMS key for the weights (issue 23 item 8) ---
+# Customer-managed KMS key for the weights.
 def _weights_kms_problems(weights: WeightsSettings, invalid: set[str]) -> list[Problem]:
     """The key is used only where the weights are in S3; elsewhere it would be silently ignored."""
     if not weights.kms_key_arn or not _usable(invalid, "weights.source"):
@@ -1594,7 +1593,7 @@ def _weights_kms_problems(weights: WeightsSettings, invalid: set[str]) -> list[P
     ]
 
 
-# --- sec23b: created KMS key, ALB access logs (issue 23 item 8) ---
+# Created KMS key, ALB access logs.
 def _security_option_problems(
     cluster: ClusterSettings, weights: WeightsSettings, endpoint: EndpointSettings
 ) -> list[Problem]:
@@ -1635,7 +1634,7 @@ def _security_option_problems(
     return out
 
 
-# --- net23: load-balancer-only subnets (issue 23 item 4) ---
+# Load-balancer-only subnets.
 def _load_balancer_subnet_problems(network: NetworkSettings) -> list[Problem]:
     """Load-balancer subnets must be their own: one that is also a pod subnet would admit its pods."""
     key, lb = f"{PROJECT}:network.loadBalancerSubnetIds", network.load_balancer_subnet_ids
@@ -1669,9 +1668,6 @@ def _load_balancer_subnet_warnings(network: NetworkSettings, endpoint: EndpointS
         "pod there; give 2+ small private subnets that only load balancers use (they are named on "
         "the Ingress or Service)"
     ]
-
-
-# --- end net23 ---
 
 
 def _network_problems(

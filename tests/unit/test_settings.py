@@ -524,3 +524,9 @@ def test_nlb_with_an_api_key_is_refused_because_the_key_guards_only_some_routes(
     keyless = parse_settings({f"{P}endpoint.loadBalancer": "nlb", f"{P}endpoint.auth": "none"})
     assert keyless.endpoint.load_balancer.value == "nlb"
     assert parse_settings({f"{P}apiKey": "k"}, [f"{P}apiKey"]).endpoint.load_balancer.value == "alb"
+
+
+def test_a_group_that_is_not_a_mapping_names_the_flat_keys_as_the_fix() -> None:
+    """Flat keys are the canonical form (docs/configuration.md); the nested form stays accepted."""
+    message = problems({f"{P}model": "5"})[f"{P}model"]
+    assert "pulumi config set model.<key> <value>" in message and "--path" not in message

@@ -54,8 +54,9 @@ def test_path_form_wins_over_project_defaults_and_keeps_the_others(tmp_path, cap
     assert plan["variant"] == "r1-distill-llama-8b" and plan["max_model_len"] == 32768
 
 
-def test_readme_path_example_for_a_list_item_takes_effect(tmp_path) -> None:
-    # What `pulumi config set --path 'cluster.publicAccessCidrs[0]' 203.0.113.7/32` writes.
+def test_the_nested_path_form_of_a_list_item_takes_effect(tmp_path) -> None:
+    # What `pulumi config set --path 'cluster.publicAccessCidrs[0]' 203.0.113.7/32` writes: the
+    # nested form docs/configuration.md names as an equivalent of the flat keys.
     project(tmp_path, "config:\n  deepseek-eks:cluster:\n    publicAccessCidrs:\n      - 203.0.113.7/32\n")
     config = read_stack("t", tmp_path)
     settings = parse_settings(config.values, config.secret_keys, "t")
