@@ -22,7 +22,8 @@ READ_STACK_RESOURCE_OUTPUTS = "pulumi:pulumi:readStackResourceOutputs"
 COMPUTE_MODE_OUTPUT = "computeMode"
 """The output that records the mode a service was deployed with (components/build.py)."""
 WEIGHTS_VOLUME_OUTPUT = "weightsVolume"
-"""The output that records what the pods' weights volume holds (Mountpoint's prefix, the EBS snapshot)."""
+"""The output that records what the pods' weights volume holds (Mountpoint's prefix, the EBS
+snapshot); a change of it gets volume objects of its own (serving/inference.py weights_object_name)."""
 WEIGHTS_LOCATION_OUTPUT = "weightsLocation"
 """The output that records where the deployed vLLM reads its weights (``s3://bucket/prefix``)."""
 
@@ -89,25 +90,4 @@ def switch_refusal(
         f"serves, move traffic to its endpoint, then destroy {stack!r} "
         f"(`python -m automation diff --stack {stack} --set computeMode={wanted}` shows what the switch "
         f"would replace). Nothing was changed. Only for a migration you have prepared: {override}."
-    )
-
-
-def volume_change_refusal(
-    stack: str, deployed: str | None, wanted: str, *, source_setting: str
-) -> str | None:
-    """Why the weights volume of ``stack`` (what it holds: ``deployed``) cannot become ``wanted``
-    in place; None when nothing was deployed, either is no volume, or they are the same.
-    ``source_setting`` spells weights.source as the user wrote it."""
-    if not deployed or not wanted or deployed == wanted:
-        return None
-    return (
-        f"stack {stack!r} serves weights from a volume holding {deployed!r}; this update would make it "
-        f"hold {wanted!r} (a new variant or pinned commit). That volume cannot change in place: the API "
-        "server refuses a new size of the bound claim (422) and a new snapshot handle (immutable) after "
-        "other resources have changed, and a Mountpoint volume pointed at the new prefix would hand the "
-        "old pods' restarts the new weights with the old arguments. Deploy the new variant as another "
-        "stack (or another DeepSeekService on the cluster), check it serves, move traffic to it and "
-        f"destroy this one; or change {source_setting} to 's3' in an update of its own first (vLLM then "
-        "streams from the bucket, and a later variant change keeps the old prefix readable while it "
-        "rolls out). Nothing was changed."
     )

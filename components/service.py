@@ -61,16 +61,13 @@ from .build import (
     size,
 )
 from .deployed_state import (
-    WEIGHTS_VOLUME_OUTPUT,
     deployed_mode,
     previous_outputs,
     switch_refusal,
-    volume_change_refusal,
 )
 from .monitoring.autoscaling import KEDA_NAMESPACE
 from .platform.capacity import INGRESS_CLASS, STORAGE_CLASS
 from .service_doc import init_doc
-from .serving.inference import weights_volume_identity
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
 PROGRAM_SERVICE_NAME = "deepseek"
@@ -572,7 +569,6 @@ class DeepSeekService(pulumi.ComponentResource):
             # The plan comes from the settings, the resources get the wired ones (the same with
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
-            _refuse_weights_volume_change(name, settings, sizing_plan, previous, as_config=not args)
             self.result: BuildResult = build_service(self, wired or settings, sizing_plan, scope)
         except ValueError as error:
             # Every error names the service (SizingError and the rest keep their types).
@@ -769,21 +765,6 @@ def _refuse_compute_mode_switch(
         pulumi.log.warn(f"DeepSeekService {name!r}: switching compute mode as allowed. {refusal}")
         return
     raise ServiceError(name, refusal)
-
-
-def _refuse_weights_volume_change(
-    name: str, settings: Settings, plan: SizingPlan, previous: dict[str, Any] | None, *, as_config: bool
-) -> None:
-    """Refuse, before anything changes, new contents for the pods' weights volume (Mountpoint's
-    prefix, the EBS snapshot), which no update can give the deployed volume (deployed_state.py)."""
-    wanted = weights_volume_identity(settings.weights.source.value, plan, settings.weights.snapshot_id)
-    deployed = (previous or {}).get(WEIGHTS_VOLUME_OUTPUT)
-    setting = f"{PROJECT}:weights.source" if as_config else 'weights={"source": ...}'
-    refusal = volume_change_refusal(
-        pulumi.get_stack(), deployed if isinstance(deployed, str) else None, wanted, source_setting=setting
-    )
-    if refusal:
-        raise ServiceError(name, refusal)
 
 
 def _refuse_foreign_mocks(name: str) -> None:

@@ -4,6 +4,7 @@ an EBS snapshot), and a private endpoint."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field, replace
@@ -228,7 +229,8 @@ class Inference(pulumi.ComponentResource):
             else:
                 workload_deps.append(self._mountpoint_claim(weights.name, weights.prefix))
                 model_uri = WEIGHTS_MOUNT_PATH
-                weights_volume = {"persistentVolumeClaim": {"claimName": WEIGHTS_CLAIM, "readOnly": True}}
+                claim = weights_object_name(WEIGHTS_CLAIM, self.weights_volume)
+                weights_volume = {"persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
         elif args.weights_source == "ebs-snapshot":
             snapshot, weights_volume = self._snapshot_volume()
             workload_deps.append(snapshot)
@@ -567,6 +569,7 @@ class Inference(pulumi.ComponentResource):
                 namespace=v[1],
                 capacity_gib=math.ceil(args.plan.checkpoint_gib),
                 labels=args.labels,
+                holds=self.weights_volume,
             )
         )
         volume = k8s.core.v1.PersistentVolume(
@@ -803,14 +806,34 @@ def stage_job_spec(
     }
 
 
+def weights_object_name(base: str, holds: str) -> str:
+    """The name of a weights volume object holding ``holds`` (weights_volume_identity): one per
+    content. A volume cannot change what it holds in place (the API server refuses a new size of a
+    bound claim and a new snapshot handle; a Mountpoint volume pointed at a new prefix would give
+    the old pods' restarts the new weights with the old arguments), so a new variant, commit or
+    snapshot gets objects of its own beside the old ones: Pulumi creates them, rolls the workload
+    onto them and deletes the old ones last, once the old pods are gone (the claim's
+    kubernetes.io/pvc-protection finalizer holds it until then)."""
+    return f"{base}-{hashlib.sha256(holds.encode()).hexdigest()[:8]}"
+
+
 def mountpoint_volume(
-    *, bucket: str, prefix: str, region: str, namespace: str, capacity_gib: int, labels: dict[str, str]
+    *,
+    bucket: str,
+    prefix: str,
+    region: str,
+    namespace: str,
+    capacity_gib: int,
+    labels: dict[str, str],
+    holds: str,
 ) -> dict[str, dict[str, Any]]:
     """A static PersistentVolume of ``s3://bucket/prefix`` through Mountpoint, and the one claim
-    allowed to bind it (``claimRef``). Read-only everywhere: the access mode, the mount option and
-    the IAM role (s3:GetObject and a prefix-limited ListBucket). Files are owned by vLLM's UID;
-    ``allow-other`` lets that UID read a FUSE mount made by the driver's own pod."""
-    volume_name = f"{namespace}-{WEIGHTS_CLAIM}"
+    allowed to bind it (``claimRef``), both named for what they hold (``weights_object_name``).
+    Read-only everywhere: the access mode, the mount option and the IAM role (s3:GetObject and a
+    prefix-limited ListBucket). Files are owned by vLLM's UID; ``allow-other`` lets that UID read a
+    FUSE mount made by the driver's own pod."""
+    claim_name = weights_object_name(WEIGHTS_CLAIM, holds)
+    volume_name = f"{namespace}-{claim_name}"
     storage = {"storage": f"{capacity_gib}Gi"}  # required by the API, ignored by the driver
     return {
         "volume": {
@@ -822,7 +845,7 @@ def mountpoint_volume(
                 "accessModes": ["ReadOnlyMany"],
                 "persistentVolumeReclaimPolicy": "Retain",
                 "storageClassName": "",  # static provisioning: no class, no dynamic volume
-                "claimRef": {"namespace": namespace, "name": WEIGHTS_CLAIM},
+                "claimRef": {"namespace": namespace, "name": claim_name},
                 "mountOptions": [
                     "read-only",
                     "allow-other",
@@ -844,7 +867,7 @@ def mountpoint_volume(
         "claim": {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
-            "metadata": {"name": WEIGHTS_CLAIM, "namespace": namespace, "labels": labels},
+            "metadata": {"name": claim_name, "namespace": namespace, "labels": labels},
             "spec": {
                 "accessModes": ["ReadOnlyMany"],
                 "storageClassName": "",
@@ -866,12 +889,14 @@ def snapshot_weights(
     prefix: str = "",
 ) -> dict[str, dict[str, Any]]:
     """The baked EBS snapshot as a pre-provisioned VolumeSnapshot (external-snapshotter v1 API:
-    a VolumeSnapshotContent naming ``snapshot_id``, bound both ways to a VolumeSnapshot), the
+    a VolumeSnapshotContent naming ``snapshot_id``, bound both ways to a VolumeSnapshot, both named
+    for the snapshot: ``weights_object_name``), the
     StorageClass of the volumes restored from it (encrypted gp3 at the throughput the plan
     assumes), and the pod's generic ephemeral volume: one volume per pod, made when the pod is
     scheduled (in its zone) and deleted with it. ``Retain``: deleting the stack never deletes the
     snapshot ``bake-weights`` made. ``prefix`` goes before the cluster-scoped class names."""
-    content_name = f"{namespace or 'ns'}-{WEIGHTS_SNAPSHOT}"
+    snapshot_name = weights_object_name(WEIGHTS_SNAPSHOT, snapshot_id)
+    content_name = f"{namespace or 'ns'}-{snapshot_name}"
     snapshot_class, storage_class = prefix + WEIGHTS_SNAPSHOT_CLASS, prefix + WEIGHTS_STORAGE_CLASS
     parameters = {
         "type": "gp3",
@@ -899,13 +924,13 @@ def snapshot_weights(
                 "driver": driver,
                 "source": {"snapshotHandle": snapshot_id},
                 "volumeSnapshotClassName": snapshot_class,
-                "volumeSnapshotRef": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace},
+                "volumeSnapshotRef": {"name": snapshot_name, "namespace": namespace},
             },
         },
         "snapshot": {
             "apiVersion": f"{SNAPSHOT_API}/v1",
             "kind": "VolumeSnapshot",
-            "metadata": {"name": WEIGHTS_SNAPSHOT, "namespace": namespace, "labels": labels},
+            "metadata": {"name": snapshot_name, "namespace": namespace, "labels": labels},
             "spec": {
                 "volumeSnapshotClassName": snapshot_class,
                 "source": {"volumeSnapshotContentName": content_name},
@@ -930,7 +955,7 @@ def snapshot_weights(
                         "dataSource": {
                             "apiGroup": SNAPSHOT_API,
                             "kind": "VolumeSnapshot",
-                            "name": WEIGHTS_SNAPSHOT,
+                            "name": snapshot_name,
                         },
                         "resources": {"requests": {"storage": f"{volume_gib}Gi"}},
                     },

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 from deepseek_eks.automation.mocks import RecordingMocks
 from deepseek_eks.automation.render import run_stack_program
 from deepseek_eks.components import build
@@ -80,33 +78,65 @@ def test_node_classes_carry_no_variant_so_a_variant_change_rolls_no_node() -> No
 
 
 MOUNTPOINT = {"weights__source": "s3-mountpoint"}
+SNAPSHOT = {"weights__source": "ebs-snapshot", "weights__snapshotId": "snap-0123456789abcdef0"}
 
 
-def refused(previous: dict[str, Any], **overrides: str) -> tuple[str, RecordingMocks]:
-    """The program's refusal of an update over ``previous``, and what it registered first."""
-    urn = f"urn:pulumi:prod::{PROJECT}::{TYPE}::{PROGRAM_SERVICE_NAME}"
-    mocks = RecordingMocks(previous={urn: {"type": TYPE, "outputs": previous}})
-    with pytest.raises(Exception) as raised:
-        run_stack_program(lambda: build(load_settings()).outputs, mocks, stack_config("prod", **overrides))
-    return str(raised.value), mocks
+def kubernetes(mocks: RecordingMocks, kind: str) -> list[Any]:
+    return [r for r in mocks.resources if r.type.startswith("kubernetes:") and r.inputs.get("kind") == kind]
 
 
-def test_a_mountpoint_volume_records_its_prefix_and_refuses_new_contents_before_anything() -> None:
-    _, before = deploy(model__variant=OLD, **MOUNTPOINT)
+def named(mocks: RecordingMocks, kind: str) -> dict[str, str]:
+    """Each ``kind`` object's Pulumi name -> its Kubernetes name."""
+    return {r.name: r.inputs["metadata"]["name"] for r in kubernetes(mocks, kind)}
+
+
+def pod_volume(mocks: RecordingMocks) -> dict[str, Any]:
+    (deployment,) = kubernetes(mocks, "Deployment")
+    volumes = deployment.inputs["spec"]["template"]["spec"]["volumes"]
+    (weights,) = [v for v in volumes if "persistentVolumeClaim" in v or "ephemeral" in v]
+    return weights
+
+
+def test_a_new_mountpoint_prefix_gets_its_own_volume_and_claim_beside_the_old_ones() -> None:
+    """The API server refuses a bound claim a new size, and a PV pointed at a new prefix would give
+    the old pods' restarts new weights with old arguments: a new variant gets a PV and a claim of
+    its own names (the same Pulumi resources, so the URNs stay and Pulumi replaces them: the new
+    ones first, the old ones deleted last), and the pods move to the new claim by a rollout."""
+    old_mocks, before = deploy(model__variant=OLD, **MOUNTPOINT)
     assert f"/{OLD}/" in before["weightsVolume"]
-    _, same = deploy(before, model__variant=OLD, **MOUNTPOINT)  # nothing moved: goes ahead
+    new_mocks, after = deploy(before, **MOUNTPOINT)  # prod's own variant: a new prefix
+    assert after["weightsVolume"] != before["weightsVolume"]
+    for kind in ("PersistentVolume", "PersistentVolumeClaim"):
+        old, new = named(old_mocks, kind), named(new_mocks, kind)
+        assert old.keys() == new.keys() and len(old) == 1, kind  # the same resources (URNs)
+        assert set(old.values()).isdisjoint(new.values()), kind  # other Kubernetes objects
+    (claim,) = named(new_mocks, "PersistentVolumeClaim").values()
+    (pv,) = kubernetes(new_mocks, "PersistentVolume")
+    assert pv.inputs["spec"]["claimRef"]["name"] == claim
+    assert f"prefix {after['weightsLocation'].split('/', 3)[3]}" in pv.inputs["spec"]["mountOptions"]
+    assert pod_volume(new_mocks)["persistentVolumeClaim"]["claimName"] == claim
+    _, same = deploy(before, model__variant=OLD, **MOUNTPOINT)  # nothing moved: the same objects
     assert same["weightsVolume"] == before["weightsVolume"]
-    message, mocks = refused(before, **MOUNTPOINT)  # prod's own variant: a new prefix on the volume
-    assert "cannot change in place" in message and f"{PROJECT}:weights.source" in message
-    assert "another stack" in message and "Nothing was changed" in message
-    assert not [r for r in mocks.resources if r.custom]
+    assert named(deploy(before, model__variant=OLD, **MOUNTPOINT)[0], "PersistentVolumeClaim") == named(
+        old_mocks, "PersistentVolumeClaim"
+    )
 
 
-def test_an_ebs_snapshot_volume_refuses_a_new_snapshot() -> None:
-    snapshot = {"weights__source": "ebs-snapshot", "weights__snapshotId": "snap-0123456789abcdef0"}
-    _, before = deploy(**snapshot)
-    assert before["weightsVolume"] == "snap-0123456789abcdef0"
-    message, _ = refused(before, **{**snapshot, "weights__snapshotId": "snap-0fedcba9876543210"})
-    assert "snap-0fedcba9876543210" in message and "cannot change in place" in message
-    _, streamed = deploy(before, weights__source="s3")  # leaving the volume behind is allowed
+def test_a_new_snapshot_gets_its_own_volume_snapshot_and_content() -> None:
+    """A VolumeSnapshotContent's snapshot handle is immutable: a new bake gets a snapshot and
+    content of their own names, and the pods' ephemeral volumes restore from the new one."""
+    old_mocks, before = deploy(**SNAPSHOT)
+    assert before["weightsVolume"] == SNAPSHOT["weights__snapshotId"]
+    new_mocks, _ = deploy(before, **{**SNAPSHOT, "weights__snapshotId": "snap-0fedcba9876543210"})
+    for kind in ("VolumeSnapshot", "VolumeSnapshotContent"):
+        old, new = named(old_mocks, kind), named(new_mocks, kind)
+        assert old.keys() == new.keys() and len(old) == 1, kind
+        assert set(old.values()).isdisjoint(new.values()), kind
+    (content,) = kubernetes(new_mocks, "VolumeSnapshotContent")
+    assert content.inputs["spec"]["source"]["snapshotHandle"] == "snap-0fedcba9876543210"
+    (snapshot_name,) = named(new_mocks, "VolumeSnapshot").values()
+    assert content.inputs["spec"]["volumeSnapshotRef"]["name"] == snapshot_name
+    source = pod_volume(new_mocks)["ephemeral"]["volumeClaimTemplate"]["spec"]["dataSource"]
+    assert source["name"] == snapshot_name
+    _, streamed = deploy(before, weights__source="s3")  # leaving the volume behind
     assert streamed["weightsVolume"] == ""
