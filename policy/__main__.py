@@ -51,6 +51,7 @@ def stack_policy(rule: StackRule) -> StackValidationPolicy:
                     key: tuple(dep.urn for dep in deps)
                     for key, deps in (r.property_dependencies or {}).items()
                 },
+                parent=r.parent.urn if r.parent is not None else "",
             )
             for r in args.resources
         ]

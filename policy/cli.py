@@ -4,7 +4,9 @@ Pulumi.
 Input: a JSON list of ``{"type", "name", "urn", "props"}`` objects (the Pulumi type token, the
 resource name, its URN and its inputs as the engine sends them, camelCase), optionally with
 ``"propertyDependencies"`` (input name -> URNs it depends on, as the engine reports them to stack
-policies). Resource rules judge each object; stack rules see the whole list.
+policies) and ``"parent"`` (the parent's URN: a Helm Chart's objects name their Chart, which is how
+the rules know which chart rendered them). Resource rules judge each object; stack rules see the
+whole list.
 
 Output: one ``rule<TAB>urn<TAB>message`` line per violation on stdout. Exit status 0 when there is
 none, 1 when there is any, 2 when the input cannot be read (the reasons on stderr, all of them).
@@ -23,7 +25,7 @@ from policy.rules import Resource, violations
 
 OK, VIOLATIONS, BAD_INPUT = 0, 1, 2
 REQUIRED = ("type", "name", "urn", "props")
-OPTIONAL = ("propertyDependencies",)
+OPTIONAL = ("propertyDependencies", "parent")
 
 
 class InputError(Exception):
@@ -46,7 +48,7 @@ def _resource(index: int, item: Any) -> tuple[Resource | None, list[str]]:
         problems.append(f"{where} has unknown key(s) {', '.join(unknown)}: allowed are {allowed}")
     problems += [
         f"{where}.{k} must be a string, not {type(item[k]).__name__}"
-        for k in ("type", "name", "urn")
+        for k in ("type", "name", "urn", "parent")
         if k in item and not isinstance(item[k], str)
     ]
     if "props" in item and not isinstance(item["props"], dict):
@@ -66,6 +68,7 @@ def _resource(index: int, item: Any) -> tuple[Resource | None, list[str]]:
         urn=item["urn"],
         name=item["name"],
         property_dependencies={key: tuple(urns) for key, urns in deps.items()},
+        parent=item.get("parent", ""),
     )
     return resource, []
 

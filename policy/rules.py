@@ -150,6 +150,10 @@ class Resource:
     urn: str = ""
     name: str = ""
     property_dependencies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    parent: str = ""
+    """The URN of the resource's parent ("" for none, or when the caller does not know it): how a
+    stack rule tells an object rendered by a Helm chart (a child of its Chart) from one written by
+    hand."""
 
 
 ResourceCheck = Callable[[str, Props], list[str]]
@@ -201,9 +205,11 @@ def _list(value: Any) -> list[Any]:
 
 
 def open_to_world(cidrs: Iterable[Any]) -> str | None:
-    """Why ``cidrs`` admit the whole internet, or None. Open means their union covers half an
-    address family or more (settings/cidrs.py), so ``0.0.0.0/1`` plus ``128.0.0.0/1`` is as open as
-    ``0.0.0.0/0``; a string that is no CIDR is named too, since it cannot be judged."""
+    """Why ``cidrs`` admit the whole internet, or None. Open means their union crosses the line of
+    settings/cidrs.py (``describe_world_open``, the one definition the settings use too), so
+    ``0.0.0.0/1`` plus ``128.0.0.0/1`` is as open as ``0.0.0.0/0``, and so is a set of large blocks
+    that misses only part of the space; a string that is no CIDR is named too, since it cannot be
+    judged."""
     listed = [str(c) for c in cidrs]
     _, bad = _CIDRS.parse(listed)
     if bad:
@@ -275,16 +281,26 @@ def exposed_endpoint(token: str, props: Props) -> str | None:
 
 
 def endpoint_not_open_to_world(token: str, props: Props) -> list[str]:
-    why = exposed_endpoint(token, props)
-    if why is None:
-        return []
     if _is(token, "networking.k8s.io", "Ingress"):
         setting, raw = INGRESS_INBOUND_CIDRS, _annotations(props).get(INGRESS_INBOUND_CIDRS)
         cidrs = [c for c in str(raw or "").split(",") if c.strip()]
-    else:
+    elif _is(token, "", "Service") and _get(props, "spec", "type") == "LoadBalancer":
         setting, cidrs = (
             "spec.loadBalancerSourceRanges",
             _list(_get(props, "spec", "loadBalancerSourceRanges")),
+        )
+    else:
+        return []
+    why = exposed_endpoint(token, props)
+    if why is None:
+        # An internal load balancer is reached from every network routed to the VPC (peerings,
+        # VPNs, Transit Gateway): allowed CIDRs open to the world open it to all of them.
+        world = open_to_world(cidrs) if cidrs else None
+        kind = "Ingress" if _is(token, "networking.k8s.io", "Ingress") else "LoadBalancer Service"
+        return (
+            [f"internal {kind} {_obj_name(props)}'s {setting} admits the whole internet ({world})"]
+            if world
+            else []
         )
     if not cidrs:
         return [f"{why} without allowed CIDRs: set {setting} to the client CIDRs (endpoint.allowedCidrs)"]
@@ -645,15 +661,170 @@ def _document(value: Any) -> Mapping[str, Any] | None:
     return parsed if isinstance(parsed, Mapping) else None
 
 
-def _denies_insecure_transport(policy: Mapping[str, Any]) -> bool:
-    for statement in _list(policy.get("Statement")):
-        condition = _get(statement, "Condition", "Bool") or {}
-        if (
-            _get(statement, "Effect") == "Deny"
-            and str(condition.get("aws:SecureTransport")).lower() == "false"
-        ):
-            return True
-    return False
+# --- policy conditions ----------------------------------------------------------------------------
+#
+# How IAM evaluates a Condition block (IAM User Guide, "IAM JSON policy elements: Condition
+# operators" and "Conditions with multiple context keys or values"): operators, and keys under one
+# operator, are ANDed, the values of one key ORed; a key absent from the request makes a plain
+# operator false but an ``...IfExists`` operator true, and ``ForAllValues:`` true; a ``Not``
+# operator matches everything but its values. So a statement is narrowed to some callers only by a
+# positive test of a key that says who calls or from where, with values that do not match anyone.
+
+# Global condition keys that say who makes a request, or from which network or resource (IAM User
+# Guide, "AWS global condition context keys": properties of the principal, of the network, of the
+# resource and of the request's source). Others (aws:SecureTransport, aws:UserAgent, aws:Referer,
+# aws:CurrentTime...) let any caller through.
+IDENTITY_CONDITION_KEYS = frozenset(
+    key.lower()
+    for key in (
+        "aws:SourceIp",
+        "aws:VpcSourceIp",
+        "aws:SourceVpc",
+        "aws:SourceVpce",
+        "aws:PrincipalAccount",
+        "aws:PrincipalArn",
+        "aws:PrincipalOrgID",
+        "aws:PrincipalOrgPaths",
+        "aws:PrincipalServiceName",
+        "aws:SourceAccount",
+        "aws:SourceArn",
+        "aws:SourceOrgID",
+        "aws:SourceOrgPaths",
+        "aws:SourceOwner",
+        "aws:userid",
+        "aws:username",
+    )
+)
+POSITIVE_OPERATORS = frozenset(
+    {"stringequals", "stringequalsignorecase", "stringlike", "arnequals", "arnlike", "ipaddress"}
+)
+LIKE_OPERATORS = frozenset({"stringlike", "arnlike"})
+# Prefixes every ID of a kind shares: ``vpce-*`` is any VPC endpoint of any account, ``o-*`` any
+# organization.
+GENERIC_ID_PREFIXES = frozenset({"", "vpce", "vpc", "o", "arn", "arn:aws"})
+SECURE_TRANSPORT = "aws:securetransport"
+
+
+def condition_elements(condition: Any) -> list[tuple[str, str, list[Any]]]:
+    """(operator, key, values) of every test in a Condition block."""
+    if not isinstance(condition, Mapping):
+        return []
+    return [
+        (str(operator), str(key), _list(values))
+        for operator, tests in condition.items()
+        if isinstance(tests, Mapping)
+        for key, values in tests.items()
+    ]
+
+
+def _operator(operator: str) -> tuple[str, str, bool]:
+    """(set qualifier, base operator, IfExists) of ``ForAnyValue:StringLikeIfExists`` and the like,
+    lower case."""
+    qualifier, _, base = operator.lower().rpartition(":")
+    exists = base.endswith("ifexists")
+    return qualifier, base.removesuffix("ifexists"), exists
+
+
+def _narrow_value(value: Any, like: bool) -> bool:
+    """True when one condition value names particular callers: not a pattern matching everything
+    and, for the Like operators, not a pattern that only repeats what every ID of a kind starts
+    with (``vpce-*``, ``arn:aws:iam::*:role/x`` names any account's role)."""
+    text = str(value)
+    if not text or matches_everything(text):
+        return False
+    if not like:
+        return True
+    literal = re.split(r"[*?]", text, maxsplit=1)[0]
+    if literal.startswith("arn:"):
+        parts = literal.split(":")
+        # The account (or, for S3, the bucket name) must be spelled out before any wildcard.
+        return len(parts) >= 6 and (parts[4] != "" or parts[5] != "")
+    return literal.rstrip("-:") not in GENERIC_ID_PREFIXES
+
+
+def narrowing_test(operator: str, key: str, values: list[Any]) -> bool:
+    """Whether one condition test admits only some callers (see the section comment)."""
+    qualifier, base, if_exists = _operator(operator)
+    if key.lower() not in IDENTITY_CONDITION_KEYS or base not in POSITIVE_OPERATORS:
+        return False
+    if if_exists or qualifier == "forallvalues" or not values:
+        return False
+    if base == "ipaddress":
+        cidrs = [str(v) for v in values]
+        return not _CIDRS.parse(cidrs)[1] and open_to_world(cidrs) is None
+    return all(_narrow_value(v, base in LIKE_OPERATORS) for v in values)
+
+
+def narrows_who(condition: Any) -> bool:
+    """True when a Condition block admits only some callers: one of its tests (they are ANDed)
+    narrows them."""
+    return any(narrowing_test(*element) for element in condition_elements(condition))
+
+
+def _unnarrowed(statement: Mapping[str, Any]) -> str:
+    """`` with no condition`` or `` (its condition <tests> does not narrow who)`` for a message."""
+    elements = condition_elements(_get(statement, "Condition"))
+    if not elements:
+        return " with no condition"
+    tests = "; ".join(f"{op} {key} {values}" for op, key, values in elements)
+    return f" (its condition {tests} does not narrow who: it admits any caller)"
+
+
+def _false(value: Any) -> bool:
+    """A Bool condition value IAM reads as false: JSON false or the string "false" in any case
+    ("False " with a space, "no" or "0" is no boolean and never matches)."""
+    return value is False or (isinstance(value, str) and value.lower() == "false")
+
+
+def insecure_transport_flaw(statement: Any) -> str | None:
+    """Why a Deny statement on ``aws:SecureTransport`` does not refuse every request made without
+    TLS, "" when it does, None when it is no such statement. It must deny everyone (Principal
+    ``*``), at least ``s3:GetObject``, on ``Bool`` (or ``BoolIfExists``) ``aws:SecureTransport``
+    ``false`` alone: any other value never matches (the key is a boolean) and any other test is
+    ANDed with it, so requests without TLS that fail that test are let through."""
+    if not isinstance(statement, Mapping) or statement.get("Effect") != "Deny":
+        return None
+    elements = condition_elements(statement.get("Condition"))
+    tls = [(op, key, values) for op, key, values in elements if key.lower() == SECURE_TRANSPORT]
+    if not tls:
+        return None
+    flaws = []
+    for operator, _, values in tls:
+        _, base, _ = _operator(operator)
+        if base != "bool":
+            flaws.append(
+                f"tests aws:SecureTransport with {operator}, which never matches a request without TLS"
+            )
+        elif not values or not all(_false(v) for v in values):
+            shown = ", ".join(repr(v) for v in values)
+            flaws.append(f"compares aws:SecureTransport to {shown}: only false matches a request without TLS")
+    if others := [f"{op} {key}" for op, key, _ in elements if key.lower() != SECURE_TRANSPORT]:
+        flaws.append(f"also requires {', '.join(others)}, so requests without TLS that fail it are allowed")
+    if "NotPrincipal" in statement or not _everyone(statement.get("Principal")):
+        flaws.append('denies only some principals: set Principal "*"')
+    actions = [str(a) for a in _list(statement.get("Action"))]
+    not_actions = [str(a) for a in _list(statement.get("NotAction"))]
+    covers_reads = (
+        any(iam_matches(a, "s3:GetObject") for a in actions)
+        if "Action" in statement
+        else not any(iam_matches(a, "s3:GetObject") for a in not_actions)
+    )
+    if not covers_reads:
+        flaws.append("does not deny s3:GetObject")
+    return "; ".join(flaws)
+
+
+def tls_only_problems(document: Mapping[str, Any]) -> tuple[bool, list[str]]:
+    """(whether a statement of the policy refuses requests without TLS, why each statement that
+    tries to falls short)."""
+    found, flaws = False, []
+    for index, statement in enumerate(_list(document.get("Statement"))):
+        flaw = insecure_transport_flaw(statement)
+        if flaw == "":
+            found = True
+        elif flaw:
+            flaws.append(f"statement {_get(statement, 'Sid') or f'#{index}'} {flaw}")
+    return found, flaws
 
 
 def _feeds(resource: Resource, bucket: Resource) -> bool:
@@ -666,25 +837,30 @@ def _feeds(resource: Resource, bucket: Resource) -> bool:
 
 def buckets_encrypted_tls_only(resources: list[Resource]) -> list[tuple[str, str]]:
     problems = []
-    for bucket in (r for r in resources if r.type == "aws:s3/bucket:Bucket"):
+    for bucket in (r for r in resources if r.type in BUCKET_TYPES):
         related = [r for r in resources if r is not bucket and _feeds(r, bucket)]
         encrypted = bool(bucket.props.get("serverSideEncryptionConfiguration")) or any(
-            r.type.endswith(":BucketServerSideEncryptionConfiguration") for r in related
-        )
-        tls_only = any(
-            r.type == "aws:s3/bucketPolicy:BucketPolicy"
-            and (doc := _document(r.props.get("policy"))) is not None
-            and _denies_insecure_transport(doc)
+            r.type.endswith(
+                (":BucketServerSideEncryptionConfiguration", ":BucketServerSideEncryptionConfigurationV2")
+            )
             for r in related
         )
+        tls_only, flaws = False, list[str]()
+        for holder in [bucket, *(r for r in related if r.type == "aws:s3/bucketPolicy:BucketPolicy")]:
+            document = _document(holder.props.get("policy")) if holder.props.get("policy") else None
+            if document is not None:
+                found, why = tls_only_problems(document)
+                tls_only, flaws = tls_only or found, [*flaws, *why]
         label = bucket.name or bucket.urn
         if not encrypted:
             problems.append((bucket.urn, f"bucket {label} has no server-side encryption configuration"))
         if not tls_only:
+            because = f": its policy's {'; '.join(flaws)}" if flaws else ""
             problems.append(
                 (
                     bucket.urn,
-                    f"bucket {label} has no policy denying requests without TLS (aws:SecureTransport false)",
+                    f"bucket {label} has no policy denying requests without TLS (aws:SecureTransport false)"
+                    + because,
                 )
             )
     return problems
@@ -693,9 +869,35 @@ def buckets_encrypted_tls_only(resources: list[Resource]) -> list[tuple[str, str
 # --- 6. IAM ------------------------------------------------------------------------------------
 
 
+WILDCARDS = "*?"
+PASS_ROLE = "iam:PassRole"
+# The actions that assume a role: a trust policy allowing one of them to everyone lets any AWS
+# account in (sts:AssumeRole, AssumeRoleWithWebIdentity, AssumeRoleWithSAML; TagSession and
+# SetSourceIdentity ride along with them).
+ASSUME_ROLE_ACTIONS = ("sts:AssumeRole", "sts:AssumeRoleWithWebIdentity", "sts:AssumeRoleWithSAML")
+
+
+def _wild(value: str) -> bool:
+    return any(c in value for c in WILDCARDS)
+
+
+def matches_everything(value: str) -> bool:
+    """True for a pattern of wildcards alone with a ``*`` in it (``*``, ``**``, ``?*``): it matches
+    every string, as ``"Resource": "*"`` does."""
+    return bool(value) and "*" in value and set(value) <= set(WILDCARDS)
+
+
+def iam_matches(pattern: str, value: str) -> bool:
+    """Whether an IAM pattern matches ``value`` as IAM matches actions: ``*`` any run of
+    characters, ``?`` any one character, letters compared case-insensitively (IAM User Guide,
+    "IAM JSON policy elements: Action")."""
+    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.fullmatch(regex, value, re.IGNORECASE | re.DOTALL) is not None
+
+
 def _star_resource_allowed(actions: list[str]) -> bool:
     return all(
-        a.lower() not in DATA_READ_ACTIONS
+        not any(iam_matches(a, data) for data in DATA_READ_ACTIONS)
         and (a in STAR_RESOURCE_EXCEPTIONS or a.split(":", 1)[-1].startswith(READ_VERBS))
         for a in actions
     )
@@ -711,23 +913,63 @@ def wildcard_arn(resource: str) -> bool:
     if len(parts) < 6 or parts[0] != "arn":
         return False
     segments = re.split(r"[/:]", parts[5])
-    if any(c in segments[0] for c in "*?"):
+    if _wild(segments[0]):
         return True
     # Where the ARN names a resource type first (secret:, parameter/, key/, table/), a name that
     # opens with a wildcard matches every secret, parameter, key or table of the account.
     return parts[2] in TYPED_DATA_SERVICES and len(segments) > 1 and segments[1].startswith(("*", "?"))
 
 
-def too_broad_managed_policy(arn: str) -> bool:
-    """AdministratorAccess (and its job-function variants), PowerUserAccess and every
-    ``*FullAccess`` AWS managed policy: each grants a whole service or the whole account."""
+def passes_any_role(resource: str) -> bool:
+    """True when an ``iam:PassRole`` resource matches roles by pattern from the first character of
+    their name: ``*``, ``arn:aws:iam::*:role/*``, ``role/?*``, ``role/service-role/*``. Passing any
+    role of the account to a service the holder controls (an instance, a function, a pod) lends it
+    that role's permissions, an administrator's included. A name with a literal prefix
+    (``role/KarpenterNodeRole-*``) or an exact ARN is the holder's own choice and passes."""
+    if matches_everything(resource):
+        return True
+    parts = resource.split(":", 5)
+    if len(parts) < 6 or parts[0] != "arn":
+        return False
+    service, name = parts[2], parts[5]
+    if service.lower() != "iam" and not _wild(service):
+        return False
+    if name[:1] in WILDCARDS or not name:
+        return True
+    kind, _, rest = name.partition("/")
+    if kind.lower() != "role" and not _wild(kind):
+        return False
+    role = rest.rsplit("/", 1)[-1]
+    return not role or role[0] in WILDCARDS
+
+
+def _managed_policies() -> dict[str, Mapping[str, Any]]:
+    """The AWS managed policies the pack refuses, by name (facts.json aws_managed_policies, from
+    reference/upstream/aws-managed-policies.json)."""
+    return {str(p["name"]): p for p in _list(_platform_fact("aws_managed_policies", "too_broad"))}
+
+
+def too_broad_managed_policy(arn: str) -> str | None:
+    """Why attaching the managed policy ``arn`` grants too much, or None: the AWS managed policies
+    of facts.json (AdministratorAccess, PowerUserAccess, the job-function/SystemAdministrator,
+    NetworkAdministrator, DatabaseAdministrator and DataScientist policies, IAMFullAccess,
+    AmazonS3ReadOnlyAccess), and by name any ``AdministratorAccess*`` or ``*FullAccess`` policy:
+    each grants a whole service or the whole account. Matched on the name after the last ``/``, so
+    a job-function policy is caught under its real path (``policy/job-function/...``) and any other."""
     name = arn.rsplit("/", 1)[-1]
-    return name.startswith("AdministratorAccess") or name == "PowerUserAccess" or name.endswith("FullAccess")
+    if known := _managed_policies().get(name):
+        return str(known["why"])
+    if name.startswith("AdministratorAccess"):
+        return "administrator access"
+    if name.endswith("FullAccess"):
+        return "every action of a service"
+    return None
 
 
 def wildcard_problems(document: Mapping[str, Any]) -> list[str]:
-    """Wildcard actions, and ``Resource: "*"`` outside the documented exceptions, in Allow statements
-    (a Deny with a wildcard only narrows access)."""
+    """Wildcard actions (``*`` or ``?``), ``Resource: "*"`` outside the documented exceptions,
+    wildcard ARNs and ``iam:PassRole`` on any role, in Allow statements (a Deny with a wildcard
+    only narrows access)."""
     problems = []
     for index, statement in enumerate(_list(document.get("Statement"))):
         if _get(statement, "Effect") != "Allow":
@@ -736,10 +978,10 @@ def wildcard_problems(document: Mapping[str, Any]) -> list[str]:
         if "NotAction" in statement or "NotResource" in statement:
             problems.append(f"statement {label}: NotAction/NotResource in an Allow grants everything else")
         actions = [str(a) for a in _list(_get(statement, "Action"))]
-        if wild := [a for a in actions if "*" in a]:
+        if wild := [a for a in actions if _wild(a)]:
             problems.append(f"statement {label}: wildcard action(s) {', '.join(wild)}")
         resources = [str(r) for r in _list(_get(statement, "Resource"))]
-        if "*" in resources and not _star_resource_allowed(actions):
+        if any(matches_everything(r) for r in resources) and not _star_resource_allowed(actions):
             others = [a for a in actions if not _star_resource_allowed([a])]
             problems.append(
                 f'statement {label}: "Resource": "*" for {", ".join(others)} (not a documented exception)'
@@ -749,7 +991,29 @@ def wildcard_problems(document: Mapping[str, Any]) -> list[str]:
                 f"statement {label}: wildcard ARN(s) {', '.join(wild_arns)} match resources by pattern: "
                 "name each bucket, queue or key"
             )
+        passes = [a for a in actions if iam_matches(a, PASS_ROLE)]
+        if passes and (any_role := [r for r in resources if passes_any_role(r)]):
+            problems.append(
+                f"statement {label}: {', '.join(passes)} on {', '.join(any_role)} lets the holder hand any "
+                "role of the account, an administrator's too, to a service it controls: name the role's ARN"
+            )
     return problems
+
+
+def open_trust_problems(document: Mapping[str, Any]) -> list[str]:
+    """Allow statements of a role's trust policy that let everyone (Principal ``*``, or ``AWS``
+    ``*``) assume it with no condition that narrows who: any AWS account could take the role."""
+    return [
+        f'statement {_get(statement, "Sid") or f"#{index}"}: lets everyone (Principal "*") assume the '
+        f"role{_unnarrowed(statement)}: name the principals, or add aws:PrincipalOrgID/aws:PrincipalAccount"
+        for index, statement in enumerate(_list(document.get("Statement")))
+        if _get(statement, "Effect") == "Allow"
+        and _everyone(_get(statement, "Principal"))
+        and any(
+            iam_matches(a, t) for a in map(str, _list(_get(statement, "Action"))) for t in ASSUME_ROLE_ACTIONS
+        )
+        and not narrows_who(_get(statement, "Condition"))
+    ]
 
 
 def no_wildcard_iam(token: str, props: Props) -> list[str]:
@@ -763,14 +1027,16 @@ def no_wildcard_iam(token: str, props: Props) -> list[str]:
     if token in POLICY_ARN_INPUTS:
         where = POLICY_ARN_INPUTS[token]
         problems.extend(
-            f"{where} {arn} grants wildcard access: attach a least-privilege policy"
+            f"{where} {arn} grants wildcard access ({why}): attach a least-privilege policy"
             for arn in map(str, _list(props.get(where)))
-            if too_broad_managed_policy(arn)
+            if (why := too_broad_managed_policy(arn))
         )
     for where, raw in documents:
         document = _document(raw)
         if document is not None:
             problems.extend(f"{where}: {p}" for p in wildcard_problems(document))
+    if token == "aws:iam/role:Role" and (trust := _document(props.get("assumeRolePolicy"))) is not None:
+        problems.extend(f"assumeRolePolicy: {p}" for p in open_trust_problems(trust))
     return problems
 
 
@@ -880,19 +1146,22 @@ PUBLIC_GRANTEE_GROUPS = ("/global/AllUsers", "/global/AuthenticatedUsers")
 
 
 def _everyone(principal: Any) -> bool:
-    if principal == "*":
-        return True
-    return isinstance(principal, Mapping) and "*" in _list(principal.get("AWS"))
+    """Principal ``*``, or an ``AWS`` principal with a wildcard (``*``, ``arn:aws:iam::*:root``)."""
+    if isinstance(principal, str):
+        return _wild(principal)
+    return isinstance(principal, Mapping) and any(_wild(str(p)) for p in _list(principal.get("AWS")))
 
 
 def public_statements(document: Mapping[str, Any]) -> list[str]:
-    """Labels of the Allow statements that grant anyone (Principal "*") with no condition."""
+    """Labels of the Allow statements that grant anyone (Principal "*") with no condition that
+    narrows who: none, or one whose tests admit any caller (``aws:SecureTransport``, ``IpAddress
+    aws:SourceIp 0.0.0.0/0``, ``StringLike aws:SourceVpce *``, an ``...IfExists`` test)."""
     return [
-        str(_get(statement, "Sid") or f"#{index}")
+        str(_get(statement, "Sid") or f"#{index}") + _unnarrowed(statement)
         for index, statement in enumerate(_list(document.get("Statement")))
         if _get(statement, "Effect") == "Allow"
         and _everyone(_get(statement, "Principal"))
-        and not _get(statement, "Condition")
+        and not narrows_who(_get(statement, "Condition"))
     ]
 
 
@@ -928,17 +1197,30 @@ def buckets_not_public(resources: list[Resource]) -> list[tuple[str, str]]:
         for holder in [bucket, *(r for r in related if r.type in BUCKET_ACL_TYPES)]:
             if why := _public_acl(holder):
                 problems.append((holder.urn, f"bucket {label} is public through {why}: make it private"))
-        for holder in [bucket, *(r for r in related if r.type == "aws:s3/bucketPolicy:BucketPolicy")]:
-            document = _document(holder.props.get("policy")) if holder.props.get("policy") else None
-            if document is not None and (public := public_statements(document)):
-                problems.append(
-                    (
-                        holder.urn,
-                        f'bucket {label}\'s policy grants everyone (Principal "*", no condition) in '
-                        f"statement {', '.join(public)}: name the principals",
-                    )
-                )
+        for holder in [bucket, *(r for r in related if r.type == BUCKET_POLICY)]:
+            problems.extend(_public_policy(holder, f"bucket {label}'s policy"))
+    # A policy for a bucket this stack does not create (named by a literal) makes that bucket public
+    # just the same.
+    attached = {r.urn for b in resources if b.type in BUCKET_TYPES for r in resources if _feeds(r, b)}
+    for policy in (r for r in resources if r.type == BUCKET_POLICY and r.urn not in attached):
+        problems.extend(_public_policy(policy, f"the policy of bucket {policy.props.get('bucket')}"))
     return problems
+
+
+BUCKET_POLICY = "aws:s3/bucketPolicy:BucketPolicy"
+
+
+def _public_policy(holder: Resource, what: str) -> list[tuple[str, str]]:
+    document = _document(holder.props.get("policy")) if holder.props.get("policy") else None
+    if document is None or not (public := public_statements(document)):
+        return []
+    return [
+        (
+            holder.urn,
+            f'{what} grants everyone (Principal "*") in statement {", ".join(public)}: name the '
+            "principals, or narrow them with aws:PrincipalOrgID, aws:SourceVpce or aws:SourceIp",
+        )
+    ]
 
 
 # --- 10. security-group ingress --------------------------------------------------------------------
@@ -1054,10 +1336,43 @@ def host_access(spec: Mapping[str, Any]) -> list[str]:
             for c in _list(spec.get(key))
             if _truthy(_get(c, "securityContext", "privileged"))
         ]
+        # A hostPort listens on the node's own address, past the pod network and its policies.
+        found += [
+            f"hostPort {_get(port, 'hostPort')} on container {_get(c, 'name')}"
+            for c in _list(spec.get(key))
+            for port in _list(_get(c, "ports"))
+            if str(_get(port, "hostPort") or 0) not in ("0", "0.0")
+        ]
+    return found
+
+
+def host_access_values(values: Any) -> list[str]:
+    """What a Helm release's values switch on that reaches into the node, in the Kubernetes field
+    names charts pass through to their pods (``securityContext.privileged``, ``hostNetwork``...)."""
+    found = []
+    for path, key, value in _walk(values or {}):
+        if key in (*HOST_NAMESPACES, "privileged") and _truthy(value):
+            found.append(f"values.{path} true")
+        elif key == "hostPath" and value:
+            found.append(f"values.{path} (a hostPath volume)")
+        elif key == "hostPort" and str(value) not in ("0", "0.0", "None", ""):
+            found.append(f"values.{path} {value}")
     return found
 
 
 def no_host_access(token: str, props: Props) -> list[str]:
+    if token == HELM_RELEASE:
+        # A v3 Release's objects are no Pulumi resources (the engine never sees them), so its values
+        # are judged: the allow-listed exporters by (namespace, chart name).
+        namespace, chart = str(props.get("namespace") or "default"), chart_name(props)
+        if (namespace, chart) in HOST_ACCESS_ALLOWED or not (
+            found := host_access_values(props.get("values"))
+        ):
+            return []
+        return [
+            f"Helm release {props.get('name') or chart} ({chart}) sets {', '.join(found)}: only the "
+            "allow-listed exporters may reach into the node (policy/rules.py HOST_ACCESS_ALLOWED)"
+        ]
     if kind_of(token) is None or token.startswith("kubernetes:helm.sh/"):
         return []
     namespace = str(_get(props, "metadata", "namespace") or "default")
@@ -1070,6 +1385,357 @@ def no_host_access(token: str, props: Props) -> list[str]:
             f"{_obj_name(props)} {path} has {', '.join(found)}: only the allow-listed exporters may reach "
             "into the node (policy/rules.py HOST_ACCESS_ALLOWED)"
         )
+    return problems
+
+
+# --- 12. Helm charts ---------------------------------------------------------------------------------
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+# Charts whose rendered objects the engine registers as the chart's children (pulumi-kubernetes
+# v4 Chart, and the SDKs' v3 Chart component): the rules see each object, and which chart made it
+# by its parent. A v3 Release installs its objects itself, so only its values can be judged.
+HELM_CHARTS = ("kubernetes:helm.sh/v4:Chart", "kubernetes:helm.sh/v3:Chart")
+
+
+def chart_name(props: Props) -> str:
+    """The chart a Helm resource installs: ``keda`` for ``keda``, ``kedacore/keda``,
+    ``oci://ghcr.io/kedacore/keda``, ``https://.../keda-2.20.2.tgz`` or ``./charts/keda``."""
+    raw = str(props.get("chart") or props.get("path") or "").rstrip("/")
+    last = raw.rsplit("/", 1)[-1].removesuffix(".tgz")
+    return re.sub(r"-v?\d+\.\d+[\w.+-]*$", "", last)
+
+
+def charts_of(resources: list[Resource]) -> dict[str, str]:
+    """URN -> the chart that rendered it, for every descendant of a Helm Chart resource."""
+    by_urn = {r.urn: r for r in resources if r.urn}
+    found: dict[str, str] = {}
+    for resource in resources:
+        seen, parent = set(), by_urn.get(resource.parent)
+        while parent is not None and parent.urn not in seen:
+            if parent.type in HELM_CHARTS:
+                found[resource.urn] = chart_name(parent.props)
+                break
+            seen.add(parent.urn)
+            parent = by_urn.get(parent.parent)
+    return found
+
+
+# --- 13. RBAC ---------------------------------------------------------------------------------------
+
+RBAC_GROUP = "rbac.authorization.k8s.io"
+READ_VERBS_K8S = frozenset({"get", "list", "watch"})
+# Verbs that let the holder grant itself more (Kubernetes docs, "Role Based Access Control Good
+# Practices": escalate, bind, impersonate) and the subresources that run code in a pod or reach
+# the kubelet's API (pods/exec, pods/attach; nodes/proxy, which the kubelet serves exec through) or
+# mint any service account's token (serviceaccounts/token).
+ESCALATING_VERBS = ("escalate", "bind", "impersonate")
+EXEC_RESOURCES = ("pods/exec", "pods/attach", "nodes/proxy")
+TOKEN_RESOURCE = "serviceaccounts/token"
+# Subjects that mean every user or every workload of the cluster, and the built-in role that
+# grants everything.
+BROAD_GROUPS = ("system:authenticated", "system:unauthenticated", "system:serviceaccounts")
+ANONYMOUS_USER = "system:anonymous"
+CLUSTER_ADMIN = "cluster-admin"
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in _list(value)]
+
+
+def rbac_rule_problems(kind: str, rule: Mapping[str, Any]) -> list[str]:
+    """What one rule of a Role or ClusterRole grants beyond least privilege."""
+    groups = _strings(rule.get("apiGroups")) or [""]
+    resources = _strings(rule.get("resources"))
+    verbs = [v.lower() for v in _strings(rule.get("verbs"))]
+    names, urls = _strings(rule.get("resourceNames")), _strings(rule.get("nonResourceURLs"))
+    problems = []
+    if "*" in verbs:
+        problems.append("every verb")
+    if wild := [r for r in resources if r == "*" or r.startswith("*/")]:
+        problems.append(f"every resource ({', '.join(wild)})")
+    if "*" in urls:
+        problems.append("every non-resource URL")
+    if escalating := [v for v in ESCALATING_VERBS if v in verbs]:
+        problems.append(f"{', '.join(escalating)} (grants itself more)")
+    if exec_like := [r for r in resources if r in EXEC_RESOURCES]:
+        problems.append(f"{', '.join(exec_like)} (runs commands in pods or on nodes)")
+    if TOKEN_RESOURCE in resources and ({"create", "*"} & set(verbs)):
+        problems.append(f"create {TOKEN_RESOURCE} (a token for any service account)")
+    core = "" in groups or "*" in groups
+    reads = sorted(READ_VERBS_K8S & set(verbs)) or (["*"] if "*" in verbs else [])
+    if kind == "ClusterRole" and core and reads and not names and ({"secrets", "*"} & set(resources)):
+        problems.append(f"{'/'.join(reads)} Secrets in every namespace")
+    return problems
+
+
+def rbac_binding_problems(props: Props) -> list[str]:
+    """What a RoleBinding or ClusterRoleBinding hands out: cluster-admin, or any role to every
+    user, every anonymous caller or every service account of the cluster."""
+    problems = []
+    role = str(_get(props, "roleRef", "name") or "")
+    if role == CLUSTER_ADMIN:
+        problems.append(f"binds {CLUSTER_ADMIN}")
+    for subject in _list(props.get("subjects")):
+        kind, name = str(_get(subject, "kind")), str(_get(subject, "name"))
+        if (kind == "Group" and name in BROAD_GROUPS) or (kind == "User" and name == ANONYMOUS_USER):
+            problems.append(f"binds {role} to {kind} {name}")
+    return problems
+
+
+@dataclass(frozen=True)
+class ChartRoleGrant:
+    """A Role or ClusterRole a known chart renders that grants what rbac-least-privilege refuses,
+    allowed rule by rule: each refused rule of that object must fall within one of ``rules``
+    (its API groups, resources, verbs and resource names each a subset)."""
+
+    chart: str
+    kind: str
+    name: str
+    rules: tuple[Mapping[str, tuple[str, ...]], ...]
+    reason: str
+
+
+# The charts this project installs (components/; their objects as rendered with the project's
+# values are in tests/data/chart_objects.json, where a test runs the pack over them as a v4 Chart's
+# children and requires every entry here to still be needed). Names are the ones the project's
+# release names and values give (kube-prometheus-stack fullnameOverride kps). Only the objects and
+# rules named here are allowed; anything else a chart renders is judged like any other object.
+# KEDA (permissions.operator.restrict.secret, rbac.scaledRefKinds) and kube-state-metrics
+# (collectorsExclude secrets) need none: the project's values narrow them (components/monitoring/).
+CHART_ROLE_GRANTS: tuple[ChartRoleGrant, ...] = (
+    ChartRoleGrant(
+        "kube-prometheus-stack",
+        "ClusterRole",
+        "kps-operator",
+        (
+            {"apiGroups": ("monitoring.coreos.com",), "resources": ("*",), "verbs": ("*",)},
+            {"apiGroups": ("apps",), "resources": ("statefulsets",), "verbs": ("*",)},
+            {"apiGroups": ("",), "resources": ("configmaps", "secrets"), "verbs": ("*",)},
+        ),
+        "prometheus-operator creates and updates the StatefulSet, configuration Secrets and rule "
+        "ConfigMaps of every Prometheus it runs, and manages all its own custom resources "
+        "(kube-prometheus-stack 88.5.3 templates/prometheus-operator/clusterrole.yaml)",
+    ),
+    ChartRoleGrant(
+        "prometheus-adapter",
+        "ClusterRole",
+        "prometheus-adapter-server-resources",
+        ({"apiGroups": ("custom.metrics.k8s.io",), "resources": ("*",), "verbs": ("*",)},),
+        "the custom metrics API the adapter serves (custom.metrics.k8s.io only), bound for the HPA "
+        "to read the GPU-utilization metric it scales on (prometheus-adapter 5.3.0 "
+        "templates/custom-metrics-cluster-role.yaml)",
+    ),
+    ChartRoleGrant(
+        "lws",
+        "ClusterRole",
+        "lws-manager-role",
+        ({"apiGroups": ("",), "resources": ("secrets",), "verbs": ("get", "list", "update", "watch")},),
+        "the LeaderWorkerSet controller rotates the serving certificate of its own webhooks, kept "
+        "in a Secret, and its cache watches Secrets (lws v0.10.0 config/rbac/role.yaml, generated "
+        "by kubebuilder)",
+    ),
+)
+
+
+def _within(rule: Mapping[str, Any], allowed: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether an RBAC rule grants no more than ``allowed``: each of its API groups, resources,
+    verbs, resource names and URLs is listed there (a ``*`` there covers any resource of the API
+    groups allowed, the way the chart's own rule spells it)."""
+    for key in ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"):
+        have = set(_strings(rule.get(key)) or ([""] if key == "apiGroups" else []))
+        listed = set(allowed.get(key, ("",) if key == "apiGroups" else ()))
+        if not (have <= listed or (key == "resources" and "*" in listed)):
+            return False
+    return True
+
+
+def _role_grant(chart: str, kind: str, name: str, rule: Mapping[str, Any]) -> ChartRoleGrant | None:
+    for grant in CHART_ROLE_GRANTS:
+        if (grant.chart, grant.kind, grant.name) == (chart, kind, name) and any(
+            _within(rule, allowed) for allowed in grant.rules
+        ):
+            return grant
+    return None
+
+
+def rbac_least_privilege(resources: list[Resource]) -> list[tuple[str, str]]:
+    """Roles and ClusterRoles grant no wildcard verb or resource, no escalate/bind/impersonate,
+    no exec into pods, no token minting, no Secrets read cluster-wide; bindings hand out neither
+    cluster-admin nor anything to every user or service account. The rules a known chart needs
+    (CHART_ROLE_GRANTS) pass for that chart's object alone."""
+    charts = charts_of(resources)
+    problems = []
+    for resource in resources:
+        found = kind_of(resource.type)
+        if found is None or found[0] != RBAC_GROUP:
+            continue
+        kind, name = found[1], str(_get(resource.props, "metadata", "name"))
+        if kind in ("Role", "ClusterRole"):
+            for index, rule in enumerate(_list(resource.props.get("rules"))):
+                if not isinstance(rule, Mapping) or not (why := rbac_rule_problems(kind, rule)):
+                    continue
+                if _role_grant(charts.get(resource.urn, ""), kind, name, rule):
+                    continue
+                problems.append(
+                    (
+                        resource.urn,
+                        f"{kind} {_obj_name(resource.props)} rules[{index}] grants {'; '.join(why)}: "
+                        "name the resources and verbs it needs",
+                    )
+                )
+        elif kind in ("RoleBinding", "ClusterRoleBinding"):
+            problems.extend(
+                (
+                    resource.urn,
+                    f"{kind} {_obj_name(resource.props)} {why}: bind a narrower role to named subjects",
+                )
+                for why in rbac_binding_problems(resource.props)
+            )
+    return problems
+
+
+# --- 14. container privileges ----------------------------------------------------------------------
+
+
+def baseline_capabilities() -> frozenset[str]:
+    """The capabilities Pod Security's Baseline level lets a container add (facts.json
+    pod_security_baseline, from the Kubernetes Pod Security Standards)."""
+    return frozenset(_strings(_platform_fact("pod_security_baseline", "capabilities", "allowed")))
+
+
+def _capability(name: Any) -> str:
+    return str(name).upper().removeprefix("CAP_")
+
+
+def container_problems(spec: Mapping[str, Any], container: Mapping[str, Any]) -> list[str]:
+    """What one container (in its pod spec) runs with beyond Pod Security Baseline, privileged and
+    host access aside (no-host-access judges those): added capabilities outside Baseline's list
+    (``ALL``, ``SYS_ADMIN``, ``NET_ADMIN``...), ``allowPrivilegeEscalation: true``, an
+    ``Unconfined`` seccomp profile, an ``Unmasked`` /proc."""
+    context = container.get("securityContext") or {}
+    problems = []
+    allowed = baseline_capabilities()
+    if extra := [
+        c for c in map(_capability, _list(_get(context, "capabilities", "add"))) if c not in allowed
+    ]:
+        problems.append(f"adds capabilities {', '.join(extra)}")
+    if _truthy(context.get("allowPrivilegeEscalation")):
+        problems.append("allowPrivilegeEscalation true")
+    for where, holder in (("pod", spec.get("securityContext") or {}), ("container", context)):
+        if str(_get(holder, "seccompProfile", "type")) == "Unconfined":
+            problems.append(f"an Unconfined seccomp profile ({where})")
+    if str(context.get("procMount")) == "Unmasked":
+        problems.append("an Unmasked /proc")
+    return problems
+
+
+@dataclass(frozen=True)
+class ChartCapabilityGrant:
+    """A container of a known chart allowed to add capabilities beyond Baseline: those in
+    ``capabilities`` and no others."""
+
+    chart: str
+    kind: str
+    name: str
+    container: str
+    capabilities: frozenset[str]
+    reason: str
+
+
+CHART_CAPABILITY_GRANTS: tuple[ChartCapabilityGrant, ...] = (
+    ChartCapabilityGrant(
+        "dcgm-exporter",
+        "DaemonSet",
+        "dcgm-exporter",
+        "exporter",
+        frozenset({"SYS_ADMIN"}),
+        "DCGM's profiling metrics need CAP_SYS_ADMIN (dcgm-exporter 4.8.2 values.yaml: 'Required for "
+        "profiling metrics (DCGM_FI_PROF_*)'), and the project reads two of them, "
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE and DCGM_FI_PROF_PIPE_TENSOR_ACTIVE (promql/__init__.py); it "
+        "runs in node-monitoring, the namespace at Pod Security privileged",
+    ),
+)
+
+
+def _capability_grant(chart: str, kind: str, name: str, container: str, added: list[str]) -> bool:
+    return any(
+        (grant.chart, grant.kind, grant.name, grant.container) == (chart, kind, name, container)
+        and set(added) <= grant.capabilities
+        for grant in CHART_CAPABILITY_GRANTS
+    )
+
+
+def container_values_problems(values: Any) -> list[tuple[str, frozenset[str]]]:
+    """The same in a Helm release's values (charts pass securityContext fields through): each as
+    (what, the capabilities it adds beyond Baseline; none for the other findings)."""
+    allowed = baseline_capabilities()
+    found: list[tuple[str, frozenset[str]]] = []
+    for path, key, value in _walk(values or {}):
+        if key == "capabilities" and isinstance(value, Mapping):
+            extra = [c for c in map(_capability, _list(value.get("add"))) if c not in allowed]
+            if extra:
+                found.append((f"values.{path}.add {', '.join(extra)}", frozenset(extra)))
+        elif key == "allowPrivilegeEscalation" and _truthy(value):
+            found.append((f"values.{path} true", frozenset()))
+        elif key == "seccompProfile" and str(_get(value, "type")) == "Unconfined":
+            found.append((f"values.{path} Unconfined", frozenset()))
+        elif key == "procMount" and str(value) == "Unmasked":
+            found.append((f"values.{path} Unmasked", frozenset()))
+    return found
+
+
+def _release_problems(release: Resource) -> list[tuple[str, str]]:
+    found = container_values_problems(release.props.get("values"))
+    chart = chart_name(release.props)
+    added = frozenset().union(*(caps for _, caps in found)) if found else frozenset()
+    if not found or (
+        all(caps for _, caps in found)
+        and any(g.chart == chart and added <= g.capabilities for g in CHART_CAPABILITY_GRANTS)
+    ):
+        return []
+    what = ", ".join(message for message, _ in found)
+    label = release.props.get("name") or chart
+    return [(release.urn, f"Helm release {label} ({chart}) sets {what}: drop them (Pod Security Baseline)")]
+
+
+def container_least_privilege(resources: list[Resource]) -> list[tuple[str, str]]:
+    """No container adds capabilities beyond Pod Security Baseline, allows privilege escalation,
+    runs unconfined by seccomp or sees an unmasked /proc; a Helm release's values switch none of
+    these on. The containers a known chart needs (CHART_CAPABILITY_GRANTS) pass for that chart's
+    object alone."""
+    charts = charts_of(resources)
+    problems = []
+    for resource in resources:
+        if resource.type == HELM_RELEASE:
+            problems.extend(_release_problems(resource))
+            continue
+        found_kind = kind_of(resource.type)
+        if found_kind is None or resource.type.startswith("kubernetes:helm.sh/"):
+            continue
+        chart, name = charts.get(resource.urn, ""), str(_get(resource.props, "metadata", "name"))
+        for path, _, spec in pod_specs(resource.props):
+            for key in ("containers", "initContainers", "ephemeralContainers"):
+                for index, container in enumerate(_list(spec.get(key))):
+                    if not isinstance(container, Mapping) or not (why := container_problems(spec, container)):
+                        continue
+                    added = [
+                        c
+                        for c in map(
+                            _capability, _list(_get(container, "securityContext", "capabilities", "add"))
+                        )
+                        if c not in baseline_capabilities()
+                    ]
+                    if why == [f"adds capabilities {', '.join(added)}"] and _capability_grant(
+                        chart, found_kind[1], name, str(container.get("name")), added
+                    ):
+                        continue
+                    problems.append(
+                        (
+                            resource.urn,
+                            f"{_obj_name(resource.props)} {path}.{key}[{index}] ({container.get('name')}) "
+                            f"runs with {', '.join(why)}: drop them (Pod Security Baseline)",
+                        )
+                    )
     return problems
 
 
@@ -1114,7 +1780,7 @@ RESOURCE_RULES: tuple[ResourceRule, ...] = (
     ),
     ResourceRule(
         "no-world-open-ingress",
-        "No security group admits the whole internet (0.0.0.0/0, ::/0 or a union covering half of it).",
+        "No security group admits the whole internet (0.0.0.0/0, ::/0, or a union of CIDRs as open).",
         no_world_open_ingress,
     ),
     ResourceRule(
@@ -1149,6 +1815,18 @@ STACK_RULES: tuple[StackRule, ...] = (
         "no-world-open-ingress-sets",
         "Standalone ingress rules of one security group and port range do not add up to the whole internet.",
         world_open_ingress_sets,
+    ),
+    StackRule(
+        "rbac-least-privilege",
+        "Roles grant no wildcard verb or resource, no escalate/bind/impersonate, exec or token minting, no "
+        "cluster-wide Secrets read; bindings hand cluster-admin or anything to all users to no one.",
+        rbac_least_privilege,
+    ),
+    StackRule(
+        "container-least-privilege",
+        "No container adds capabilities beyond Pod Security Baseline, allows privilege escalation, runs "
+        "seccomp-unconfined or with an unmasked /proc.",
+        container_least_privilege,
     ),
     StackRule(
         "s3-not-public",

@@ -24,7 +24,8 @@ def policy_view(records: list[Recorded]) -> list[Resource]:
     """What the policy engine would see of each registered resource: type token, inputs (secrets
     masked), URN and the resources each input depends on."""
     return [
-        Resource(r.type, _prune(unwrap_secrets(r.inputs)), r.urn, r.name, r.dependencies) for r in records
+        Resource(r.type, _prune(unwrap_secrets(r.inputs)), r.urn, r.name, r.dependencies, r.parent)
+        for r in records
     ]
 
 
@@ -117,4 +118,6 @@ def test_the_rules_cover_every_promise_of_the_issue() -> None:
         "no-world-open-ingress",
         "no-world-open-ingress-sets",
         "no-host-access",
+        "rbac-least-privilege",
+        "container-least-privilege",
     }

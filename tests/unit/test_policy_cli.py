@@ -98,6 +98,7 @@ def test_the_offline_render_of_an_example_stack_passes(tmp_path: Path) -> None:
             "urn": r.urn,
             "props": _prune(unwrap_secrets(r.inputs)),
             "propertyDependencies": {k: list(v) for k, v in r.dependencies.items()},
+            "parent": r.parent,
         }
         for r in records
     ]

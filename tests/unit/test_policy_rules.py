@@ -253,7 +253,12 @@ BUCKET_URN = "urn:pulumi:s::p::aws:s3/bucket:Bucket::weights"
 TLS_ONLY = json.dumps(
     {
         "Statement": [
-            {"Effect": "Deny", "Action": "s3:*", "Condition": {"Bool": {"aws:SecureTransport": "false"}}}
+            {
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+            }
         ]
     }
 )
@@ -323,7 +328,8 @@ def test_iam_wildcards_only_within_the_documented_exceptions() -> None:
     role = {
         "inlinePolicies": [{"name": "x", "policy": doc({"Effect": "Allow", "Action": "*", "Resource": "*"})}]
     }
-    assert len(check("aws:iam/role:Role", role)) == 2
+    # the wildcard action, "Resource": "*", and iam:PassRole (which "*" matches) on every role
+    assert len(check("aws:iam/role:Role", role)) == 3
     admin = check(
         "aws:iam/rolePolicyAttachment:RolePolicyAttachment",
         {"policyArn": "arn:aws:iam::aws:policy/AdministratorAccess"},
@@ -444,6 +450,7 @@ def test_the_pack_wraps_every_rule_as_a_mandatory_policy_and_reports_through_it(
         urn=BUCKET_URN,
         name="weights",
         property_dependencies={},
+        parent=None,
     )
     buckets.validate(_Args(resources=[bucket]), lambda m, u=None: reported.append((m, u)))
     assert {u for _, u in reported} == {BUCKET_URN} and len(reported) == 2
@@ -535,7 +542,11 @@ def test_the_packs_copy_of_the_platform_facts_equals_the_snapshot() -> None:
     copy = json.loads((policy.pack_dir() / "facts.json").read_text())
     assert copy["karpenter"]["expiration"] == FACTS["karpenter"]["expiration"]
     assert copy["eks"]["auto_mode_max_node_lifetime"] == FACTS["eks"]["auto_mode_max_node_lifetime"]
-    assert set(copy) == {"about", "karpenter", "eks"}
+    managed = json.loads((ROOT / "reference" / "upstream" / "aws-managed-policies.json").read_text())
+    assert copy["aws_managed_policies"]["too_broad"] == managed["too_broad"]
+    pss = json.loads((ROOT / "reference" / "upstream" / "pod-security-standards.json").read_text())
+    assert copy["pod_security_baseline"]["capabilities"] == pss["baseline"]["capabilities"]
+    assert set(copy) == {"about", "karpenter", "eks", "aws_managed_policies", "pod_security_baseline"}
 
 
 def test_the_rules_and_the_check_command_import_no_pulumi_code() -> None:
