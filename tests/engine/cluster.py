@@ -22,13 +22,24 @@ import yaml
 
 from twin.providers.transform import register_twin_transform
 
+# kube-controller-manager's controllers the engine tests need: without them a deleted namespace, an
+# object deleted in the foreground, or a PersistentVolume(Claim) (the API server's
+# StorageObjectInUseProtection admission puts a protection finalizer on each, which only these
+# controllers lift once no pod uses it) never goes away, and the update or destroy waits forever.
+CONTROLLERS = ",".join(
+    (
+        "namespace-controller",
+        "garbage-collector-controller",
+        "persistentvolume-protection-controller",
+        "persistentvolumeclaim-protection-controller",
+    )
+)
+
 
 @contextlib.contextmanager
 def local_cluster(home: Path) -> Iterator[Path]:
-    """Tier 0's etcd + kube-apiserver with the vendored CRDs, plus kube-controller-manager's
-    namespace and garbage-collector controllers (without them a deleted namespace, or an object
-    deleted in the foreground, never goes away and ``destroy`` waits forever); yields an admin
-    kubeconfig file."""
+    """Tier 0's etcd + kube-apiserver with the vendored CRDs, plus the kube-controller-manager
+    controllers of ``CONTROLLERS``; yields an admin kubeconfig file."""
     server = pytest.importorskip(
         "deepseek_eks.automation.twin.server", reason="Tier 0 (automation/twin) is not in this tree"
     )
@@ -52,7 +63,7 @@ def local_cluster(home: Path) -> Iterator[Path]:
             files = captured["files"]
             path.write_text(yaml.safe_dump(kubeconfig(str(api.http.base_url).rstrip("/"), files)))
             controllers = subprocess.Popen(
-                [str(manager), f"--kubeconfig={path}", "--controllers=namespace,garbagecollector",
+                [str(manager), f"--kubeconfig={path}", f"--controllers={CONTROLLERS}",
                  "--leader-elect=false", "--secure-port=0", f"--root-ca-file={files.ca}",
                  f"--service-account-private-key-file={files.service_account_key}"],
                 stdout=(home / "kube-controller-manager.log").open("wb"), stderr=subprocess.STDOUT,

@@ -52,7 +52,9 @@ def twin_transform(charts: Path) -> pulumi.ResourceTransform:
             return None
         props = dict(args.props)
         if args.type_ == HELM_RELEASE:
-            chart = stub_chart(charts, str(props["chart"]), str(props["version"]))
+            # An OCI reference (oci://registry/path/name) names its chart by its last segment.
+            name = str(props["chart"]).rsplit("/", 1)[-1]
+            chart = stub_chart(charts, name, str(props["version"]))
             # `atomic` makes Helm wait for readiness whatever skipAwait says.
             props |= {"chart": str(chart), "skipAwait": True, "atomic": False}
             props.pop("repositoryOpts", None)
