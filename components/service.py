@@ -33,7 +33,7 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, settings_from_values
-from deepseek_eks.settings.model import DEFAULT_REGION
+from deepseek_eks.settings.model import DEFAULT_REGION, respelt
 from deepseek_eks.sizing import SizingPlan
 
 from . import wiring
@@ -562,6 +562,9 @@ class DeepSeekService(pulumi.ComponentResource):
             _refuse_compute_mode_switch(name, settings, previous, as_config=not args)
             if args and settings.deploy_blockers and not args.get("existing_cluster"):
                 _warn_unreachable_api(name, settings.deploy_blockers)
+            if args:  # the stack program's settings log their own (settings/pulumi_source.py)
+                for warning in settings.warnings:
+                    pulumi.log.warn(f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}")
             scope = dataclasses.replace(
                 self._scope(name, args, own_provider, aws_provider), previous=previous or {}
             )

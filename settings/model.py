@@ -765,7 +765,7 @@ class Problem:
         as a stack file writes them."""
         key = spelling(self.key) if spelling else shown_key(self.key)  # a spelling quotes its own
         # A message may quote the value (e.g. "'...' is not an EC2 GPU instance family").
-        message = redact(_respelt(self.message, spelling) if spelling else self.message)
+        message = redact(respelt(self.message, spelling) if spelling else self.message)
         if self.hidden:
             return f"{key}: {message}"
         shown = "(not set)" if self.value is _UNSET else _display(self.value)
@@ -778,9 +778,13 @@ Spelling = Callable[[str], str]
 One validator, two spellings (DESIGN.md)."""
 
 
-def _respelt(message: str, spelling: Spelling) -> str:
-    """``message`` with each setting it names (``endpoint.allowedCidrs``, ``aws:region``) in ``spelling``."""
-    keys = sorted((*known_keys(), *(f"{AWS}:{k}" for k in AWS_KEYS)), key=len, reverse=True)
+def respelt(message: str, spelling: Spelling) -> str:
+    """``message`` with each setting it names (``endpoint.allowedCidrs``,
+    ``deepseek-eks:image.registry``, ``aws:region``) in ``spelling``."""
+    names = known_keys()
+    keys = sorted(
+        (*names, *(f"{PROJECT}:{k}" for k in names), *(f"{AWS}:{k}" for k in AWS_KEYS)), key=len, reverse=True
+    )
     alternatives = "|".join(re.escape(k) for k in keys)
     pattern = re.compile(rf"(?<![\w.:-])(?:{alternatives})(?![\w])")
     return pattern.sub(lambda m: spelling(m[0] if ":" in m[0] else f"{PROJECT}:{m[0]}"), message)

@@ -64,3 +64,24 @@ def test_a_missing_region_does_not_hide_the_other_problems(monkeypatch: pytest.M
         run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
     message = str(raised.value)
     assert "region" in message and "max_replicas" in message, message
+
+
+def test_the_settings_warnings_reach_a_component_user_once_in_the_argument_spelling(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A setting that is valid but risky warns the stack program's user (settings/pulumi_source.py);
+    a component's user gets the same warnings, each once, naming the argument they wrote."""
+    said: list[str] = []
+    monkeypatch.setattr(pulumi.log, "warn", lambda message, *a, **k: said.append(str(message)))
+    args = {**ARGS, "cluster": {"public_access_cidrs": ["203.0.113.7/32"]}}
+
+    def program() -> dict[str, Any]:
+        DeepSeekService("chat", {**args, "autoscaling": {"target_gpu_utilization": 1}})  # type: ignore[arg-type]
+        return {}
+
+    run_with_mocks(program, RecordingMocks(), project=PROJECT, stack="dev", config={}, secret_keys=[])
+    registry = [w for w in said if 'image={"registry": ...}' in w]
+    target = [w for w in said if 'autoscaling={"target_gpu_utilization": ...}' in w]
+    assert len(registry) == 1 and len(target) == 1, said
+    assert all(w.startswith("DeepSeekService 'chat': ") for w in registry + target)
+    assert not any(f"{PROJECT}:" in w for w in registry + target)
