@@ -4,7 +4,8 @@ mypy or pyright, not only when the program runs.
 Each set is defined once, in the settings model (``settings/model.py``: the ``ComputeMode`` ...
 ``WeightsSource`` enums, ``Variant`` from ``sizing.VARIANTS``, ``Quantization``, ``GPU_FAMILIES``,
 ``SUPPORTED_KUBERNETES_VERSIONS``). A type checker needs the values written out, so each set is
-repeated here as a ``Literal`` and ``CLOSED_SETS`` pairs it with its definition;
+repeated here as a ``Literal`` (the variants and GPU families are Literals at their source,
+``sizing/catalog.py``) and ``CLOSED_SETS`` pairs it with its definition;
 ``tests/package/test_arg_types.py`` fails when the two differ.
 
 What a type checker reads and what runs differ on purpose. A type checker reads ``<Set>Arg``: the
@@ -35,19 +36,11 @@ from deepseek_eks.settings.model import (
     WeightsSource,
 )
 from deepseek_eks.sizing import GPU_FAMILIES, Quantization
+from deepseek_eks.sizing.catalog import GpuFamilyName as GpuFamilyValue
+from deepseek_eks.sizing.catalog import VariantName as VariantValue
 
 ComputeModeValue = Literal["auto-mode", "karpenter"]
-VariantValue = Literal[
-    "r1-distill-qwen-1.5b",
-    "r1-distill-qwen-7b",
-    "r1-distill-llama-8b",
-    "r1-distill-qwen-14b",
-    "r1-distill-qwen-32b",
-    "r1-distill-llama-70b",
-    "r1-671b",
-]
 QuantizationValue = Literal["auto", "bf16", "fp8", "awq-int4"]
-GpuFamilyValue = Literal["g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
 CapacityTypeValue = Literal["on-demand", "spot"]
 ScalingSignalValue = Literal["gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrency"]
 EndpointSchemeValue = Literal["internal", "internet-facing"]

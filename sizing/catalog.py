@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cache
 from importlib import resources
+from typing import Literal, get_args
 
 
 class Attention(StrEnum):
@@ -237,7 +238,9 @@ def instance_catalog() -> InstanceCatalog:
     )
 
 
-VARIANTS: tuple[str, ...] = (
+# The variants and GPU families, each written once as a Literal: a type checker reads the
+# component's arguments from these (components/arg_types.py), and the tuples are their values.
+VariantName = Literal[
     "r1-distill-qwen-1.5b",
     "r1-distill-qwen-7b",
     "r1-distill-llama-8b",
@@ -245,11 +248,11 @@ VARIANTS: tuple[str, ...] = (
     "r1-distill-qwen-32b",
     "r1-distill-llama-70b",
     "r1-671b",
-)
+]
+VARIANTS: tuple[str, ...] = get_args(VariantName)
 
-GPU_FAMILIES: tuple[str, ...] = (
-    "g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200",
-)  # fmt: skip
+GpuFamilyName = Literal["g4dn", "g5", "g6", "g6e", "p4d", "p4de", "p5", "p5e", "p5en", "p6-b200"]
+GPU_FAMILIES: tuple[str, ...] = get_args(GpuFamilyName)
 
 
 def unknown_family_message(name: str) -> str:
