@@ -351,7 +351,25 @@ TWIN_UPSTREAMS: dict[str, Upstream] = {
     "kubernetes": Upstream(
         "go", "k8s.io/kubernetes", build="k8s.io/kubernetes", hold_minor=KUBERNETES_MINOR_HOLD
     ),
+    "keda": Upstream(
+        "go",
+        "github.com/kedacore/keda/v2",
+        build="github.com/kedacore/keda/v2",
+        note="moves with the keda chart",
+    ),
     "kwok": Upstream("go", "sigs.k8s.io/kwok", build="sigs.k8s.io/kwok"),
+    "network-policy-controller": Upstream(
+        "go",
+        "github.com/aws/amazon-network-policy-controller-k8s",
+        build="github.com/aws/amazon-network-policy-controller-k8s",
+        note="the controller EKS runs for its network-policy agent (the twin runs this release)",
+    ),
+    "prometheus-adapter": Upstream(
+        "go",
+        "sigs.k8s.io/prometheus-adapter",
+        build="sigs.k8s.io/prometheus-adapter",
+        note="the version the pinned prometheus-adapter chart runs",
+    ),
     "pulumi": Upstream("go", "github.com/pulumi/pulumi/pkg/v3", build="github.com/pulumi/pulumi/pkg/v3"),
     "pulumi-resource-kubernetes": Upstream(
         "go",
@@ -682,21 +700,8 @@ def drift_targets(pins: list[Pin] | None = None, twin_root: Path = TWIN_GO) -> l
             targets.append(
                 DriftTarget(pin.kind, pin.name, pin.version, None, f"{pin.source} (no registry mapping)")
             )
-    addons = (
-        (versions.MOUNTPOINT_S3_CSI_ADDON, versions.MOUNTPOINT_S3_CSI_ADDON_VERSION),
-        (versions.SNAPSHOT_CONTROLLER_ADDON, versions.SNAPSHOT_CONTROLLER_ADDON_VERSION),
-    )
-    for addon, version in addons:
-        targets.append(
-            DriftTarget(
-                "addon",
-                addon,
-                version,
-                None,
-                f"EKS add-on builds: aws eks describe-addon-versions --addon-name {addon} "
-                "--kubernetes-version <k8s>",
-            )
-        )
+    for addon, version in addon_pins():
+        targets.append(DriftTarget("addon", addon, version, None, _addon_manual(addon, version)))
     pause, tag = versions.PAUSE_IMAGE.rsplit(":", 1)
     targets.append(
         DriftTarget(
@@ -708,7 +713,85 @@ def drift_targets(pins: list[Pin] | None = None, twin_root: Path = TWIN_GO) -> l
             "clusters' minor",
         )
     )
-    return [*targets, *twin_targets(twin_root)]
+    return [*targets, *image_digest_targets(), *twin_targets(twin_root)]
+
+
+UNPINNED = "unpinned"
+"""The PINNED column of an add-on with no version: EKS installs its default build for the minor."""
+
+
+def addon_pins() -> list[tuple[str, str]]:
+    """(add-on, pinned version) of every EKS add-on the program creates: the weights sources' and
+    Karpenter mode's, CoreDNS once per supported Kubernetes minor (``name@minor``)."""
+    pins = [
+        (versions.MOUNTPOINT_S3_CSI_ADDON, versions.MOUNTPOINT_S3_CSI_ADDON_VERSION),
+        (versions.SNAPSHOT_CONTROLLER_ADDON, versions.SNAPSHOT_CONTROLLER_ADDON_VERSION),
+    ]
+    pins += [(f"{versions.COREDNS_ADDON}@{k}", v) for k, v in sorted(versions.COREDNS_ADDON_VERSIONS.items())]
+    pins += [
+        (versions.POD_IDENTITY_AGENT_ADDON, versions.POD_IDENTITY_AGENT_ADDON_VERSION or UNPINNED),
+        (versions.EBS_CSI_ADDON, versions.EBS_CSI_ADDON_VERSION or UNPINNED),
+    ]
+    return pins
+
+
+def _addon_manual(addon: str, version: str) -> str:
+    name, _, minor = addon.partition("@")
+    listing = f"aws eks describe-addon-versions --addon-name {name} --kubernetes-version {minor or '<k8s>'}"
+    if version == UNPINNED:
+        return (
+            f"no version pinned: no upstream source read here states a build for the supported "
+            f"Kubernetes minors (reference/upstream/eks-addon-versions.json), so EKS installs its "
+            f"default; read the builds with `{listing}` and pin one in components/versions.py"
+        )
+    return f"EKS add-on builds: {listing}"
+
+
+# Chart images that the pinned chart itself names by digest (the rest come by the chart's tags).
+CHART_IMAGE_DIGESTS = {
+    "karpenter": "the chart pins its controller image by digest (values.yaml controller.image.digest)",
+}
+
+
+def image_digest_targets() -> list[DriftTarget]:
+    """One row per image the program pulls, saying whether it is pinned by digest. No registry is
+    reachable here, so none is checked against one: a digest is pinned only where an upstream
+    source states it (components/versions.py cites it), and each row is a manual step."""
+    rows = []
+    for image, digest, source in (
+        (
+            versions.VLLM_IMAGE,
+            versions.VLLM_IMAGE_DIGEST,
+            "no upstream record of this tag's digest was found offline (image-pulls.json vllm_image_digest)",
+        ),
+        (
+            versions.PAUSE_IMAGE,
+            versions.PAUSE_IMAGE_DIGEST,
+            "kubernetes/k8s.io registry.k8s.io/images/k8s-staging-kubernetes/images.yaml (image-pulls.json "
+            "pause_image_digest)",
+        ),
+    ):
+        repository = image.rsplit(":", 1)[0]
+        confirm = f"`docker buildx imagetools inspect {image}` (or `crane digest {image}`)"
+        detail = (
+            f"pinned by digest, from {source}: confirm it with {confirm} when the tag moves"
+            if digest
+            else f"pinned by tag only ({source}): read the digest with {confirm} and set it in "
+            "components/versions.py"
+        )
+        rows.append(DriftTarget("digest", f"{repository}@digest", digest or "none", None, detail))
+    for _, pin in sorted(vars(versions).items()):
+        if not isinstance(pin, ChartPin):
+            continue
+        name = pin.chart.rsplit("/", 1)[-1]
+        detail = CHART_IMAGE_DIGESTS.get(name) or (
+            "the chart's images come by the tags of its defaults: list them with `helm "
+            f"template {name} --version {pin.version} | grep image:`, read each digest with `crane digest`, "
+            "and set the chart's digest value where it has one"
+        )
+        pinned = "chart digests" if name in CHART_IMAGE_DIGESTS else "chart tags"
+        rows.append(DriftTarget("digest", f"{name}@images", pinned, None, detail))
+    return rows
 
 
 # -- the comparison ------------------------------------------------------------------------------

@@ -382,6 +382,7 @@ def build_service(
                 existing_node_role_name=existing.node_role_name if existing else "",
                 node_security_group_ids=list(existing.node_security_group_ids) if existing else [],
                 cluster_singletons=scope.shared_addons,
+                kubernetes_version=settings.kubernetes_version,
             ),
             opts=k8s_opts,
         )

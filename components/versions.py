@@ -117,3 +117,32 @@ SNAPSHOT_CONTROLLER_ADDON_VERSION = "v8.2.0-eksbuild.1"
 # resources. 3.10 (kubernetes/kubernetes build/pause/CHANGELOG.md) is the one kubeadm uses for
 # Kubernetes 1.31 and later.
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# Its digest, as the image promoter publishes it: kubernetes/k8s.io
+# registry.k8s.io/images/k8s-staging-kubernetes/images.yaml (ecf019a8), `- name: pause`, dmap
+# "sha256:ee6521f2...917a": ["3.10"] (the promoted manifest list). Facts: image-pulls.json.
+PAUSE_IMAGE_DIGEST = "sha256:ee6521f290b2168b6e0935a181d4cff9be1ac3f505666ef0e3c98fae8199917a"
+
+# EKS add-ons a cluster of our own gets in Karpenter mode (components/platform/karpenter.py; Auto
+# Mode runs their equivalents itself). An add-on without a version gets the one EKS makes the
+# default for the cluster's Kubernetes minor when it is created, and keeps it: pinned where an
+# upstream source states a version that exists for each supported minor.
+COREDNS_ADDON = "coredns"
+# EKS User Guide, managing-coredns.html, "CoreDNS versions": "The following table lists the latest
+# version of the Amazon EKS add-on type for each Kubernetes version": 1.34 and 1.33
+# v1.12.4-eksbuild.1, 1.32 v1.11.4-eksbuild.24 (stored copy of docs.aws.amazon.com, read
+# 2026-12-04; facts: reference/upstream/eks-addon-versions.json). Keyed by the cluster's minor:
+# an add-on version is built for a range of minors, and the table gives one per minor.
+COREDNS_ADDON_VERSIONS = {
+    "1.32": "v1.11.4-eksbuild.24",
+    "1.33": "v1.12.4-eksbuild.1",
+    "1.34": "v1.12.4-eksbuild.1",
+}
+# No source available offline states an eks-pod-identity-agent or aws-ebs-csi-driver add-on build
+# for Kubernetes 1.32-1.34 (the EKS User Guide pages for both say to list them with
+# `aws eks describe-addon-versions`, which needs an account; the stored guide repository predates
+# 1.32). Unpinned: EKS installs its default build for the minor, and `python -m automation pins
+# --check` lists both as a manual step, with the command that reads the builds.
+POD_IDENTITY_AGENT_ADDON = "eks-pod-identity-agent"
+POD_IDENTITY_AGENT_ADDON_VERSION: str | None = None
+EBS_CSI_ADDON = "aws-ebs-csi-driver"
+EBS_CSI_ADDON_VERSION: str | None = None

@@ -27,8 +27,7 @@ if TYPE_CHECKING:
     from .model import ClusterSettings, EndpointSettings, NetworkSettings, Problem
 
 PUBLIC_ACCESS_FIX = (
-    "pulumi config set --path 'cluster.publicAccessCidrs[0]' <your egress IP>/32 "
-    "(curl -s https://checkip.amazonaws.com)"
+    "pulumi config set cluster.publicAccessCidrs <your egress IP>/32 (curl -s https://checkip.amazonaws.com)"
 )
 
 
@@ -61,7 +60,7 @@ def api_access(cluster: ClusterSettings, network: NetworkSettings, prefix: str) 
                 key,
                 cluster.public_access_cidrs,
                 f"{opened}: the Kubernetes API would be open to the internet; list only the CIDRs "
-                "you deploy from",
+                f"you deploy from ({PUBLIC_ACCESS_FIX}; docs/security.md, Nothing opened)",
             )
         )
     if opened := describe_world_open(cluster.private_access_cidrs):
@@ -69,7 +68,8 @@ def api_access(cluster: ClusterSettings, network: NetworkSettings, prefix: str) 
             Problem(
                 f"{prefix}cluster.privateAccessCidrs",
                 cluster.private_access_cidrs,
-                f"{opened}; list only the networks you deploy from",
+                f"{opened}; list only the networks you deploy from (pulumi config set "
+                "cluster.privateAccessCidrs <runner CIDR>; docs/security.md, Nothing opened)",
             )
         )
     private_sources = cluster.private_access_cidrs or cluster.private_access_security_group_ids
@@ -147,13 +147,25 @@ def endpoint_access(
                     f"certificates are regional, use one issued or imported in {region}",
                 )
             )
+    # World-open allowed CIDRs are refused on an internal endpoint too (docs/configuration.md): the
+    # internal load balancer admits them from every network routed to the VPC (peerings, VPN,
+    # Transit Gateway, Direct Connect), and a set that covers a sixteenth of the internet is no list
+    # of clients there either. Private ranges (RFC 1918, 100.64.0.0/10) are no share of the public
+    # space, so "every private network" stays allowed.
     opened = describe_world_open(endpoint.allowed_cidrs)
-    if {"scheme", "allowedCidrs"} <= usable and public and opened:
+    if {"scheme", "allowedCidrs"} <= usable and opened:
+        where = (
+            "the inference API would be open to the whole internet"
+            if public
+            else "the internal load balancer would admit them from every network routed to the VPC"
+        )
         found.problems.append(
             Problem(
                 f"{p}allowedCidrs",
                 endpoint.allowed_cidrs,
-                f"{opened}: the inference API would be open to the whole internet; list your clients' CIDRs",
+                f"{opened}: {where}; list only your clients' CIDRs "
+                "(pulumi config set endpoint.allowedCidrs <client CIDR>; docs/security.md, "
+                "Nothing opened)",
             )
         )
     if {"hostname", "hostedZoneId"} <= usable and bool(endpoint.hostname) != bool(endpoint.hosted_zone_id):

@@ -296,6 +296,47 @@ def keda_values() -> dict[str, Any]:
             "operator": spread_over_nodes(KEDA_OPERATOR_LABELS),
             "metricsServer": spread_over_nodes(KEDA_METRICS_SERVER_LABELS),
         },
+        **keda_rbac_values(),
+    }
+
+
+# The resource KEDA must resize besides Deployments and StatefulSets (whose scale the chart always
+# grants): a multi-node replica is a LeaderWorkerSet, which has a scale subresource. RBAC names
+# resources by their plural, which the chart's template takes from `kind` as written.
+KEDA_SCALED_REF_KINDS = ({"apiGroup": "leaderworkerset.x-k8s.io", "kind": "leaderworkersets"},)
+
+
+def keda_rbac_values() -> dict[str, Any]:
+    """What narrows the KEDA chart's RBAC (kedacore/charts v2.20.2, keda/values.yaml and
+    templates/manager/clusterrole.yaml, minimal-rbac.yaml; facts in
+    reference/upstream/chart-rbac-facts.json).
+
+    By default the operator's ClusterRole grants ``list``/``watch`` on every Secret in the cluster
+    (for TriggerAuthentications that read Secrets of their own namespace) and, through the default
+    ``rbac.scaledRefKinds`` of ``apiGroup: "*"``, ``kind: "*"``, ``get`` on every resource of every
+    API group, Secrets included, plus get/list/patch/update/watch on every ``*/scale``.
+
+    - ``permissions.operator.restrict.secret: true`` drops the Secret rule from the ClusterRole and
+      sets KEDA_RESTRICT_SECRET_ACCESS on the operator: it reads Secrets of its own namespace only
+      (the chart's ``<operator>-certs`` Role there, which also holds its webhook certificates;
+      keda v2.20.2 cmd/operator/main.go already watches Secrets of that namespace alone). Nothing
+      here reads a Secret through KEDA: the ScaledObject's triggers are Prometheus queries and cron
+      schedules without ``authenticationRef``, and no TriggerAuthentication is rendered
+      (tests/rendered/test_chart_rbac.py checks both).
+    - ``permissions.metricServer.restrict.secret: true``: the same restriction for the metrics
+      server (templates/metrics-server/deployment.yaml; it has no Secret rule of its own).
+    - ``rbac.scaledRefKinds``: the one custom kind this project scales, instead of ``*``.
+
+    What stays: read on pods, services, configmaps, HPAs, Deployments; scale of Deployments and
+    StatefulSets cluster-wide (the chart grants it unconditionally: KEDA is one per cluster and
+    scales any namespace's workloads); writes on HPAs and Jobs it owns; the webhook's and metrics
+    server's read rules (templates/webhooks/clusterrole.yaml, metrics-server/clusterrole.yaml)."""
+    return {
+        "permissions": {
+            "operator": {"restrict": {"secret": True}},
+            "metricServer": {"restrict": {"secret": True}},
+        },
+        "rbac": {"scaledRefKinds": [dict(kind) for kind in KEDA_SCALED_REF_KINDS]},
     }
 
 

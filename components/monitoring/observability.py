@@ -28,6 +28,9 @@ from .availability import MAX_UNAVAILABLE, METRICS_PATH_REPLICAS, spread_over_no
 from .prometheus_names import PROMETHEUS_FULLNAME, PROMETHEUS_OBJECT, PROMETHEUS_PORT, prometheus_url
 
 GRAFANA_SECRET = "grafana-admin"
+# kube-state-metrics collectors left out: each would make its ClusterRole list and watch that
+# resource in every namespace (see kube_prometheus_stack_values).
+KSM_EXCLUDED_COLLECTORS = ("secrets", "configmaps")
 DASHBOARD_LABEL = "grafana_dashboard"
 ADAPTER_RELEASE = "prometheus-adapter"
 # The adapter's pod selector labels (prometheus-adapter 5.3.0 templates/_helpers.tpl
@@ -79,6 +82,20 @@ def kube_prometheus_stack_values(
         f"{kind}SelectorNilUsesHelmValues": False
         for kind in ("serviceMonitor", "podMonitor", "rule", "probe", "scrapeConfig")
     }
+    # RBAC of this chart (kube-prometheus-stack 88.5.3; facts in chart-rbac-facts.json):
+    # - prometheus-operator's ClusterRole (templates/prometheus-operator/clusterrole.yaml) grants
+    #   every verb on Secrets, ConfigMaps and StatefulSets in every namespace: it reads the Secrets
+    #   that monitors in any namespace reference (basic auth, TLS) and writes the configuration
+    #   Secret of each Prometheus. No value narrows it: the template is unconditional once the
+    #   operator is on, and prometheusOperator.namespaces only limits what it watches, not what its
+    #   role allows. It cannot be dropped either: the operator is what runs Prometheus here.
+    # - Prometheus' ClusterRole (templates/prometheus/clusterrole.yaml): get/list/watch on nodes,
+    #   services, endpoints, pods and ingresses (service discovery in every namespace, since the
+    #   selectors above are open), no Secrets; nothing to narrow without losing the vLLM, KEDA and
+    #   dcgm-exporter monitors of other namespaces.
+    # - The admission webhook's patch Job: get/update on the operator's two webhook
+    #   configurations, and Secrets of the monitoring namespace only (job-patch/role.yaml).
+    # - Grafana and kube-state-metrics: narrowed below (rbac.namespaced, collectorsExclude).
     return {
         "fullnameOverride": PROMETHEUS_FULLNAME,
         "prometheus": {
@@ -120,6 +137,12 @@ def kube_prometheus_stack_values(
                 "dashboards": {"enabled": True, "label": DASHBOARD_LABEL, "searchNamespace": [namespace]}
             },
         },
+        # kube-state-metrics 8.4.0 templates/role.yaml grants list/watch on each resource of its
+        # collectors, cluster-wide: by default that includes every Secret and ConfigMap of the
+        # cluster (their full contents come with a list). `collectorsExclude` removes them from the
+        # collectors and so from the ClusterRole; no dashboard, alert or query here reads
+        # kube_secret_* or kube_configmap_* (kube-prometheus-stack 88.5.3's rules do not either).
+        "kube-state-metrics": {"collectorsExclude": list(KSM_EXCLUDED_COLLECTORS)},
         # kube-prometheus-stack 88.5.3 values.yaml: prometheus-node-exporter.namespaceOverride.
         "prometheus-node-exporter": {"namespaceOverride": host_namespace},
         # No prometheus-node-exporter tolerations: the sub-chart's default (values.yaml of
@@ -168,6 +191,12 @@ def dcgm_exporter_values(placement: GpuPlacement) -> dict[str, Any]:
         **dcgm_counters_mount(),
         "serviceMonitor": {"enabled": True, "interval": "15s", "honorLabels": False},
         "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "512Mi"}},
+        # dcgm-exporter 4.8.2 RBAC: a Role that may get its own metrics ConfigMap by name
+        # (templates/role.yaml), and a ClusterRole reading every pod (templates/clusterrole.yaml)
+        # only when pod labels or UIDs go into the metrics. Off (the chart's defaults, stated):
+        # the workload pod arrives as exported_pod/exported_namespace from the kubelet's pod
+        # resources API, without reading the API server.
+        "kubernetes": {"enablePodLabels": False, "enablePodUID": False},
     }
 
 
@@ -176,6 +205,12 @@ def adapter_values(scope: promql.Scope, namespace: str) -> dict[str, Any]:
     metrics, and no external metrics (KEDA owns external.metrics.k8s.io). Two replicas on
     different nodes with a budget of one (availability.py): the gpu-utilization HPA's metric
     survives a drain or a lost node."""
+    # RBAC of prometheus-adapter 5.3.0 (templates/*cluster-role*.yaml): `rules.external: []` renders
+    # no external-metrics ClusterRole, and no `rules.resource` none for resource metrics (pods,
+    # nodes, nodes/stats). What stays cannot be narrowed by a value: the resource-reader
+    # ClusterRole (get/list/watch on namespaces, pods, services and ConfigMaps in every namespace,
+    # to map series to objects; no Secrets) and the server-resources one (custom.metrics.k8s.io,
+    # the read-only API the adapter itself serves), both unconditional under rbac.create.
     return {
         "replicas": METRICS_PATH_REPLICAS,
         # The chart's defaults leave minAvailable unset and maxUnavailable 1 (templates/pdb.yaml

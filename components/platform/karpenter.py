@@ -12,13 +12,20 @@ import pulumi
 import pulumi_aws as aws
 
 from deepseek_eks.settings import ComputeMode
+from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
 
 from ..helm import helm_release
 from ..manifests import custom_resource
 from ..versions import (
     AWS_LOAD_BALANCER_CONTROLLER,
+    COREDNS_ADDON,
+    COREDNS_ADDON_VERSIONS,
+    EBS_CSI_ADDON,
+    EBS_CSI_ADDON_VERSION,
     KARPENTER,
     NVIDIA_DEVICE_PLUGIN,
+    POD_IDENTITY_AGENT_ADDON,
+    POD_IDENTITY_AGENT_ADDON_VERSION,
     SYSTEM_NODE_INSTANCE_TYPES,
 )
 from .capacity import (
@@ -100,6 +107,9 @@ class KarpenterCapacityArgs(CapacityArgs):
     cluster_singletons: bool = True
     """Joining: install the NVIDIA device plugin and the gp3 StorageClass too (one service per
     cluster does). A cluster of our own always gets them."""
+    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
+    """The cluster's Kubernetes minor (setting kubernetesVersion): picks the CoreDNS
+    add-on build (versions.COREDNS_ADDON_VERSIONS)."""
 
 
 class KarpenterCapacity(pulumi.ComponentResource):
@@ -209,6 +219,9 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 "nodeSelector": gpu_nodes,
                 "tolerations": [GPU_TOLERATION, CRITICAL_ADDONS_TOLERATION],
                 "priorityClassName": "system-node-critical",
+                # RBAC (v0.18.0 templates/role.yml): a ClusterRole reading nodes only with a config
+                # ConfigMap (`config.name`/`config.map`) or GPU feature discovery with NFD's API;
+                # neither is set, so the plugin gets no role at all.
             },
             opts,
         )
@@ -344,13 +357,20 @@ class KarpenterCapacity(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[cluster]),
         )
         addon_opts = pulumi.ResourceOptions(parent=self, depends_on=[system_nodes])
+        # Add-on versions: components/versions.py (CoreDNS pinned per minor; the other two have no
+        # offline source and are a manual step of `pins --check`).
         coredns = aws.eks.Addon(
-            f"{name}-coredns", cluster_name=args.cluster_name, addon_name="coredns", opts=addon_opts
+            f"{name}-coredns",
+            cluster_name=args.cluster_name,
+            addon_name=COREDNS_ADDON,
+            addon_version=COREDNS_ADDON_VERSIONS[args.kubernetes_version],
+            opts=addon_opts,
         )
         pod_identity_agent = aws.eks.Addon(
             f"{name}-pod-identity-agent",
             cluster_name=args.cluster_name,
-            addon_name="eks-pod-identity-agent",
+            addon_name=POD_IDENTITY_AGENT_ADDON,
+            addon_version=POD_IDENTITY_AGENT_ADDON_VERSION,
             opts=addon_opts,
         )
         # The EBS add-on makes its own Pod Identity association from the role given to it.
@@ -364,7 +384,8 @@ class KarpenterCapacity(pulumi.ComponentResource):
         ebs_addon = aws.eks.Addon(
             f"{name}-ebs-csi",
             cluster_name=args.cluster_name,
-            addon_name="aws-ebs-csi-driver",
+            addon_name=EBS_CSI_ADDON,
+            addon_version=EBS_CSI_ADDON_VERSION,
             pod_identity_associations=[
                 aws.eks.AddonPodIdentityAssociationArgs(
                     role_arn=ebs_role.arn, service_account=EBS_CSI_SERVICE_ACCOUNT
@@ -393,6 +414,11 @@ class KarpenterCapacity(pulumi.ComponentResource):
                         "limits": {"cpu": "1", "memory": "1Gi"},
                     }
                 },
+                # RBAC (chart 1.14.1 templates/clusterrole-core.yaml, clusterrole.yaml, role.yaml):
+                # reads pods, nodes, volumes and workloads cluster-wide, writes NodeClaims and
+                # nodes, deletes and evicts pods (disruption), no Secrets. No value narrows it:
+                # the templates have no condition, and a provisioner must see every pending pod
+                # and drain any node. `additionalClusterRoleRules` (which would add) is not set.
             },
             k8s_child,
         )
@@ -414,6 +440,12 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 "enableWafv2": False,
                 "enableShield": False,
                 "tolerations": [CRITICAL_ADDONS_TOLERATION],
+                # RBAC (chart 3.5.0 templates/rbac.yaml): its ClusterRole reads pods, nodes,
+                # services, endpoints and ingresses and writes their status, TargetGroupBindings
+                # and Ingresses; Secrets in every namespace only with this flag, which ALB OIDC
+                # authentication needs and this project does not use (false is the chart's
+                # default, stated so a chart bump cannot turn it on unseen).
+                "clusterSecretsPermissions": {"allowAllSecrets": False},
             },
             k8s_child,
         )

@@ -24,7 +24,7 @@ from ..serving.vllm import (
     pod_security_context,
     server_container,
 )
-from ..versions import PAUSE_IMAGE
+from ..versions import PAUSE_IMAGE, PAUSE_IMAGE_DIGEST, image_reference
 
 WARM_SPARE = "gpu-warm-spare"
 WARM_SPARE_PRIORITY = -10
@@ -81,7 +81,7 @@ def placeholder_deployment(
                     "containers": [
                         {
                             "name": "hold",
-                            "image": PAUSE_IMAGE,
+                            "image": image_reference(PAUSE_IMAGE, digest=PAUSE_IMAGE_DIGEST),
                             "imagePullPolicy": "Always",  # a few hundred kB
                             "resources": resources,
                             "securityContext": container_security_context(),

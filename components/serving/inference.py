@@ -54,6 +54,7 @@ from .vllm import (
     checkov_annotations,
     container_security_context,
     default_deny_policy,
+    deletion_cost_policy,
     deployment,
     disruption_budget,
     egress_rules,
@@ -260,6 +261,11 @@ class Inference(pulumi.ComponentResource):
         )
         multi_node = plan.nodes_per_replica > 1
         if multi_node and args.install_cluster_singletons:
+            # No values: LWS 0.10.0's RBAC cannot be narrowed by one. Its manager ClusterRole
+            # (charts/lws/templates/rbac/clusterrole.yaml, unconditional) may get, list, watch and
+            # update Secrets in every namespace, for its webhook certificate rotation; the chart
+            # has no value that scopes it (enableCertManager changes only where the certificate
+            # comes from). Listed as an exception in docs/security.md and chart-rbac-facts.json.
             lws = helm_release(
                 f"{name}-lws",
                 "lws",
@@ -464,8 +470,9 @@ class Inference(pulumi.ComponentResource):
 
     def _deletion_cost_access(self) -> list[pulumi.Resource]:
         """The script and the least the init container needs: read nodes (their capacity-type
-        label), patch pods of this namespace (its own annotation; RBAC cannot name a pod whose
-        name is generated)."""
+        label), patch pods of this namespace (RBAC cannot name a pod whose name is generated), and
+        a ValidatingAdmissionPolicy that narrows the patch to the deletion-cost annotation of the
+        caller's own pod (vllm.deletion_cost_policy)."""
         name, args = self._name, self._args
         child = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
         rbac = k8s.rbac.v1
@@ -505,6 +512,26 @@ class Inference(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=[role]),
                 )
             )
+        # The policy before the pods can patch anything: the workload waits for it and its binding.
+        manifests = pulumi.Output.from_input(args.namespace).apply(
+            lambda ns: deletion_cost_policy(ns, cluster_name, args.labels)
+        )
+        admission = k8s.admissionregistration.v1
+        policy = admission.ValidatingAdmissionPolicy(
+            f"{name}-deletion-cost-policy",
+            metadata=manifests[0]["metadata"],
+            spec=manifests[0]["spec"],
+            opts=child,
+        )
+        bindings.append(policy)
+        bindings.append(
+            admission.ValidatingAdmissionPolicyBinding(
+                f"{name}-deletion-cost-policy",
+                metadata=manifests[1]["metadata"],
+                spec=manifests[1]["spec"],
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[policy]),
+            )
+        )
         return bindings
 
     def _warm_spares(self, workload: pulumi.Output[Workload]) -> None:

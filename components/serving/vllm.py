@@ -505,6 +505,109 @@ def with_deletion_cost(spec: dict[str, Any], workload: Workload) -> dict[str, An
     return {**spec, "initContainers": [init], "volumes": [*spec["volumes"], token, script]}
 
 
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"  # deletion_cost.py DELETION_COST
+DELETION_COST_VALUE = "1000"  # deletion_cost.py KEPT_COST
+# The pod a projected (bound) service-account token belongs to: the API server puts its name in the
+# caller's user info under this key (k8s.io/apiserver v0.34.12 pkg/authentication/serviceaccount/
+# util.go PodNameKey, set from the token's kubernetes.io.pod claim).
+POD_NAME_EXTRA = "authentication.kubernetes.io/pod-name"
+
+
+def deletion_cost_policy(
+    namespace: str, name: str, labels: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ValidatingAdmissionPolicy and its binding (admissionregistration.k8s.io/v1, GA since
+    Kubernetes 1.30; the supported clusters are 1.32-1.34) that narrow the init container's
+    ``patch pods`` Role: RBAC cannot name a pod whose name is generated, so the Role covers every
+    pod of the namespace, and this policy takes everything back but the one change the script
+    makes. A request by the ``vllm`` service account on a pod is allowed only when it
+
+    - is an update of the pod itself (no create, delete, connect or subresource),
+    - targets the pod its bound token was issued for (the token's pod name in the user info),
+    - leaves the spec, labels, owner references, finalizers and every other annotation as they
+      were, and sets ``controller.kubernetes.io/pod-deletion-cost`` to 1000 or leaves it.
+
+    Everyone else's requests are not matched (``matchConditions`` on the user name), so the kubelet,
+    controllers and the deployer are untouched. A CEL error denies (``failurePolicy: Fail``): the
+    script is best effort, the pod still starts and ranks like a spot pod."""
+    user = f"system:serviceaccount:{namespace}:{APP}"
+    key = json.dumps(DELETION_COST_ANNOTATION).replace('"', "'")
+    pod = json.dumps(POD_NAME_EXTRA).replace('"', "'")
+    same = [
+        f"object.metadata.?{field}.orValue({empty}) == oldObject.metadata.?{field}.orValue({empty})"
+        for field, empty in (("labels", "{}"), ("ownerReferences", "[]"), ("finalizers", "[]"))
+    ]
+    validations = [
+        (
+            "request.operation == 'UPDATE' && request.?subResource.orValue('') == ''",
+            f"{APP} may only update a pod's own fields: no create, delete, connect or subresource",
+        ),
+        (
+            f"{pod} in request.userInfo.extra && request.userInfo.extra[{pod}] == [object.metadata.name]",
+            f"{APP} may only change the pod its token was issued for",
+        ),
+        (
+            "object.spec == oldObject.spec && " + " && ".join(same),
+            f"{APP} may not change a pod's spec, labels, owner references or finalizers",
+        ),
+        (
+            "variables.new.all(k, k == variables.key"
+            " || (k in variables.old && variables.old[k] == variables.new[k]))"
+            " && variables.old.all(k, k == variables.key || k in variables.new)",
+            f"{APP} may change no annotation but {DELETION_COST_ANNOTATION}",
+        ),
+        (
+            f"!(variables.key in variables.new) || variables.new[variables.key] == '{DELETION_COST_VALUE}'"
+            " || (variables.key in variables.old"
+            " && variables.old[variables.key] == variables.new[variables.key])",
+            f"{APP} may set {DELETION_COST_ANNOTATION} to {DELETION_COST_VALUE} only",
+        ),
+    ]
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["*"],
+                        "resources": ["pods", "pods/*"],
+                    }
+                ]
+            },
+            "matchConditions": [
+                {
+                    "name": "deletion-cost-service-account",
+                    "expression": f"request.userInfo.username == '{user}'",
+                }
+            ],
+            "variables": [
+                {"name": "key", "expression": key},
+                {"name": "new", "expression": "object.metadata.?annotations.orValue({})"},
+                {"name": "old", "expression": "oldObject.metadata.?annotations.orValue({})"},
+            ],
+            "validations": [{"expression": e, "message": m, "reason": "Forbidden"} for e, m in validations],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "policyName": name,
+            "validationActions": ["Deny"],
+            "matchResources": {
+                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}}
+            },
+        },
+    }
+    return policy, binding
+
+
 # vLLM places all TP x PP ranks when it starts, so the leader waits until every node has joined.
 # (Double quotes only inside the Python code: sh then shows it in plain single quotes.)
 _WAIT_FOR_RAY_NODES = (

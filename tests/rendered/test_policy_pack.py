@@ -89,7 +89,8 @@ def test_a_stack_made_unsafe_fails_with_each_rules_message(monkeypatch: pytest.M
     [world] = by_rule["endpoint-not-open-to-world"]
     assert world == (
         "Ingress deepseek/vllm is internet-facing and alb.ingress.kubernetes.io/inbound-cidrs admits the "
-        "whole internet (0.0.0.0/0 together admit 100% of IPv4)"
+        "whole internet (0.0.0.0/0 together admit 100% of IPv4's public addresses (the world-open line "
+        "is 1/16 of them, 6.25 %))"
     )
     assert any(
         "'vllm/vllm-openai:latest' uses the mutable tag latest" in m for m in by_rule["pinned-versions"]

@@ -3,16 +3,18 @@ settings/names.py), checked against the upstream facts in reference/upstream/ an
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from deepseek_eks.automation.render import construct, render
-from deepseek_eks.settings import SettingsError, parse_settings
-from deepseek_eks.settings.cidrs import coverage, world_open
+from deepseek_eks.settings import SettingsError, cidrs, parse_settings
+from deepseek_eks.settings.cidrs import WORLD_OPEN_SHARE, coverage, public_coverage, world_open
 from tests.conftest import stack_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +56,72 @@ def test_world_open_unions_are_refused_for_the_api_and_the_endpoint() -> None:
     assert "together admit 100% of IPv4" in found[f"{P}endpoint.allowedCidrs"]
 
 
+# Six blocks, 49.2 % of IPv4 and almost none of it private or reserved: what the review found
+# accepted under the old line (half of the whole family).
+SIX_BLOCKS = ["128.0.0.0/2", "64.0.0.0/3", "32.0.0.0/4", "16.0.0.0/5", "48.0.0.0/6", "52.0.0.0/7"]
+PUBLIC_SPACE = json.loads((ROOT / "reference/upstream/public-address-space.json").read_text())
+
+
+def test_six_blocks_under_half_of_ipv4_are_open_to_the_world() -> None:
+    assert round(coverage(SIX_BLOCKS)[4], 3) == 0.492  # under the old line of 0.5
+    assert public_coverage(SIX_BLOCKS)[4] > Fraction(1, 2)  # more than half of every public host
+    found = problems(
+        {
+            f"{P}cluster.publicAccessCidrs": json.dumps(SIX_BLOCKS),
+            **PUBLIC,
+            f"{P}endpoint.allowedCidrs": json.dumps(SIX_BLOCKS),
+            f"{P}endpoint.certificateArn": CERT,
+        }
+    )
+    for key in ("cluster.publicAccessCidrs", "endpoint.allowedCidrs"):
+        message = found[f"{P}{key}"]
+        assert "of IPv4's public addresses (the world-open line is 1/16 of them, 6.25 %)" in message
+        assert f"pulumi config set {key} " in message and "--path" not in message  # the flat fix
+
+
+def test_the_line_is_a_sixteenth_of_the_public_space() -> None:
+    """Thirteen public /8s pass, fourteen do not (1/16 of the public space is 13.8 /8s)."""
+    eighths = [f"{a}.0.0.0/8" for a in (1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15)]
+    assert not world_open(eighths[:13]) and world_open(eighths)
+    assert parse_settings({f"{P}cluster.publicAccessCidrs": json.dumps(eighths[:13])})
+    assert "cluster.publicAccessCidrs" in " ".join(
+        problems({f"{P}cluster.publicAccessCidrs": json.dumps(eighths)})
+    )
+    assert Fraction(1, 16) == WORLD_OPEN_SHARE and "1/16" in PUBLIC_SPACE["line"]["share"]
+
+
+def test_private_and_reserved_space_is_no_share_of_the_internet() -> None:
+    private = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "224.0.0.0/4"]
+    assert public_coverage(private) == {4: 0}
+    # a quarter of IPv4 that holds two non-public /8s is 28 % of the public space: world-open now
+    assert world_open(["0.0.0.0/2", "10.0.0.0/8"]) and not world_open(["0.0.0.0/5"])
+    assert world_open(["::/1", "8000::/1"]) and not world_open(["2600::/12", "fc00::/7", "fe80::/10"])
+
+
+def test_the_public_space_is_the_iana_registries_less_what_is_not_globally_reachable() -> None:
+    v4 = PUBLIC_SPACE["ipv4"]
+    listed = {*v4["not_globally_reachable"]["blocks"], *v4["multicast"]["blocks"]}
+    assert set(cidrs.NOT_PUBLIC_IPV4) == listed - {"255.255.255.255/32"}  # inside 240.0.0.0/4
+    assert cidrs.public_size(4) == v4["public_addresses"]
+    v6 = PUBLIC_SPACE["ipv6"]
+    assert v6["global_unicast"]["block"] == cidrs.PUBLIC_IPV6
+    assert set(cidrs.NOT_PUBLIC_IPV6) == set(v6["not_globally_reachable_inside_2000::/3"]["blocks"])
+    # Python's own list (3.11's ipaddress) is inside ours; multicast is what it calls global.
+    for network in ipaddress.IPv4Network._constants._private_networks:  # type: ignore[attr-defined]
+        assert public_coverage([str(network)]) == {4: 0}, network
+    assert ipaddress.ip_address("224.0.0.1").is_global and public_coverage(["224.0.0.0/4"]) == {4: 0}
+
+
+def test_world_open_allowed_cidrs_are_refused_on_an_internal_endpoint_too() -> None:
+    """docs/configuration.md: world-open sets are refused in endpoint.allowedCidrs, whatever the
+    scheme; an internal load balancer admits them from every network routed to the VPC."""
+    found = problems({f"{P}endpoint.allowedCidrs": json.dumps(SIX_BLOCKS)})
+    message = found[f"{P}endpoint.allowedCidrs"]
+    assert "every network routed to the VPC" in message and "config set endpoint.allowedCidrs " in message
+    every_private = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"]
+    assert parse_settings({f"{P}endpoint.allowedCidrs": json.dumps(every_private)})
+
+
 # ------------------------------------------------------------------ the cluster API on the first run
 
 
@@ -66,7 +134,7 @@ def test_the_default_private_endpoint_blocks_a_deployment_and_names_the_fix() ->
     assert [r["source"] for r in inbound] == ["Self"]
     settings = parse_settings({})
     [blocker] = settings.deploy_blockers
-    assert "cluster.publicAccessCidrs" in blocker and "pulumi config set --path" in blocker
+    assert "pulumi config set cluster.publicAccessCidrs " in blocker and "--path" not in blocker
     assert parse_settings({f"{P}cluster.publicAccessCidrs": "203.0.113.7/32"}).deploy_blockers == ()
 
 

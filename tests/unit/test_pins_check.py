@@ -293,6 +293,7 @@ def test_the_command_passes_strict_when_every_served_pin_is_current(fake: FakeRe
     table = rows(done.stdout)
     assert {t.name for t in targets} <= table.keys()  # one row per pin, none left out
     assert table["vllm/vllm-openai"][4] == "current"
+    assert table["vllm/vllm-openai@digest"][2:5] == ["none", "-", "manual"]  # the digest: a manual step
     # What no registry serves is listed as a manual step, not counted as a pass.
     assert table["kube-prometheus-stack"][4] == "manual"
     assert "NOT CHECKED (manual" in done.stdout and "kube-prometheus-stack" in done.stdout.splitlines()[-1]
@@ -341,3 +342,68 @@ def test_every_twin_module_and_every_inventory_pin_has_a_row() -> None:
     assert {p.source.split()[0] for p in inventory if p.kind == "crd-schema"} <= names
     # Each pin has a registry to ask or says where to look by hand.
     assert all(t.upstream is not None or t.manual for t in targets)
+
+
+# --- image digests and EKS add-ons: manual steps, never a silent pass (issue 37 §3) -----------------
+
+
+def test_every_image_has_a_digest_row_that_says_what_is_pinned_and_what_to_do() -> None:
+    from deepseek_eks.components import versions
+
+    digests = {t.name: t for t in pins.drift_targets() if t.kind == "digest"}
+    charts = {v.chart.rsplit("/", 1)[-1] for v in vars(versions).values() if isinstance(v, versions.ChartPin)}
+    assert set(digests) == {"vllm/vllm-openai@digest", "registry.k8s.io/pause@digest"} | {
+        f"{chart}@images" for chart in charts
+    }
+    assert all(t.upstream is None and t.manual for t in digests.values())  # reported as manual steps
+    vllm = digests["vllm/vllm-openai@digest"]
+    assert vllm.version == "none" and "pinned by tag only" in str(vllm.manual)
+    assert "imagetools inspect vllm/vllm-openai:v0.33.0" in str(vllm.manual)
+    pause = digests["registry.k8s.io/pause@digest"]
+    assert pause.version == versions.PAUSE_IMAGE_DIGEST and "kubernetes/k8s.io" in str(pause.manual)
+    assert "crane digest" in str(digests["keda@images"].manual)
+    assert "by digest" in str(digests["karpenter@images"].manual)
+
+
+def test_the_pause_image_is_pulled_by_the_digest_its_upstream_states() -> None:
+    from deepseek_eks.components import versions
+    from deepseek_eks.components.platform.warm_spare import placeholder_deployment  # noqa: F401
+
+    facts = json.loads((ROOT / "reference/upstream/image-pulls.json").read_text())["pause_image_digest"]
+    assert (facts["image"], facts["digest"]) == (versions.PAUSE_IMAGE, versions.PAUSE_IMAGE_DIGEST)
+    source = (ROOT / "components/platform/warm_spare.py").read_text()
+    assert "image_reference(PAUSE_IMAGE, digest=PAUSE_IMAGE_DIGEST)" in source
+
+
+def test_karpenter_mode_add_ons_are_pinned_or_listed_as_manual_with_the_reason() -> None:
+    from deepseek_eks.components import versions
+    from deepseek_eks.settings.model import SUPPORTED_KUBERNETES_VERSIONS
+
+    facts = json.loads((ROOT / "reference/upstream/eks-addon-versions.json").read_text())
+    # CoreDNS: one build per supported minor, each the one the EKS User Guide's table names.
+    assert set(versions.COREDNS_ADDON_VERSIONS) == set(SUPPORTED_KUBERNETES_VERSIONS)
+    for minor, version in versions.COREDNS_ADDON_VERSIONS.items():
+        assert facts["coredns"]["versions"][minor] == version
+    addons = {t.name: t for t in pins.drift_targets() if t.kind == "addon"}
+    assert {f"coredns@{m}" for m in SUPPORTED_KUBERNETES_VERSIONS} <= set(addons)
+    for name in (versions.POD_IDENTITY_AGENT_ADDON, versions.EBS_CSI_ADDON):
+        assert facts[name]["source"] is None and facts[name]["why"]
+        assert addons[name].version == pins.UNPINNED
+        assert "no version pinned" in str(addons[name].manual)
+        assert f"describe-addon-versions --addon-name {name}" in str(addons[name].manual)
+
+
+@pytest.mark.parametrize("minor", ["1.32", "1.34"])
+def test_a_cluster_of_our_own_in_karpenter_mode_gets_the_pinned_coredns_of_its_minor(minor: str) -> None:
+    from deepseek_eks.automation.render import render
+    from deepseek_eks.components import versions
+    from tests.conftest import stack_config
+
+    rendered = render(stack_config("prod", computeMode="karpenter", kubernetesVersion=minor))
+    addons = {
+        r["inputs"]["addonName"]: r["inputs"].get("addonVersion")
+        for r in rendered.aws
+        if r["type"] == "aws:eks/addon:Addon"
+    }
+    assert addons[versions.COREDNS_ADDON] == versions.COREDNS_ADDON_VERSIONS[minor]
+    assert addons[versions.POD_IDENTITY_AGENT_ADDON] is None and addons[versions.EBS_CSI_ADDON] is None

@@ -54,7 +54,7 @@ def test_an_internal_ingress_passes_and_an_internet_facing_one_needs_limited_cid
     [missing] = check(INGRESS, ingress(**facing))
     assert "without allowed CIDRs" in missing and rules.INGRESS_INBOUND_CIDRS in missing
     [world] = check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "203.0.113.0/24,0.0.0.0/0"}))
-    assert "admits the whole internet (203.0.113.0/24, 0.0.0.0/0 together admit 100% of IPv4)" in world
+    assert "admits the whole internet (203.0.113.0/24, 0.0.0.0/0 together admit 100% of IPv4's" in world
     [v6] = check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "::/0"}))
     assert "::/0" in v6
 
@@ -78,9 +78,13 @@ def test_a_union_of_cidrs_covering_the_internet_is_open_like_a_slash_zero(cidrs:
     assert "opens the EKS API endpoint to the internet" in cluster[0]
 
 
-def test_a_quarter_of_the_internet_is_not_world_open() -> None:
-    facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/2,10.0.0.0/8"}
+def test_a_set_under_the_line_is_not_world_open_and_a_quarter_of_the_internet_is() -> None:
+    """The line is 1/16 of the public address space (settings/cidrs.py): 0.0.0.0/5 is 3.2 % of it,
+    a quarter of IPv4 with two non-public /8s in it is 28 %."""
+    facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/5,10.0.0.0/8"}
     assert rules.endpoint_not_open_to_world(INGRESS, ingress(**facing)) == []
+    facing[rules.INGRESS_INBOUND_CIDRS] = "0.0.0.0/2,10.0.0.0/8"
+    assert rules.endpoint_not_open_to_world(INGRESS, ingress(**facing))
 
 
 def test_a_load_balancer_service_is_public_unless_marked_internal() -> None:
@@ -524,7 +528,7 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation(
                 ("endpoint-not-open-to-world", analyzer_pb2.MANDATORY)
             ]
             message = diagnostics[0].message
-            assert "admits the whole internet (0.0.0.0/1, 128.0.0.0/1 together admit 100% of IPv4)" in message
+            assert "whole internet (0.0.0.0/1, 128.0.0.0/1 together admit 100% of IPv4's public" in message
             pool = struct_pb2.Struct()
             pool.update(gpu_pool(expire="720h"))
             request = analyzer_pb2.AnalyzeRequest(type=NODEPOOL, properties=pool, urn="urn:p", name="gpu")
@@ -1083,24 +1087,24 @@ def test_narrow_ingress_rules_of_one_group_and_port_that_add_up_to_the_internet_
     port = {"ipProtocol": "tcp", "fromPort": 443, "toPort": 443}
     low = Resource(vpc_rule, {**port, "cidrIpv4": "0.0.0.0/1"}, "urn:low", "low", deps)
     high = Resource(vpc_rule, {**port, "cidrIpv4": "128.0.0.0/1"}, "urn:high", "high", deps)
-    # Each alone is half of IPv4, which the resource rule already refuses; a quarter each is not.
+    # Each alone is half of IPv4, which the resource rule already refuses. Two /5s are each under
+    # the line (1/16 of the public space: 3.2 % and 3.6 % of it) and together over it (6.8 %).
     found = check([low, high])
     assert [urn for urn, _ in found] == ["urn:low", "urn:high"]
     assert "ingress rules low, high of security group urn:sg (tcp 443-443) together admit" in found[0][1]
-    quarters = [
-        Resource(vpc_rule, {**port, "cidrIpv4": f"{a}.0.0.0/2"}, f"urn:{a}", str(a), deps)
-        for a in (0, 64, 128, 192)
+    pieces = [
+        Resource(vpc_rule, {**port, "cidrIpv4": f"{a}.0.0.0/5"}, f"urn:{a}", str(a), deps) for a in (8, 16)
     ]
-    assert all(rules.no_world_open_ingress(r.type, r.props) == [] for r in quarters)
-    assert len(check(quarters)) == 4
+    assert all(rules.no_world_open_ingress(r.type, r.props) == [] for r in pieces)
+    assert len(check(pieces)) == 2
     other_port = Resource(
-        vpc_rule, {**port, "fromPort": 22, "toPort": 22, "cidrIpv4": "128.0.0.0/2"}, "urn:o", "o", deps
+        vpc_rule, {**port, "fromPort": 22, "toPort": 22, "cidrIpv4": "16.0.0.0/5"}, "urn:o", "o", deps
     )
-    assert check([quarters[0], other_port]) == []  # a quarter on each port
+    assert check([pieces[0], other_port]) == []  # one piece on each port
     other_group = Resource(
-        vpc_rule, {**port, "cidrIpv4": "192.0.0.0/2"}, "urn:g", "g", {"securityGroupId": ("urn:sg2",)}
+        vpc_rule, {**port, "cidrIpv4": "16.0.0.0/5"}, "urn:g", "g", {"securityGroupId": ("urn:sg2",)}
     )
-    assert check([quarters[0], other_group]) == []  # a quarter in each group
+    assert check([pieces[0], other_group]) == []  # one piece in each group
     sg_rule = "aws:ec2/securityGroupRule:SecurityGroupRule"
     legacy = [
         Resource(
