@@ -78,10 +78,12 @@ LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10
 
 # Prometheus operator, Prometheus, Grafana, node-exporter and kube-state-metrics. The
 # ServiceMonitor, PodMonitor and PrometheusRule objects the project renders are validated
-# against prometheus-operator 0.93.0's CRD schemas. 88.5.3 is the newest release that can be shown
-# to exist: prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3 (ea930bae,
-# 2026-08-21; the newest such tag in the mirror read 2026-12-03, main at cf408a29 says 88.5.3).
-# 88.6.0, pinned before, has no tag or release there.
+# against prometheus-operator 0.93.0's CRD schemas. 88.5.3 is shown to exist by
+# prometheus-community/helm-charts tag kube-prometheus-stack-88.5.3 (ea930bae, 2026-08-21), the
+# newest tag of the repository snapshot readable here (main at cf408a29, 2026-08-22). Newer releases
+# exist upstream since (a review saw several majors newer), but no source of them is readable here:
+# moving means reading that chart and re-vendoring its operator's CRD schemas (pins --check lists
+# this chart as a manual step). 88.6.0, pinned once, has no tag or release.
 KUBE_PROMETHEUS_STACK = ChartPin(
     "kube-prometheus-stack", "https://prometheus-community.github.io/helm-charts", "88.5.3"
 )
