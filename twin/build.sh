@@ -2,7 +2,8 @@
 # Build the twin's real Kubernetes programs from the Go module proxy, only those
 # missing from the cache. Usage: twin/build.sh [NAME...]
 #   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok karpenter-kwok
-#         prometheus-adapter network-policy-controller (the autoscaling loop, issue 33)
+#         prometheus-adapter network-policy-controller keda-operator keda-metrics-apiserver
+#         (the autoscaling loop, issue 33)
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -29,6 +30,7 @@ kwok_version="$(required_version "$here/go/kwok" sigs.k8s.io/kwok)"
 karpenter_version="$(required_version "$here/go/karpenter" sigs.k8s.io/karpenter)"
 adapter_version="$(required_version "$here/go/prometheus-adapter" sigs.k8s.io/prometheus-adapter)"
 npc_version="$(required_version "$here/go/network-policy-controller" github.com/aws/amazon-network-policy-controller-k8s)"
+keda_version="$(required_version "$here/go/keda" github.com/kedacore/keda/v2)"
 
 kube_ldflags() {
   # The stamps hack/lib/version.sh sets in k8s.io/kubernetes (kube::version::ldflags),
@@ -61,6 +63,12 @@ build_one() {
       version="$npc_version"; module="$here/go/network-policy-controller"
       pkg="github.com/aws/amazon-network-policy-controller-k8s/cmd"
       ldflags="-s -w -X github.com/aws/amazon-network-policy-controller-k8s/pkg/version.GitVersion=$version" ;;
+    keda-operator|keda-metrics-apiserver) # KEDA's operator and its external-metrics server; every
+      # scaler (each cloud's SDK) is compiled in, so the first build is long: see docs/verification.md.
+      # The version its logs report (github.com/kedacore/keda/v2/version.Version).
+      version="$keda_version"; module="$here/go/keda"
+      case "$name" in keda-operator) pkg="github.com/kedacore/keda/v2/cmd/operator" ;; *) pkg="github.com/kedacore/keda/v2/cmd/adapter" ;; esac
+      ldflags="-s -w -X github.com/kedacore/keda/v2/version.Version=$version" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
       version="$kube_version"; module="$here/go/kubernetes"; pkg="./cmd/$name"; ldflags="$(kube_ldflags)" ;;
     *) echo "twin/build.sh: unknown program '$name'" >&2; exit 2 ;;

@@ -30,6 +30,8 @@ PROGRAMS = {
         "github.com/aws/amazon-network-policy-controller-k8s",
     ),
     "prometheus-adapter": ("go/prometheus-adapter", "sigs.k8s.io/prometheus-adapter"),
+    "keda-operator": ("go/keda", "github.com/kedacore/keda/v2"),
+    "keda-metrics-apiserver": ("go/keda", "github.com/kedacore/keda/v2"),
 }
 TIER0 = ("etcd", "kube-apiserver")
 
