@@ -322,15 +322,21 @@ def _gpus(pod: dict[str, Any]) -> int:
     return sum(int((c.get("resources") or {}).get("requests", {}).get(GPU_RESOURCE, 0)) for c in containers)
 
 
-def install_crds(api: Api) -> None:
-    """Karpenter's CRDs and the kwok node class's, as the kwok provider's chart ships them."""
-    for path in sorted((UPSTREAM / "crds").glob("*.yaml")):
+def install_crd_files(api: Api, folder: Path) -> None:
+    """Every CRD manifest of ``folder`` (``*.yaml``, as upstream ships them), each served before
+    the next; then the kinds are discovered."""
+    for path in sorted(folder.glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         reply = api.apply(crd, dry_run=False)
         if not reply.ok:
             raise TwinError(f"{path.name} was refused ({reply.status}): {reply.message}")
         wait_established(api, crd["metadata"]["name"])
     api.discover()
+
+
+def install_crds(api: Api) -> None:
+    """Karpenter's CRDs and the kwok node class's, as the kwok provider's chart ships them."""
+    install_crd_files(api, UPSTREAM / "crds")
 
 
 def _prerequisites(capacity: Capacity, objects: list[dict[str, Any]]) -> None:

@@ -24,12 +24,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..stackfile import PROJECT_ROOT
 from .binaries import require_binaries
-from .capacity import Program, kubeconfig
-from .check import wait_established
+from .capacity import Program, install_crd_files, kubeconfig
 from .server import Api, TwinError, _stop, _tail, free_port
 
 CONTROLLER = "network-policy-controller"
@@ -40,13 +37,7 @@ SETTLE_TIMEOUT_S = 90.0
 
 def install_crds(api: Api) -> None:
     """The controller's CRDs (it watches all four kinds at start)."""
-    for path in sorted((FACTS / "crds").glob("*.yaml")):
-        crd = yaml.safe_load(path.read_text())
-        reply = api.apply(crd, dry_run=False)
-        if not reply.ok:
-            raise TwinError(f"{path.name} was refused ({reply.status}): {reply.message}")
-        wait_established(api, crd["metadata"]["name"])
-    api.discover()
+    install_crd_files(api, FACTS / "crds")
 
 
 @contextlib.contextmanager
