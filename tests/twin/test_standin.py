@@ -1,0 +1,139 @@
+"""The vLLM/DCGM stand-in (automation/twin/standin.py): what it serves for a load, judged against
+each stack's own render (plan.json, the rendered queries), never against the stand-in's constants.
+Pure Python, no programs: it renders dev and prod offline once per module."""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from deepseek_eks.automation.render import render, write
+from deepseek_eks.automation.twin.standin import PodRef, StandIn
+from tests.conftest import stack_config
+
+STACKS = ("dev", "prod")
+A = PodRef("deepseek", "vllm-a", "node-a")
+B = PodRef("deepseek", "vllm-b", "node-b")
+
+
+@pytest.fixture(scope="module")
+def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    out = tmp_path_factory.mktemp("renders")
+    return {stack: write(render(stack_config(stack)), out / stack) for stack in STACKS}
+
+
+def _plan(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "plan.json").read_text())
+
+
+def _objects(folder: Path) -> list[dict[str, Any]]:
+    paths = sorted((folder / "kubernetes").glob("*.yaml"))
+    return [o for p in paths for o in yaml.safe_load_all(p.read_text()) if o]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_zero_load_runs_nothing(renders: dict[str, Path], stack: str) -> None:
+    standin = StandIn.from_render(renders[stack])
+    standin.set_state(0.0, [A, B])
+    for values in standin.values().values():
+        assert values["vllm:num_requests_running"] == 0
+        assert values["vllm:num_requests_waiting"] == 0
+        assert values["vllm:kv_cache_usage_perc"] == 0
+        assert values["DCGM_FI_DEV_GPU_UTIL"] == pytest.approx(0, abs=1e-9)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_overload_on_one_pod_queues(renders: dict[str, Path], stack: str) -> None:
+    # Above what one replica completes at saturation (the plan's own figure), requests wait.
+    plan = _plan(renders[stack])
+    standin = StandIn.from_render(renders[stack])
+    standin.set_state(1.5 * plan["requests_per_second"], [A])
+    values = standin.values()[A.name]
+    assert values["vllm:num_requests_waiting"] > 0
+    assert values["vllm:num_requests_running"] <= plan["max_num_seqs"]
+    assert values["DCGM_FI_DEV_GPU_UTIL"] == 100
+    # Below it, nothing waits.
+    standin.set_state(0.5 * plan["requests_per_second"], [A])
+    assert standin.values()[A.name]["vllm:num_requests_waiting"] == 0
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_planned_load_needs_the_plans_ceiling(renders: dict[str, Path], stack: str) -> None:
+    plan = _plan(renders[stack])
+    standin = StandIn.from_render(renders[stack])
+    # The planned load is the plan's ceiling at the plan's per-replica throughput.
+    ceiling = plan["max_replicas"] * plan["requests_per_second"]
+    assert standin.planned_rps() == pytest.approx(ceiling, rel=1e-3)
+    assert standin.replicas_needed(standin.planned_rps()) == plan["max_replicas"]
+    # Never below the rendered autoscaler's floor; one replica's worth more needs one more.
+    assert standin.replicas_needed(0.0) == plan["min_replicas"]
+    extra = standin.planned_rps() + 0.99 * plan["requests_per_second"]  # the plan rounds it
+    assert standin.replicas_needed(extra) == plan["max_replicas"] + 1
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_two_pods_split_the_load(renders: dict[str, Path], stack: str) -> None:
+    plan = _plan(renders[stack])
+    standin = StandIn.from_render(renders[stack])
+    load = 0.2 * plan["requests_per_second"]
+    standin.set_state(load, [A])
+    alone = standin.values()[A.name]["vllm:num_requests_running"]
+    standin.set_state(load, [A, B])
+    split = standin.values()
+    assert split[A.name] == split[B.name]
+    # The batch's step time grows a little with its size, so half the load runs a little under
+    # half the sequences (Little's law over the model's service time).
+    assert split[A.name]["vllm:num_requests_running"] == pytest.approx(alone / 2, rel=0.05)
+    assert split[A.name]["vllm:num_requests_running"] < alone
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_series_carry_the_labels_the_rendered_queries_select(renders: dict[str, Path], stack: str) -> None:
+    folder = renders[stack]
+    plan = _plan(folder)
+    standin = StandIn.from_render(folder)
+    standin.set_state(plan["requests_per_second"], [A], loading=[B])
+    vllm = standin.vllm_metrics(A.namespace, A.name)
+    assert vllm is not None
+    # vLLM labels its series with the served model name; the rendered rules select on it.
+    rule = next(o for o in _objects(folder) if o["kind"] == "PrometheusRule")
+    exprs = " ".join(r["expr"] for g in rule["spec"]["groups"] for r in g["rules"])
+    names = set(re.findall(r'model_name="([^"]+)"', exprs))
+    (name,) = names
+    for metric in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"):
+        assert f'{metric}{{engine="0",model_name="{name}"}}' in vllm
+    # dcgm-exporter: one series per GPU of the pod, mapped to it; a loading pod's GPUs read 0.
+    dcgm = standin.dcgm_metrics(A.node)
+    assert dcgm is not None
+    series = [line for line in dcgm.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+    assert len(series) == plan["gpus_per_replica"]
+    assert all('namespace="deepseek",pod="vllm-a"' in s and 'container="vllm"' in s for s in series)
+    loading = standin.dcgm_metrics(B.node)
+    assert loading is not None and all(
+        line.endswith(" 0.0") for line in loading.splitlines() if line.startswith("DCGM")
+    )
+    assert standin.vllm_metrics(B.namespace, B.name) is None  # not ready: not a vLLM target
+    groups = standin.targets("192.0.2.1:1")
+    jobs = sorted(g["labels"]["job"] for g in groups)
+    monitor = next(o for o in _objects(folder) if o["kind"] == "PodMonitor")["metadata"]
+    assert jobs == ["dcgm-exporter", "dcgm-exporter", f"{monitor['namespace']}/{monitor['name']}"]
+
+
+def test_serves_over_http(renders: dict[str, Path]) -> None:
+    standin = StandIn.from_render(renders["dev"])
+    standin.set_state(0.1, [A])
+    with standin.serving("127.0.0.1", 0) as base:
+        with urllib.request.urlopen(f"{base}/vllm/deepseek/vllm-a/metrics", timeout=5) as reply:
+            assert b"vllm:num_requests_running{" in reply.read()
+        with urllib.request.urlopen(f"{base}/dcgm/node-a/metrics", timeout=5) as reply:
+            assert b"DCGM_FI_DEV_GPU_UTIL{" in reply.read()
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(f"{base}/vllm/deepseek/vllm-b/metrics", timeout=5)
+        assert missing.value.code == 404
