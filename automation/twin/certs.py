@@ -1,6 +1,7 @@
-"""Throw-away certificates for a twin on 127.0.0.1: a CA, the API server's serving certificate, an
-admin client certificate (group ``system:masters``, which RBAC always allows) and the
-service-account signing key pair."""
+"""Throw-away certificates for a twin on 127.0.0.1 (and any further addresses it listens on): a CA,
+the API server's serving certificate, an admin client certificate (group ``system:masters``, which
+RBAC always allows), the service-account signing key pair, and the front proxy's CA and client
+certificate the aggregator presents to extension API servers (prometheus-adapter, KEDA's)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ class Certificates:
     client_key: Path
     service_account_key: Path
     service_account_pub: Path
+    front_proxy_ca: Path
+    proxy_client_cert: Path
+    proxy_client_key: Path
 
 
 def _name(common_name: str, organization: str | None = None) -> x509.Name:
@@ -67,8 +71,9 @@ def _issue(
     return builder.sign(issuer_key, hashes.SHA256())
 
 
-def generate(folder: Path) -> Certificates:
-    """Write a fresh set of certificates and keys into ``folder``."""
+def generate(folder: Path, *addresses: str) -> Certificates:
+    """Write a fresh set of certificates and keys into ``folder``; the serving certificate holds
+    127.0.0.1, ``localhost`` and each of ``addresses`` (IP addresses the API server binds)."""
     files = Certificates(
         *(
             folder / n
@@ -80,6 +85,9 @@ def generate(folder: Path) -> Certificates:
                 "admin.key",
                 "sa.key",
                 "sa.pub",
+                "front-proxy-ca.crt",
+                "front-proxy-client.crt",
+                "front-proxy-client.key",
             )
         )
     )
@@ -88,12 +96,21 @@ def generate(folder: Path) -> Certificates:
     ca = _issue(ca_name, ca_key, None)
     serving_key = ec.generate_private_key(ec.SECP256R1())
     sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    sans += [x509.IPAddress(ipaddress.ip_address(a)) for a in addresses if a != "127.0.0.1"]
     sans.append(x509.DNSName("localhost"))
     server_auth = [ExtendedKeyUsageOID.SERVER_AUTH]
     serving = _issue(_name("kube-apiserver"), serving_key, (ca_name, ca_key), server_auth, sans)
     client_key = ec.generate_private_key(ec.SECP256R1())
     client_auth = [ExtendedKeyUsageOID.CLIENT_AUTH]
     client = _issue(_name("twin-admin", "system:masters"), client_key, (ca_name, ca_key), client_auth)
+    # The aggregator's client identity towards extension API servers: kubeadm's names, a CA of its
+    # own and CN front-proxy-client (kubernetes v1.34.12 cmd/kubeadm/app/constants/constants.go
+    # FrontProxyClientCertCommonName), which --requestheader-allowed-names admits.
+    proxy_ca_key = ec.generate_private_key(ec.SECP256R1())
+    proxy_ca_name = _name("deepseek-eks-twin-front-proxy-ca")
+    proxy_ca = _issue(proxy_ca_name, proxy_ca_key, None)
+    proxy_key = ec.generate_private_key(ec.SECP256R1())
+    proxy = _issue(_name("front-proxy-client"), proxy_key, (proxy_ca_name, proxy_ca_key), client_auth)
     sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     pem = serialization.Encoding.PEM
     files.ca.write_bytes(ca.public_bytes(pem))
@@ -102,6 +119,9 @@ def generate(folder: Path) -> Certificates:
     files.client_cert.write_bytes(client.public_bytes(pem))
     files.client_key.write_bytes(_key_pem(client_key))
     files.service_account_key.write_bytes(_key_pem(sa_key))
+    files.front_proxy_ca.write_bytes(proxy_ca.public_bytes(pem))
+    files.proxy_client_cert.write_bytes(proxy.public_bytes(pem))
+    files.proxy_client_key.write_bytes(_key_pem(proxy_key))
     files.service_account_pub.write_bytes(
         sa_key.public_key().public_bytes(pem, serialization.PublicFormat.SubjectPublicKeyInfo)
     )

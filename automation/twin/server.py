@@ -1,5 +1,8 @@
 """Start the real etcd and kube-apiserver on 127.0.0.1 (free ports, fresh certificates, a temporary
-folder), wait until the API server is ready, and stop both, always, when the block ends."""
+folder), wait until the API server is ready, and stop both, always, when the block ends.
+
+The API server may bind another local address instead (the autoscaling loop's bridge, where the
+programs in network namespaces reach it) and take further flags (``--enable-aggregator-routing``)."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import ssl
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ import httpx
 from . import certs
 from .binaries import require_binaries
 
+LOOPBACK = "127.0.0.1"
 READY_TIMEOUT_S = 180.0  # a cold start on a busy 2-core machine takes tens of seconds
 FIELD_MANAGER = "deepseek-eks-twin"
 
@@ -130,10 +134,11 @@ class Api:
         return self.call("PATCH", url, obj, "application/apply-patch+yaml", params)
 
 
-def free_port() -> int:
-    """A port nothing listens on now (the kernel's pick); the program binds it moments later."""
+def free_port(address: str = LOOPBACK) -> int:
+    """A port nothing listens on ``address`` now (the kernel's pick); the program binds it moments
+    later."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((address, 0))
         return int(s.getsockname()[1])
 
 
@@ -179,8 +184,12 @@ def _wait_ready(check: Any, processes: dict[str, tuple[subprocess.Popen[bytes], 
 
 
 @contextlib.contextmanager
-def running_twin() -> Iterator[Api]:
+def running_twin(address: str = LOOPBACK, extra_flags: Sequence[str] = ()) -> Iterator[Api]:
     """etcd + kube-apiserver for the duration of the block; both are stopped however it ends.
+
+    The API server binds ``address`` (an address of this host; its serving certificate holds it)
+    and gets ``extra_flags`` after its own. It always has the front proxy's request-header flags, so
+    aggregated API servers (APIServices) can authenticate the users it proxies for.
 
     Raises ``BinariesMissing`` when they are not built, ``TwinError`` when they do not start."""
     binaries = require_binaries()
@@ -188,8 +197,9 @@ def running_twin() -> Iterator[Api]:
     with tempfile.TemporaryDirectory(prefix="deepseek-eks-twin-") as temp:
         root = Path(temp)
         try:
-            files = certs.generate(root)
-            etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+            # generate(root) alone for the default: tests/engine/cluster.py wraps it with one argument.
+            files = certs.generate(root) if address == LOOPBACK else certs.generate(root, address)
+            etcd_port, peer_port, api_port = free_port(), free_port(), free_port(address)
             etcd_url = f"http://127.0.0.1:{etcd_port}"
             peer_url = f"http://127.0.0.1:{peer_port}"
             processes["etcd"] = (
@@ -220,8 +230,8 @@ def running_twin() -> Iterator[Api]:
                     [
                         str(binaries["kube-apiserver"]),
                         f"--etcd-servers={etcd_url}",
-                        "--bind-address=127.0.0.1",
-                        "--advertise-address=127.0.0.1",
+                        f"--bind-address={address}",
+                        f"--advertise-address={address}",
                         f"--secure-port={api_port}",
                         f"--tls-cert-file={files.serving_cert}",
                         f"--tls-private-key-file={files.serving_key}",
@@ -233,6 +243,17 @@ def running_twin() -> Iterator[Api]:
                         "--service-cluster-ip-range=10.96.0.0/16",
                         "--authorization-mode=RBAC",
                         "--enable-priority-and-fairness=false",
+                        # The front proxy, as kubeadm sets it (kubernetes v1.34.12
+                        # cmd/kubeadm/app/phases/controlplane/manifests.go): the aggregator's
+                        # client certificate and the headers extension servers trust from it.
+                        "--requestheader-username-headers=X-Remote-User",
+                        "--requestheader-group-headers=X-Remote-Group",
+                        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                        f"--requestheader-client-ca-file={files.front_proxy_ca}",
+                        "--requestheader-allowed-names=front-proxy-client",
+                        f"--proxy-client-cert-file={files.proxy_client_cert}",
+                        f"--proxy-client-key-file={files.proxy_client_key}",
+                        *extra_flags,
                     ],
                     root / "kube-apiserver.log",
                 ),
@@ -240,7 +261,7 @@ def running_twin() -> Iterator[Api]:
             )
             tls = ssl.create_default_context(cafile=str(files.ca))
             tls.load_cert_chain(str(files.client_cert), str(files.client_key))
-            http = httpx.Client(base_url=f"https://127.0.0.1:{api_port}", verify=tls, timeout=60)
+            http = httpx.Client(base_url=f"https://{address}:{api_port}", verify=tls, timeout=60)
             with http:
                 ready = lambda: http.get("/readyz").status_code == 200  # noqa: E731
                 _wait_ready(ready, processes, "kube-apiserver /readyz")
