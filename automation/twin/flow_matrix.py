@@ -82,7 +82,8 @@ NOT_PUBLIC = (
     "224.0.0.0/4",
     "240.0.0.0/4",
 )
-# Where the twin's API server allocates ClusterIPs (server.py's --service-cluster-ip-range).
+# Where the twin's API server allocates ClusterIPs (server.py's --service-cluster-ip-range), when it
+# does not say itself.
 TWIN_SERVICE_CIDR = "10.96.0.0/16"
 WARM_SPARE = "warm-spare"  # components/platform/warm_spare.py: placeholders that talk to nothing
 
@@ -430,6 +431,7 @@ class Placed:
     pods: dict[str, tuple[Member, str]]
     services: dict[str, dict[str, Any]]  # chart service key or "vllm" -> the served Service
     kubernetes_cluster_ip: str  # the `kubernetes` Service's, as the twin's API server allocated it
+    service_range: str  # the twin's service CIDR, that ClusterIP's range
 
 
 def _templates(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -577,8 +579,13 @@ def place(api: Api, render: Render, members: Mapping[str, Member], networks: Clu
         ns = svc["metadata"]["namespace"]
         served[key] = _must(api, "POST", f"/api/v1/namespaces/{ns}/services", svc)
     kubernetes = _must(api, "GET", "/api/v1/namespaces/default/services/kubernetes", None)
+    # The range it came from, as the API server states it (the default ServiceCIDR object,
+    # networking.k8s.io/v1 since Kubernetes 1.33); else the flag server.py starts it with.
+    reply = api.call("GET", "/apis/networking.k8s.io/v1/servicecidrs/kubernetes")
+    ranges = reply.body.get("spec", {}).get("cidrs", []) if reply.ok else []
+    service_range = next((c for c in ranges if ":" not in c), TWIN_SERVICE_CIDR)
     api.discover()
-    return Placed(pods, served, kubernetes["spec"]["clusterIP"])
+    return Placed(pods, served, kubernetes["spec"]["clusterIP"], service_range)
 
 
 def _apply_policies(api: Api, policies: Iterable[dict[str, Any]]) -> None:
@@ -699,7 +706,7 @@ def host_candidates(
         # API server gave it (read from the twin), and its endpoints are the control plane's
         # interfaces (port 443 on EKS, network-policy-facts.json api_server_port).
         index = int(ipaddress.ip_address(placed.kubernetes_cluster_ip)) - int(
-            ipaddress.ip_network(TWIN_SERVICE_CIDR).network_address
+            ipaddress.ip_network(placed.service_range).network_address
         )
         cluster_ips = tuple(
             ipaddress.ip_network(f"{ipaddress.ip_network(c)[index]}/32") for c in networks.service_cidrs
