@@ -221,10 +221,11 @@ class StandIn:
     # ---- the load and what it needs ---------------------------------------------------------
 
     def planned_rps(self) -> float:
-        """The load the plan sizes the fleet's ceiling for: ``max_replicas`` replicas each at its
-        saturated rate (plan.json ``requests_per_second``, computed here unrounded by the same
-        model)."""
-        return int(self.plan["max_replicas"]) * self.saturated_rps
+        """The load the plan sizes one replica for: its saturated rate (plan.json
+        ``requests_per_second``, "Requests/s one replica completes at saturation", computed here
+        unrounded by the same model, ``steady_state`` at ``max_num_seqs``). The loop steps to a
+        multiple of it: ``k x planned_rps()`` needs ``k`` replicas (never fewer than the floor)."""
+        return self.saturated_rps
 
     def replicas_needed(self, arrival_rps: float) -> int:
         """Replicas this load needs by the simulator's rule for its oracle and reactive bound
@@ -232,8 +233,8 @@ class StandIn:
         saturated output tokens/s (the plan's throughput), rounded up, never below the
         autoscaler's floor; planned at load 1.0 (each replica at its saturated rate)."""
         tokens_per_step = [arrival_rps * PLAN_OUTPUT_TOKENS * 60.0]
-        # A relative 1e-9 absorbs the float rounding of rate x tokens / rate (planned_rps() x k
-        # must need exactly k x max_replicas, not one more).
+        # A relative 1e-9 absorbs the float rounding of rate x tokens / rate (k x planned_rps()
+        # must need exactly k replicas, not one more).
         saturated = self.replica.saturated_tokens_per_s() * (1 + 1e-9)
         return _needs(tokens_per_step, saturated, 1.0, self.floor, ahead=False)[0]
 

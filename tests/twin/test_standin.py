@@ -65,17 +65,19 @@ def test_overload_on_one_pod_queues(renders: dict[str, Path], stack: str) -> Non
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_planned_load_needs_the_plans_ceiling(renders: dict[str, Path], stack: str) -> None:
+def test_planned_load_needs_the_plans_replicas(renders: dict[str, Path], stack: str) -> None:
     plan = _plan(renders[stack])
     standin = StandIn.from_render(renders[stack])
-    # The planned load is the plan's ceiling at the plan's per-replica throughput.
-    ceiling = plan["max_replicas"] * plan["requests_per_second"]
-    assert standin.planned_rps() == pytest.approx(ceiling, rel=1e-3)
-    assert standin.replicas_needed(standin.planned_rps()) == plan["max_replicas"]
-    # Never below the rendered autoscaler's floor; one replica's worth more needs one more.
+    # The planned load is the plan's per-replica throughput at saturation (it rounds it).
+    assert round(standin.planned_rps(), 4) == plan["requests_per_second"]
+    # The plan's ceiling at that rate needs the ceiling; one replica's worth needs the floor.
+    assert standin.replicas_needed(plan["max_replicas"] * standin.planned_rps()) == plan["max_replicas"]
+    assert standin.replicas_needed(standin.planned_rps()) == max(1, plan["min_replicas"])
+    # Never below the rendered autoscaler's floor; a little more than k replicas' worth needs k + 1.
     assert standin.replicas_needed(0.0) == plan["min_replicas"]
-    extra = standin.planned_rps() + 0.99 * plan["requests_per_second"]  # the plan rounds it
-    assert standin.replicas_needed(extra) == plan["max_replicas"] + 1
+    for k in range(plan["min_replicas"], plan["max_replicas"] + 1):
+        assert standin.replicas_needed(k * standin.planned_rps()) == k
+        assert standin.replicas_needed(k * standin.planned_rps() * 1.01) == k + 1
 
 
 @pytest.mark.parametrize("stack", STACKS)
