@@ -604,7 +604,8 @@ def _start_adapter(
     replicas = deployment["spec"].get("replicas", 1)
     started.rewrites += [
         f"Service {ns_name}/{name}: no selector; Endpoints and EndpointSlice {name}-twin hold {ns.address} "
-        f"(netns {ns.name}), where {ADAPTER} runs",
+        f"(netns {ns.name}), where {ADAPTER} runs; its cluster DNS names resolve there through "
+        "/etc/netns/<ns>/hosts",
         f"{ADAPTER}: one process for the chart's {replicas} replicas; a kubeconfig with a "
         f"TokenRequest token of ServiceAccount {ns_name}/{account} to {server} instead of in-cluster "
         "config; the ConfigMap's config.yaml and the /tmp emptyDir as local files",
@@ -661,7 +662,8 @@ def _start_keda(
         net.set_hosts({n: ns.address for n in service_names(service, ns_name)})
         started.rewrites.append(
             f"Service {ns_name}/{service}: no selector; Endpoints and EndpointSlice {service}-twin "
-            f"hold {ns.address} (netns {ns.name})"
+            f"hold {ns.address} (netns {ns.name}); its cluster DNS names resolve there through "
+            "/etc/netns/<ns>/hosts"
         )
     home = folder / KEDA
     ca = keda_certificates(home / "certs", ns_name, [operator_service, metrics_service])
