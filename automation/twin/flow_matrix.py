@@ -157,6 +157,7 @@ class ClusterNetworks:
     lb_subnets: tuple[str, ...]  # where the load balancer takes its addresses
     service_cidrs: tuple[str, ...]  # the cluster's service CIDR, or each one EKS may choose
     notes: tuple[str, ...]
+    node_source: str = "the subnets a rendered NodeClass selects"
 
 
 @dataclass(frozen=True)
@@ -267,6 +268,7 @@ def cluster_networks(render: Render) -> ClusterNetworks:
     )
     notes: list[str] = []
     cluster_ids: list[str] = []
+    private_ids: list[str] = []
     service_cidr: str | None = None
     for r in render.aws:
         inputs = r["inputs"]
@@ -278,6 +280,7 @@ def cluster_networks(render: Render) -> ClusterNetworks:
                 *(inputs.get("privateSubnetIds") or []),
             ]
             service_cidr = inputs.get("kubernetesServiceIpAddressRange") or service_cidr
+            private_ids += inputs.get("privateSubnetIds") or []
         elif r["type"] == EKS_CLUSTER:
             cluster_ids += (inputs.get("vpcConfig") or {}).get("subnetIds") or []
             service_cidr = (inputs.get("kubernetesNetworkConfig") or {}).get(
@@ -287,18 +290,22 @@ def cluster_networks(render: Render) -> ClusterNetworks:
     if cluster_ids and len(cluster_subnets) < len(cluster_ids):
         notes.append("some of the cluster's subnets are not in the render (given by id)")
     # Nodes: the subnets a rendered NodeClass selects; without one (EKS Auto Mode's built-in
-    # NodeClass) the cluster's subnets, an assumption address_rewrites states. Pods take addresses
-    # of their node's subnet (the VPC CNI's secondary addresses; Auto Mode likewise).
+    # NodeClass) the cluster's private subnets, else all of them: an assumption (address_rewrites).
+    # Pods take addresses of their node's subnet (the VPC CNI's secondary addresses).
     terms = [
         t
         for o in render.objects
         if o.get("kind") in ("EC2NodeClass", "NodeClass")
         for t in (o.get("spec") or {}).get("subnetSelectorTerms") or []
     ]
-    node_subnets = (
-        tuple(s["cidrBlock"] for i, s in subnets.items() if any(_term_selects(t, i, s) for t in terms))
-        or cluster_subnets
+    private = tuple(subnets[i]["cidrBlock"] for i in private_ids if i in subnets)
+    node_subnets = tuple(
+        s["cidrBlock"] for i, s in subnets.items() if any(_term_selects(t, i, s) for t in terms)
     )
+    node_source = "the subnets a rendered NodeClass selects"
+    if not node_subnets:
+        node_subnets = private or cluster_subnets
+        node_source = "no rendered NodeClass names subnets: nodes assumed in the cluster's private subnets"
     lb_subnets = _lb_subnets(render, subnets)
     if service_cidr:
         service_cidrs: tuple[str, ...] = (service_cidr,)
@@ -309,7 +316,9 @@ def cluster_networks(render: Render) -> ClusterNetworks:
             + ", ".join(service_cidrs)
             + ": both judged"
         )
-    return ClusterNetworks(vpc, cluster_subnets, node_subnets, lb_subnets, service_cidrs, tuple(notes))
+    return ClusterNetworks(
+        vpc, cluster_subnets, node_subnets, lb_subnets, service_cidrs, tuple(notes), node_source
+    )
 
 
 def _lb_subnets(render: Render, subnets: Mapping[str, Mapping[str, Any]]) -> tuple[str, ...]:
@@ -827,7 +836,7 @@ def address_rewrites(render: Path) -> list[str]:
     subnet = pod_network(networks)
     return [
         f"pods placed at {subnet[10]} and up (the render's node subnet {subnet}), as a kubelet reports "
-        "them; on EKS the VPC CNI picks each pod's address in its node's subnet",
+        f"them; on EKS the VPC CNI picks each pod's address in its node's subnet ({networks.node_source})",
         f"ClusterIPs from the twin's {TWIN_SERVICE_CIDR}; the cluster's service CIDR is "
         + " or ".join(networks.service_cidrs),
     ]

@@ -18,11 +18,14 @@ import yaml
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.twin.flow_matrix import (
     Candidates,
+    ClusterNetworks,
     FlowVerdict,
+    Placed,
     _judge_host,
     cluster_networks,
     failures,
     flow_matrix,
+    host_candidates,
     load_render,
 )
 from deepseek_eks.components.required_flows import required_flows
@@ -169,3 +172,19 @@ def test_a_host_is_admitted_only_when_every_address_it_may_have_is() -> None:
     public = Candidates((ipaddress.ip_network("8.0.0.0/8"),), "internet")
     assert _judge_host(_ingress_pe("10.42.0.5", [anywhere]), "10.42.0.5", public, forbidden, "ingress")[0]
     assert not _judge_host(_ingress_pe("10.42.0.5", [vpc]), "10.42.0.5", public, forbidden, "ingress")[0]
+
+
+def test_a_host_the_render_cannot_place_is_judged_on_the_rendered_ip_blocks_and_says_so() -> None:
+    """An existing cluster's render has no subnets: the control plane's addresses are then the
+    rendered ipBlocks' (``known`` False), and the verdict's detail says the address is not known."""
+    (flow,) = [f for f in required_flows() if f.id == "api-server-calls-adapter"]
+    bare = ClusterNetworks((), (), (), (), ("10.100.0.0/16",), ())
+    placed = Placed({}, {}, "10.96.0.1", "10.96.0.0/16")
+    rendered = (ipaddress.ip_network("10.7.0.0/16"),)
+    host = host_candidates("control-plane", bare, placed, rendered)
+    assert not host.known and host.networks == rendered
+    rule = {"cidr": "10.7.0.0/16", "ports": [{"port": 6443, "protocol": "TCP"}]}
+    admitted, why = _judge_host(_ingress_pe("10.7.0.9", [rule]), "10.7.0.9", host, flow, "ingress")
+    assert admitted and "not known from the render" in why
+    api = host_candidates("kubernetes-api", bare, placed, rendered)
+    assert ipaddress.ip_network("10.100.0.1/32") in api.networks and not api.known
