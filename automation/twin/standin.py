@@ -273,7 +273,8 @@ class StandIn:
         return values, ready
 
     def values(self) -> dict[str, dict[str, float]]:
-        """Pod name -> the metric values its endpoints serve now (loading pods: GPU 0, no vLLM)."""
+        """Pod name -> the metric values its endpoints serve now (a loading pod: all 0; only its
+        GPUs are scraped, its vLLM endpoint is not a target yet)."""
         values, _ = self._snapshot()
         return {p.name: v.as_dict() for p, v in values.items()}
 
