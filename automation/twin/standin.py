@@ -176,6 +176,8 @@ class StandIn:
         # (namespace, name, port name, port number) of the PodMonitor that selects the vLLM pods
         self.podmonitor = podmonitor
         self.gpus_per_pod = int(plan["gpus_per_replica"])
+        # NVML's product name (nvmlDeviceGetName, e.g. "NVIDIA L4"); an approximation built from
+        # the plan's GPU model, and no rendered query reads it.
         self.gpu_model_name = f"NVIDIA {plan['gpu_model']}"
         self.replica = ReplicaModel.from_plan(plan, published_curve(plan))
         assert self.replica.hardware is not None  # from_plan always carries hardware
