@@ -13,6 +13,7 @@ from __future__ import annotations
 import http.server
 import re
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -186,6 +187,63 @@ def _check_external(
         assert got == expected, (trigger["name"], got, expected)
 
 
+def _network_or_skip() -> None:
+    try:
+        netns.check_available()
+    except netns.NetworkUnavailable as e:
+        pytest.skip(f"no network namespaces here: {e}")
+
+
+def test_namespaces_reach_each_other_and_the_host_by_service_name() -> None:
+    """Two namespaces on the bridge: a Service name set with set_hosts (also for a namespace made
+    afterwards) reaches the other's server, the host's address reaches a server on the host, and
+    nothing of the run is left afterwards."""
+    _network_or_skip()
+    fetch = (
+        "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())"
+    )
+    with netns.bridge(PREFIX) as net:
+        server_ns = net.namespace("server")
+        net.set_hosts({n: server_ns.address for n in netns.service_names("web", "demo")})
+        client = net.namespace("client")  # made after set_hosts: gets the names too
+        port = 8080
+        served = subprocess.Popen(
+            [*server_ns.prefix(), sys.executable, "-m", "http.server", "--bind", "0.0.0.0", str(port)],
+            cwd=Path(__file__).parent,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        host, host_port = _serve(net.host_address, b"from the host")
+        try:
+            for name in ("web.demo.svc", "web.demo.svc.cluster.local"):
+                url = f"http://{name}:{port}/{Path(__file__).name}"
+                body = _wait(
+                    url,
+                    lambda url=url: (
+                        subprocess.run(
+                            [*client.prefix(), sys.executable, "-c", fetch, url],
+                            capture_output=True,
+                            text=True,
+                        ).stdout
+                    ),
+                    30,
+                )
+                assert "test_namespaces_reach_each_other" in body
+            on_host = subprocess.run(
+                [*client.prefix(), sys.executable, "-c", fetch, f"http://{net.host_address}:{host_port}/"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert on_host.stdout.strip() == "from the host"
+            assert netns.leftovers(PREFIX), "the bridge and namespaces exist while the block runs"
+        finally:
+            _stop(served)
+            host.shutdown()
+            host.server_close()
+    assert netns.leftovers(PREFIX) == []
+
+
 def test_adapter_and_keda_serve_the_rendered_metrics(renders: dict[str, Path], tmp_path: Path) -> None:
     require_binaries(
         missing_binaries(PROGRAMS),
@@ -195,10 +253,7 @@ def test_adapter_and_keda_serve_the_rendered_metrics(renders: dict[str, Path], t
     )
     if not PROMETHEUS.exists():
         pytest.skip(f"{PROMETHEUS} not installed (Debian's prometheus package)")
-    try:
-        netns.check_available()
-    except netns.NetworkUnavailable as e:
-        pytest.skip(f"no network namespaces here: {e}")
+    _network_or_skip()
     dev, prod = _objects(renders["dev"]), _objects(renders["prod"])
     hpa = _one(dev, "HorizontalPodAutoscaler")
     scaled = _one(prod, "ScaledObject")
