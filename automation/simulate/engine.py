@@ -71,6 +71,25 @@ TIMELINE_STEP_S = 60.0
 MAX_DECODE_RUN = 512
 
 
+# The signals' values as functions of a replica's state, shared with the twin's vLLM/DCGM stand-in
+# (automation/twin/standin.py), so that both report a signal the same way.
+def kv_blocks(tokens: int, seqs: int) -> int:
+    """KV blocks ``seqs`` running sequences holding ``tokens`` tokens use: the token total in
+    blocks plus half a partial block per sequence."""
+    return -(-tokens // BLOCK_SIZE) + seqs // 2
+
+
+def kv_cache_usage(tokens: int, seqs: int, kv_cache_tokens: int) -> float:
+    """``vllm:kv_cache_usage_perc``: the share of the cache's blocks those sequences hold."""
+    return min(1.0, kv_blocks(tokens, seqs) / max(1, kv_cache_tokens // BLOCK_SIZE))
+
+
+def gpu_utilization_sample(running_sequences: int) -> float:
+    """``DCGM_FI_DEV_GPU_UTIL`` as NVML samples it at one instant: 100 while the engine has a
+    running sequence (a kernel executing), else 0."""
+    return 100.0 if running_sequences else 0.0
+
+
 @dataclass(frozen=True)
 class StartupTimes:
     """Seconds from a pod's creation to ready, by stage."""
@@ -383,7 +402,7 @@ class Simulation:
                 self._at(pod.step_end, _FINISH, pod, pod.version)
 
     def _kv_blocks(self, tokens: int, seqs: int) -> int:
-        return -(-tokens // BLOCK_SIZE) + seqs // 2
+        return kv_blocks(tokens, seqs)
 
     def _preempt(self, pod: _Pod) -> None:
         """vLLM ``_preempt_request``: the last running request frees its blocks and goes back to
@@ -656,8 +675,7 @@ class Simulation:
         if pod.active and pod.step_k > 1 and pod.step_dt > 0:
             steps += min(pod.step_k, int((self.now - pod.step_start) / pod.step_dt))
         tokens = pod.dec_base + pod.n_dec * steps + pod.pre_cached
-        total_blocks = self.c.replica.kv_cache_tokens // BLOCK_SIZE
-        return min(1.0, self._kv_blocks(tokens, len(pod.running)) / max(1, total_blocks))
+        return kv_cache_usage(tokens, len(pod.running), self.c.replica.kv_cache_tokens)
 
     def _collect_gpu(self, _o: object, _v: int) -> None:
         # dcgm-exporter samples each GPU every collection interval; a pod whose container started
@@ -665,7 +683,7 @@ class Simulation:
         # The value is NVML's point sample: busy at this instant or not.
         for pod in self.pods:
             if pod.state in ("loading", "ready", "draining"):
-                pod.util_collected = 100.0 if pod.running else 0.0
+                pod.util_collected = gpu_utilization_sample(len(pod.running))
             else:
                 pod.util_collected = None
         self._at(self.now + self.c.gpu_collect_s, _COLLECT_G)

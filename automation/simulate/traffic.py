@@ -124,7 +124,17 @@ def generate(
 ) -> list[Request]:
     """Non-homogeneous Poisson arrivals by thinning (Lewis and Shedler) over ``duration_s``."""
     rate = rate_function(profile, mean_rps, seed, duration_s)
+    return arrivals(rate, duration_s, seed, lengths, max_model_len)
+
+
+def arrivals(
+    rate: Callable[[float], float], duration_s: float, seed: int, lengths: LengthProfile, max_model_len: int
+) -> list[Request]:
+    """Requests arriving at ``rate(t)`` per second over ``duration_s`` (thinning against the
+    highest rate on a 30 s grid, with 1 % headroom)."""
     peak = max(rate(i * 30.0) for i in range(int(duration_s / 30) + 1)) * 1.01
+    if peak <= 0:
+        return []
     rng = random.Random(seed)
     out: list[Request] = []
     t = 0.0
