@@ -23,6 +23,7 @@ subnet). What differs from a real cluster is listed by ``address_rewrites``.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import ipaddress
 import json
 import tempfile
@@ -53,8 +54,9 @@ EKS_CLUSTER = "aws:eks/cluster:Cluster"
 # The AWS Load Balancer Controller (and EKS Auto Mode's, which follows it) places an ALB or NLB in
 # the subnets tagged for its scheme unless the object names subnets itself (EKS User Guide,
 # networking/network-reqs.adoc, the subnet tags table; aws-load-balancer-controller
-# docs/deploy/subnet_discovery.md). The load balancer's nodes take their addresses from those
-# subnets and connect to ip targets from them.
+# docs/deploy/subnet_discovery.md). ELB creates the load balancer's network interfaces in those
+# subnets, at addresses it picks, and its nodes connect to ip targets from them (Elastic Load
+# Balancing, Application Load Balancers, "Subnets for your load balancer").
 LB_SUBNET_TAG = {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}
 LB_SUBNET_ANNOTATIONS = (
     "alb.ingress.kubernetes.io/subnets",
@@ -250,13 +252,16 @@ def _subnets(render: Render) -> dict[str, dict[str, Any]]:
 
 
 def _term_selects(term: Mapping[str, Any], subnet_id: str, subnet: Mapping[str, Any]) -> bool:
-    # Karpenter's and Auto Mode's subnetSelectorTerms: a term is an id or tags (all must match, "*"
-    # any value); terms are ORed (karpenter.sh docs, NodeClasses, subnetSelectorTerms).
+    # subnetSelectorTerms: a term is an id or tags, its conditions ANDed, tag values with "*"
+    # wildcards; terms are ORed (aws/karpenter-provider-aws v1.14.1
+    # website/content/en/v1.14/concepts/nodeclasses.md, "spec.subnetSelectorTerms").
     if "id" in term:
         return bool(term["id"] == subnet_id)
     tags = subnet.get("tags") or {}
     wanted = term.get("tags") or {}
-    return bool(wanted) and all(k in tags and (v == "*" or tags[k] == v) for k, v in wanted.items())
+    return bool(wanted) and all(
+        k in tags and fnmatch.fnmatchcase(str(tags[k]), str(v)) for k, v in wanted.items()
+    )
 
 
 def cluster_networks(render: Render) -> ClusterNetworks:
@@ -340,8 +345,9 @@ def _lb_subnets(render: Render, subnets: Mapping[str, Mapping[str, Any]]) -> tup
                 if i in wanted or s.get("tags", {}).get("Name") in wanted
             ]
             continue
-        # Both controllers default to internal (aws-load-balancer-controller docs, ingress and
-        # service annotations: scheme defaults to internal).
+        # The scheme defaults to internal (aws-load-balancer-controller docs, guide/ingress and
+        # guide/service annotations: alb.ingress.kubernetes.io/scheme and
+        # service.beta.kubernetes.io/aws-load-balancer-scheme, default internal).
         scheme = next((annotations[a] for a in LB_SCHEME_ANNOTATIONS if a in annotations), "internal")
         tag = LB_SUBNET_TAG.get(scheme)
         out += [s["cidrBlock"] for s in subnets.values() if tag in (s.get("tags") or {})]
@@ -671,14 +677,13 @@ def _between_pods(flow: Flow, placed: Placed, endpoints: list[dict[str, Any]]) -
 
 def _rendered_blocks(
     policies: Iterable[Mapping[str, Any]],
-    labels: Mapping[str, Mapping[str, str]],
     pod: Member,
     flow: Flow,
     direction: str,
 ) -> tuple[IPNetwork, ...]:
     """The ipBlock CIDRs the rendered policies selecting ``pod`` name on the flow's port: what the
-    render assumes a host's addresses are, when the render cannot say."""
-    del labels  # namespaces are matched by name: a policy selects pods of its own namespace
+    render assumes a host's addresses are, when the render cannot say (a policy selects pods of
+    its own namespace)."""
     key, peers = ("egress", "to") if direction == "egress" else ("ingress", "from")
     out: list[IPNetwork] = []
     for policy in policies:
@@ -756,7 +761,7 @@ def _with_host(
     if placed_pod is None:
         return None
     pod, ip = placed_pod
-    fallback = _rendered_blocks(render.policies, render.namespace_labels, pod, flow, direction)
+    fallback = _rendered_blocks(render.policies, pod, flow, direction)
     host = host_candidates(host_end.name, networks, placed, fallback)
     admitted, why = _judge_host(endpoints, ip, host, flow, direction)
     if networks.notes and host_end.name == "kubernetes-api":
