@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -496,17 +497,22 @@ def metrics_programs(
                 "no cluster DNS, no ClusterIP"
             )
         if ADAPTER in which:
-            _start_adapter(api, net, render, folder, binaries, server, started)
             waits.append((CUSTOM_METRICS, ADAPTER))
+            _start_adapter(api, net, render, folder, binaries, server, started)
         if KEDA in which:
-            _start_keda(api, net, render, folder, binaries, server, started)
             waits.append((EXTERNAL_METRICS, "keda-metrics-apiserver"))
+            _start_keda(api, net, render, folder, binaries, server, started)
         for apiservice, serving in waits:
             _wait_available(api, apiservice, started.programs, serving)
         yield started
     finally:
         for program in reversed(started.programs.values()):
             _stop(program.process)
+        # An APIService left without its server makes the twin's discovery of that group fail
+        # (kube-apiserver answers 503 for it); the twin may outlive this block.
+        for apiservice, _ in waits:
+            with contextlib.suppress(httpx.HTTPError):
+                api.call("DELETE", f"/apis/apiregistration.k8s.io/v1/apiservices/{apiservice}")
 
 
 def _wait_available(api: Api, apiservice: str, programs: dict[str, Program], serving: str) -> None:

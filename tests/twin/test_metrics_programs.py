@@ -341,6 +341,9 @@ def test_adapter_and_keda_serve_the_rendered_metrics(renders: dict[str, Path], t
                         for t in scaled["spec"]["triggers"]
                     }
                     assert values == {GPU_UTIL, WAITING}  # both triggers read what was served
+                for apiservice in (CUSTOM_METRICS, EXTERNAL_METRICS):  # withdrawn with their servers
+                    gone = api.call("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/{apiservice}")
+                    assert gone.status == 404, apiservice
         finally:
             if prometheus_process is not None:
                 _stop(prometheus_process)
