@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity
+.PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity twin-loop
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,7 @@ test: venv checkov-venv ## the whole test suite
 twin-build: ## build the twin's binaries from the Go module proxy (once; cached outside the tree)
 	twin/build.sh
 	twin/build.sh kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
+	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
 	twin/build-engine.sh
 
 twin: venv twin-build ## build the twin, judge every render against it (Tier 0), run stacks through the real engine (Tier 1)
@@ -66,6 +67,11 @@ twin: venv twin-build ## build the twin, judge every render against it (Tier 0),
 twin-capacity: venv ## Tier 2: the real Karpenter (kwok provider) on dev's and prod's NodePools (docs/verification-twin.md)
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok
 	DEEPSEEK_EKS_REQUIRE_CAPACITY=1 $(PY) -m pytest -q tests/twin/test_capacity.py tests/twin/test_capacity_karpenter.py
+
+twin-loop: venv ## the autoscaling loop end to end for dev, prod and dev on concurrency (docs/verification-twin.md; root, Prometheus)
+	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
+	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
+	DEEPSEEK_EKS_REQUIRE_LOOP=1 DEEPSEEK_EKS_LOOP_ALL=1 $(PY) -m pytest -q tests/twin/test_loop.py
 
 lint: venv
 	$(PY) -m ruff check .

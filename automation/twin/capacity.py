@@ -30,16 +30,17 @@ import os
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..stackfile import PROJECT_ROOT
 from .binaries import require_binaries
 from .check import load_render, pods_of, subject, wait_established
-from .instance_types import CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, facts, instance_types_file
+from .instance_types import AUTO_MODE, CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, facts, instance_types_file
 from .server import Api, TwinError, _stop, _tail, free_port, running_twin
 
 PROGRAMS = ("kube-controller-manager", "kube-scheduler", "kwok", "karpenter-kwok")
@@ -130,6 +131,17 @@ def ephemeral_storage(objects: list[dict[str, Any]], gpu_class: str) -> dict[str
     platform-facts.json karpenter.instance_store_ephemeral_storage), else the root volume."""
     from deepseek_eks.sizing.catalog import instance_catalog
 
+    auto_mode = next(
+        (
+            o
+            for o in objects
+            if o.get("kind") == "NodePool"
+            and o["spec"]["template"]["spec"]["nodeClassRef"]["group"] == AUTO_MODE
+        ),
+        None,
+    )
+    if auto_mode is not None:
+        return auto_mode_ephemeral_storage(objects, gpu_class)
     node_class = next(
         (o for o in objects if o.get("kind") == "EC2NodeClass" and o["metadata"]["name"] == gpu_class), None
     )
@@ -140,6 +152,24 @@ def ephemeral_storage(objects: list[dict[str, Any]], gpu_class: str) -> dict[str
         name: f"{i.instance_storage_gb}G" if raid0 and i.instance_storage_gb else root
         for name, i in instance_catalog().instances.items()
     }
+
+
+def auto_mode_ephemeral_storage(objects: list[dict[str, Any]], gpu_class: str) -> dict[str, str]:
+    """Per GPU instance type, a node's data volume under an EKS Auto Mode node class: the rendered
+    NodeClass's ``ephemeralStorage.size``, or for Auto Mode's built-in ``default`` class the
+    NodeClass schema's default (reference/schemas/eks.amazonaws.com_v1_NodeClass.json)."""
+    from deepseek_eks.sizing.catalog import instance_catalog
+
+    node_class = next(
+        (o for o in objects if o.get("kind") == "NodeClass" and o["metadata"]["name"] == gpu_class), None
+    )
+    size = ((node_class or {}).get("spec") or {}).get("ephemeralStorage", {}).get("size")
+    if size is None:
+        schema = json.loads(
+            (PROJECT_ROOT / "reference" / "schemas" / "eks.amazonaws.com_v1_NodeClass.json").read_text()
+        )
+        size = schema["properties"]["spec"]["properties"]["ephemeralStorage"]["default"]["size"]
+    return {name: str(size) for name in instance_catalog().instances}
 
 
 def replica_pods(workload: dict[str, Any], index: int) -> list[dict[str, Any]]:
@@ -175,16 +205,34 @@ def kubeconfig(api: Api, folder: Path) -> Path:
     return path
 
 
+# The node lifecycle controller lifts the not-ready taint the API server puts on every new Node
+# (TaintNodesByCondition) once kwok reports it Ready; without it no pod ever binds.
+NODE_CONTROLLERS = ("node-lifecycle-controller",)
+
+
+def kwok_stages() -> list[Path]:
+    """kwok's own "fast" node and pod lifecycle, vendored (README there): kwok with no stage exits."""
+    return sorted((UPSTREAM / "kwok-v0.8.0-stages").glob("*.yaml"))
+
+
 @contextlib.contextmanager
-def controllers(api: Api, folder: Path, instance_types: Path) -> Iterator[dict[str, Program]]:
-    """kube-controller-manager, kube-scheduler, kwok and Karpenter's kwok provider against ``api``
-    (Karpenter's CRDs must be installed first: it sets up its indexes once, at start); yields them
-    by name."""
+def controllers(
+    api: Api,
+    folder: Path,
+    instance_types: Path,
+    *,
+    kcm_controllers: Sequence[str] = NODE_CONTROLLERS,
+    kcm_flags: Sequence[str] = (),
+    stages: Sequence[Path] | None = None,
+) -> Iterator[dict[str, Program]]:
+    """kube-controller-manager (running ``kcm_controllers`` with ``kcm_flags``), kube-scheduler,
+    kwok (with ``stages``, else its vendored fast lifecycle) and Karpenter's kwok provider against
+    ``api`` (Karpenter's CRDs must be installed first: it sets up its indexes once, at start);
+    yields them by name."""
     binaries = require_binaries(PROGRAMS)
     config = kubeconfig(api, folder)
     annotation = "=".join(next(iter(facts()["node"]["annotation"].items())))
-    # kwok with no stage exits: its own "fast" node and pod lifecycle, vendored (README there).
-    stages = sorted((UPSTREAM / "kwok-v0.8.0-stages").glob("*.yaml"))
+    stages = kwok_stages() if stages is None else list(stages)
     env = os.environ | {
         "KUBECONFIG": str(config),
         "INSTANCE_TYPES_FILE_PATH": str(instance_types),
@@ -196,11 +244,9 @@ def controllers(api: Api, folder: Path, instance_types: Path) -> Iterator[dict[s
         "LOG_LEVEL": "debug",
     }
     commands = {
-        # The node lifecycle controller lifts the not-ready taint the API server puts on every new
-        # Node (TaintNodesByCondition) once kwok reports it Ready; without it no pod ever binds.
         "kube-controller-manager": [
             str(binaries["kube-controller-manager"]), f"--kubeconfig={config}", "--leader-elect=false",
-            "--controllers=node-lifecycle-controller", "--secure-port=0",
+            f"--controllers={','.join(kcm_controllers)}", "--secure-port=0", *kcm_flags,
         ],
         "kube-scheduler": [
             str(binaries["kube-scheduler"]), f"--kubeconfig={config}", "--leader-elect=false",

@@ -4,6 +4,10 @@ twin check --render DIR [--previous DIR]   exit 0 all accepted, 1 a rejection, 2
                                            3 the twin's binaries are missing (`make twin`)
 twin capacity --render DIR [--logs DIR]    the real Karpenter (kwok provider) on the render's
                                            NodePools; same exit codes (3: `twin/build.sh karpenter-kwok`)
+twin loop --stack S [--scenario step|wake] [--set K=V] [--json] [--logs DIR]
+                                           the autoscaling loop end to end (loop.py): 0 every
+                                           assertion held, 1 one failed, 2 bad input, 3 a program
+                                           or capability is missing
 twin snapshot [--update]                   the committed render snapshots (upgrade baseline)
 twin build                                 build the missing binaries (twin/build.sh)
 """
@@ -35,6 +39,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--render", type=Path, required=True, help="one stack's render (computeMode karpenter)"
     )
     capacity.add_argument("--logs", type=Path, help="keep the programs' logs in this folder")
+    loop = sub.add_parser("loop", help="the autoscaling loop end to end on the twin, asserted")
+    loop.add_argument("--stack", required=True, help="the stack file to render (Pulumi.<stack>.yaml)")
+    loop.add_argument("--scenario", default="step", help="step (default) or wake (scale from zero)")
+    loop.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a config override (repeatable)"
+    )
+    loop.add_argument("--json", action="store_true", help="print the report as JSON")
+    loop.add_argument("--logs", type=Path, help="keep the programs' logs in this folder")
     snap = sub.add_parser("snapshot", help="compare (or --update) the committed render snapshots")
     snap.add_argument("--update", action="store_true", help="rewrite the snapshots from today's render")
     snap.add_argument("--stack", action="append", help="only this stack (repeatable)")
@@ -82,6 +94,57 @@ def _capacity(render: Path, logs: Path | None) -> int:
     return 0 if report.ok else 1
 
 
+def _loop(args: argparse.Namespace) -> int:
+    import json
+
+    from ..stackfile import StackFileError
+    from .loop import LoopInputError, run_loop
+    from .server import TwinError
+
+    overrides = {}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(
+                f"error: --set {item!r}: write KEY=VALUE, e.g. --set autoscaling.signal=queue-depth",
+                file=sys.stderr,
+            )
+            return 2
+        overrides[key] = value
+    try:
+        report = run_loop(args.stack, args.scenario, overrides, keep=args.logs)
+    except (LoopInputError, StackFileError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except (BinariesMissing, TwinError) as error:
+        # NetworkUnavailable (netns.py) is a TwinError for a missing capability: exit 3 like a
+        # missing program (DESIGN.md: 3 when a twin program is missing).
+        from .netns import NetworkUnavailable
+
+        if isinstance(error, TwinError) and not isinstance(error, NetworkUnavailable):
+            return _failed(error)
+        print(f"error: {error}", file=sys.stderr)
+        return 3
+    if args.json:
+        print(json.dumps(report.as_json(), indent=1))
+    else:
+        for sample in report.timeline:
+            print(
+                f"t={sample.t:6.1f}s load={sample.load_rps:7.3f} req/s desired={sample.desired_replicas} "
+                f"ready={sample.ready_replicas} gpu-nodes={sample.nodes} {','.join(sample.node_types)}"
+            )
+        for rewrite in report.rewrites:
+            print(f"rewrite: {rewrite}")
+        for flow in report.flows:
+            verdict = "admitted" if flow["admitted"] else "dropped"
+            need = "required" if flow["required"] else "forbidden"
+            print(f"flow: {flow['from']} -> {flow['to']}:{flow['port']} {need}, {verdict}")
+        for a in report.assertions:
+            print(f"{'ok' if a.ok else 'FAILED'} {a.name}: {a.detail}")
+        print(f"twin loop: {report.stack} ({report.autoscaler}) {'held' if report.ok else 'FAILED'}")
+    return 0 if report.ok else 1
+
+
 def _snapshot(update: bool, stacks: list[str] | None) -> int:
     from .snapshot import SNAPSHOT_DIR, sync
 
@@ -112,6 +175,8 @@ def _run(args: argparse.Namespace) -> int:
         return _check(args.render, args.previous)
     if args.twin_command == "capacity":
         return _capacity(args.render, args.logs)
+    if args.twin_command == "loop":
+        return _loop(args)
     if args.twin_command == "snapshot":
         return _snapshot(args.update, args.stack)
     return subprocess.run([str(TWIN_DIR / "build.sh")], check=False).returncode

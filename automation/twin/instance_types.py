@@ -26,6 +26,13 @@ from ..stackfile import PROJECT_ROOT
 
 UPSTREAM = PROJECT_ROOT / "reference" / "upstream" / "karpenter-kwok"
 AWS = "karpenter.k8s.aws"
+# EKS Auto Mode runs Karpenter inside and labels its nodes with the same instance labels under its
+# own domain (EKS User Guide, "Create a Node Pool for EKS Auto Mode", supported labels; the
+# program's Auto Mode NodePools require them: components/platform/nodepools.py label_prefix).
+# Karpenter admits a NodePool requirement on a custom label only when the instance type defines it
+# (facts.json undefined_well_known_labels), so the twin's rehearsal of an Auto Mode pool gives its
+# instance types both domains.
+AUTO_MODE = "eks.amazonaws.com"
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
 ZONE = "topology.kubernetes.io/zone"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -88,8 +95,19 @@ def _entry(
     }
 
 
+def auto_mode_labels(labels: dict[str, str]) -> dict[str, str]:
+    """``labels`` plus each ``karpenter.k8s.aws/`` one again under Auto Mode's domain."""
+    prefix = f"{AWS}/"
+    extra = {f"{AUTO_MODE}/{k[len(prefix) :]}": v for k, v in labels.items() if k.startswith(prefix)}
+    return labels | extra
+
+
 def gpu_instance_types(
-    region: str, zones: list[str], ephemeral_storage: dict[str, str] | None = None
+    region: str,
+    zones: list[str],
+    ephemeral_storage: dict[str, str] | None = None,
+    *,
+    auto_mode: bool = False,
 ) -> list[dict[str, Any]]:
     """Every catalog GPU type offered in ``region`` with an On-Demand price, in every zone, spot
     and on-demand. Memory is what Karpenter's AWS provider counts as capacity (EC2's figure less
@@ -106,7 +124,10 @@ def gpu_instance_types(
         }
         if ephemeral_storage and instance.name in ephemeral_storage:
             resources["ephemeral-storage"] = ephemeral_storage[instance.name]
-        out.append(_entry(instance.name, aws_labels(instance), resources, zones, usd))
+        labels = aws_labels(instance)
+        out.append(
+            _entry(instance.name, auto_mode_labels(labels) if auto_mode else labels, resources, zones, usd)
+        )
     return out
 
 
@@ -122,9 +143,16 @@ def general_instance_types(zones: list[str]) -> list[dict[str, Any]]:
 
 
 def instance_types_file(
-    path: Path, region: str, zones: list[str], ephemeral_storage: dict[str, str] | None = None
+    path: Path,
+    region: str,
+    zones: list[str],
+    ephemeral_storage: dict[str, str] | None = None,
+    *,
+    auto_mode: bool = False,
 ) -> list[dict[str, Any]]:
-    """Write the provider's instance-type file for ``region``/``zones``; returns its entries."""
-    entries = gpu_instance_types(region, zones, ephemeral_storage) + general_instance_types(zones)
+    """Write the provider's instance-type file for ``region``/``zones`` (``auto_mode``: the GPU
+    types also carry Auto Mode's labels); returns its entries."""
+    entries = gpu_instance_types(region, zones, ephemeral_storage, auto_mode=auto_mode)
+    entries += general_instance_types(zones)
     path.write_text(json.dumps(entries, indent=1))
     return entries

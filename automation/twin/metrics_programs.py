@@ -27,7 +27,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -387,6 +387,13 @@ def _command(container: dict[str, Any], binary: Path, mounts: dict[str, Path]) -
     return [str(binary), *(_mounted(w, mounts) for w in words[1:])]
 
 
+def adapter_flag(render: Path, flag: str) -> str | None:
+    """The value the chart's Deployment gives prometheus-adapter's ``flag`` for this render."""
+    container = _deployment(chart_release(render, ADAPTER))["spec"]["template"]["spec"]["containers"][0]
+    words = [*(container.get("command") or []), *(container.get("args") or [])]
+    return next((w.split("=", 1)[1] for w in words if w.startswith(f"{flag}=")), None)
+
+
 def _replace_flag(command: list[str], flag: str, value: str) -> list[str]:
     """``--flag`` or ``--flag=...`` set to ``value`` (added when absent)."""
     out = [w for w in command if w != flag and not w.startswith(flag + "=")]
@@ -466,13 +473,20 @@ def _prometheus_hosts(
 
 @contextlib.contextmanager
 def metrics_programs(
-    api: Api, net: Network, render: Path, folder: Path, which: Sequence[str], prometheus: Netns
+    api: Api,
+    net: Network,
+    render: Path,
+    folder: Path,
+    which: Sequence[str],
+    prometheus: Netns,
+    adapter_flags: Mapping[str, str] | None = None,
 ) -> Iterator[Started]:
     """Start ``which`` (a subset of ``("prometheus-adapter", "keda")``) against the twin as the
     render's releases configure them, wait until their APIServices are Available, yield them; stop
     them however the block ends. The twin must listen on ``net.host_address`` with
     ``--enable-aggregator-routing=true``. Raises ``BinariesMissing`` when a binary is not built,
-    ``TwinError`` (with the program's log tail) when one does not come up."""
+    ``TwinError`` (with the program's log tail) when one does not come up. ``adapter_flags``
+    override the chart's prometheus-adapter flags (each override listed as a rewrite)."""
     unknown = set(which) - set(WHICH)
     if unknown:
         raise ValueError(f"unknown metrics programs {sorted(unknown)}; choose from {WHICH}")
@@ -498,7 +512,7 @@ def metrics_programs(
             )
         if ADAPTER in which:
             waits.append((CUSTOM_METRICS, ADAPTER))
-            _start_adapter(api, net, render, folder, binaries, server, started)
+            _start_adapter(api, net, render, folder, binaries, server, started, adapter_flags)
         if KEDA in which:
             waits.append((EXTERNAL_METRICS, "keda-metrics-apiserver"))
             _start_keda(api, net, render, folder, binaries, server, started)
@@ -543,6 +557,7 @@ def _start_adapter(
     binaries: dict[str, Path],
     server: str,
     started: Started,
+    flags: Mapping[str, str] | None = None,
 ) -> None:
     release = chart_release(render, ADAPTER)
     deployment = _deployment(release)
@@ -605,6 +620,10 @@ def _start_adapter(
     # delegated authn/authz kubeconfigs of k8s.io/apiserver's options: no in-cluster config here.
     for flag in ("--lister-kubeconfig", "--authentication-kubeconfig", "--authorization-kubeconfig"):
         command = _replace_flag(command, flag, str(config))
+    for flag, value in (flags or {}).items():
+        was = next((a.split("=", 1)[1] for a in command if a.startswith(f"{flag}=")), "unset")
+        command = _replace_flag(command, flag, value)
+        started.rewrites.append(f"{ADAPTER} {flag} {was} -> {value}")
     net.set_hosts({n: ns.address for n in service_names(name, ns_name)})
     started.programs[ADAPTER] = _launch(ns, command, {"KUBECONFIG": str(config)}, home / f"{ADAPTER}.log")
     replicas = deployment["spec"].get("replicas", 1)

@@ -1,21 +1,24 @@
 """A stand-in for each ready vLLM pod's ``/metrics`` and for dcgm-exporter on each GPU node, driven
 by the replica model, for the twin's Prometheus to scrape (issue 33 §2).
 
-The model: steady state per tick, no transients. ``set_state`` takes the arrival rate the scenario
-sends and the ready pods; the load balancer's round robin splits it evenly (the ALB default:
-automation/simulate/stack.py ``routing``), so each pod sees ``lambda / n`` requests/s. For that
-rate the replica model (sizing/performance.py ``steady_state`` at the plan's lengths, hardware and
-scheduler limits, through automation/simulate/replica.py) gives, at each integer concurrency up to
-what the replica runs at once, the requests/s it completes; the running sequences are the
-concurrency that completes ``lambda / n`` (interpolated between integers, so a gauge can read 0.4),
-which is Little's law over the model's service time. Then:
+The model: steady state per tick plus one transient, a fluid backlog. ``set_state`` takes the
+arrival rate the scenario sends and the ready pods; the load balancer's round robin splits it
+evenly (the ALB default: automation/simulate/stack.py ``routing``), so each pod sees ``lambda /
+n`` requests/s. For that rate the replica model (sizing/performance.py ``steady_state`` at the
+plan's lengths, hardware and scheduler limits, through automation/simulate/replica.py) gives, at
+each integer concurrency up to what the replica runs at once, the requests/s it completes; the
+running sequences are the concurrency that completes ``lambda / n`` (interpolated between
+integers, so a gauge can read 0.4), which is Little's law over the model's service time. Then:
 
 - ``vllm:num_requests_running``: those sequences.
 - ``vllm:num_requests_waiting``: 0 below the replica's saturated rate (the model is deterministic:
   a slot is free whenever a request arrives); above it, the requests that arrive in excess during
   one request's service at a full batch, ``(lambda / n - mu) x service``. An overloaded queue has
-  no steady state (it grows for as long as the overload lasts); this is a stated, finite stand-in
-  that rises with the overload.
+  no steady state (it grows for as long as the overload lasts): so the stand-in also keeps a
+  backlog per pod across calls, its share of the arrivals beyond what it completes at saturation,
+  in scenario seconds (``compression``), drained at that rate once its share is under it; the pod
+  then waits ``max(that convention, its backlog)`` with a full batch. Without it a burst's queue would
+  vanish the instant the load falls, and scale-in would start a drain too early.
 - ``vllm:kv_cache_usage_perc``: the blocks those sequences hold at the model's mean length
   (prompt + half the output, as ``steady_state`` sizes the batch), counted as the simulator counts
   them (automation/simulate/engine.py ``kv_cache_usage``).
@@ -24,11 +27,9 @@ which is Little's law over the model's service time. Then:
   expectation over the instants a collection may fall on: busy a fraction ``min(1, running)`` of
   the time. A pod still loading its weights holds its GPUs and reads 0, as in the simulator.
 
-What it is not: no arrival randomness (a real queue waits below saturation too), no growth of the
-queue over time, no warm-up, preemption or request-length spread (the simulator's
-engine.py models those), no histograms (TTFT, queue time): only the four series the autoscaling
-signals read.
-"""
+What it is not: no arrival randomness (a real queue waits below saturation too), no warm-up,
+preemption or request-length spread (the simulator's engine.py models those), no histograms (TTFT,
+queue time): only the four series the autoscaling signals read."""
 
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ import http.server
 import json
 import math
 import threading
+import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,8 +169,17 @@ class StandIn:
         floor: int,
         dcgm_namespace: str,
         podmonitor: tuple[str, str, str, str],
+        compression: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.plan = plan
+        # One second of ``clock`` stands for ``compression`` seconds of the scenario (the twin
+        # loop's time compression): the backlog grows and drains in scenario seconds.
+        self.compression = compression
+        self._clock = clock
+        # Per ready pod, the requests queued beyond what it serves (a fluid model, see set_state).
+        self._backlog: dict[PodRef, float] = {}
+        self._last: float | None = None
         self.namespace = namespace
         self.model_name = model_name
         self.floor = floor
@@ -199,7 +210,9 @@ class StandIn:
         self._loading: tuple[PodRef, ...] = ()
 
     @classmethod
-    def from_render(cls, render: Path) -> StandIn:
+    def from_render(
+        cls, render: Path, compression: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> StandIn:
         """The stand-in for an offline render: plan.json, the vLLM workload (namespace, served model
         name), the autoscaler's floor, the PodMonitor and dcgm-exporter's namespace."""
         plan = json.loads((render / "plan.json").read_text())
@@ -218,6 +231,8 @@ class StandIn:
             floor=autoscaler_from_objects(objects, "twin").floor,
             dcgm_namespace=_helm_namespace(render, DCGM_RELEASE),
             podmonitor=(monitor["metadata"]["namespace"], monitor["metadata"]["name"], port, str(number)),
+            compression=compression,
+            clock=clock,
         )
 
     # ---- the load and what it needs ---------------------------------------------------------
@@ -262,15 +277,47 @@ class StandIn:
         """The scenario's load now and the pods serving it (``ready``: the load balancer's
         targets); ``loading`` pods hold GPUs (dcgm-exporter maps them) but serve nothing yet."""
         with self._lock:
+            # Each pod's backlog carries over between calls: its share of the arrivals beyond
+            # what it completes at saturation queues up in its own vLLM, and drains at that rate
+            # once its share is under it. A queue stays in the pod that took it (the load balancer
+            # routes on arrival; vLLM never hands a waiting request to another replica), so a pod
+            # that turns ready later starts empty, and a burst's queue outlives the burst.
+            now = self._clock()
+            if self._last is not None and self._ready:
+                elapsed = (now - self._last) * self.compression
+                share = self._arrival_rps / len(self._ready)
+                for pod in self._ready:
+                    queued = self._backlog.get(pod, 0.0) + (share - self.saturated_rps) * elapsed
+                    self._backlog[pod] = max(0.0, queued)
+            self._last = now
+            self._backlog = {p: q for p, q in self._backlog.items() if p in ready}
             self._arrival_rps = max(0.0, float(arrival_rps))
             self._ready = tuple(ready)
             self._loading = tuple(p for p in loading if p not in ready)
 
+    def drain_seconds(self) -> float:
+        """Clock seconds until the longest queue now held empties at its pod's saturated rate with
+        no more arrivals (what a scale-in must wait for beyond its stabilization window)."""
+        with self._lock:
+            longest = max(self._backlog.values(), default=0.0)
+        return longest / self.saturated_rps / self.compression
+
     def _snapshot(self) -> tuple[dict[PodRef, PodValues], tuple[PodRef, ...]]:
         with self._lock:
             ready, loading, rate = self._ready, self._loading, self._arrival_rps
+            backlog = dict(self._backlog)
         per_pod = self.pod_values(rate / len(ready)) if ready else IDLE
-        values = {p: per_pod for p in ready}
+        values = {}
+        for pod in ready:
+            queued = backlog.get(pod, 0.0)
+            if queued > 0:
+                # A backlog keeps the pod's batch full and its queue waiting.
+                full = self.pod_values(max(rate / len(ready), self.saturated_rps))
+                values[pod] = PodValues(
+                    full.running, max(full.waiting, queued), full.kv_cache_usage, full.gpu_utilization
+                )
+            else:
+                values[pod] = per_pod
         values.update({p: IDLE for p in loading})
         return values, ready
 

@@ -73,7 +73,9 @@ def scraped(
     with contextlib.ExitStack() as stack:
 
         def start(name: str) -> tuple[StandIn, Prometheus, Callable[[], None]]:
-            standin = StandIn.from_render(renders[name])
+            # A frozen clock: the values hold still while the queries are compared (a backlog
+            # would grow under the overload these tests serve; tests/twin/test_standin.py covers it).
+            standin = StandIn.from_render(renders[name], clock=lambda: 0.0)
             base = stack.enter_context(standin.serving(LOOPBACK, 0)).removeprefix("http://")
             listen = f"{LOOPBACK}:{free_port()}"
             prometheus = stack.enter_context(

@@ -53,7 +53,8 @@ def test_zero_load_runs_nothing(renders: dict[str, Path], stack: str) -> None:
 def test_overload_on_one_pod_queues(renders: dict[str, Path], stack: str) -> None:
     # Above what one replica completes at saturation (the plan's own figure), requests wait.
     plan = _plan(renders[stack])
-    standin = StandIn.from_render(renders[stack])
+    # A frozen clock: no time passes, so no backlog builds (test_a_backlog_... covers that).
+    standin = StandIn.from_render(renders[stack], clock=lambda: 0.0)
     standin.set_state(1.5 * plan["requests_per_second"], [A])
     values = standin.values()[A.name]
     assert values["vllm:num_requests_waiting"] > 0
@@ -139,3 +140,39 @@ def test_serves_over_http(renders: dict[str, Path]) -> None:
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(f"{base}/vllm/deepseek/vllm-b/metrics", timeout=5)
         assert missing.value.code == 404
+
+
+def test_a_backlog_outlives_the_burst_and_drains_at_the_served_rate(renders: dict[str, Path]) -> None:
+    """Overload queues up in scenario seconds; when the load stops, the queue drains at what the
+    ready pods complete, not at once (a real vLLM keeps its waiting requests)."""
+    now = [0.0]
+    stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=lambda: now[0])
+    pod = PodRef("deepseek", "vllm-0", "node-0")
+    mu = stand_in.planned_rps()
+    stand_in.set_state(2 * mu, [pod])
+    now[0] = 10.0  # 300 scenario seconds at twice what one pod serves: mu x 300 requests queued
+    stand_in.set_state(0.0, [pod])
+    waiting = stand_in.values()["vllm-0"]["vllm:num_requests_waiting"]
+    assert waiting == pytest.approx(mu * 300, rel=1e-6)
+    now[0] = 15.0  # 150 s at mu with no arrivals: half of it served
+    stand_in.set_state(0.0, [pod])
+    assert stand_in.values()["vllm-0"]["vllm:num_requests_waiting"] == pytest.approx(mu * 150, rel=1e-6)
+    now[0] = 30.0
+    stand_in.set_state(0.0, [pod])
+    assert stand_in.values()["vllm-0"]["vllm:num_requests_waiting"] == 0.0
+
+
+def test_a_queue_stays_in_the_pod_that_took_it(renders: dict[str, Path]) -> None:
+    """A pod that turns ready after the burst starts with an empty queue; the first pod still drains
+    its own (the simulator routes the same way: automation/simulate/engine.py, per-pod queues)."""
+    now = [0.0]
+    stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=lambda: now[0])
+    mu = stand_in.planned_rps()
+    stand_in.set_state(2 * mu, [A])
+    now[0] = 10.0
+    stand_in.set_state(2 * mu, [A, B])  # B is ready now; A holds 300 mu
+    now[0] = 11.0  # 30 s at mu each: A's queue neither grows nor drains, B's stays empty
+    stand_in.set_state(2 * mu, [A, B])
+    values = stand_in.values()
+    assert values[A.name]["vllm:num_requests_waiting"] == pytest.approx(mu * 300, rel=1e-6)
+    assert values[B.name]["vllm:num_requests_waiting"] == 0.0
