@@ -238,7 +238,7 @@ def bench_main(argv: list[str] | None = None) -> int:
     held = [r for r in rows if r["split"] == "held_out"]
     fitted = [r for r in rows if r["split"] == "fit"]
     excluded = [p["id"] for p in read_data("measurements.json")["points"] if "excluded" in p]
-    summary = {
+    summary: dict = {
         "efficiencies": {k: fitted_efficiencies(k).__dict__ for k in ("dense", "moe")},
         "points": rows,
         "held_out": error_summary(held),

@@ -465,7 +465,7 @@ def roofline(hw: Hardware, kv_cache_tokens: int, prompt_tokens: int, output_toke
     batch = max(1, kv_cache_tokens // BLOCK_SIZE // mean_blocks)
     m, tp, pp = hw.model, hw.tensor_parallel, hw.pipeline_parallel
     tokens = batch * (1 + prompt_tokens / output_tokens)  # decodes plus the prefills they replace
-    weights = weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp
+    weights = float(weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp)
     if m.moe:
         routed = weights * routed_expert_parameters(m) / m.parameters
         weights -= routed * (1.0 - touched_expert_fraction(m, math.ceil(tokens)))
