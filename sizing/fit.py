@@ -1,10 +1,11 @@
 """Fit the replica model's efficiencies to published measurements, and report its error out of sample.
 
-``python -m sizing.fit`` searches the efficiencies (bandwidth, compute) and the host term (per-step
-overhead, per-sequence cost up to ``PER_SEQUENCE_BOUND_S``) that minimise the absolute log error
-of the model's output tokens/s over the points of ``sizing/data/measurements.json`` whose split is
-``fit``, and writes them to ``sizing/data/efficiency.json``. The all-reduce latency is not fitted:
-it is the cited figure of each interconnect (``performance.allreduce_latency_s``).
+``python -m sizing.fit`` searches the efficiencies (GEMM and attention bandwidth, compute) and the
+host term (per-step overhead, per-sequence cost up to ``PER_SEQUENCE_BOUND_S``) that minimise the
+absolute log error of the model's output tokens/s over the points of
+``sizing/data/measurements.json`` whose split is ``fit``, and writes them to
+``sizing/data/efficiency.json``. The all-reduce latency is not fitted: it is the cited figure of
+each interconnect (``performance.allreduce_latency_s``).
 ``python -m sizing.bench [--json]`` prints the error on the held-out points (never used to fit,
 chosen by source before fitting) beside the in-sample error, each labelled (a report, not a test).
 A user's load-test calibration is fitted the same way (``fit_points``) and overrides the bundle.
@@ -43,6 +44,7 @@ from .performance import (
     kernel_class,
     read_data,
     steady_state,
+    step_seconds,
 )
 
 EFFICIENCY_FILE = Path(__file__).parent / "data" / "efficiency.json"
@@ -54,6 +56,7 @@ COMPUTE_GRID = tuple(x / 100 for x in range(5, 91, 5))
 OVERHEAD_GRID = tuple(x / 1000 for x in (0.5, 1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30))
 # Extra latency per all-reduce beyond the interconnect's cited figure: not fitted (0).
 ALLREDUCE_GRID = (0.0,)
+ATTENTION_BANDWIDTH_GRID = tuple(x / 100 for x in range(20, 101, 5))
 PER_SEQUENCE_GRID = tuple(x * 1e-6 for x in (0, 2, 5, 10, 15, 20) if x * 1e-6 <= PER_SEQUENCE_BOUND_S)
 
 
@@ -71,6 +74,8 @@ class Point:
     source: str
     # "fit" (the fit uses it) or "held_out" (never used to fit: the out-of-sample error).
     split: str = "fit"
+    # A decode step at batch ``concurrency`` (the source's TPOT), not a closed loop's rate.
+    decode_step: bool = False
 
 
 def _cuda_mib(gpu: str) -> int:
@@ -107,6 +112,7 @@ def point_from_json(p: dict, efficiencies: Efficiencies) -> Point:
         float(p["output_tokens_per_second"]),
         p["source"],
         p.get("split", "fit"),
+        p.get("metric") == "decode_step",
     )
 
 
@@ -117,7 +123,13 @@ def bundled_points(efficiencies: Efficiencies) -> list[Point]:
 
 
 def predicted(point: Point, eff: Efficiencies) -> float:
+    """The model's output tokens/s for ``point``: a closed loop's steady state, or for a decode
+    step point, the batch over one decode step at the sequences' mean context."""
     hw = point.hardware.with_efficiencies(eff)
+    if point.decode_step:
+        n = point.concurrency
+        context = n * (point.prompt_tokens + point.output_tokens / 2)
+        return n / step_seconds(hw, n, context, context, n)
     state = steady_state(hw, point.limits, point.concurrency, point.prompt_tokens, point.output_tokens)
     return state.output_tokens_per_second
 
@@ -127,7 +139,7 @@ def _loss(points: Sequence[Point], eff: Efficiencies) -> float:
 
 
 def _eff(v: Sequence[float], source: str) -> Efficiencies:
-    return Efficiencies(v[0], v[1], v[2], v[3], source, v[4])
+    return Efficiencies(v[0], v[1], v[2], v[3], source, v[4], v[5])
 
 
 def fit_points(points: Sequence[Point], source: str, start: Efficiencies | None = None) -> Efficiencies:
@@ -135,7 +147,14 @@ def fit_points(points: Sequence[Point], source: str, start: Efficiencies | None 
     from the coarse grid's best, so a handful of points still gives a stable answer)."""
     if not points:
         raise PerformanceError("no measurements to fit")
-    grids = (BANDWIDTH_GRID, COMPUTE_GRID, OVERHEAD_GRID, ALLREDUCE_GRID, PER_SEQUENCE_GRID)
+    grids = (
+        BANDWIDTH_GRID,
+        COMPUTE_GRID,
+        OVERHEAD_GRID,
+        ALLREDUCE_GRID,
+        PER_SEQUENCE_GRID,
+        ATTENTION_BANDWIDTH_GRID,
+    )
     best = start or Efficiencies(0.7, 0.5, 0.004, 0.0, source)
     values = [
         best.bandwidth,
@@ -143,8 +162,18 @@ def fit_points(points: Sequence[Point], source: str, start: Efficiencies | None 
         best.step_overhead_s,
         best.allreduce_latency_s,
         best.per_sequence_s,
+        best.attention_bandwidth or best.bandwidth,
     ]
     best_loss = _loss(points, _eff(values, source))
+    # Bandwidth efficiency and the fixed host cost trade against each other on single streams
+    # (both set a step's floor): search them jointly first, so coordinate descent does not stop
+    # in the valley its starting point lies in.
+    for bw in BANDWIDTH_GRID:
+        for overhead in OVERHEAD_GRID:
+            trial = [bw, values[1], overhead, *values[3:]]
+            loss = _loss(points, _eff(trial, source))
+            if loss < best_loss - 1e-12:
+                best_loss, values = loss, trial
     for _ in range(4):
         improved = False
         for i, grid in enumerate(grids):
@@ -199,6 +228,7 @@ def fit_main(argv: list[str] | None = None) -> int:
             "step_overhead_s": eff.step_overhead_s,
             "allreduce_latency_s": round(eff.allreduce_latency_s, 7),
             "per_sequence_s": round(eff.per_sequence_s, 7),
+            "attention_bandwidth": eff.attention_bandwidth,
             "points": len(own),
         }
     text = json.dumps(doc, indent=2) + "\n"

@@ -7,7 +7,7 @@ another in the step's CUDA graph, so their times add; none is assumed to hide an
 
     t = host + gemm + attention + all-reduce
     gemm      = max(weight bytes / (bandwidth x eff_bw), 2 x active params x tokens / (peak x eff_c))
-    attention = max(KV bytes read / (bandwidth x eff_bw), attention FLOPs / (peak x eff_c))
+    attention = max(KV bytes read / (bandwidth x eff_kv), attention FLOPs / (peak x eff_c))
     all-reduce (TP > 1) = 2 x layers x (latency of the link + ring bytes / link bandwidth)
     host      = fixed per step + per sequence (bounded: ``PER_SEQUENCE_BOUND_S``)
 
@@ -112,6 +112,9 @@ class Efficiencies:
     # Host work that grows with the batch (scheduling, sampling, detokenizing each sequence),
     # at most PER_SEQUENCE_BOUND_S.
     per_sequence_s: float = 0.0
+    # Fraction of HBM bandwidth the paged-attention kernels reach reading KV (scattered 16-token
+    # blocks, not one streamed matrix); 0: the GEMMs' ``bandwidth``.
+    attention_bandwidth: float = 0.0
 
 
 @cache
@@ -171,6 +174,7 @@ def fitted_efficiencies(kind: str = "dense") -> Efficiencies:
         e["allreduce_latency_s"],
         data["source"],
         e.get("per_sequence_s", 0.0),
+        e.get("attention_bandwidth", 0.0),
     )
 
 
@@ -285,7 +289,8 @@ def _stage_time(
     else:
         attn_width = m.num_attention_heads * m.head_dim
     attention_flops = 4.0 * layers * attn_width * attention_tokens / tp
-    attention_s = max(kv / bandwidth, attention_flops / peak)
+    kv_bandwidth = hw.gpu.memory_gb_s * 1e9 * (e.attention_bandwidth or e.bandwidth)
+    attention_s = max(kv / kv_bandwidth, attention_flops / peak)
     comm_s = 0.0
     if tp > 1:
         # Two all-reduces per layer (after attention and after the MLP), ring: 2(tp-1)/tp of the
@@ -402,9 +407,13 @@ def steady_state(
 
     Running sequences: at most ``max_num_seqs``, and as many as the KV blocks hold at their mean
     length (prompt + half the output: in steady state the streams are spread over their lifetime).
-    Per step every running sequence decodes one token and the prompts of the requests that replace
-    finished ones are prefilled (on average running x prompt / output tokens per step, chunked
-    within ``max_num_batched_tokens``). Streams beyond the running ones wait (Little's law).
+    Each request's prompt is prefilled in chunks of what the step budget
+    (``max_num_batched_tokens``) leaves after the other sequences' decodes, as vLLM's scheduler
+    does (the simulator steps the same way): a cycle in which every running sequence emits its
+    ``output_tokens`` holds one chunk step per chunk of each of the ``running`` prompts (the
+    others decode in it; the last chunk emits the request's first token) and plain decode steps
+    for the rest. The mean time between a stream's tokens is the cycle over ``output_tokens``.
+    Streams beyond the running ones wait (Little's law).
     """
     if concurrency < 1 or prompt_tokens < 1 or output_tokens < 1:
         raise PerformanceError("concurrency, prompt and output tokens must be at least 1")
@@ -417,14 +426,8 @@ def steady_state(
         limited_by = "max_num_seqs" if running == limits.max_num_seqs else "kv_cache"
     # Preemption happens when the running sequences at their full length outgrow the cache.
     preempted = running * _blocks(prompt_tokens + output_tokens, bs) > limits.kv_blocks
-    prefill_per_step = running * prompt_tokens / output_tokens
     context = running * (prompt_tokens + output_tokens / 2)
-    tokens = running + prefill_per_step
-    # Prefill tokens attend to their own prompt: on average to half of it.
-    pairs = context + prefill_per_step * prompt_tokens / 2
-    itl = step_seconds(hw, math.ceil(tokens), context + prefill_per_step, pairs, running)
-    output_rate = running / itl
-    rps = output_rate / output_tokens
+    decode = step_seconds(hw, running, context, context, running)
     # A new prompt is prefilled in chunks of what the step budget leaves after the decodes.
     chunk = min(prompt_tokens, max(1, limits.max_num_batched_tokens - (running - 1)))
     chunks = math.ceil(prompt_tokens / chunk)
@@ -433,9 +436,16 @@ def steady_state(
         hw,
         running - 1 + chunk,
         decode_context + prompt_tokens,
+        # Prefill tokens attend to their own prompt: on average to half of it.
         decode_context + chunk * prompt_tokens / 2,
         running,
     )
+    chunk_steps = running * chunks
+    decode_steps = max(0.0, output_tokens - 1 - chunk_steps * (running - 1) / running)
+    cycle = decode_steps * decode + chunk_steps * per_chunk
+    itl = cycle / output_tokens
+    output_rate = running / itl
+    rps = output_rate / output_tokens
     wait = (concurrency - running) / rps if concurrency > running else 0.0
     ttft = SERVER_PATH_S + wait + chunks * per_chunk
     return SteadyState(
