@@ -1,23 +1,29 @@
 """The replica performance model: how long one vLLM engine step takes on a plan's GPUs, and what a
 replica delivers in steady state for a given concurrency and request lengths.
 
-One step (vLLM 0.33.0 V1 scheduler: decodes and chunked-prefill tokens share one forward pass) costs
+One step (vLLM 0.33.0 V1 scheduler: decodes and chunked-prefill tokens share one forward pass) is
+the sum of its operators, each a roofline over its own bytes and FLOPs (the kernels run one after
+another in the step's CUDA graph, so their times add; none is assumed to hide another):
 
-    t = overhead + max(bytes / (bandwidth x eff_bw), flops / (peak x eff_compute)) + all-reduce
+    t = host + gemm + attention + all-reduce
+    gemm      = max(weight bytes / (bandwidth x eff_bw), 2 x active params x tokens / (peak x eff_c))
+    attention = max(KV bytes read / (bandwidth x eff_kv), attention FLOPs / (peak x eff_c))
+    all-reduce (TP > 1) = 2 x layers x (latency of the link + ring bytes / link bandwidth)
+    host      = fixed per step + per sequence (bounded: ``PER_SEQUENCE_BOUND_S``)
 
-- bytes: the weights each GPU holds (for the MoE model, the share of routed experts the step's
-  tokens touch) plus the KV cache of every scheduled token's context;
-- flops: 2 x active parameters x tokens, plus attention (QK^T and AV: 4 x layers x heads x head_dim
-  x context per token);
-- all-reduce (TP > 1): two per layer of the step's activations, ring algorithm, over the
-  instance's GPU link (NVLink or PCIe, sizing/data/gpu_specs.json) plus a fixed latency each;
+- weight bytes: what each GPU holds (for the MoE model, the share of routed experts the step's
+  tokens touch); KV bytes: the cached context of every scheduled token;
+- attention FLOPs: QK^T and AV, 4 x layers x heads x head_dim per (token, context) pair;
+- the all-reduce latency is per interconnect, cited (``allreduce_latency_s``): vLLM's custom
+  all-reduce on NVLink/NVSwitch, NCCL over PCIe beyond two GPUs;
 - pipeline parallel: the batch flows through PP stages one after another, each stage holding 1/PP of
   the layers, plus an activation hand-off between nodes per stage boundary.
 
-Datasheet figures come from ``sizing/data/gpu_specs.json`` (each with its source); the four
-efficiencies are fitted to published measurements (``python -m sizing.fit``, stored in
-``sizing/data/efficiency.json``). Pure functions: both ``python -m sizing throughput`` and the
-autoscaling simulator use them.
+Datasheet figures come from ``sizing/data/gpu_specs.json`` (each with its source); the efficiencies
+and the host term are fitted to the published points marked ``fit`` in
+``sizing/data/measurements.json`` (``python -m sizing.fit``, stored in ``sizing/data/efficiency.json``);
+``python -m sizing.bench`` reports the error on the held-out points beside it. Pure functions: both
+``python -m sizing throughput`` and the autoscaling simulator use them.
 """
 
 from __future__ import annotations
@@ -41,6 +47,34 @@ BLOCK_SIZE = 16
 # The simulator's default traffic imports them (automation/simulate/traffic.py).
 PLAN_PROMPT_TOKENS = 500
 PLAN_OUTPUT_TOKENS = 1162
+
+# A request's path outside the engine step before its first token: HTTP, the OpenAI server's
+# tokenization and the scheduler's admission. InferenceBench's H100 sweep (vLLM 0.21.0,
+# Llama-3.1-8B, https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/) measured TTFT p50
+# 13.98 ms at concurrency 1 with a decode step (TPOT p50) of 6.48 ms: the ~7.5 ms beyond one
+# short-prompt forward pass is this path.
+SERVER_PATH_S = 0.0075
+
+# All-reduce latency per call, by interconnect (the payload's transfer time is added on top):
+# - NVLink/NVSwitch: vLLM's custom all-reduce runs where the GPUs are fully connected
+#   (vllm 0.33.0 vllm/distributed/device_communicators/custom_all_reduce.py:509
+#   ``should_custom_ar``); NCCL's NVLS on 2x H100 measured ~6 us for small messages with CUDA
+#   graphs (NVIDIA/nccl issue #1259, all_reduce_perf, 2024-04-22).
+# - PCIe, more than two GPUs: vLLM disables its custom all-reduce (custom_all_reduce.py:267-270,
+#   "not supported on more than two PCIe-only GPUs") and NCCL runs it: 19.4-24.2 us for 4-32 KB
+#   inside a CUDA graph on 4 PCIe GPUs (haohervchb/sglang-V100 pull request #2, table "NCCL (PXB)").
+# - PCIe, two GPUs: the custom all-reduce runs (custom_all_reduce.py:509, world_size == 2): the
+#   same table's one-shot push, 7.2 us at 16 KB.
+ALLREDUCE_LATENCY_NVLINK_S = 6e-6
+ALLREDUCE_LATENCY_PCIE_NCCL_S = 22e-6
+ALLREDUCE_LATENCY_PCIE_TWO_GPUS_S = 7.2e-6
+
+# The host's per-sequence work per step (scheduling, sampling, detokenizing) is bounded: vLLM V1
+# keeps a persistent batch and updates it incrementally (vllm/v1/worker/gpu_input_batch.py), so a
+# sequence costs microseconds, not the fraction of a millisecond a free fit chose when GEMM and
+# attention were assumed to overlap (0.3 ms, which alone exceeded whole published steps at ~100
+# sequences). The fit may not go above this bound.
+PER_SEQUENCE_BOUND_S = 20e-6
 
 
 class PerformanceError(ValueError):
@@ -75,8 +109,12 @@ class Efficiencies:
     step_overhead_s: float
     allreduce_latency_s: float
     source: str = "fit"
-    # Host work that grows with the batch (scheduling, sampling, detokenizing each sequence).
+    # Host work that grows with the batch (scheduling, sampling, detokenizing each sequence),
+    # at most PER_SEQUENCE_BOUND_S.
     per_sequence_s: float = 0.0
+    # Fraction of HBM bandwidth the paged-attention kernels reach reading KV (scattered 16-token
+    # blocks, not one streamed matrix); 0: the GEMMs' ``bandwidth``.
+    attention_bandwidth: float = 0.0
 
 
 @cache
@@ -97,6 +135,21 @@ def interconnect_gb_s(family: str) -> float:
     if family not in links:
         raise PerformanceError(f"no interconnect figure for instance family {family!r}")
     return float(links[family]["gb_s"])
+
+
+@cache
+def allreduce_latency_s(family: str, tensor_parallel: int) -> float:
+    """Latency of one all-reduce among ``tensor_parallel`` GPUs of one ``family`` instance: the
+    cited figure for its interconnect kind (NVLink/NVSwitch, or PCIe with NCCL or, for two GPUs,
+    vLLM's custom all-reduce)."""
+    if tensor_parallel <= 1:
+        return 0.0
+    links = read_data("gpu_specs.json")["interconnects"]
+    if family not in links:
+        raise PerformanceError(f"no interconnect figure for instance family {family!r}")
+    if "nvlink" in links[family]["kind"].lower():
+        return ALLREDUCE_LATENCY_NVLINK_S
+    return ALLREDUCE_LATENCY_PCIE_TWO_GPUS_S if tensor_parallel == 2 else ALLREDUCE_LATENCY_PCIE_NCCL_S
 
 
 @cache
@@ -121,6 +174,7 @@ def fitted_efficiencies(kind: str = "dense") -> Efficiencies:
         e["allreduce_latency_s"],
         data["source"],
         e.get("per_sequence_s", 0.0),
+        e.get("attention_bandwidth", 0.0),
     )
 
 
@@ -165,6 +219,8 @@ class Hardware:
     pipeline_parallel: int
     link_gb_s: float
     efficiencies: Efficiencies
+    # Seconds per all-reduce on this instance's link (``allreduce_latency_s``).
+    link_latency_s: float = 0.0
 
     @property
     def gpus(self) -> int:
@@ -205,6 +261,7 @@ def hardware(
         pipeline_parallel,
         link,
         efficiencies or fitted_efficiencies(kernel_class(model)),
+        allreduce_latency_s(instance.family, tensor_parallel),
     )
 
 
@@ -213,32 +270,36 @@ def _stage_time(
 ) -> float:
     """Seconds one pipeline stage (``layers_share`` of the layers) needs for a forward pass of
     ``tokens`` new tokens that read ``context_tokens`` cached tokens' KV and attend over
-    ``attention_tokens`` (token, context) pairs in all."""
+    ``attention_tokens`` (token, context) pairs in all: weight GEMMs, attention and all-reduces,
+    each its own roofline, added."""
     m, e, tp, pp = hw.model, hw.efficiencies, hw.tensor_parallel, hw.pipeline_parallel
+    bandwidth = hw.gpu.memory_gb_s * 1e9 * e.bandwidth
+    peak = hw.peak_tflops * 1e12 * e.compute
     weights = weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp * layers_share
     if m.moe:
         # Routed experts a step does not touch are not read.
-        routed = weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp * layers_share
-        routed *= routed_expert_parameters(m) / m.parameters
+        routed = weights * routed_expert_parameters(m) / m.parameters
         weights -= routed * (1.0 - touched_expert_fraction(m, tokens))
-    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * layers_share * context_tokens
-    memory_s = (weights + kv) / (hw.gpu.memory_gb_s * 1e9 * e.bandwidth)
+    linear_flops = 2.0 * active_parameters(m) * layers_share * tokens / tp
+    gemm_s = max(weights / bandwidth, linear_flops / peak)
     layers = m.num_hidden_layers * layers_share
-    linear_flops = 2.0 * active_parameters(m) * layers_share * tokens
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * layers_share * context_tokens
     if m.attention is Attention.MLA:
         attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim)
     else:
         attn_width = m.num_attention_heads * m.head_dim
-    attention_flops = 4.0 * layers * attn_width * attention_tokens
-    compute_s = (linear_flops + attention_flops) / tp / (hw.peak_tflops * 1e12 * e.compute)
+    attention_flops = 4.0 * layers * attn_width * attention_tokens / tp
+    kv_bandwidth = hw.gpu.memory_gb_s * 1e9 * (e.attention_bandwidth or e.bandwidth)
+    attention_s = max(kv / kv_bandwidth, attention_flops / peak)
     comm_s = 0.0
     if tp > 1:
         # Two all-reduces per layer (after attention and after the MLP), ring: 2(tp-1)/tp of the
-        # activation bytes cross each GPU's link.
+        # activation bytes cross each GPU's link, after the link's latency.
         size = tokens * m.hidden_size * ACTIVATION_BYTES
-        per = 2.0 * (tp - 1) / tp * size / (hw.link_gb_s * 1e9) + e.allreduce_latency_s
+        per = 2.0 * (tp - 1) / tp * size / (hw.link_gb_s * 1e9)
+        per += hw.link_latency_s + e.allreduce_latency_s
         comm_s = 2.0 * layers * per
-    return max(memory_s, compute_s) + comm_s
+    return gemm_s + attention_s + comm_s
 
 
 def step_seconds(
@@ -295,6 +356,17 @@ def default_max_num_batched_tokens(cuda_memory_mib: int, gpu_model: str) -> int:
     return 2048
 
 
+def default_max_num_seqs(cuda_memory_mib: int, gpu_model: str) -> int:
+    """vLLM 0.33.0's OpenAI-server default ``--max-num-seqs`` (vllm/engine/arg_utils.py
+    ``EngineArgs.get_batch_defaults``, lines 2973-3006 of the PyPI wheel
+    vllm-0.33.0-cp38-abi3-manylinux_2_28_x86_64.whl, sha256 4b6bdec4...): 1024 from 160 GiB of
+    device memory (line 2981), 1024 from 70 GiB except on A100 (line 2995), else 256 (line 3005)."""
+    gib = cuda_memory_mib / 1024
+    if gib >= 160 or (gib >= 70 and gpu_model != "A100"):
+        return 1024
+    return 256
+
+
 @dataclass(frozen=True)
 class SteadyState:
     """One replica serving ``concurrency`` closed-loop streams of fixed lengths."""
@@ -335,9 +407,13 @@ def steady_state(
 
     Running sequences: at most ``max_num_seqs``, and as many as the KV blocks hold at their mean
     length (prompt + half the output: in steady state the streams are spread over their lifetime).
-    Per step every running sequence decodes one token and the prompts of the requests that replace
-    finished ones are prefilled (on average running x prompt / output tokens per step, chunked
-    within ``max_num_batched_tokens``). Streams beyond the running ones wait (Little's law).
+    Each request's prompt is prefilled in chunks of what the step budget
+    (``max_num_batched_tokens``) leaves after the other sequences' decodes, as vLLM's scheduler
+    does (the simulator steps the same way): a cycle in which every running sequence emits its
+    ``output_tokens`` holds one chunk step per chunk of each of the ``running`` prompts (the
+    others decode in it; the last chunk emits the request's first token) and plain decode steps
+    for the rest. The mean time between a stream's tokens is the cycle over ``output_tokens``.
+    Streams beyond the running ones wait (Little's law).
     """
     if concurrency < 1 or prompt_tokens < 1 or output_tokens < 1:
         raise PerformanceError("concurrency, prompt and output tokens must be at least 1")
@@ -350,14 +426,8 @@ def steady_state(
         limited_by = "max_num_seqs" if running == limits.max_num_seqs else "kv_cache"
     # Preemption happens when the running sequences at their full length outgrow the cache.
     preempted = running * _blocks(prompt_tokens + output_tokens, bs) > limits.kv_blocks
-    prefill_per_step = running * prompt_tokens / output_tokens
     context = running * (prompt_tokens + output_tokens / 2)
-    tokens = running + prefill_per_step
-    # Prefill tokens attend to their own prompt: on average to half of it.
-    pairs = context + prefill_per_step * prompt_tokens / 2
-    itl = step_seconds(hw, math.ceil(tokens), context + prefill_per_step, pairs, running)
-    output_rate = running / itl
-    rps = output_rate / output_tokens
+    decode = step_seconds(hw, running, context, context, running)
     # A new prompt is prefilled in chunks of what the step budget leaves after the decodes.
     chunk = min(prompt_tokens, max(1, limits.max_num_batched_tokens - (running - 1)))
     chunks = math.ceil(prompt_tokens / chunk)
@@ -366,11 +436,52 @@ def steady_state(
         hw,
         running - 1 + chunk,
         decode_context + prompt_tokens,
+        # Prefill tokens attend to their own prompt: on average to half of it.
         decode_context + chunk * prompt_tokens / 2,
         running,
     )
+    chunk_steps = running * chunks
+    decode_steps = max(0.0, output_tokens - 1 - chunk_steps * (running - 1) / running)
+    cycle = decode_steps * decode + chunk_steps * per_chunk
+    itl = cycle / output_tokens
+    output_rate = running / itl
+    rps = output_rate / output_tokens
     wait = (concurrency - running) / rps if concurrency > running else 0.0
-    ttft = wait + chunks * per_chunk
+    ttft = SERVER_PATH_S + wait + chunks * per_chunk
     return SteadyState(
         concurrency, running, output_rate, rps, ttft, itl, limits.kv_cache_tokens, preempted, limited_by
     )
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The most a replica could emit at the KV-limited batch: datasheet peaks, no efficiency,
+    no host or all-reduce time."""
+
+    batch: int
+    step_s: float
+    output_tokens_per_second: float
+
+
+def roofline(hw: Hardware, kv_cache_tokens: int, prompt_tokens: int, output_tokens: int) -> Roofline:
+    """The HBM roofline of one replica at the KV-limited batch for these lengths.
+
+    Batch: as many sequences as the KV cache holds at their mean length (prompt + half the output,
+    as ``steady_state`` spreads a closed loop over its lifetime). Step: every GPU reads its
+    weights and the batch's KV once at the datasheet's HBM bandwidth (for PP, the stages in
+    turn), or, where more, computes the step's FLOPs at the datasheet's dense peak. Each step
+    emits one token per sequence."""
+    mean_blocks = _blocks(prompt_tokens + output_tokens / 2, BLOCK_SIZE)
+    batch = max(1, kv_cache_tokens // BLOCK_SIZE // mean_blocks)
+    m, tp, pp = hw.model, hw.tensor_parallel, hw.pipeline_parallel
+    tokens = batch * (1 + prompt_tokens / output_tokens)  # decodes plus the prefills they replace
+    weights = float(weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp)
+    if m.moe:
+        routed = weights * routed_expert_parameters(m) / m.parameters
+        weights -= routed * (1.0 - touched_expert_fraction(m, math.ceil(tokens)))
+    context = batch * (prompt_tokens + output_tokens / 2)
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * context
+    memory_s = (weights + kv) / (hw.gpu.memory_gb_s * 1e9)
+    compute_s = 2.0 * active_parameters(m) * tokens / tp / (hw.peak_tflops * 1e12)
+    step = max(memory_s, compute_s)
+    return Roofline(batch, step, batch / step)

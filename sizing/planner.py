@@ -54,6 +54,7 @@ from .performance import (
     SteadyState,
     default_max_num_batched_tokens,
     hardware,
+    roofline,
     steady_state,
 )
 
@@ -359,6 +360,15 @@ class SizingPlan:
         return self.replica_hourly_usd / (self.saturation.output_tokens_per_second * 3600) * 1e6
 
     @property
+    def roofline_usd_per_million_output_tokens(self) -> float:
+        """The replica's hourly price over what the HBM roofline emits in an hour at the KV-limited
+        batch, for the same instance, variant, quantization and planning lengths (datasheet
+        bandwidth and peak, no efficiency or host time; derivation in docs/sizing-performance.md):
+        the floor usd_per_million_output_tokens is judged against."""
+        top = roofline(self.hardware, self.kv_cache_tokens, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS)
+        return self.replica_hourly_usd / (top.output_tokens_per_second * 3600) * 1e6
+
+    @property
     def repository(self) -> str | None:
         """The user's repository, else the known pre-quantized one, else the variant's own."""
         if self.request.repository:
@@ -561,6 +571,7 @@ class SizingPlan:
             "output_tokens_per_second": round(sat.output_tokens_per_second, 1),
             "requests_per_second": round(sat.requests_per_second, 4),
             "usd_per_million_output_tokens": round(self.usd_per_million_output_tokens, 3),
+            "roofline_usd_per_million_output_tokens": round(self.roofline_usd_per_million_output_tokens, 3),
             "ttft_s": round(sat.ttft_s, 3),
             "itl_s": round(sat.itl_s, 4),
             "throughput_basis": {

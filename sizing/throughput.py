@@ -1,12 +1,16 @@
 """``python -m sizing throughput``: the replica model's steady state for one load.
 
     python -m sizing throughput --variant V --instance-type T [--tp N] [--quantization Q]
-        --concurrency C --prompt-tokens P --output-tokens O [--max-num-seqs N] [--json]
+        --concurrency C --prompt-tokens P --output-tokens O [--max-num-seqs N] [--region R] [--json]
 
-It sizes the replica as the planner would (KV cache from the GPUs' memory, ``--max-num-seqs`` by
-the plan's rule unless given, vLLM's default ``max_num_batched_tokens`` for the GPU) and answers
-``sizing.performance.steady_state``. Exit codes: 0 an answer; 1 the model does not fit on those
-GPUs; 2 a bad flag (named in the message).
+It sizes the replica as the planner would (KV cache from the GPUs' memory, vLLM's default
+``max_num_batched_tokens`` for the GPU) and answers ``sizing.performance.steady_state``. Any
+catalogued instance type is answered, whatever a region offers or costs (a throughput does not
+depend on either); ``--region`` only refuses a type the catalog says that region does not offer.
+``--max-num-seqs`` defaults to vLLM's own default for the pinned engine version (what a published
+benchmark that did not set it ran with), printed, and ``--json`` says which rule applied
+(``max_num_seqs_rule``). Exit codes: 0 an answer; 1 the model does not fit on those GPUs, or the
+region does not offer the type; 2 a bad flag (named in the message).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from .catalog import VARIANTS, instance_catalog, model_catalog
 from .memory import Quantization, tensor_parallel_refusal
@@ -21,10 +26,18 @@ from .performance import (
     PerformanceError,
     SchedulerLimits,
     default_max_num_batched_tokens,
+    default_max_num_seqs,
     hardware,
     steady_state,
 )
-from .planner import PlanRequest, Rejection, evaluate, planned_max_num_seqs
+from .planner import PRICE_FALLBACK_REGION, PlanRequest, Rejection, evaluate
+
+# What --json's ``max_num_seqs_rule`` says for each way the value was chosen.
+RULE_GIVEN = "--max-num-seqs as given"
+RULE_VLLM_DEFAULT = (
+    "vLLM 0.33.0's default for the GPU's memory (vllm/engine/arg_utils.py "
+    "EngineArgs.get_batch_defaults, lines 2973-3006: 1024 from 70 GiB except A100, else 256)"
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -40,7 +53,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt-tokens", type=int, required=True)
     p.add_argument("--output-tokens", type=int, required=True)
     p.add_argument("--max-model-len", type=int, default=32768, help="context window (default 32768)")
-    p.add_argument("--max-num-seqs", type=int, help="vLLM --max-num-seqs (default: the plan's rule)")
+    p.add_argument(
+        "--max-num-seqs",
+        type=int,
+        help="vLLM --max-num-seqs (default: vLLM 0.33.0's own default for the GPU, printed)",
+    )
+    p.add_argument(
+        "--region",
+        help="refuse the type if the catalog says this region does not offer it (default: any region)",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
 
@@ -81,8 +102,20 @@ def main(argv: list[str]) -> int:
         return 2
     model = model_catalog()[args.variant]
     instance = instance_catalog().instances[args.instance_type]
+    if args.region and instance.offered_in_region.get(args.region, True) is False:
+        print(f"error: {instance.name} is not offered in {args.region}", file=sys.stderr)
+        return 1
+    # Offer and price do not change what a replica delivers: the planner's memory and kernel
+    # checks run on the type as if offered at some price (a Capacity-Blocks-only type included).
+    region = args.region or PRICE_FALLBACK_REGION
+    priced = dict(instance.on_demand_usd_per_hour)
+    if priced.get(region) is None:
+        priced[region] = 0.0
+    instance = replace(instance, offered_in_region={}, on_demand_usd_per_hour=priced)
     q = Quantization(args.quantization)
-    request = PlanRequest(args.variant, (instance.family,), q, max_model_len=args.max_model_len)
+    request = PlanRequest(
+        args.variant, (instance.family,), q, max_model_len=args.max_model_len, region=region
+    )
     fit = evaluate(model, q, instance, request, args.tp)
     if isinstance(fit, Rejection):
         print(f"error: {fit.reason}", file=sys.stderr)
@@ -92,8 +125,13 @@ def main(argv: list[str]) -> int:
     except PerformanceError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
+    if args.max_num_seqs:
+        max_num_seqs, rule = args.max_num_seqs, RULE_GIVEN
+    else:
+        max_num_seqs = default_max_num_seqs(instance.cuda_memory_mib, instance.gpu_model)
+        rule = RULE_VLLM_DEFAULT
     limits = SchedulerLimits(
-        args.max_num_seqs or planned_max_num_seqs(fit.kv_tokens),
+        max_num_seqs,
         default_max_num_batched_tokens(instance.cuda_memory_mib, instance.gpu_model),
         fit.kv_tokens,
     )
@@ -108,6 +146,7 @@ def main(argv: list[str]) -> int:
         "prompt_tokens": args.prompt_tokens,
         "output_tokens": args.output_tokens,
         "max_num_seqs": limits.max_num_seqs,
+        "max_num_seqs_rule": rule,
         "max_num_batched_tokens": limits.max_num_batched_tokens,
         **state.to_dict(),
         "efficiencies": hw.efficiencies.source,
@@ -120,7 +159,8 @@ def main(argv: list[str]) -> int:
         f"{args.concurrency} streams of {args.prompt_tokens} in / {args.output_tokens} out:\n"
         f"  {state.output_tokens_per_second:.1f} output tok/s, {state.requests_per_second:.3f} req/s, "
         f"TTFT {state.ttft_s:.2f} s, ITL {state.itl_s * 1000:.1f} ms\n"
-        f"  {state.running} running (limited by {state.limited_by}; max-num-seqs {limits.max_num_seqs}), "
+        f"  {state.running} running (limited by {state.limited_by}; max-num-seqs {limits.max_num_seqs}: "
+        f"{'as given' if rule == RULE_GIVEN else 'vLLM 0.33.0 default'}), "
         f"KV cache {limits.kv_cache_tokens:,} tokens{', preempting' if state.preempted else ''}"
     )
     return 0

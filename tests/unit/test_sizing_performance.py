@@ -168,3 +168,66 @@ def test_every_plan_the_planner_accepts_can_be_simulated(variant: str) -> None:
         d = sized.to_dict()
         model = ReplicaModel.from_plan(d, published_curve(d))
         assert model.saturated_tokens_per_s() == pytest.approx(d["output_tokens_per_second"], rel=0.01)
+
+
+def test_all_reduce_latency_is_per_interconnect_and_follows_vllms_gate() -> None:
+    # vLLM 0.33.0 runs its custom all-reduce on fully connected (NVLink) GPUs or on two PCIe GPUs,
+    # and leaves more than two PCIe-only GPUs to NCCL (custom_all_reduce.py:267-270, :509).
+    model = model_catalog()["r1-distill-llama-70b"]
+    catalog = instance_catalog().instances
+    nvlink = hardware(model, Quantization.BF16, catalog["p5.48xlarge"], 4)
+    pcie4 = hardware(model, Quantization.BF16, catalog["g6e.12xlarge"], 4)
+    pcie2 = hardware(model, Quantization.BF16, catalog["g6e.12xlarge"], 2)
+    assert (
+        "NVLink" in SPECS["interconnects"]["p5"]["kind"] and "PCIe" in SPECS["interconnects"]["g6e"]["kind"]
+    )
+    assert nvlink.link_latency_s < pcie2.link_latency_s < pcie4.link_latency_s
+    assert hardware(model, Quantization.BF16, catalog["p5.48xlarge"], 1).link_latency_s == 0.0
+
+
+def test_step_adds_gemm_and_attention_instead_of_hiding_one() -> None:
+    # A step that reads as many KV bytes as weight bytes costs the weights' time plus the KV's at
+    # the attention kernels' own bandwidth: the operators are added, not overlapped (the old
+    # model's max() hid attention behind the GEMMs).
+    model = model_catalog()["r1-distill-llama-8b"]
+    hw = hardware(model, Quantization.BF16, instance_catalog().instances["g6e.xlarge"], 1)
+    weights = weight_bytes_per_gpu(model, hw.quantization, 1, 1)
+    kv_tokens = weights / performance.kv_bytes_per_token_per_gpu(model, 1, 1)
+    alone = performance.step_seconds(hw, 1, 1)
+    both = performance.step_seconds(hw, 1, kv_tokens)
+    e = hw.efficiencies
+    kv_bandwidth = hw.gpu.memory_gb_s * 1e9 * (e.attention_bandwidth or e.bandwidth)
+    assert both - alone == pytest.approx(weights / kv_bandwidth, rel=0.02)
+
+
+def test_host_cost_per_sequence_stays_within_its_bound_and_ttft_pays_the_server_path() -> None:
+    for kind in ("dense", "moe"):
+        assert performance.fitted_efficiencies(kind).per_sequence_s <= performance.PER_SEQUENCE_BOUND_S
+    model = model_catalog()["r1-distill-qwen-7b"]
+    hw = hardware(model, Quantization.BF16, instance_catalog().instances["g6.xlarge"], 1)
+    state = steady_state(hw, SchedulerLimits(8, 2048, 100000), 1, 16, 100)
+    assert state.ttft_s > performance.SERVER_PATH_S + performance.step_seconds(hw, 16, 16) * 0.99
+
+
+def test_fit_uses_only_the_fit_split_and_bench_reports_held_out_apart(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from deepseek_eks.sizing.fit import bench_main
+
+    data = json.loads((ROOT / "sizing/data/efficiency.json").read_text())
+    vetted = [p for p in MEASUREMENTS if "excluded" not in p]
+    fit = [p for p in vetted if p["split"] == "fit"]
+    held = [p for p in vetted if p["split"] == "held_out"]
+    assert held and {p["split"] for p in vetted} == {"fit", "held_out"}
+    moe = {v for v, m in model_catalog().items() if m.moe}
+    assert data["dense"]["points"] == sum(p["variant"] not in moe for p in fit)
+    assert data["moe"]["points"] == sum(p["variant"] in moe for p in fit)
+    for p in vetted:
+        assert p["vllm_version"] and p["engine_flags"] and p["harness"], p["id"]
+    assert bench_main(["--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["held_out"]["points"] == len(held) and doc["in_sample"]["points"] == len(fit)
+    assert {r["id"] for r in doc["points"] if r["split"] == "held_out"} == {p["id"] for p in held}
+    assert bench_main([]) == 0
+    out = capsys.readouterr().out
+    assert "held-out (out of sample)" in out and "in-sample (fitted to)" in out

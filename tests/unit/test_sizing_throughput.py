@@ -73,3 +73,74 @@ def test_plan_carries_throughput_and_cost_per_token(capsys: pytest.CaptureFixtur
     ]  # fmt: skip
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["output_tokens_per_second"] == pytest.approx(rate, rel=0.01)
+
+
+def test_max_num_seqs_defaults_to_vllms_own_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    # vLLM 0.33.0's OpenAI-server defaults, read from the wheel into the scheduler snapshot
+    # (EngineArgs.get_batch_defaults tiers): 256 below 70 GiB (L4), 1024 on an H100.
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    facts = json.loads((root / "reference/upstream/vllm-scheduler/scheduler-facts.json").read_text())
+    tiers = facts["facts"]["max_num_batched_tokens_default_openai_server"]["tiers"]
+    small = next(t["max_num_seqs"] for t in tiers if t["min_device_memory_gib"] == 0)
+    large = next(t["max_num_seqs"] for t in tiers if t["min_device_memory_gib"] == 70)
+    for instance, expected in (("g6.xlarge", small), ("p5.48xlarge", large)):
+        argv = [*BASE, "--variant", "r1-distill-qwen-7b", "--instance-type", instance, "--concurrency", "4"]
+        assert main([*argv, "--tp", "1", "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["max_num_seqs"] == expected, instance
+        assert "vLLM 0.33.0's default" in doc["max_num_seqs_rule"]
+        assert main([*argv, "--tp", "1"]) == 0
+        assert f"max-num-seqs {expected}: vLLM 0.33.0 default" in capsys.readouterr().out
+    argv = [*BASE, "--variant", "r1-distill-qwen-7b", "--instance-type", "g6.xlarge", "--concurrency", "4"]
+    assert main([*argv, "--max-num-seqs", "3", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["max_num_seqs"] == 3 and doc["max_num_seqs_rule"] == "--max-num-seqs as given"
+    assert doc["running"] == 3 and doc["limited_by"] == "max_num_seqs"
+
+
+def test_any_catalogued_type_is_answered_whatever_the_region_offers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # p5e.48xlarge is not offered in us-east-1 and has no On-Demand price (Capacity Blocks only):
+    # the plan refuses it there, the throughput command still answers for its GPUs.
+    from deepseek_eks.sizing.catalog import instance_catalog
+
+    p5e = instance_catalog().instances["p5e.48xlarge"]
+    assert p5e.offered_in_region.get("us-east-1") is False
+    argv = [
+        *BASE,
+        "--variant",
+        "r1-distill-llama-70b",
+        "--instance-type",
+        "p5e.48xlarge",
+        "--concurrency",
+        "8",
+    ]
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["output_tokens_per_second"] > 0
+    assert main([*argv, "--region", "us-east-1"]) == 1
+    assert "not offered in us-east-1" in capsys.readouterr().err
+
+
+def test_plan_carries_the_hbm_roofline_below_its_own_cost() -> None:
+    # The roofline from datasheet figures computed here, not from the module: the KV-limited batch
+    # at the mean length, weights + batch KV over HBM bandwidth per step (dev's 7B is bandwidth-bound).
+    from deepseek_eks.sizing.catalog import model_catalog
+    from deepseek_eks.sizing.memory import kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
+    from deepseek_eks.sizing.performance import read_data
+
+    d = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()
+    model = model_catalog()[d["variant"]]
+    q = __import__("deepseek_eks.sizing.memory", fromlist=["Quantization"]).Quantization(d["quantization"])
+    mean_blocks = -(-(500 + 1162 / 2) // 16)
+    batch = d["kv_cache_tokens"] // 16 // mean_blocks
+    bandwidth = read_data("gpu_specs.json")["gpus"]["L4"]["memory_gb_s"] * 1e9
+    step = (
+        weight_bytes_per_gpu(model, q, 1, 1) + kv_bytes_per_token_per_gpu(model, 1, 1) * batch * 1081
+    ) / bandwidth
+    expected = d["replica_hourly_usd"] / (batch / step * 3600) * 1e6
+    assert d["roofline_usd_per_million_output_tokens"] == pytest.approx(expected, rel=0.01)
+    assert d["roofline_usd_per_million_output_tokens"] < d["usd_per_million_output_tokens"]
+    assert batch > d["max_num_seqs"]  # the plan runs fewer sequences than the cache holds
