@@ -5,9 +5,13 @@ twin check --render DIR [--previous DIR]   exit 0 all accepted, 1 a rejection, 2
 twin capacity --render DIR [--logs DIR]    the real Karpenter (kwok provider) on the render's
                                            NodePools; same exit codes (3: `twin/build.sh karpenter-kwok`)
 twin loop --stack S [--scenario step|wake] [--set K=V] [--json] [--logs DIR]
-                                           the autoscaling loop end to end (loop.py): 0 every
-                                           assertion held, 1 one failed, 2 bad input, 3 a program
-                                           or capability is missing
+                                           the autoscaling loop end to end with the real
+                                           controllers: 0 every assertion held, 1 one failed,
+                                           2 bad input, 3 a program or capability is missing
+twin flows --stack S [--set K=V] [--policy FILE] [--json]
+                                           every required flow judged on the EKS network-policy
+                                           controller's output; --policy replaces a rendered
+                                           NetworkPolicy of the same name; exit 1 when one fails
 twin snapshot [--update]                   the committed render snapshots (upgrade baseline)
 twin build                                 build the missing binaries (twin/build.sh)
 """
@@ -47,6 +51,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     loop.add_argument("--json", action="store_true", help="print the report as JSON")
     loop.add_argument("--logs", type=Path, help="keep the programs' logs in this folder")
+    flows = sub.add_parser(
+        "flows", help="the required-flows matrix on the network-policy controller's output"
+    )
+    flows.add_argument("--stack", required=True, help="the stack file to render (Pulumi.<stack>.yaml)")
+    flows.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="a config override (repeatable)"
+    )
+    flows.add_argument(
+        "--policy", action="append", default=[], type=Path, metavar="FILE",
+        help="a NetworkPolicy YAML file replacing the rendered one of the same namespace/name (repeatable)",
+    )  # fmt: skip
+    flows.add_argument("--json", action="store_true", help="print the matrix as JSON")
     snap = sub.add_parser("snapshot", help="compare (or --update) the committed render snapshots")
     snap.add_argument("--update", action="store_true", help="rewrite the snapshots from today's render")
     snap.add_argument("--stack", action="append", help="only this stack (repeatable)")
@@ -94,6 +110,69 @@ def _capacity(render: Path, logs: Path | None) -> int:
     return 0 if report.ok else 1
 
 
+def _overrides(items: list[str]) -> dict[str, str] | None:
+    """``--set KEY=VALUE`` items as a mapping; None (after saying why) when one has no ``=``."""
+    overrides = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            print(
+                f"error: --set {item!r}: write KEY=VALUE, e.g. --set autoscaling.signal=queue-depth",
+                file=sys.stderr,
+            )
+            return None
+        overrides[key] = value
+    return overrides
+
+
+def _flows(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+
+    import yaml
+
+    from ..render import render, write
+    from ..stackfile import StackFileError, read_stack
+    from .flow_matrix import failures, flow_matrix
+    from .server import TwinError
+
+    overrides = _overrides(args.set)
+    if overrides is None:
+        return 2
+    try:
+        policies = [yaml.safe_load(path.read_text()) for path in args.policy]
+        config = read_stack(args.stack)
+        if overrides:
+            config = config.with_overrides(overrides)
+    except (OSError, yaml.YAMLError, StackFileError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    bad = [
+        str(p)
+        for p, obj in zip(args.policy, policies, strict=True)
+        if (obj or {}).get("kind") != "NetworkPolicy"
+    ]
+    if bad:
+        print(f"error: --policy {', '.join(bad)}: not a NetworkPolicy manifest", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="deepseek-eks-flows-") as temp:
+        try:
+            verdicts = flow_matrix(write(render(config), Path(temp)), policy_overrides=policies)
+        except (BinariesMissing, TwinError) as error:
+            return _failed(error)
+    failed = failures(verdicts)
+    if args.json:
+        print(json.dumps([v.as_json() for v in verdicts], indent=1))
+    else:
+        for v in verdicts:
+            need = "required" if v.required else "forbidden"
+            verdict = "admitted" if v.admitted else "dropped"
+            mark = "FAILED" if v in failed else "ok"
+            print(f"{mark} {v.id}: {v.source} -> {v.target}:{v.port} {need}, {verdict}")
+        print(f"twin flows: {len(verdicts)} judged, {len(failed)} failed ({args.stack})")
+    return 1 if failed else 0
+
+
 def _loop(args: argparse.Namespace) -> int:
     import json
 
@@ -101,16 +180,9 @@ def _loop(args: argparse.Namespace) -> int:
     from .loop import LoopInputError, run_loop
     from .server import TwinError
 
-    overrides = {}
-    for item in args.set:
-        key, sep, value = item.partition("=")
-        if not sep:
-            print(
-                f"error: --set {item!r}: write KEY=VALUE, e.g. --set autoscaling.signal=queue-depth",
-                file=sys.stderr,
-            )
-            return 2
-        overrides[key] = value
+    overrides = _overrides(args.set)
+    if overrides is None:
+        return 2
     try:
         report = run_loop(args.stack, args.scenario, overrides, keep=args.logs)
     except (LoopInputError, StackFileError) as error:
@@ -177,6 +249,8 @@ def _run(args: argparse.Namespace) -> int:
         return _capacity(args.render, args.logs)
     if args.twin_command == "loop":
         return _loop(args)
+    if args.twin_command == "flows":
+        return _flows(args)
     if args.twin_command == "snapshot":
         return _snapshot(args.update, args.stack)
     return subprocess.run([str(TWIN_DIR / "build.sh")], check=False).returncode

@@ -188,3 +188,22 @@ def test_a_host_the_render_cannot_place_is_judged_on_the_rendered_ip_blocks_and_
     assert admitted and "not known from the render" in why
     api = host_candidates("kubernetes-api", bare, placed, rendered)
     assert ipaddress.ip_network("10.100.0.1/32") in api.networks and not api.known
+
+
+def test_the_flows_command_reports_the_pre_fix_keda_policy_as_dropping_prometheus() -> None:
+    """What a user runs: `twin flows --stack prod --policy <the keda policy before the fix>` exits 1
+    and names KEDA -> Prometheus; the shipped render exits 0."""
+    import subprocess
+    import sys
+
+    from deepseek_eks.automation.stackfile import PROJECT_ROOT
+
+    require_controller()
+    command = [sys.executable, "-m", "automation", "twin", "flows", "--stack", "prod"]
+    fixture = str(Path(__file__).parents[1] / "data" / "keda-networkpolicy-before-fix.yaml")
+    broken = subprocess.run([*command, "--policy", fixture], cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert broken.returncode == 1, broken.stderr
+    failed = [line for line in broken.stdout.splitlines() if line.startswith("FAILED")]
+    assert len(failed) == 1 and "keda-queries-prometheus" in failed[0] and "dropped" in failed[0]
+    shipped = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True)
+    assert shipped.returncode == 0, shipped.stdout + shipped.stderr
