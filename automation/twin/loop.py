@@ -674,9 +674,14 @@ def prepare(
     instance_types_file(
         types, plan["region"], zones, ephemeral_storage(compressed, gpu_class), auto_mode=auto_mode
     )
-    target = autoscaler["spec"]["scaleTargetRef"]["name"]
+    target = autoscaler["spec"]["scaleTargetRef"]
+    if target.get("kind", "Deployment") != "Deployment":
+        raise LoopInputError(
+            f"{stack} scales a {target['kind']} (the 671B path): the loop runs Deployments only, since the "
+            "LeaderWorkerSet controller does not run on the twin yet; run it for a distilled variant"
+        )
     workload = next(
-        o for o in compressed if o.get("kind") == "Deployment" and o["metadata"]["name"] == target
+        o for o in compressed if o.get("kind") == "Deployment" and o["metadata"]["name"] == target["name"]
     )
     applied_autoscaler = next(o for o in compressed if o.get("kind") == autoscaler["kind"])
     return Prepared(

@@ -89,3 +89,11 @@ def test_wake_needs_a_stack_that_scales_from_zero(monkeypatch: pytest.MonkeyPatc
 def test_unknown_scenario_is_refused() -> None:
     with pytest.raises(LoopInputError, match="step, wake"):
         run_loop("dev", "sawtooth")
+
+
+def test_the_671b_path_is_refused_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
+    """r1 scales a LeaderWorkerSet, whose controller the twin does not run: a clear refusal (exit 2),
+    not a crash half-way."""
+    monkeypatch.setattr("deepseek_eks.automation.twin.loop.require_binaries", lambda programs: {})
+    with pytest.raises(LoopInputError, match="LeaderWorkerSet"):
+        run_loop("r1")
