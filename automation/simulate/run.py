@@ -191,9 +191,9 @@ def summarize(out: Outcome, config: SimConfig, ttft_slo_s: float, queue_slo_s: f
         rejected=out.rejected,
         cut=out.cut,
         in_flight=out.in_flight,
-        p50_ttft_s=percentile(out.ttft, 0.5),
-        p95_ttft_s=percentile(out.ttft, 0.95),
-        p95_queue_wait_s=percentile(out.queue_wait, 0.95),
+        p50_ttft_s=percentile(out.ttft, 50),
+        p95_ttft_s=percentile(out.ttft, 95),
+        p95_queue_wait_s=percentile(out.queue_wait, 95),
         ttft_slo_attainment=ttft_ok / judged if judged else math.nan,
         queue_slo_attainment=queue_ok / judged if judged else math.nan,
         mean_replicas=out.node_seconds / out.duration_s,
@@ -599,7 +599,7 @@ def p95_ttft_over_time(outcome: Outcome, window_s: float = LATENCY_WINDOW_S) -> 
     buckets: dict[int, list[float]] = {}
     for arrival, ttft in zip(outcome.served_arrivals, outcome.ttft, strict=True):
         buckets.setdefault(int(arrival // window_s), []).append(ttft)
-    return [(k * window_s, percentile(v, 0.95)) for k, v in sorted(buckets.items())]
+    return [(k * window_s, percentile(v, 95)) for k, v in sorted(buckets.items())]
 
 
 def plot(runs: list[Run], path: Path) -> bool:
