@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from deepseek_eks.sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization
+from deepseek_eks.sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, WeightsSource
 from deepseek_eks.sizing.catalog import unknown_family_message
 
 from . import safe_yaml
@@ -86,16 +86,6 @@ class LoadBalancerKind(StrEnum):
 
 
 S3_SCHEME = "s3://"
-
-
-class WeightsSource(StrEnum):
-    """Where vLLM loads the model from (README "Weights" compares them)."""
-
-    HUGGINGFACE = "huggingface"
-    # Run:ai streamer from the project's bucket, or from your own (model.repository s3://...)
-    S3 = "s3"
-    S3_MOUNTPOINT = "s3-mountpoint"  # that bucket mounted read-only by the Mountpoint CSI driver
-    EBS_SNAPSHOT = "ebs-snapshot"  # a volume per pod from a snapshot `automation bake-weights` made
 
 
 INT32_MAX = 2**31 - 1  # Kubernetes replica counts and most API integers are int32
@@ -699,7 +689,7 @@ class Settings(BaseModel):
             min_full_length_sequences=self.model.min_full_length_sequences,
             capacity_types=tuple(c.value for c in self.gpu.capacity_types),
             region=self.region,
-            weights_source=self.weights.source.value,
+            weights_source=self.weights.source,
             fast_snapshot_restore=self.weights.fast_snapshot_restore,
             warm_spare_nodes=self.autoscaling.warm_spare_nodes,
             zones=self.network_zones,
