@@ -18,7 +18,9 @@ def percentile(values: Sequence[float], q: float) -> float:
     ``calculate_metrics``: ``np.percentile(ttfts or 0, p)``; summarised in
     reference/upstream/vllm-bench-serve/definitions.json), and the standard library's
     ``statistics.quantiles(..., method="inclusive")`` computes it: ``q / 100`` as a fraction
-    k/n picks cut point k of n. q = 0 and q = 100 are the minimum and the maximum.
+    k/n picks cut point k of n. ``q`` is read as the nearest fraction with a denominator of at most
+    1000 (exact for 95, 99.9 or 12.5; 100/3 for 33.333), which bounds the cut points computed.
+    q = 0 and q = 100 are the minimum and the maximum.
     """
     if not 0 <= q <= 100:
         raise ValueError(f"percentile {q} is outside 0..100")
