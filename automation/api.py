@@ -37,6 +37,7 @@ from typing import Any, Protocol
 import yaml
 
 from deepseek_eks.components import size
+from deepseek_eks.components.deployed_state import deployed_mode, switch_refusal
 from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
@@ -403,8 +404,6 @@ class Orchestrator:
         config, settings = self._settings(operation, stack, overrides or {})
         stack_obj = self.opener(stack, self.project_dir)
         if operation in (Operation.PREVIEW, Operation.UP):
-            from .mode_switch import refuse_switch
-
             refuse_switch(stack, outputs_of(stack_obj), settings.compute_mode.value)
         if operation is Operation.UP and settings.first_run_blockers and first_deployment(stack_obj):
             raise AutomationError(" ".join(settings.first_run_blockers), 2)
@@ -525,6 +524,14 @@ class Orchestrator:
 def outputs_of(stack: StackLike) -> dict[str, Any]:
     """Stack outputs as plain values, secrets masked."""
     return {k: ("[secret]" if v.secret else v.value) for k, v in stack.outputs().items()}
+
+
+def refuse_switch(stack: str, outputs: dict[str, Any], wanted: str) -> None:
+    """Raise ``AutomationError`` (exit 2: the settings) when ``stack``'s outputs record another
+    compute mode than ``wanted`` (an in-place switch cannot work: automation/mode_switch.py)."""
+    refusal = switch_refusal(stack, deployed_mode(outputs), wanted)
+    if refusal:
+        raise AutomationError(refusal, 2)
 
 
 def _orchestrator(**kwargs: Any) -> Orchestrator:

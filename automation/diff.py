@@ -196,8 +196,9 @@ def setting_report(stack: str, overrides: dict[str, str], project_dir: Path = PR
     render's mocks, so provider-computed values are the mocks' and never differ), as lines: each
     change, a count, and for a computeMode switch the refusal ``up`` would give and its sources.
     Raises ``SettingsError`` when either configuration is invalid."""
+    from deepseek_eks.components.deployed_state import switch_refusal
+
     from .api import prepare
-    from .mode_switch import switch_refusal
 
     base, changed = prepare(stack, {}, project_dir), prepare(stack, overrides, project_dir)
     before, after = urns.run_resources(base.config), urns.run_resources(changed.config)

@@ -8,10 +8,10 @@ load balancers it runs (a new endpoint DNS name). The facts and their sources ar
 ``reference/upstream/compute-mode-switch.json``; ``python -m automation diff --stack S --set
 computeMode=...`` shows the resources concerned.
 
-``preview`` and ``up`` (automation/api.py) and ``preflight`` read the deployed mode from the stack's
-``computeMode`` output and call :func:`switch_refusal`, which alone decides; the program itself
-refuses too (components/deployed_state.py), so a plain ``pulumi up`` or another program using the
-component cannot switch either.
+``preview`` and ``up`` (``refuse_switch`` in automation/api.py) and ``preflight`` (here) read the
+deployed mode from the stack's ``computeMode`` output and call :func:`switch_refusal`, which alone
+decides; the program itself refuses too (components/deployed_state.py), so a plain ``pulumi up``
+or another program using the component cannot switch either.
 """
 
 from __future__ import annotations
@@ -22,27 +22,18 @@ from typing import Any
 
 from deepseek_eks.components.deployed_state import COMPUTE_MODE_OUTPUT, deployed_mode, switch_refusal
 
+from .api import AutomationError, open_stack, outputs_of
+from .preflight import Check, Status
+
 OUTPUT = COMPUTE_MODE_OUTPUT
 """The stack output that records the mode a stack was deployed with (components/build.py)."""
 
 CHECK_NAME = "compute mode"
 
 
-def refuse_switch(stack: str, outputs: dict[str, Any], wanted: str) -> None:
-    """Raise ``AutomationError`` (exit 2: the settings) when ``stack``'s outputs record another
-    mode than ``wanted``."""
-    from .api import AutomationError
-
-    refusal = switch_refusal(stack, deployed_mode(outputs), wanted)
-    if refusal:
-        raise AutomationError(refusal, 2)
-
-
 def read_deployed_mode(stack: str, project_dir: Path, opener: Callable[..., Any] | None = None) -> str | None:
     """The mode ``stack`` is deployed with, read through the Automation API; None when the stack
     does not exist yet (nothing to switch). Raises ``AutomationError`` without the Pulumi CLI."""
-    from .api import AutomationError, open_stack, outputs_of
-
     try:
         stack_obj = (opener or open_stack)(stack, project_dir, create=False)
     except AutomationError as error:
@@ -54,11 +45,9 @@ def read_deployed_mode(stack: str, project_dir: Path, opener: Callable[..., Any]
 
 def preflight_check(
     stack: str, wanted: str, project_dir: Path, opener: Callable[..., Any] | None = None
-) -> Any:
+) -> Check:
     """The preflight row: FAIL when the stack is deployed with another mode, WARN when its state
     cannot be read here (no Pulumi CLI or backend), PASS otherwise."""
-    from .preflight import Check, Status
-
     try:
         deployed = read_deployed_mode(stack, project_dir, opener)
     except Exception as error:  # no CLI (AutomationError), no backend login (CommandError), ...

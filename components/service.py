@@ -802,7 +802,7 @@ def _program_region() -> str | None:
 
 
 def export_outputs(service: DeepSeekService) -> None:
-    """The stack outputs DESIGN.md names, from the service's outputs."""
+    """The stack outputs, from the service's outputs."""
     for key, value in service.result.outputs.items():
         pulumi.export(key, value)
 

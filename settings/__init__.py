@@ -19,10 +19,8 @@ from .model import (
     WeightsSettings,
     WeightsSource,
     known_keys,
-    parse_settings,
-    s3_location,
-    settings_from_values,
 )
+from .validate import parse_settings, s3_location, settings_from_values
 
 __all__ = [
     "PROJECT",

@@ -19,12 +19,17 @@ Facts relied on, snapshotted in ``reference/upstream/endpoint-access-facts.json`
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from .cidrs import describe_world_open
-
-if TYPE_CHECKING:
-    from .model import ClusterSettings, EndpointSettings, NetworkSettings, Problem
+from .model import (
+    ClusterSettings,
+    EndpointAuth,
+    EndpointScheme,
+    EndpointSettings,
+    LoadBalancerKind,
+    NetworkSettings,
+    Problem,
+)
 
 PUBLIC_ACCESS_FIX = (
     "pulumi config set cluster.publicAccessCidrs <your egress IP>/32 (curl -s https://checkip.amazonaws.com)"
@@ -50,8 +55,6 @@ def api_access(cluster: ClusterSettings, network: NetworkSettings, prefix: str) 
     creates has no route from anywhere on its first run, so private access alone works only once
     you have connected it (peering, Transit Gateway, VPN): refused on a first deployment.
     """
-    from .model import Problem
-
     found = Exposure()
     key = f"{prefix}cluster.publicAccessCidrs"
     if opened := describe_world_open(cluster.public_access_cidrs):
@@ -99,8 +102,6 @@ def endpoint_access(
     """The inference endpoint: authentication, TLS, who may connect, the DNS name.
 
     ``usable``: the endpoint settings that validated (a rule runs only on valid inputs)."""
-    from .model import EndpointAuth, EndpointScheme, LoadBalancerKind, Problem
-
     found = Exposure()
     p = f"{prefix}endpoint."
     public = endpoint.scheme is EndpointScheme.INTERNET_FACING

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pulumi
 from pulumi.runtime import config as runtime_config
 
-from .model import PROJECT, SECRET_KEYS, Settings, parse_settings
+from .model import PROJECT, SECRET_KEYS, Settings
+from .validate import parse_settings
 
 
 def raw_config() -> tuple[dict[str, object], set[str]]:

@@ -10,7 +10,7 @@ from .catalog import (
     model_catalog,
 )
 from .memory import Quantization
-from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, evaluate, plan, suggest
+from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, WeightsSource, evaluate, plan, suggest
 
 __all__ = [
     "GPU_FAMILIES",
@@ -23,6 +23,7 @@ __all__ = [
     "PlanRequest",
     "Quantization",
     "SizingPlan",
+    "WeightsSource",
     "evaluate",
     "instance_catalog",
     "model_catalog",

@@ -14,7 +14,7 @@ import sys
 from .calibration import CalibrationError
 from .catalog import GPU_FAMILIES, VARIANTS, instance_catalog
 from .memory import Quantization
-from .planner import WEIGHTS_SOURCES, Infeasible, PlanError, PlanRequest, SizingPlan, plan
+from .planner import WEIGHTS_SOURCES, Infeasible, PlanError, PlanRequest, SizingPlan, WeightsSource, plan
 
 
 def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         min_full_length_sequences=args.min_full_length_sequences,
         capacity_types=(args.capacity_type,) if args.capacity_type else ("spot", "on-demand"),
         region=args.region,
-        weights_source=args.weights_source,
+        weights_source=WeightsSource(args.weights_source),
         repository=args.repository,
         min_replicas=args.min_replicas,
         max_replicas=args.max_replicas,

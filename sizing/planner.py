@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
 from . import calibration
 from .catalog import (
@@ -82,8 +83,20 @@ TYPICAL_SEQUENCE_TOKENS = 4096
 MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
 
 PRICE_FALLBACK_REGION = "us-east-1"
-# Where a replica's weights come from (settings.WeightsSource holds the same values).
-WEIGHTS_SOURCES = ("huggingface", "s3", "s3-mountpoint", "ebs-snapshot")
+
+
+class WeightsSource(StrEnum):
+    """Where vLLM loads the model from (README "Weights" compares them)."""
+
+    HUGGINGFACE = "huggingface"
+    # Run:ai streamer from the project's bucket, or from your own (model.repository s3://...)
+    S3 = "s3"
+    S3_MOUNTPOINT = "s3-mountpoint"  # that bucket mounted read-only by the Mountpoint CSI driver
+    EBS_SNAPSHOT = "ebs-snapshot"  # a volume per pod from a snapshot `automation bake-weights` made
+
+
+# The plain strings (``sizing --weights-source`` choices); the settings model uses the enum itself.
+WEIGHTS_SOURCES = tuple(s.value for s in WeightsSource)
 
 # Slowest published single-stream decode rate among the variants: ~20 tok/s for the 70B distill
 # on 4x L40S (huggingface.co/deepseek-ai/DeepSeek-R1/discussions/32; 8B on A10G ~29 tok/s,
@@ -157,7 +170,8 @@ class PlanRequest:
     min_full_length_sequences: int = 1
     capacity_types: tuple[str, ...] = ("spot", "on-demand")
     region: str = "us-east-1"
-    weights_source: str = "huggingface"
+    # A plain string ("s3") is accepted and stored as its member.
+    weights_source: WeightsSource = WeightsSource.HUGGINGFACE
     # weights.fastSnapshotRestore: volumes from the baked snapshot are fully initialised at creation.
     fast_snapshot_restore: bool = False
     zones: int = 3  # Availability Zones the GPU nodes use (fast snapshot restore is billed per zone)
@@ -169,6 +183,15 @@ class PlanRequest:
     # Measured runtime overheads (``python -m sizing calibrate``); None: the bundled file.
     calibration_file: str | None = None
     drain_seconds: int | None = None  # endpoint.drainSeconds; None: long enough for a full stream
+
+    def __post_init__(self) -> None:
+        try:
+            source = WeightsSource(self.weights_source)
+        except ValueError:
+            raise PlanError(
+                f"weights source {self.weights_source!r}: expected one of {', '.join(WEIGHTS_SOURCES)}"
+            ) from None
+        object.__setattr__(self, "weights_source", source)
 
     @property
     def required_kv_tokens(self) -> int:

@@ -12,7 +12,8 @@ reference/upstream/vllm-bench-serve/definitions.json:
   one token has no TPOT in the statistics but counts as TPOT 0 for goodput.
 - goodput (``--goodput ttft:MS tpot:MS e2el:MS``): completed requests whose every named metric is
   at most its SLO, divided by the run's duration.
-- percentiles: ``numpy.percentile``'s default, linear interpolation between closest ranks.
+- percentiles: ``numpy.percentile``'s default, linear interpolation between closest ranks (the
+  simulator's too: ``automation/stats.py``).
 """
 
 from __future__ import annotations
@@ -21,22 +22,13 @@ import math
 import statistics
 from collections.abc import Iterable, Sequence
 
+from ..stats import percentile
+
 GOODPUT_METRICS = ("ttft", "tpot", "e2el")  # vllm/benchmarks/serve.py check_goodput_args VALID_NAMES
 
 
 class GoodputError(ValueError):
     """A --goodput SLO that vllm bench serve would also refuse."""
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    """The ``q`` percentile (0..100) by linear interpolation, as numpy.percentile; NaN for none."""
-    if not values:
-        return math.nan
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def summary(values: Sequence[float]) -> dict[str, float | None]:

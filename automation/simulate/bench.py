@@ -1,8 +1,8 @@
 """python tools/bench_autoscaling.py: the autoscaling benchmark behind
 docs/autoscaling-simulation.md. Runs ``simulate --compare`` for the dev and prod example stacks
-on the bursty, step, diurnal and reasoning traces (fixed seed), with both seed guides, the
+on the bursty, step, diurnal and reasoning traces (fixed seed), with both published guides, the
 fixed-fleet frontier and the oracle, and rewrites the page's generated section (between the
-``bench:begin`` / ``bench:end`` markers) with the tables and the goal check of issue 22.
+``bench:begin`` / ``bench:end`` markers) with the tables and the goal check (``run.goal_misses``).
 
 Not a test: it takes a few minutes. A stack the simulator cannot run (no throughput figures for
 its plan) is listed with the reason instead of a table.
@@ -163,7 +163,7 @@ def markdown_table(summaries: Sequence[Summary]) -> list[str]:
 
 def goal_rows(results: Sequence[Result]) -> list[str]:
     """One row per stack, trace and autoscaler judged: the stack's own and the candidates,
-    against issue 22's goal."""
+    against the autoscaling goal (``run.goal_misses``)."""
     lines = [
         "| stack | trace | autoscaler | TTFT SLO | GPU-h | oracle GPU-h | x oracle | verdict |",
         "|---|---|---|---:|---:|---:|---:|---|",

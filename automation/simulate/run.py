@@ -1,6 +1,6 @@
 """Simulate a stack: render it offline, read its autoscaler and limits, run a trace through it,
 and summarize SLO attainment, GPU-hours and cost; ``compare`` does so for every scaling signal,
-both seed guides' autoscalers, a fixed-fleet frontier and a clairvoyant oracle on one trace, all
+both published guides' autoscalers, a fixed-fleet frontier and a clairvoyant oracle on one trace, all
 with the same pod start-up times."""
 
 from __future__ import annotations
@@ -191,9 +191,9 @@ def summarize(out: Outcome, config: SimConfig, ttft_slo_s: float, queue_slo_s: f
         rejected=out.rejected,
         cut=out.cut,
         in_flight=out.in_flight,
-        p50_ttft_s=percentile(out.ttft, 0.5),
-        p95_ttft_s=percentile(out.ttft, 0.95),
-        p95_queue_wait_s=percentile(out.queue_wait, 0.95),
+        p50_ttft_s=percentile(out.ttft, 50),
+        p95_ttft_s=percentile(out.ttft, 95),
+        p95_queue_wait_s=percentile(out.queue_wait, 95),
         ttft_slo_attainment=ttft_ok / judged if judged else math.nan,
         queue_slo_attainment=queue_ok / judged if judged else math.nan,
         mean_replicas=out.node_seconds / out.duration_s,
@@ -427,7 +427,7 @@ def _better_for_oracle(a: Summary, b: Summary) -> bool:
 
 
 def beats(a: Summary, b: Summary) -> bool:
-    """DESIGN.md: ``a`` beats ``b`` when it meets the SLO for more requests at no more GPU-hours,
+    """The first ranking: ``a`` beats ``b`` when it meets the SLO for more requests at no more GPU-hours,
     or for as many at fewer (same trace, so attainment ranks requests)."""
     more = a.ttft_slo_attainment > b.ttft_slo_attainment and a.gpu_hours <= b.gpu_hours
     cheaper = a.ttft_slo_attainment >= b.ttft_slo_attainment and a.gpu_hours < b.gpu_hours
@@ -435,9 +435,9 @@ def beats(a: Summary, b: Summary) -> bool:
 
 
 def beats_goal_first(a: Summary, b: Summary) -> bool:
-    """``beats`` as the oracle ranks runs, the change to DESIGN.md's relation that
+    """``beats`` as the oracle ranks runs (goal first), the change to ``beats`` that
     docs/autoscaling-simulation.md argues for: a run at the attainment goal beats one short of it,
-    and of two at the goal the one with fewer GPU-hours wins (DESIGN.md's relation makes a guide
+    and of two at the goal the one with fewer GPU-hours wins (``beats`` makes a guide
     at exactly 100 % unbeatable by anything below it, however cheap); short of the goal, as
     ``beats``."""
     if a.ttft_slo_attainment >= ATTAINMENT_GOAL:
@@ -454,9 +454,9 @@ def goal_misses(
     guide_runs: Sequence[Summary],
     beating: Callable[[Summary, Summary], bool] = beats,
 ) -> list[str]:
-    """Why ``run`` misses issue 22's goal on this trace (empty when it meets it): the TTFT SLO
+    """Why ``run`` misses the autoscaling goal on this trace (empty when it meets it): the TTFT SLO
     for >= 99 % of requests, <= 1.3 x the oracle's GPU-hours, and beating every guide (by
-    DESIGN.md's relation unless ``beating`` says otherwise)."""
+    ``beats`` unless ``beating`` says otherwise)."""
     misses = []
     if run.ttft_slo_attainment < ATTAINMENT_GOAL:
         misses.append(f"SLO met for {run.ttft_slo_attainment:.1%} < {ATTAINMENT_GOAL:.0%}")
@@ -539,8 +539,8 @@ def compare(
     curve: ThroughputCurve | None = None,
 ) -> tuple[list[Run], float, ThroughputCurve]:
     """The stack's own autoscaler, then every other scaling signal of the project (rendered with
-    ``--set autoscaling.signal``), both seed guides, the fixed-fleet frontier and the oracle, on
-    one trace, in that order (DESIGN.md ``runs[]``). Returns the runs, the trace's mean request
+    ``--set autoscaling.signal``), both published guides, the fixed-fleet frontier and the oracle,
+    on one trace, in the order of the JSON's ``runs[]``. Returns the runs, the trace's mean request
     rate and the throughput curve used."""
     overrides = dict(overrides or {})
     own = load_stack(stack, overrides, project_dir)
@@ -599,7 +599,7 @@ def p95_ttft_over_time(outcome: Outcome, window_s: float = LATENCY_WINDOW_S) -> 
     buckets: dict[int, list[float]] = {}
     for arrival, ttft in zip(outcome.served_arrivals, outcome.ttft, strict=True):
         buckets.setdefault(int(arrival // window_s), []).append(ttft)
-    return [(k * window_s, percentile(v, 0.95)) for k, v in sorted(buckets.items())]
+    return [(k * window_s, percentile(v, 95)) for k, v in sorted(buckets.items())]
 
 
 def plot(runs: list[Run], path: Path) -> bool:

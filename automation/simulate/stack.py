@@ -191,7 +191,7 @@ GUIDE_KEDA_QUEUE = "guide:keda-queue"
 def reference_gpu_hpa() -> dict[str, Any]:
     """``guide:hpa-gpu``: DCGM GPU utilization per pod at 50 % (AverageValue), 1-5 replicas,
     scale-up window 30 s with +2 pods per 60 s, scale-down window 60 s with 50 % per 60 s
-    (selectPolicy Min), as the seed guide publishes it."""
+    (selectPolicy Min), as the published guide gives it."""
     return {
         "kind": "HorizontalPodAutoscaler",
         "spec": {
@@ -243,7 +243,7 @@ def reference_keda_waiting() -> dict[str, Any]:
 
 
 def guides() -> tuple[AutoscalerSpec, AutoscalerSpec]:
-    """Both seed guides' autoscalers, labelled as ``--compare`` reports them."""
+    """Both published guides' autoscalers, labelled as ``--compare`` reports them."""
     return (
         from_scaled_object(reference_keda_waiting(), GUIDE_KEDA_QUEUE),
         from_hpa(reference_gpu_hpa(), GUIDE_HPA_GPU),

@@ -1,13 +1,13 @@
-"""The local twin of the cluster (issue 24, Tier 0): the real etcd and kube-apiserver, built from
+"""The local twin of the cluster: the real etcd and kube-apiserver, built from
 their released Go modules (twin/build.sh), judging a render by server-side dry-run.
 
 What it proves: every rendered object is accepted by the Kubernetes API server of the pinned minor
 with strict field validation, the CRD schemas' CEL rules and PodSecurity admission of the namespace
 labels we set; against a previous render, that the update is accepted (no immutable field changed).
 What it does not: AWS, EKS Auto Mode, the Helm charts' own objects (no chart repository offline) and
-any controller's behaviour (no controllers run in Tier 0).
+any controller's behaviour (no controllers run in the plain twin).
 
-Tier 2 (``capacity.py``, ``twin capacity``) runs the real Karpenter (its kwok provider) with
+Capacity (``capacity.py``, ``twin capacity``) runs the real Karpenter (its kwok provider) with
 kube-scheduler, kwok and the node lifecycle controller on a Karpenter-mode render's NodePools, with
 instance types generated from the GPU catalog (``instance_types.py``); see docs/verification-twin.md.
 """

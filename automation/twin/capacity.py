@@ -1,6 +1,6 @@
-"""``twin capacity`` (issue 24, Tier 2): the render's NodePools driven by the real Karpenter.
+"""``twin capacity``: the render's NodePools driven by the real Karpenter.
 
-On the Tier 0 twin (etcd + kube-apiserver) this starts the real kube-scheduler, kwok (which makes
+On the twin (etcd + kube-apiserver) this starts the real kube-scheduler, kwok (which makes
 Karpenter's fake nodes Ready and their pods Running, no kubelets) and Karpenter's kwok provider
 (sigs.k8s.io/karpenter v1.14.1, leader election off, no webhooks in that version), with Karpenter's
 own CRDs (reference/upstream/karpenter-kwok/crds), an instance-type file generated from the GPU

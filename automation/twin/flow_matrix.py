@@ -1,5 +1,5 @@
 """The flow matrix: every flow of the one required-flows table, judged on the PolicyEndpoints the real
-EKS network-policy controller writes for a render (issue 33 §3).
+EKS network-policy controller writes for a render.
 
 One twin run per render: the render's namespaces (labelled as rendered), the charts' pods and
 Services (from their sources, ``reference/upstream/chart-workloads.json``), the program's own vLLM

@@ -1,4 +1,4 @@
-"""``twin loop`` (issue 33): the autoscaling loop the product exists for, run whole on the twin.
+"""``twin loop``: the autoscaling loop the product exists for, run whole on the twin.
 
 load rises -> a metric rises -> the HPA (or KEDA) asks for replicas -> the scheduler places them ->
 Karpenter adds GPU nodes -> the replicas warm up -> load falls -> the fleet shrinks. Every link is a
@@ -96,7 +96,7 @@ class LoopInputError(ValueError):
 
 @dataclass(frozen=True)
 class Sample:
-    """One tick of the timeline (DESIGN.md, the twin loop's JSON)."""
+    """One tick of the timeline (``timeline`` in the twin loop's JSON)."""
 
     t: float
     desired_replicas: int

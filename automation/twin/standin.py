@@ -1,5 +1,5 @@
 """A stand-in for each ready vLLM pod's ``/metrics`` and for dcgm-exporter on each GPU node, driven
-by the replica model, for the twin's Prometheus to scrape (issue 33 §2).
+by the replica model, for the twin's Prometheus to scrape.
 
 The model: steady state per tick plus one transient, a fluid backlog. ``set_state`` takes the
 arrival rate the scenario sends and the ready pods; the load balancer's round robin splits it

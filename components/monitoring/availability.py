@@ -1,4 +1,4 @@
-"""How the pods every scaling decision goes through survive the nodes they run on (issue 31 §4).
+"""How the pods every scaling decision goes through survive the nodes they run on.
 
 Prometheus, prometheus-adapter (custom.metrics.k8s.io, the gpu-utilization HPA's metric) and KEDA
 (its operator, which runs the scalers, and its metrics server, external.metrics.k8s.io) run on the

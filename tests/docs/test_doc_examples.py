@@ -456,7 +456,7 @@ def test_the_documented_flat_list_forms_mean_what_the_page_says(tmp_path: Path) 
     comma-separated items, or a flow list), and its YAML example is a list: all read alike.
     `pulumi config set KEY VALUE` without --path stores VALUE as the string of a flat key."""
     from deepseek_eks.automation.stackfile import read_stack
-    from deepseek_eks.settings.model import parse_settings
+    from deepseek_eks.settings import parse_settings
 
     page = NESTED_FORM_PAGE.read_text(encoding="utf-8")
     stack_yaml = next(m[1] for m in YAML_FENCE.finditer(page) if "deepseek-eks:" in m[1])

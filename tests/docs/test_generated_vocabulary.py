@@ -6,6 +6,7 @@ argparse help string fails here, where it is generated, not only in the committe
 
 from __future__ import annotations
 
+import ast
 import pydoc
 import sys
 from pathlib import Path
@@ -42,3 +43,28 @@ def test_generated_text_carries_no_internal_label(name: str) -> None:
 def test_committed_generated_file_carries_no_internal_label(path: Path) -> None:
     found = findings(path.read_text(encoding="utf-8"))
     assert not found, f"{path.relative_to(ROOT)}: " + "; ".join(map(str, found))
+
+
+# The packages the wheel ships: their docstrings reach users through help() and the CLI, their
+# string literals through messages. Comments (``#``) are for the project's readers and may cite
+# the tracker.
+SHIPPED = ("automation", "components", "settings", "sizing", "policy", "promql", "deepseek_eks")
+
+
+def _shipped_texts() -> list[tuple[str, str]]:
+    """(where, text) for every docstring and string literal of the shipped packages' modules."""
+    texts = []
+    for package in SHIPPED:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if not path.is_file() or path.is_symlink():
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    texts.append((f"{path.relative_to(ROOT)}:{node.lineno}", node.value))
+    return texts
+
+
+def test_shipped_docstrings_and_messages_carry_no_internal_label() -> None:
+    found = [f"{where}: {finding}" for where, text in _shipped_texts() for finding in findings(text)]
+    assert not found, "\n".join(found)

@@ -136,9 +136,9 @@ def test_args_take_the_typed_path_not_the_config_map(monkeypatch: pytest.MonkeyP
         raise AssertionError("args went through the config-map parser")
 
     import deepseek_eks.components.service as service_module
-    import deepseek_eks.settings.model as model_module
+    import deepseek_eks.settings.validate as validate_module
 
-    monkeypatch.setattr(model_module, "parse_settings", config_map_front_end)
+    monkeypatch.setattr(validate_module, "parse_settings", config_map_front_end)
     monkeypatch.setattr(service_module, "parse_settings", config_map_front_end, raising=False)
     args = {k: v for k, v in PROD_AS_ARGS.items() if k != "api_key"}  # a secret needs a running program
     args["aws"] = {"assume_roles": [{"role_arn": "arn:aws:iam::123456789012:role/d"}]}

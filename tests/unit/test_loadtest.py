@@ -16,7 +16,7 @@ import pytest
 
 from deepseek_eks.automation.loadtest import cli
 from deepseek_eks.automation.loadtest.fake_server import Pacing, ServerLog, listen, serve
-from deepseek_eks.automation.loadtest.metrics import is_good, parse_goodput, percentile, summary, tpot_s
+from deepseek_eks.automation.loadtest.metrics import is_good, parse_goodput, summary, tpot_s
 from deepseek_eks.automation.loadtest.runner import (
     VERIFIED_STREAMS,
     Arrivals,
@@ -29,6 +29,7 @@ from deepseek_eks.automation.loadtest.runner import (
     split_events,
 )
 from deepseek_eks.automation.simulate.replica import load_calibration
+from deepseek_eks.automation.stats import percentile
 
 FIRST_TOKEN_S = 0.200
 PER_TOKEN_S = 0.020

@@ -459,10 +459,21 @@ def test_other_providers_namespaces_are_not_typos() -> None:
     assert "awx:region" in problems({"awx:region": "us-west-2"})
 
 
-def test_weights_sources_agree_with_the_sizing_engine() -> None:
+def test_weights_sources_are_the_sizing_engines_one_enum_and_plain_strings_still_work() -> None:
+    from deepseek_eks.sizing import PlanError, PlanRequest
+    from deepseek_eks.sizing import WeightsSource as SizingWeightsSource
     from deepseek_eks.sizing.planner import WEIGHTS_SOURCES
 
-    assert [s.value for s in WeightsSource] == list(WEIGHTS_SOURCES)
+    assert WeightsSource is SizingWeightsSource  # defined once, in sizing/planner.py
+    assert list(WEIGHTS_SOURCES) == ["huggingface", "s3", "s3-mountpoint", "ebs-snapshot"]
+    # A plain string (what YAML and the sizing CLI pass) is accepted and stored as its member.
+    request = PlanRequest("r1-distill-llama-8b", ("g6e",), weights_source="s3")  # type: ignore[arg-type]
+    assert request.weights_source is WeightsSource.S3 and request.weights_source == "s3"
+    assert f"{request.weights_source}" == "s3"
+    with pytest.raises(PlanError, match="weights source 'nfs': expected one of huggingface, s3,"):
+        PlanRequest("r1-distill-llama-8b", ("g6e",), weights_source="nfs")  # type: ignore[arg-type]
+    mounted = parse_settings({f"{P}weights.source": "s3-mountpoint"})
+    assert mounted.weights.source is WeightsSource.S3_MOUNTPOINT
 
 
 def test_ebs_snapshot_needs_a_snapshot_id_and_says_how_to_make_one() -> None:

@@ -169,7 +169,9 @@ def test_p95_ttft_over_time_buckets_by_arrival() -> None:
     out = Simulation(fixed_config(1, 100.0), trace, 1000.0, "ttft").run()
     windows = p95_ttft_over_time(out, 600.0)
     assert [t for t, _ in windows] == [0.0, 600.0]
-    assert windows[0][1] == pytest.approx(1.01)  # waited 1 s, then one 10 ms decode step
+    # TTFTs 0.01 s and 1.01 s (waited 1 s, then one 10 ms decode step); the p95 interpolates at
+    # rank 0.95 * (2 - 1): 0.01 + 0.95 * 1.0.
+    assert windows[0][1] == pytest.approx(0.96)
     assert windows[1][1] == pytest.approx(0.01)
 
 
