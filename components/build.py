@@ -534,7 +534,7 @@ def build_service(
                     auto.target_concurrency_share, sizing_plan.max_num_seqs
                 ),
                 schedule=scheduled_floors(auto.schedule),
-                startup_seconds=sizing_plan.startup_seconds,
+                startup_seconds=sizing_plan.startup_probe_seconds,
                 scope=queries,
                 prometheus_url=observability.prometheus_url,
                 labels=labels,

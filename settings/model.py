@@ -690,6 +690,7 @@ class Settings(BaseModel):
             capacity_types=tuple(c.value for c in self.gpu.capacity_types),
             region=self.region,
             weights_source=self.weights.source,
+            compute_mode=self.compute_mode.value,
             fast_snapshot_restore=self.weights.fast_snapshot_restore,
             warm_spare_nodes=self.autoscaling.warm_spare_nodes,
             zones=self.network_zones,

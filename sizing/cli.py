@@ -58,7 +58,7 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
     lines.append(
         "cold start     "
         + ", ".join(f"{stage} {seconds} s" for stage, seconds in stages.items())
-        + f"; probe budget {d['startup_seconds']} s, Pulumi waits {d['rollout_seconds']} s"
+        + f"; probe budget {d['startup_probe_seconds']} s, Pulumi waits {d['rollout_seconds']} s"
     )
     extras = {
         "warm spare nodes": d["warm_spare_hourly_usd"],

@@ -330,6 +330,76 @@ def step_seconds(
     return fixed + pp * stage + (pp - 1) * handoff
 
 
+# The simulator's preemption model (automation/simulate/engine.py ``Simulation._schedule_step``,
+# after vLLM 0.33.0's ``Scheduler.schedule``): the running sequences are preempted while the KV
+# blocks they hold, ``kv_blocks`` of their tokens, exceed the cache's blocks. The planner sizes
+# ``--max-num-seqs`` with the same function (``preemption_probability``).
+def kv_blocks(tokens: int, seqs: int) -> int:
+    """KV blocks ``seqs`` running sequences holding ``tokens`` tokens use: the token total in
+    blocks plus half a partial block per sequence."""
+    return -(-tokens // BLOCK_SIZE) + seqs // 2
+
+
+def _log_erlang_pdf(x: float, shape: int, scale: float) -> float:
+    return (shape - 1) * math.log(x) - x / scale - shape * math.log(scale) - math.lgamma(shape)
+
+
+def _erlang_survival(y: float, shape: int, scale: float) -> float:
+    """P(Gamma(shape, scale) > y) for an integer shape: a Poisson tail, summed in log space."""
+    if y <= 0:
+        return 1.0
+    lam = y / scale
+    term = -lam  # log of lam^k e^-lam / k!, k = 0
+    total = 0.0
+    for k in range(shape):
+        total += math.exp(term)
+        term += math.log(lam) - math.log(k + 1)
+    return min(1.0, total)
+
+
+# Grid of the numerical integration in ``preemption_probability`` (Simpson's rule, even).
+_PREEMPTION_GRID = 400
+
+
+@cache
+def preemption_probability(
+    batch: int, kv_cache_tokens: int, prompt_tokens: float, output_tokens: float
+) -> float:
+    """The chance that ``batch`` running sequences outgrow the KV cache, so that the simulator's
+    scheduler (and vLLM's) preempts one, when lengths follow the simulator's default draw
+    (automation/simulate/traffic.py ``LengthProfile``: prompt and output exponential with these
+    means).
+
+    A sequence running at a random instant holds its prompt and the output generated so far. The
+    output of a sequence seen mid-stream is length-biased, and its age within it uniform, so for
+    exponential outputs the generated-so-far is exponential with the same mean (memorylessness):
+    each running sequence holds ``P + A`` tokens, P and A exponential with the two means, and the
+    batch holds Gamma(batch, prompt) + Gamma(batch, output) tokens. Preemption: its ``kv_blocks``
+    exceed the cache's blocks, i.e. its tokens exceed (blocks - batch // 2) x BLOCK_SIZE. The
+    convolution is integrated numerically (Simpson); truncation at max-model-len is ignored (it
+    only shortens sequences, so the figure errs high)."""
+    if batch < 1:
+        return 0.0
+    limit = (kv_cache_tokens // BLOCK_SIZE - batch // 2) * BLOCK_SIZE
+    if limit <= 0:
+        return 1.0
+    n = _PREEMPTION_GRID
+    h = limit / n
+    # P(S > limit) = P(G_p > limit) + integral over x in (0, limit) of f_p(x) P(G_o > limit - x).
+    total = 0.0
+    for i in range(1, n + 1):  # f_p(0) is 0 for batch >= 2 and the x = 0 term is small for batch 1
+        x = i * h
+        weight = 1 if i == n else (4 if i % 2 else 2)
+        total += (
+            weight
+            * math.exp(_log_erlang_pdf(x, batch, prompt_tokens))
+            * _erlang_survival(limit - x, batch, output_tokens)
+        )
+    if batch == 1:
+        total += _erlang_survival(limit, 1, output_tokens) / prompt_tokens
+    return min(1.0, _erlang_survival(limit, batch, prompt_tokens) + total * h / 3)
+
+
 @dataclass(frozen=True)
 class SchedulerLimits:
     """The vLLM engine limits the step model runs under."""

@@ -55,6 +55,7 @@ from .performance import (
     SteadyState,
     default_max_num_batched_tokens,
     hardware,
+    preemption_probability,
     roofline,
     steady_state,
 )
@@ -77,10 +78,10 @@ PACKED_TP_SIZES = (1, 2, 4)
 # Pipeline stages tried for multi-node models; 4 x 8-GPU nodes already exceeds any R1 need.
 MAX_PIPELINE_STAGES = 4
 
-# A reasoning request keeps about this many tokens in flight (prompt plus chain of thought);
-# max-num-seqs is the KV budget divided by it, so admitted sequences rarely preempt each other.
-TYPICAL_SEQUENCE_TOKENS = 4096
-MAX_NUM_SEQS_CEILING = 256  # vLLM's own default
+# --max-num-seqs: the largest batch whose chance of preemption, in the simulator's preemption model
+# at the planning lengths (sizing/performance.py ``preemption_probability``), stays under this.
+PREEMPTION_TARGET = 0.01
+MAX_NUM_SEQS_CEILING = 256  # vLLM's own default on the smaller GPUs; runtime overhead is sized at it
 
 PRICE_FALLBACK_REGION = "us-east-1"
 
@@ -106,20 +107,39 @@ MIN_DECODE_TOKENS_PER_S = 20
 DRAIN_MARGIN_S = 30
 MAX_DRAIN_S = 3600
 
-# Cold-start stages, each from a published figure (shared/research/reliability-performance.md B5).
-# Node: Auto Mode took ~30 s from nomination to the pod scheduled (EKS user guide,
-# ml-inference-load-serve-model); Karpenter launches take 30-90 s, and nvidia.com/gpu appears up
-# to ~60 s after the node is Ready (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357).
-NODE_READY_S = 90 + 60
-# Image: 15-20 GB images take 4-6 min per instance with standard pulls (AWS ML blog on SOCI for
-# DLAMI/DLC); vllm/vllm-openai is ~12 GB compressed (vllm-project/vllm#27154): the upper end.
-IMAGE_PULL_S = 360
+# Cold-start stages, each from a published figure (shared/research/reliability-performance.md B5;
+# the EKS guide's figures are snapshotted in reference/upstream/cold-start-facts.json).
+# Node, by compute mode:
+# - auto-mode: "the GPU node was provisioned in 30 seconds", from the pod's Nominated event
+#   (eks-auto-mode/compute) to Scheduled on the new node, which needs nvidia.com/gpu advertised
+#   (EKS user guide, ml-inference-load-serve-model, awsdocs/amazon-eks-user-guide@049f82e5, a
+#   g6e.4xlarge; one published run).
+# - karpenter: launches take 30-90 s, and nvidia.com/gpu appears up to ~60 s after the node is Ready
+#   (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357): 90 + 60.
+NODE_READY_S = {"auto-mode": 30, "karpenter": 90 + 60}
+# Image, by compute mode (settings' computeMode values):
+# - karpenter: the program configures no lazy or parallel pull on its Karpenter nodes (no SOCI
+#   snapshotter in components/platform/nodepools.py or the NodeClass), so the image is pulled whole:
+#   15-20 GB images take 4-6 min per instance with standard pulls (AWS ML blog "Reducing container
+#   cold start times using SOCI index on DLAMI and DLC", 2026); vllm/vllm-openai is ~12 GB
+#   compressed (vllm-project/vllm#27154): the upper end, 360 s.
+# - auto-mode: EKS Auto Mode turns on SOCI parallel pull for G and P instances (EKS user guide,
+#   ml-node-pools), and pulled the 8.8 GB AWS DLC vLLM image in ~48 s on g6e.4xlarge (EKS user
+#   guide, ml-inference-load-serve-model); at that rate per GB, our ~12 GB image: 48 x 12 / 8.8.
+SOCI_PULL_GB_PER_S = 8.8 / 48
+VLLM_IMAGE_COMPRESSED_GB = 12
+IMAGE_PULL_S = {
+    "auto-mode": math.ceil(VLLM_IMAGE_COMPRESSED_GB / SOCI_PULL_GB_PER_S),
+    "karpenter": 360,
+}
 # Weights. Hugging Face downloads: a 10.4 GB model took 3-5 min to stage through a pod (EKS user
-# guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the Run:ai streamer loaded the same
-# 10.4 GB in ~5 s on g6e.4xlarge; we assume a quarter of that. Loading from the node's gp3 disk:
-# its baseline 125 MiB/s, doubled for the page cache.
+# guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the Run:ai streamer: the same guide's
+# g6e.4xlarge (20 Gbps) loaded the 10.4 GB in 5.02 s ("Model loading took ... 5.02 seconds"):
+# ~1.93 GiB/s, the cited streamer rate (the instance's network is not in the catalog, so it is
+# not taken as a second bound). Loading from the node's gp3 disk: its baseline 125 MiB/s,
+# doubled for the page cache.
 HF_DOWNLOAD_GIB_PER_S = 0.046
-S3_STREAM_GIB_PER_S = 0.5
+S3_STREAM_GIB_PER_S = 10_420_633_176 / 5.023344 / 2**30
 DISK_LOAD_GIB_PER_S = 0.25
 # vLLM's default safetensors loader read Llama-3-8B (~15 GB) in 48.0 s even from a local gp3 volume
 # (NVIDIA blog "Reducing cold start latency ... Run:ai Model Streamer", g5.12xlarge): ~0.29 GiB/s.
@@ -131,7 +151,10 @@ DEFAULT_LOADER_GIB_PER_S = 15e9 / 48.0 / 2**30
 # Provisioned Rate for Volume Initialization, 100 MiB/s (EC2 API CreateVolume
 # VolumeInitializationRate, valid 100-300 MiB/s), which the snapshot StorageClass sets.
 SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
-# torch.compile (53-80 s uncached) plus CUDA graph capture and warm-up.
+# torch.compile (53-80 s uncached; ~6 s with a cache on the same node, 16 s from an S3-synced one:
+# EKS user guide, ml-inference-fast-model-loading) plus CUDA graph capture and warm-up. The program
+# persists no compile cache (components/serving/vllm.py: TORCHINDUCTOR_CACHE_DIR and
+# VLLM_CACHE_ROOT are on the pod's emptyDir), so every start is uncached.
 COMPILE_AND_WARMUP_S = 150
 # The snapshot volume (weights.source ebs-snapshot): gp3 at its documented maximum of 1000 MiB/s
 # below 16,000 IOPS, which needs 4,000 IOPS (throughput at most 0.25 MiB/s per IOPS; EBS user
@@ -148,11 +171,24 @@ MIN_STARTUP_S = 300
 ROLLOUT_SLACK_S = 300
 
 
-def planned_max_num_seqs(kv_cache_tokens: int, min_full_length_sequences: int = 1) -> int:
-    """The plan's ``--max-num-seqs``: as many typical reasoning sequences as the KV cache holds,
-    within vLLM's default ceiling, never below the full-length sequences the cache must hold."""
-    by_budget = kv_cache_tokens // TYPICAL_SEQUENCE_TOKENS
-    return max(min_full_length_sequences, min(MAX_NUM_SEQS_CEILING, by_budget), 1)
+def planned_max_num_seqs(
+    kv_cache_tokens: int,
+    min_full_length_sequences: int = 1,
+    prompt_tokens: int = PLAN_PROMPT_TOKENS,
+    output_tokens: int = PLAN_OUTPUT_TOKENS,
+) -> int:
+    """The plan's ``--max-num-seqs``: the largest batch whose chance of preemption stays under
+    PREEMPTION_TARGET when lengths follow the simulator's draw with the planning means
+    (``preemption_probability``, the simulator's own preemption rule), within MAX_NUM_SEQS_CEILING,
+    never below the full-length sequences the cache must hold."""
+    lo, hi = 0, MAX_NUM_SEQS_CEILING  # lo: largest batch known under the target
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if preemption_probability(mid, kv_cache_tokens, prompt_tokens, output_tokens) < PREEMPTION_TARGET:
+            lo = mid
+        else:
+            hi = mid - 1
+    return max(min_full_length_sequences, lo, 1)
 
 
 class PlanError(ValueError):
@@ -172,6 +208,9 @@ class PlanRequest:
     region: str = "us-east-1"
     # A plain string ("s3") is accepted and stored as its member.
     weights_source: WeightsSource = WeightsSource.HUGGINGFACE
+    # computeMode: auto-mode pulls the image with SOCI parallel pull; karpenter (the default here,
+    # the slower figure) pulls it whole.
+    compute_mode: str = "karpenter"
     # weights.fastSnapshotRestore: volumes from the baked snapshot are fully initialised at creation.
     fast_snapshot_restore: bool = False
     zones: int = 3  # Availability Zones the GPU nodes use (fast snapshot restore is billed per zone)
@@ -467,14 +506,19 @@ class SizingPlan:
         """Estimated seconds of each cold-start stage of a replica on a new node: GPU node ready,
         image pulled, weights loaded, engine compiled and warmed up (rates cited above)."""
         return {
-            "node": NODE_READY_S,
-            "image": IMAGE_PULL_S,
+            "node": NODE_READY_S.get(self.request.compute_mode, NODE_READY_S["karpenter"]),
+            "image": IMAGE_PULL_S.get(self.request.compute_mode, IMAGE_PULL_S["karpenter"]),
             "weights": math.ceil(self.weights_load_seconds),
             "engine": COMPILE_AND_WARMUP_S,
         }
 
     @property
     def startup_seconds(self) -> int:
+        """A replica's start-up on a new node: the sum of its stages (``startup_breakdown``)."""
+        return sum(self.startup_breakdown.values())
+
+    @property
+    def startup_probe_seconds(self) -> int:
         """How long a replica may take from container start to healthy (the startup probe): the
         weights and engine stages with a margin."""
         stages = self.startup_breakdown
@@ -485,7 +529,7 @@ class SizingPlan:
         """How long Pulumi waits for a new replica: a GPU node and the image pull before the
         container starts, then its startup budget, plus slack for scheduling retries."""
         stages = self.startup_breakdown
-        return stages["node"] + stages["image"] + self.startup_seconds + ROLLOUT_SLACK_S
+        return stages["node"] + stages["image"] + self.startup_probe_seconds + ROLLOUT_SLACK_S
 
     @property
     def drain_seconds(self) -> int:
@@ -564,6 +608,7 @@ class SizingPlan:
             "memory_request": self.memory_request,
             "ephemeral_storage_gib": self.ephemeral_storage_gib,
             "startup_seconds": self.startup_seconds,
+            "startup_probe_seconds": self.startup_probe_seconds,
             "startup_breakdown": self.startup_breakdown,
             "weights_volume_gib": self.weights_volume_gib if r.weights_source == "ebs-snapshot" else None,
             "fast_snapshot_restore_hourly_usd": self.fast_snapshot_restore_hourly_usd,

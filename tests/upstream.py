@@ -109,6 +109,14 @@ def serving_facts() -> dict[str, Any]:
 
 
 @cache
+def cold_start_facts() -> dict[str, Any]:
+    """Published cold-start figures: the EKS guide's node, SOCI image pull and Run:ai streamer
+    load, the standard pull's range (``cold-start-facts.json``)."""
+    data: dict[str, Any] = json.loads((UPSTREAM / "cold-start-facts.json").read_text())
+    return data
+
+
+@cache
 def network_policy_facts() -> dict[str, Any]:
     """Where the API server and its callbacks sit for NetworkPolicy on EKS: the default service
     CIDRs and the control plane's interfaces in the VPC (``network-policy-facts.json``)."""

@@ -41,7 +41,8 @@ import random
 from collections import deque
 from dataclasses import dataclass, field
 
-from deepseek_eks.sizing.performance import BLOCK_SIZE
+# kv_blocks is the preemption model the planner sizes --max-num-seqs with (one function for both).
+from deepseek_eks.sizing.performance import BLOCK_SIZE, kv_blocks
 
 from .hpa import (
     SYNC_PERIOD_S,
@@ -73,12 +74,6 @@ MAX_DECODE_RUN = 512
 
 # The signals' values as functions of a replica's state, shared with the twin's vLLM/DCGM stand-in
 # (automation/twin/standin.py), so that both report a signal the same way.
-def kv_blocks(tokens: int, seqs: int) -> int:
-    """KV blocks ``seqs`` running sequences holding ``tokens`` tokens use: the token total in
-    blocks plus half a partial block per sequence."""
-    return -(-tokens // BLOCK_SIZE) + seqs // 2
-
-
 def kv_cache_usage(tokens: int, seqs: int, kv_cache_tokens: int) -> float:
     """``vllm:kv_cache_usage_perc``: the share of the cache's blocks those sequences hold."""
     return min(1.0, kv_blocks(tokens, seqs) / max(1, kv_cache_tokens // BLOCK_SIZE))

@@ -13,7 +13,7 @@ from typing import Any
 
 from deepseek_eks.settings import PROJECT, parse_settings
 from deepseek_eks.sizing.capacity import highest_rate, service_model
-from deepseek_eks.sizing.planner import STARTUP_MARGIN
+from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S, STARTUP_MARGIN
 
 from ..stackfile import PROJECT_ROOT, read_stack
 from ..stats import percentile
@@ -36,15 +36,8 @@ FIXED = "fixed:"
 # The goal a run is judged by (issue 22): the TTFT SLO met for at least 99 % of requests.
 ATTAINMENT_GOAL = 0.99
 
-# A new GPU node: ~30 s from nomination to the pod scheduled on it (EKS user guide,
-# ml-inference-load-serve-model, g6e.4xlarge on Auto Mode), plus up to ~60 s until the node
-# advertises nvidia.com/gpu after Ready (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357).
-NODE_PROVISION_S = 90.0
-# Image pull: the 8.8 GB AWS DLC vLLM image in ~48 s with SOCI parallel pull, which Auto Mode
-# turns on for G/P instances (same EKS guide; ml-node-pools); 15-20 GB images take 4-6 min per
-# instance with standard pulls (AWS ML blog "Reducing container cold start times using SOCI
-# index on DLAMI and DLC", 2026): 300 s on self-managed Karpenter nodes.
-IMAGE_PULL_S = {"auto-mode": 48.0, "karpenter": 300.0}
+# A plan without ``startup_breakdown`` (an older plan.json): the planner's own node and image
+# figures (sizing/planner.py NODE_READY_S, IMAGE_PULL_S: one source, each cited there).
 
 
 @dataclass(frozen=True)
@@ -102,10 +95,10 @@ def startup_times(plan: Mapping[str, Any], compute_mode: str) -> StartupTimes:
             weights_s=float(stages["weights"]) + float(stages["engine"]),
         )
     return StartupTimes(
-        node_s=NODE_PROVISION_S,
-        image_s=IMAGE_PULL_S[compute_mode],
+        node_s=float(NODE_READY_S.get(compute_mode, NODE_READY_S["karpenter"])),
+        image_s=float(IMAGE_PULL_S.get(compute_mode, IMAGE_PULL_S["karpenter"])),
         # The plan's startup budget is the expected load time times the probe's safety margin.
-        weights_s=float(plan["startup_seconds"]) / STARTUP_MARGIN,
+        weights_s=float(plan.get("startup_probe_seconds", plan["startup_seconds"])) / STARTUP_MARGIN,
     )
 
 

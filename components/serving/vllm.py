@@ -391,7 +391,7 @@ def server_container(
         "securityContext": container_security_context(),
         # Startup covers download, load and compile: the plan's estimate, in 10 s periods.
         "startupProbe": _probe(
-            "/health", STARTUP_PROBE_PERIOD_S, math.ceil(plan.startup_seconds / STARTUP_PROBE_PERIOD_S)
+            "/health", STARTUP_PROBE_PERIOD_S, math.ceil(plan.startup_probe_seconds / STARTUP_PROBE_PERIOD_S)
         ),
         "readinessProbe": _probe("/health", 5, 3),
         "livenessProbe": _probe("/health", 15, 6),
@@ -443,7 +443,7 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
             "selector": {"matchLabels": selector_labels()},
             # Never take a replica away before its replacement serves: surge one, none unavailable.
             "strategy": {"type": "RollingUpdate", "rollingUpdate": rolling_update()},
-            "progressDeadlineSeconds": plan.startup_seconds + 600,
+            "progressDeadlineSeconds": plan.startup_probe_seconds + 600,
             "template": {
                 "metadata": {"labels": labels, "annotations": dict(SERVING_POD_ANNOTATIONS)},
                 "spec": with_deletion_cost(

@@ -230,7 +230,12 @@ def test_drift_never_deletes_a_serving_pod_in_karpenter_mode(stack: str, constru
 def test_auto_mode_custom_node_class_has_no_tags(construct_module) -> None:
     assert platform_facts()["eks"]["auto_mode_managed_policies_allow_user_defined_tags"]["value"] is False
     big = construct_module(
-        stack_config("dev", model__variant="r1-distill-qwen-32b", gpu__instanceFamilies="g6e")
+        stack_config(
+            "dev",
+            model__variant="r1-distill-qwen-32b",
+            gpu__instanceFamilies="g6e",
+            weights__source="huggingface",  # downloaded to the node disk: past the default class
+        )
     )
     node_class = custom_objects(big, "NodeClass")["gpu-inference"]["spec"]
     assert "tags" not in node_class
@@ -256,7 +261,12 @@ def test_auto_mode_uses_default_node_class_when_its_disk_suffices(
     assert custom_objects(dev, "NodeClass") == {}
     assert gpu_pool(dev)["spec"]["template"]["spec"]["nodeClassRef"]["name"] == "default"
     big = construct_module(
-        stack_config("dev", model__variant="r1-distill-qwen-32b", gpu__instanceFamilies="g6e")
+        stack_config(
+            "dev",
+            model__variant="r1-distill-qwen-32b",
+            gpu__instanceFamilies="g6e",
+            weights__source="huggingface",  # downloaded to the node disk: past the default class
+        )
     )
     node_class = custom_objects(big, "NodeClass")["gpu-inference"]["spec"]
     assert node_class["ephemeralStorage"]["size"] == f"{big.result.plan.ephemeral_storage_gib}Gi"

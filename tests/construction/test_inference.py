@@ -222,7 +222,7 @@ def test_pods_are_hardened_and_drain_gracefully() -> None:
     assert pause > 0 and pause + plan["drain_seconds"] < pod["terminationGracePeriodSeconds"]
     startup = container["startupProbe"]
     assert startup["httpGet"]["path"] == "/health"
-    assert startup["periodSeconds"] * startup["failureThreshold"] >= plan["startup_seconds"]
+    assert startup["periodSeconds"] * startup["failureThreshold"] >= plan["startup_probe_seconds"]
     assert "initialDelaySeconds" not in container["readinessProbe"]
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
     assert shm["emptyDir"]["medium"] == "Memory"
@@ -434,7 +434,7 @@ def test_pulumi_waits_for_the_plans_cold_start_of_each_weights_source(source: st
     seconds = int(timeouts.create.removesuffix("s"))
     assert timeouts.update == timeouts.create
     # Every stage of a cold start fits, and the container's own stages with the probe's margin.
-    assert seconds >= stages["node"] + stages["image"] + rendered.plan["startup_seconds"]
+    assert seconds >= stages["node"] + stages["image"] + rendered.plan["startup_probe_seconds"]
     assert seconds == rendered.plan["rollout_seconds"]
 
 

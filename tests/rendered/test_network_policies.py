@@ -26,7 +26,7 @@ from tests.upstream import chart_workloads, serving_facts
 # Every example stack, both weights sources, and an internet-facing endpoint.
 CASES = {
     "dev": ("dev", ()),
-    "dev-s3": ("dev", (("weights__source", "s3"),)),
+    "dev-huggingface": ("dev", (("weights__source", "huggingface"),)),
     "dev-internet-facing": (
         "dev",
         (
@@ -212,7 +212,8 @@ def test_s3_weights_mean_associations_for_vllm_and_the_stager() -> None:
     """The previous test is not vacuous: S3 stacks do give these pods associations."""
     s3 = stack("r1")
     assert {w.kind for w in s3.workloads if s3.has_association(w)} == {"LeaderWorkerSet", "Job"}
-    assert not any(stack("dev").has_association(w) for w in stack("dev").workloads)
+    hub = stack("dev-huggingface")
+    assert not any(hub.has_association(w) for w in hub.workloads)
 
 
 def test_pods_reach_s3_and_hugging_face_over_https_at_most(case: Stack) -> None:

@@ -57,7 +57,7 @@ def _value(args: list[str], flag: str) -> str | None:
 
 def test_vllm_downloads_the_pinned_commit_with_flags_vllm_has() -> None:
     commit = REVISIONS["r1-distill-qwen-7b"]["revision"]  # dev's variant
-    args = _args(_kind(_render("dev"), "Deployment"))
+    args = _args(_kind(_render("dev", **{"weights.source": "huggingface"}), "Deployment"))
     assert _value(args, "--revision") == commit and _value(args, "--tokenizer-revision") == commit
     assert {"--revision", "--tokenizer-revision"} <= SERVE_FLAGS.keys()
 
@@ -79,7 +79,10 @@ def test_a_variant_without_a_recorded_commit_is_resolved_by_the_stager() -> None
     job_args = _args(_kind(rendered, "Job"))
     assert _value(job_args, "--revision") == "main" and _value(job_args, "--prefix") == "r1-distill-llama-8b/"
     assert "--revision" not in _args(
-        _kind(_render("dev", **{"model.variant": "r1-distill-llama-8b"}), "Deployment")
+        _kind(
+            _render("dev", **{"model.variant": "r1-distill-llama-8b", "weights.source": "huggingface"}),
+            "Deployment",
+        )
     )
 
 
