@@ -23,6 +23,7 @@ from rich.console import Console
 from rich.text import Text
 
 from deepseek_eks.components import SizingError
+from deepseek_eks.components.service import ServiceError
 from deepseek_eks.settings import PROJECT, SettingsError
 from deepseek_eks.sizing.cli import summary_lines
 from deepseek_eks.sizing.stack_cost import summary_lines as stack_cost_lines
@@ -545,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Output(getattr(args, "json", False))
     try:
         return args.handler(args, out)
-    except (SettingsError, StackFileError) as error:
+    except (SettingsError, StackFileError, ServiceError) as error:
+        # ServiceError: settings that validate but this version cannot build (routing.kind llm-d).
         return _fail(out, 2, f"error: {error}")
     except SizingError as error:
         result = error.result.to_dict()

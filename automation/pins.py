@@ -320,6 +320,13 @@ SCHEMA_UPSTREAMS: dict[str, Upstream] = {
     ),
     "kedacore/keda": Upstream("go", "github.com/kedacore/keda/v2", note="moves with the keda chart"),
     "kubernetes-sigs/lws": Upstream("go", "sigs.k8s.io/lws", note="moves with the lws chart"),
+    "kubernetes-sigs/gateway-api-inference-extension": Upstream(
+        "go",
+        "sigs.k8s.io/gateway-api-inference-extension",
+        hold_minor="v1.6.0 and later carry only the InferencePool API: the router moved to "
+        "llm-d/llm-d-router (reference/upstream/llm-d/README.md), so a newer minor is a new router pin",
+        note="moves with the router pin (components/serving/router.py)",
+    ),
     "prometheus-operator/prometheus-operator": Upstream(
         "go",
         "github.com/prometheus-operator/prometheus-operator",

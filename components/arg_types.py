@@ -31,6 +31,7 @@ from deepseek_eks.settings.model import (
     EndpointAuth,
     EndpointScheme,
     LoadBalancerKind,
+    RoutingKind,
     ScalingSignal,
     Variant,
     WeightsSource,
@@ -42,7 +43,10 @@ from deepseek_eks.sizing.catalog import VariantName as VariantValue
 ComputeModeValue = Literal["auto-mode", "karpenter"]
 QuantizationValue = Literal["auto", "bf16", "fp8", "awq-int4"]
 CapacityTypeValue = Literal["on-demand", "spot"]
-ScalingSignalValue = Literal["gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrency"]
+ScalingSignalValue = Literal[
+    "gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrency", "router-queue"
+]
+RoutingKindValue = Literal["none", "llm-d"]
 EndpointSchemeValue = Literal["internal", "internet-facing"]
 EndpointAuthValue = Literal["api-key", "none"]
 LoadBalancerValue = Literal["alb", "nlb"]
@@ -58,6 +62,7 @@ CLOSED_SETS: dict[tuple[str, str], tuple[object, tuple[str, ...]]] = {
     ("gpu", "instance_families"): (GpuFamilyValue, tuple(GPU_FAMILIES)),
     ("gpu", "capacity_types"): (CapacityTypeValue, tuple(m.value for m in CapacityType)),
     ("autoscaling", "signal"): (ScalingSignalValue, tuple(m.value for m in ScalingSignal)),
+    ("routing", "kind"): (RoutingKindValue, tuple(m.value for m in RoutingKind)),
     ("endpoint", "scheme"): (EndpointSchemeValue, tuple(m.value for m in EndpointScheme)),
     ("endpoint", "auth"): (EndpointAuthValue, tuple(m.value for m in EndpointAuth)),
     ("endpoint", "load_balancer"): (LoadBalancerValue, tuple(m.value for m in LoadBalancerKind)),
@@ -84,6 +89,7 @@ if TYPE_CHECKING:
     GpuFamilyArg: TypeAlias = GpuFamilyValue
     CapacityTypeArg: TypeAlias = CapacityTypeValue | CapacityType
     ScalingSignalArg: TypeAlias = ScalingSignalValue | ScalingSignal
+    RoutingKindArg: TypeAlias = RoutingKindValue | RoutingKind
     EndpointSchemeArg: TypeAlias = EndpointSchemeValue | EndpointScheme
     EndpointAuthArg: TypeAlias = EndpointAuthValue | EndpointAuth
     LoadBalancerArg: TypeAlias = LoadBalancerValue | LoadBalancerKind
@@ -94,4 +100,4 @@ else:
     # from the settings model.
     ComputeModeArg = VariantArg = QuantizationArg = GpuFamilyArg = CapacityTypeArg = str
     ScalingSignalArg = EndpointSchemeArg = EndpointAuthArg = LoadBalancerArg = str
-    WeightsSourceArg = KubernetesVersionArg = str
+    WeightsSourceArg = KubernetesVersionArg = RoutingKindArg = str

@@ -33,7 +33,7 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, settings_from_values
-from deepseek_eks.settings.model import DEFAULT_REGION, respelt
+from deepseek_eks.settings.model import DEFAULT_REGION, RoutingKind, respelt
 from deepseek_eks.sizing import SizingPlan
 
 from . import wiring
@@ -46,6 +46,7 @@ from .arg_types import (
     KubernetesVersionArg,
     LoadBalancerArg,
     QuantizationArg,
+    RoutingKindArg,
     ScalingSignalArg,
     VariantArg,
     WeightsSourceArg,
@@ -126,9 +127,9 @@ class ScalingArgs(TypedDict, total=False):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
     signal: ScalingSignalArg
-    """gpu-utilization, queue-depth, combined, kv-cache or concurrency."""
+    """gpu-utilization, queue-depth, combined, kv-cache, concurrency or router-queue (routing llm-d)."""
     min_replicas: int
-    """Fewest replicas (0 only with a signal measured in front of vLLM: queue-depth or combined)."""
+    """Fewest replicas (0 only with signal router-queue, the one measured in front of vLLM)."""
     max_replicas: int
     target_gpu_utilization: int
     """Percent, for the gpu-utilization signal."""
@@ -137,7 +138,7 @@ class ScalingArgs(TypedDict, total=False):
     target_kv_cache_usage: float
     """KV-cache usage (0-1) per replica, for the kv-cache and concurrency signals (default 0.85)."""
     target_concurrency_share: float
-    """Running + waiting requests per replica, a share (0-1] of the plan's max_num_seqs (default 0.7)."""
+    """Running + waiting requests per replica (concurrency, router-queue): a share of max_num_seqs (0.7)."""
     schedule: list[ScheduleArgs]
     """Replica floors by time of day (KEDA cron triggers; KEDA then owns the HPA)."""
     warm_spare_nodes: int
@@ -166,6 +167,13 @@ class EndpointArgs(TypedDict, total=False):
     """ALB access logs to a bucket the program creates."""
     access_logs_days: int
     """Days the ALB access logs are kept (90 when unset)."""
+
+
+class RoutingArgs(TypedDict, total=False):
+    """``routing.*``: what spreads requests over the replicas behind the load balancer."""
+
+    kind: RoutingKindArg
+    """none (the load balancer round-robins) or llm-d (llm-d's router: prefix-cache and load scoring)."""
 
 
 class WeightsArgs(TypedDict, total=False):
@@ -303,6 +311,8 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     """autoscaling.*: the signal and bounds of the replica autoscaler."""
     endpoint: EndpointArgs
     """endpoint.*: how clients reach the OpenAI-compatible API."""
+    routing: RoutingArgs
+    """routing.*: what spreads requests over the replicas (none, or llm-d's router)."""
     weights: WeightsArgs
     """weights.*: where vLLM loads the model from."""
     cluster: ControlPlaneArgs
@@ -330,6 +340,7 @@ _GROUPS = (
     "gpu",
     "autoscaling",
     "endpoint",
+    "routing",
     "weights",
     "cluster",
     "network",
@@ -560,6 +571,7 @@ class DeepSeekService(pulumi.ComponentResource):
             if settings is None:
                 settings, wired = _validated_with_region(name, args, own_provider, aws_provider)
             _refuse_compute_mode_switch(name, settings, previous, as_config=not args)
+            _refuse_unrendered_routing(name, settings, as_config=not args)
             if args and settings.deploy_blockers and not args.get("existing_cluster"):
                 _warn_unreachable_api(name, settings.deploy_blockers)
             if args:  # the stack program's settings log their own (settings/pulumi_source.py)
@@ -768,6 +780,26 @@ def _refuse_compute_mode_switch(
         pulumi.log.warn(f"DeepSeekService {name!r}: switching compute mode as allowed. {refusal}")
         return
     raise ServiceError(name, refusal)
+
+
+# What routing.kind llm-d will render and does not yet: until it does, the setting is refused here
+# rather than accepted and ignored (the load balancer would still round-robin, and a router-queue
+# ScaledObject would have no trigger).
+UNRENDERED_ROUTING = (
+    f"{PROJECT}:routing.kind llm-d is not rendered by this version yet (the InferencePool, llm-d's router "
+    "and its Service, RBAC and network policies, and the autoscaling.signal router-queue ScaledObject): "
+    "set routing.kind none, with an autoscaling.signal other than router-queue and autoscaling.minReplicas "
+    "1 or more"
+)
+
+
+def _refuse_unrendered_routing(name: str, settings: Settings, *, as_config: bool) -> None:
+    """Refuse ``routing.kind llm-d`` before anything is created, in the spelling the user wrote
+    (stack config keys, or the component's arguments)."""
+    if settings.routing.kind is not RoutingKind.LLM_D:
+        return
+    message = UNRENDERED_ROUTING if as_config else respelt(UNRENDERED_ROUTING, python_spelling)
+    raise ServiceError(name, message)
 
 
 def _refuse_foreign_mocks(name: str) -> None:

@@ -28,6 +28,12 @@ VLLM_E2E_LATENCY = "vllm:e2e_request_latency_seconds"  # histogram
 VLLM_GENERATION_TOKENS = "vllm:generation_tokens_total"  # counter
 VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"  # counter
 
+# llm-d's router (the Gateway API Inference Extension endpoint picker, v1.5.0 pkg/epp/metrics/metrics.go;
+# facts: reference/upstream/llm-d/router-facts.json). No Namespace: the name is <subsystem>_<name>.
+ROUTER_QUEUE = "inference_extension_flow_control_queue_size"  # gauge: requests held in its queue
+ROUTER_RUNNING = "inference_objective_running_requests"  # gauge: requests it has in flight
+ROUTER_INFO = "inference_extension_info"  # set to 1 at start-up (cmd/epp/runner/runner.go)
+
 # dcgm-exporter default counters.
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"  # percent, 0..100
 DCGM_FB_USED = "DCGM_FI_DEV_FB_USED"  # MiB
@@ -135,6 +141,18 @@ def concurrency_total(scope: Scope) -> str:
     what it has (``sum(a) + sum(b)`` would be empty, an error for KEDA)."""
     names = f'__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}"'
     return f"sum({{{names},{vllm_selector(scope)}}}) or {zero_without_targets(scope)}"
+
+
+def router_demand(namespace: str) -> str:
+    """Requests the router holds in its queue plus those it has in flight, one element: the load
+    on the service measured in front of vLLM, so it has a value while no replica runs (the
+    router-queue signal). Both gauges appear only once a request has passed (their series are made
+    on first use), so the router's info series, set when it starts, stands in as 0; empty while
+    Prometheus has no router to read, which KEDA (``ignoreNullValues: "false"``) takes as an error
+    that holds the replicas rather than a 0 that would scale them in."""
+    names = f'__name__=~"{ROUTER_QUEUE}|{ROUTER_RUNNING}"'
+    selector = f'namespace="{namespace}"'
+    return f"sum({{{names},{selector}}}) or on() (0 * sum({ROUTER_INFO}{{{selector}}}))"
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,18 @@ class ScalingSignal(StrEnum):
     KV_CACHE = "kv-cache"  # vllm:kv_cache_usage_perc, through KEDA
     # vllm:num_requests_running + vllm:num_requests_waiting, through KEDA: the load a replica carries
     CONCURRENCY = "concurrency"
+    # The llm-d router's queue and in-flight requests, through KEDA: measured in front of vLLM, so it
+    # has a value while no replica runs and can wake a service scaled to zero (routing.kind llm-d).
+    ROUTER_QUEUE = "router-queue"
+
+
+class RoutingKind(StrEnum):
+    """What spreads requests over the replicas behind the load balancer."""
+
+    NONE = "none"  # the load balancer itself, round-robin over the ready vLLM pods
+    # llm-d's router: the Gateway API Inference Extension endpoint picker with its own proxy, scoring
+    # replicas by prefix-cache hits and load (reference/upstream/llm-d/README.md)
+    LLM_D = "llm-d"
 
 
 class EndpointScheme(StrEnum):
@@ -345,8 +357,8 @@ class AutoscalingSettings(_Group):
         DEFAULT_CONCURRENCY_SHARE,
         gt=0,
         le=1,
-        description="Requests running or waiting per replica the concurrency signal keeps, as a share "
-        "(0-1] of the plan's max_num_seqs (vLLM's running batch).",
+        description="Requests running or waiting per replica the concurrency and router-queue signals "
+        "keep, as a share (0-1] of the plan's max_num_seqs (vLLM's running batch).",
     )
     schedule: Annotated[list[ScheduleEntry] | None, _AS_LIST] = Field(
         None,
@@ -407,6 +419,17 @@ class EndpointSettings(_Group):
         ge=1,
         le=3650,
         description="Days ALB access logs are kept (default 90); needs endpoint.accessLogs.",
+    )
+
+
+class RoutingSettings(_Group):
+    """``routing.*``: what spreads requests over the replicas behind the load balancer."""
+
+    kind: RoutingKind = Field(
+        RoutingKind.NONE,
+        description="none (the load balancer round-robins over the replicas) or llm-d (llm-d's router, "
+        "the Gateway API Inference Extension endpoint picker, routes each request by prefix-cache hits "
+        "and load, and holds a queue autoscaling.signal router-queue scales on).",
     )
 
 
@@ -652,6 +675,7 @@ class Settings(BaseModel):
     gpu: GpuSettings = Field(default_factory=GpuSettings)
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
     endpoint: EndpointSettings = Field(default_factory=EndpointSettings)
+    routing: RoutingSettings = Field(default_factory=RoutingSettings)
     weights: WeightsSettings = Field(default_factory=WeightsSettings)
     cluster: ClusterSettings = Field(default_factory=ClusterSettings)
     network: NetworkSettings = Field(default_factory=NetworkSettings)
@@ -796,6 +820,7 @@ _GROUPS: dict[str, type[_Group]] = {
     "gpu": GpuSettings,
     "autoscaling": AutoscalingSettings,
     "endpoint": EndpointSettings,
+    "routing": RoutingSettings,
     "weights": WeightsSettings,
     "cluster": ClusterSettings,
     "network": NetworkSettings,

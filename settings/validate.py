@@ -48,6 +48,8 @@ from .model import (
     NetworkSettings,
     ObservabilitySettings,
     Problem,
+    RoutingKind,
+    RoutingSettings,
     ScalingSignal,
     Settings,
     SettingsError,
@@ -561,16 +563,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             for i, floor in enumerate(auto.schedule or [])
             if floor.replicas > auto.max_replicas
         ]
-    min_and_signal = _usable(invalid, "autoscaling.minReplicas", "autoscaling.signal")
-    if min_and_signal and auto.min_replicas == 0 and auto.signal is ScalingSignal.GPU_UTILIZATION:
-        out.append(
-            Problem(
-                f"{p}autoscaling.minReplicas",
-                0,
-                "0 needs autoscaling.signal queue-depth, combined, kv-cache or concurrency: with "
-                "gpu-utilization no pod is left to report the metric that would scale back up",
-            )
-        )
+    out += _scale_from_zero_problems(auto, groups["routing"], invalid)
     if _usable(invalid, "autoscaling.signal"):
         warnings += _signal_warnings(auto)
     endpoint: EndpointSettings = groups["endpoint"]
@@ -627,6 +620,47 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     if _usable(invalid, "image.registry") and not groups["image"].registry:
         warnings.append(DOCKER_HUB_WARNING)
     return out, warnings
+
+
+def _scale_from_zero_problems(
+    auto: AutoscalingSettings, routing: RoutingSettings, invalid: set[str]
+) -> list[Problem]:
+    """Only the router's queue has a value while no replica runs: every other signal is a metric of
+    the vLLM pods (or their GPUs), so at zero replicas nothing would ever ask for one. Hence
+    ``minReplicas 0`` needs ``router-queue``, and ``router-queue`` needs the router."""
+    p = f"{PROJECT}:"
+    out: list[Problem] = []
+    with_router = routing.kind is RoutingKind.LLM_D
+    signal_usable = _usable(invalid, "autoscaling.signal")
+    router_queue = auto.signal is ScalingSignal.ROUTER_QUEUE
+    if (
+        _usable(invalid, "autoscaling.minReplicas")
+        and signal_usable
+        and auto.min_replicas == 0
+        and not router_queue
+    ):
+        fix = "" if with_router else " and routing.kind llm-d"
+        out.append(
+            Problem(
+                f"{p}autoscaling.minReplicas",
+                0,
+                f"0 needs autoscaling.signal router-queue{fix}: with {auto.signal.value} the metric "
+                "lives in the vLLM pods, so once none runs nothing would start one and the endpoint "
+                f"would answer 503. Set autoscaling.signal router-queue{fix}, or autoscaling."
+                "minReplicas 1",
+            )
+        )
+    if signal_usable and _usable(invalid, "routing.kind") and router_queue and not with_router:
+        out.append(
+            Problem(
+                f"{p}autoscaling.signal",
+                auto.signal.value,
+                f"router-queue needs routing.kind llm-d (routing.kind is {routing.kind.value}): the "
+                "queue it reads is the router's. Set routing.kind llm-d, or choose another "
+                "autoscaling.signal (queue-depth, concurrency, kv-cache, combined, gpu-utilization)",
+            )
+        )
+    return out
 
 
 def s3_location(repository: str) -> tuple[str, str] | None:
@@ -763,25 +797,19 @@ LOW_GPU_TARGET = 25
 
 
 def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
-    """Scale to zero, which nothing undoes on traffic, and settings the chosen signal does not
-    read. Warnings, not errors: ``--set autoscaling.signal=...`` switches the signal for one run
-    and should keep the stack's other tuning. Only a changed value is reported: the engine passes
-    Pulumi.yaml's default for every key, so an unset key cannot be told from one set to its
-    default."""
-    scaled_to_zero = []
-    if auto.min_replicas == 0:
-        # KEDA's queue trigger reads vllm:num_requests_waiting, which only a running vLLM pod exports.
-        scaled_to_zero.append(
-            f"{PROJECT}:autoscaling.minReplicas is 0: once scaled to zero, incoming requests do not "
-            "wake the service (the queue it scales on lives in the vLLM pods); the endpoint answers "
-            "503 until a replica is started (raise minReplicas, or kubectl scale the workload)"
-        )
+    """A GPU target so low that light traffic fills the fleet, and settings the chosen signal does
+    not read. (Scale to zero is refused unless the router's queue can wake the service:
+    ``_scale_from_zero_problems``.) Warnings, not errors: ``--set autoscaling.signal=...``
+    switches the signal for one run and should keep the stack's other tuning. Only a changed value
+    is reported: the engine passes Pulumi.yaml's default for every key, so an unset key cannot be
+    told from one set to its default."""
+    low_target = []
     gpu_signal = auto.signal in (ScalingSignal.GPU_UTILIZATION, ScalingSignal.COMBINED)
     if gpu_signal and auto.target_gpu_utilization < LOW_GPU_TARGET:
         # The HPA asks for ceil(replicas x utilization / target) (Kubernetes HPA algorithm
         # details): one GPU busy with a single stream, near 100 %, already asks for 100 / target.
         asked = math.ceil(100 / auto.target_gpu_utilization)
-        scaled_to_zero.append(
+        low_target.append(
             f"{PROJECT}:autoscaling.targetGpuUtilization is {auto.target_gpu_utilization}: one GPU "
             f"busy with a single request asks the HPA for {asked} replicas, so light traffic holds "
             f"the fleet near autoscaling.maxReplicas ({auto.max_replicas}); targets of "
@@ -795,12 +823,10 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
     kv_signals = (ScalingSignal.KV_CACHE, ScalingSignal.CONCURRENCY)
     if auto.signal not in kv_signals and auto.target_kv_cache_usage != 0.85:
         unused.append(("targetKvCacheUsage", "kv-cache or concurrency"))
-    if (
-        auto.signal is not ScalingSignal.CONCURRENCY
-        and auto.target_concurrency_share != DEFAULT_CONCURRENCY_SHARE
-    ):
-        unused.append(("targetConcurrencyShare", "concurrency"))
-    return scaled_to_zero + [
+    share_signals = (ScalingSignal.CONCURRENCY, ScalingSignal.ROUTER_QUEUE)
+    if auto.signal not in share_signals and auto.target_concurrency_share != DEFAULT_CONCURRENCY_SHARE:
+        unused.append(("targetConcurrencyShare", "concurrency or router-queue"))
+    return low_target + [
         f"{PROJECT}:autoscaling.{key} has no effect with autoscaling.signal {auto.signal.value} "
         f"(only with {signals})"
         for key, signals in unused

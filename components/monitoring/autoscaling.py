@@ -32,6 +32,8 @@ KEDA_NAMESPACE = "keda"
 # templates select on them). Facts: reference/upstream/metrics-path-facts.json charts.keda.
 KEDA_OPERATOR_LABELS = {"app": "keda-operator"}
 KEDA_METRICS_SERVER_LABELS = {"app": "keda-operator-metrics-apiserver"}
+# How often KEDA reads the triggers (and so notices the first queued request of a service at zero).
+POLLING_INTERVAL_S = 15
 # The HPA API's longest stabilization window.
 MAX_STABILIZATION_S = 3600
 # Node launch, GPU registration and image pull come before the container's own start-up (the
@@ -243,6 +245,14 @@ def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
                 spec, "concurrency", promql.concurrency_total(spec.scope), f"{spec.target_concurrency:g}"
             )
         )
+    if spec.signal is ScalingSignal.ROUTER_QUEUE:
+        # Queued plus in-flight requests at the router, a replica's share of the plan's batch each;
+        # from zero, one queued request activates the target (KEDA scales 0 -> 1 on activation).
+        demand = _prometheus_trigger(
+            spec, "router-queue", promql.router_demand(spec.namespace), f"{spec.target_concurrency:g}"
+        )
+        demand["metadata"]["activationThreshold"] = "0"
+        triggers.append(demand)
     if spec.signal in (ScalingSignal.KV_CACHE, ScalingSignal.CONCURRENCY):
         # With concurrency too: where long outputs fill the KV cache before max_num_seqs sequences
         # run, the cache is the replica's capacity (docs/autoscaling-simulation.md).
@@ -260,7 +270,7 @@ def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
             "scaleTargetRef": spec.target.as_ref(),
             "minReplicaCount": spec.min_replicas,
             "maxReplicaCount": spec.max_replicas,
-            "pollingInterval": 15,
+            "pollingInterval": POLLING_INTERVAL_S,
             "cooldownPeriod": 600,
             "advanced": {
                 "horizontalPodAutoscalerConfig": {

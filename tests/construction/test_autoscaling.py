@@ -23,7 +23,7 @@ def kinds(rendered: Rendered, kind: str) -> list[dict]:
 def by_signal() -> dict[str, Rendered]:
     overrides = {
         "gpu-utilization": {},
-        "queue-depth": {"autoscaling__signal": "queue-depth", "autoscaling__minReplicas": 0},
+        "queue-depth": {"autoscaling__signal": "queue-depth"},
         "combined": {"autoscaling__signal": "combined"},
     }
     return {signal: render(stack_config("dev", **o)) for signal, o in overrides.items()}
@@ -64,7 +64,7 @@ def test_queue_signals_are_one_scaled_object_and_no_hpa_of_ours(by_signal, signa
         assert triggers["gpu-utilization"]["metadata"]["threshold"] == "50"
     else:
         assert set(triggers) == {"queue-depth"}
-        assert spec["minReplicaCount"] == 0
+        assert spec["minReplicaCount"] == 1
 
 
 def test_adapter_serves_only_custom_metrics_with_the_promql_rule(by_signal) -> None:

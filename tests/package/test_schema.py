@@ -104,8 +104,12 @@ def test_each_enum_is_the_closed_set_the_settings_accept() -> None:
     """Every value of an enum passes the settings validator, and a value outside it does not."""
     enums = {key: (values, spec) for key, spec in _setting_keys() if (values := _enum(spec)) is not None}
     assert {"computeMode", "model.variant", "gpu.instanceFamilies", "weights.source"} <= set(enums)
-    # Values that need a companion setting to be valid (settings/exposure.py): an NLB serves keyless.
-    companions = {("endpoint.loadBalancer", "nlb"): {f"{PROJECT}:endpoint.auth": "none"}}
+    # Values that need a companion setting to be valid (settings/exposure.py): an NLB serves keyless;
+    # the router's queue needs the router.
+    companions = {
+        ("endpoint.loadBalancer", "nlb"): {f"{PROJECT}:endpoint.auth": "none"},
+        ("autoscaling.signal", "router-queue"): {f"{PROJECT}:routing.kind": "llm-d"},
+    }
     for key, (values, spec) in enums.items():
         wrap = (lambda v: [v]) if spec.get("type") == "array" else (lambda v: v)
         for value in values:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from deepseek_eks import promql
 from deepseek_eks.promql import (
     DCGM_GPU_UTIL,
     DCGM_XID,
@@ -655,3 +656,33 @@ def test_the_autoscaling_triggers_read_metrics_vllm_exports() -> None:
         used = set(re.findall(r"vllm:[a-z_]+", query))
         assert used and used <= names, query
     assert "vllm:gpu_cache_usage_perc" not in names
+
+
+# ---- the router-queue signal: the llm-d router's own gauges (reference/upstream/llm-d) ----------
+
+
+def _router(metric: str, values: str, namespace: str = "deepseek", **labels: str) -> dict:
+    """A series the router's metrics endpoint exports, as Prometheus labels it (target namespace)."""
+    extra = "".join(f',{k}="{v}"' for k, v in labels.items())
+    return {"series": f'{metric}{{namespace="{namespace}",pod="vllm-epp-0"{extra}}}', "values": values}
+
+
+def test_router_demand_adds_queued_and_in_flight_requests_of_its_namespace(tmp_path: Path) -> None:
+    queue = promql.ROUTER_QUEUE
+    inputs = [
+        _router(promql.ROUTER_INFO, "1x10", commit="abc", build_ref="v1.5.0"),
+        _router(queue, "3x10", inference_pool="vllm", fairness_id="default", priority="0", model_name="m"),
+        _router(promql.ROUTER_RUNNING, "5x10", model_name="m"),
+        _router(promql.ROUTER_RUNNING, "40x10", namespace="research", model_name="m"),
+    ]
+    _expect(tmp_path, promql.router_demand("deepseek"), inputs, [{"labels": "{}", "value": 8}])
+
+
+def test_router_demand_is_0_before_the_first_request_and_empty_without_a_router(tmp_path: Path) -> None:
+    """Before any request the gauges have no series (made on first use), but the router is up: 0,
+    so KEDA may scale to zero. With no router scraped at all: empty, an error that holds."""
+    info = [_router(promql.ROUTER_INFO, "1x10", commit="abc", build_ref="v1.5.0")]
+    _expect(tmp_path, promql.router_demand("deepseek"), info, [{"labels": "{}", "value": 0}])
+    elsewhere = [_router(promql.ROUTER_INFO, "1x10", namespace="research", commit="abc", build_ref="v1.5.0")]
+    (tmp_path / "none").mkdir()
+    _expect(tmp_path / "none", promql.router_demand("deepseek"), elsewhere, [])

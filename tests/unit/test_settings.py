@@ -10,6 +10,7 @@ from deepseek_eks.settings import (
     CapacityType,
     ComputeMode,
     EndpointScheme,
+    RoutingKind,
     ScalingSignal,
     SettingsError,
     WeightsSource,
@@ -54,8 +55,9 @@ def test_values_arrive_as_pulumi_strings() -> None:
             f"{P}model.maxModelLen": "16384",
             f"{P}gpu.instanceFamilies": '["p5", "p5en"]',
             f"{P}gpu.capacityTypes": '["on-demand"]',
-            f"{P}autoscaling.signal": "queue-depth",
+            f"{P}autoscaling.signal": "router-queue",
             f"{P}autoscaling.minReplicas": "0",
+            f"{P}routing.kind": "llm-d",
             f"{P}endpoint.scheme": "internet-facing",
             f"{P}endpoint.allowedCidrs": '["203.0.113.0/24"]',
             f"{P}endpoint.certificateArn": "arn:aws:acm:us-west-2:123456789012:certificate/0a1b2c3d-1234",
@@ -68,6 +70,8 @@ def test_values_arrive_as_pulumi_strings() -> None:
     assert s.gpu.instance_families == ["p5", "p5en"]
     assert s.gpu.capacity_types == [CapacityType.ON_DEMAND]
     assert s.autoscaling.min_replicas == 0
+    assert s.autoscaling.signal is ScalingSignal.ROUTER_QUEUE
+    assert s.routing.kind is RoutingKind.LLM_D
     assert s.endpoint.allowed_cidrs == ["203.0.113.0/24"]
     assert s.region == "us-west-2"
 
@@ -131,16 +135,55 @@ def without_docker_hub(warnings: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(w for w in warnings if not w.startswith(f"{P}image.registry is unset"))
 
 
-def test_scale_to_zero_needs_a_queue_signal() -> None:
-    found = problems({f"{P}autoscaling.minReplicas": "0"})
-    assert "queue-depth, combined, kv-cache or concurrency" in found[f"{P}autoscaling.minReplicas"]
-    for signal in ("queue-depth", "combined"):
-        s = parse_settings({f"{P}autoscaling.minReplicas": "0", f"{P}autoscaling.signal": signal})
-        assert s.autoscaling.min_replicas == 0
-        # Allowed, but the user is told that traffic alone will not bring a replica back.
-        (warning,) = without_docker_hub(s.warnings)
-        assert warning.startswith(f"{P}autoscaling.minReplicas is 0: once scaled to zero, incoming")
-    assert without_docker_hub(parse_settings({f"{P}autoscaling.signal": "queue-depth"}).warnings) == ()
+def test_routing_defaults_to_none() -> None:
+    assert parse_settings({}).routing.kind is RoutingKind.NONE
+    found = problems({f"{P}routing.kind": "llm-x"})
+    assert set(found) == {f"{P}routing.kind"} and "'none' or 'llm-d'" in found[f"{P}routing.kind"]
+
+
+@pytest.mark.parametrize("signal", ["gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrency"])
+def test_scale_to_zero_needs_the_router_queue(signal: str) -> None:
+    """Every signal but router-queue is a metric of the vLLM pods: at zero nothing would wake them."""
+    found = problems({f"{P}autoscaling.minReplicas": "0", f"{P}autoscaling.signal": signal})
+    message = found[f"{P}autoscaling.minReplicas"]
+    assert set(found) == {f"{P}autoscaling.minReplicas"}
+    # Both settings and the fix named.
+    assert message.startswith(
+        f"0 needs autoscaling.signal router-queue and routing.kind llm-d: with {signal}"
+    )
+    assert "or autoscaling.minReplicas 1" in message
+    # With the router already there, only the signal is the fix.
+    found = problems(
+        {f"{P}autoscaling.minReplicas": "0", f"{P}autoscaling.signal": signal, f"{P}routing.kind": "llm-d"}
+    )
+    message = found[f"{P}autoscaling.minReplicas"]
+    assert message.startswith(f"0 needs autoscaling.signal router-queue: with {signal}")
+
+
+def test_the_router_queue_needs_the_router() -> None:
+    for extra in ({}, {f"{P}autoscaling.minReplicas": "0"}):
+        found = problems({f"{P}autoscaling.signal": "router-queue", **extra})
+        assert set(found) == {f"{P}autoscaling.signal"}, found  # minReplicas 0 is not the problem here
+        message = found[f"{P}autoscaling.signal"]
+        assert message.startswith("router-queue needs routing.kind llm-d (routing.kind is none)")
+        assert "Set routing.kind llm-d, or choose another autoscaling.signal" in message
+    s = parse_settings(
+        {
+            f"{P}autoscaling.signal": "router-queue",
+            f"{P}autoscaling.minReplicas": "0",
+            f"{P}routing.kind": "llm-d",
+        }
+    )
+    assert (s.autoscaling.min_replicas, s.autoscaling.signal, s.routing.kind) == (0, "router-queue", "llm-d")
+    # No warning that the service will not wake: with the router's queue, it does.
+    assert without_docker_hub(s.warnings) == ()
+    # The router-queue trigger's per-replica target is targetConcurrencyShare of the plan's batch.
+    shared = {
+        f"{P}autoscaling.signal": "router-queue",
+        f"{P}routing.kind": "llm-d",
+        f"{P}autoscaling.targetConcurrencyShare": "0.5",
+    }
+    assert without_docker_hub(parse_settings(shared).warnings) == ()
 
 
 def test_internet_facing_needs_allowed_cidrs_and_internal_takes_them_as_extra_sources() -> None:
