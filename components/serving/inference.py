@@ -708,10 +708,14 @@ class Inference(pulumi.ComponentResource):
             spec=stager_policy["spec"],
             opts=after,
         )
+        # One Job per staged content: a Job's pod template cannot change (the API server refuses
+        # it), so a new variant or commit gets a Job of its own, which Pulumi creates before it
+        # deletes the old one (the URN stays; weights_object_name, as for the weights volumes).
+        job_name = weights_object_name(STAGER, f"{repo}@{self._revision or ''} -> {prefix}")
         return k8s.batch.v1.Job(
             f"{name}-stage-weights",
             metadata=k8s.meta.v1.ObjectMetaArgs(
-                name=STAGER,
+                name=job_name,
                 namespace=args.namespace,
                 labels=args.labels,
                 annotations=checkov_annotations(
