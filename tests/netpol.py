@@ -41,6 +41,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from deepseek_eks.automation.twin.flow_matrix import selector_matches  # one LabelSelector matcher for both
+
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
 
 
@@ -94,27 +96,6 @@ class Service:
         if isinstance(sp.target_port, int):
             return sp.target_port
         return backend.named_ports.get(sp.target_port) if isinstance(backend, Pod) else None
-
-
-def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A ``LabelSelector``; an empty selector matches everything."""
-    selector = selector or {}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for expr in selector.get("matchExpressions") or []:
-        key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-        present = key in labels
-        if op == "In" and not (present and labels[key] in values):
-            return False
-        if op == "NotIn" and present and labels[key] in values:
-            return False
-        if op == "Exists" and not present:
-            return False
-        if op == "DoesNotExist" and present:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            raise ValueError(f"unknown selector operator {op!r}")
-    return True
 
 
 def policy_types(spec: Mapping[str, Any]) -> list[str]:

@@ -225,21 +225,24 @@ def loadtest_member(namespace: str) -> Member:
     return Member(namespace, dict(JOB_LABELS))
 
 
-def _selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A LabelSelector (matchLabels, and matchExpressions In/NotIn/Exists/DoesNotExist)."""
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A ``LabelSelector``; an empty selector matches everything."""
     selector = selector or {}
     if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
         return False
     for expr in selector.get("matchExpressions") or []:
         key, op, values = expr["key"], expr["operator"], expr.get("values") or []
         present = key in labels
-        if (
-            (op == "In" and not (present and labels[key] in values))
-            or (op == "NotIn" and present and labels[key] in values)
-            or (op == "Exists" and not present)
-            or (op == "DoesNotExist" and present)
-        ):
+        if op == "In" and not (present and labels[key] in values):
             return False
+        if op == "NotIn" and present and labels[key] in values:
+            return False
+        if op == "Exists" and not present:
+            return False
+        if op == "DoesNotExist" and present:
+            return False
+        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            raise ValueError(f"unknown selector operator {op!r}")
     return True
 
 
@@ -642,7 +645,7 @@ def _target_port(svc: Mapping[str, Any], port: int, backend: Member) -> int | No
 
 
 def _selects(svc: Mapping[str, Any], pod: Member) -> bool:
-    return pod.namespace == svc["metadata"]["namespace"] and _selector_matches(
+    return pod.namespace == svc["metadata"]["namespace"] and selector_matches(
         {"matchLabels": svc["spec"]["selector"]}, pod.labels
     )
 
@@ -689,7 +692,7 @@ def _rendered_blocks(
     for policy in policies:
         if policy["metadata"]["namespace"] != pod.namespace:
             continue
-        if not _selector_matches(policy["spec"].get("podSelector"), pod.labels):
+        if not selector_matches(policy["spec"].get("podSelector"), pod.labels):
             continue
         for rule in policy["spec"].get(key) or []:
             if not _port_matches(rule.get("ports"), flow.port, flow.protocol):
