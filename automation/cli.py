@@ -203,8 +203,9 @@ def _render(args: argparse.Namespace, out: Output) -> int:
         for line in stack_cost_lines(rendered.stack_cost):
             out.line(line)
     out.line(alerts_line(prepared.settings))
-    if dcgm := dcgm_line(prepared.settings):
-        out.line(dcgm)
+    for extra in (routing_line(prepared.settings, rendered.sizing), dcgm_line(prepared.settings)):
+        if extra:
+            out.line(extra)
     kinds = Counter(m["kind"] for m in rendered.objects())
     kinds_text = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
     out.line(
@@ -212,6 +213,39 @@ def _render(args: argparse.Namespace, out: Output) -> int:
         f"{len(rendered.helm)} Helm releases, {len(rendered.aws)} AWS resources -> {root}"
     )
     return 0
+
+
+def routing_facts(settings: Any, plan: Any) -> dict[str, Any] | None:
+    """With llm-d's router: what a request that finds no replica waits in its queue before the
+    503 (KEDA's next read of the queue, then a replica started within the plan's rollout budget),
+    and how many requests the queue holds (components/serving/router.py); None without it."""
+    from deepseek_eks.components.serving.router import cold_request_wait_seconds, endpoint_picker_config
+
+    if settings.routing.kind.value != "llm-d":
+        return None
+    queue = endpoint_picker_config(plan, settings.autoscaling.max_replicas)["flowControl"]
+    return {
+        "kind": "llm-d",
+        "cold_request_wait_seconds": cold_request_wait_seconds(plan),
+        "queue_max_requests": int(queue["maxRequests"]),
+        "scales_from_zero": settings.autoscaling.min_replicas == 0,
+    }
+
+
+def routing_line(settings: Any, plan: Any) -> str | None:
+    facts = routing_facts(settings, plan)
+    if facts is None:
+        return None
+    wait = facts["cold_request_wait_seconds"]
+    cold = (
+        f"at zero replicas a request waits up to {wait} s in the router's queue while KEDA starts one"
+        if facts["scales_from_zero"]
+        else f"a request waits in the router's queue up to {wait} s"
+    )
+    return (
+        f"router         llm-d (prefix-cache and load aware); {cold}, then gets 503 with "
+        f"Retry-After {wait}; the queue holds {facts['queue_max_requests']} requests"
+    )
 
 
 def alerts_line(settings: Any) -> str:
@@ -262,11 +296,14 @@ def dcgm_line(settings: Any) -> str | None:
 def _plan(args: argparse.Namespace, out: Output) -> int:
     prepared = _prepared(args, out)
     cost = whole_stack_cost(prepared.settings, prepared.plan)
+    routing = routing_facts(prepared.settings, prepared.plan)
     if out.as_json:
-        out.document({**prepared.plan.to_dict(), **cost.to_dict()})
+        out.document(
+            {**prepared.plan.to_dict(), **cost.to_dict(), **({"routing": routing} if routing else {})}
+        )
     else:
         lines = [*summary_lines(prepared.plan), *stack_cost_lines(cost), alerts_line(prepared.settings)]
-        for line in [*lines, dcgm_line(prepared.settings)]:
+        for line in [*lines, routing_line(prepared.settings, prepared.plan), dcgm_line(prepared.settings)]:
             if line:
                 out.line(line)
     return 0

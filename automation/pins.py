@@ -168,6 +168,21 @@ def _vllm_pin() -> Pin:
     return Pin("image", repository, tag, source, reference, problem)
 
 
+def _router_pins() -> list[Pin]:
+    """llm-d's router images (routing.kind llm-d): the standalone chart's values at the release."""
+    facts = UPSTREAM / "llm-d" / "router-facts.json"
+    problem = _exists(facts, "llm-d router facts")
+    source = (
+        f"kubernetes-sigs/gateway-api-inference-extension {versions.LLM_D_ROUTER_RELEASE} "
+        "config/charts/standalone/values.yaml"
+    )
+    pins = []
+    for image in (versions.EPP_IMAGE, versions.ROUTER_PROXY_IMAGE):
+        repository, tag = image.rsplit(":", 1)
+        pins.append(Pin("image", repository, tag, source, "llm-d/router-facts.json", problem))
+    return pins
+
+
 def _ami_pin() -> Pin:
     release = versions.AL2023_AMI_RELEASE
     tags = set((UPSTREAM / "amazon-eks-ami-release-tags.txt").read_text().split())
@@ -207,7 +222,14 @@ def _requirement_pins() -> list[Pin]:
 def collect_pins(schemas_dir: Path | None = None) -> list[Pin]:
     """Every pin, each with its problem (None when its reference data matches)."""
     schemas = _schema_index(schemas_dir)
-    return [*_chart_pins(schemas), _vllm_pin(), _ami_pin(), *_schema_pins(schemas), *_requirement_pins()]
+    return [
+        *_chart_pins(schemas),
+        _vllm_pin(),
+        *_router_pins(),
+        _ami_pin(),
+        *_schema_pins(schemas),
+        *_requirement_pins(),
+    ]
 
 
 def check_pins(pins: list[Pin]) -> list[str]:
@@ -668,7 +690,7 @@ def drift_targets(pins: list[Pin] | None = None, twin_root: Path = TWIN_GO) -> l
                         where or f"{pin.source}: no registry mapping (add one to CHART_UPSTREAMS)",
                     )
                 )
-        elif pin.kind == "image":
+        elif pin.kind == "image" and pin.name == versions.VLLM_IMAGE.rsplit(":", 1)[0]:
             targets.append(
                 DriftTarget(
                     "image",

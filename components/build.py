@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings
-from deepseek_eks.settings.model import EndpointAuth, ScalingSignal
+from deepseek_eks.settings.model import EndpointAuth, RoutingKind, ScalingSignal
 from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
@@ -481,6 +481,8 @@ def build_service(
             hf_token=settings.hf_token is not None,
             install_cluster_singletons=scope.shared_addons,
             cluster_object_prefix=scope.prefix,
+            image_registry=settings.image.registry,
+            routing=settings.routing.kind.value,
             depends_on=[namespaces, secrets],
         ),
         opts=k8s_opts,
@@ -512,6 +514,7 @@ def build_service(
             # Any service of the cluster may scale with KEDA, whose Prometheus trigger queries it.
             metrics_clients=[KEDA_NAMESPACE],
             grafana_admin_password=settings.grafana_admin_password,  # type: ignore[arg-type]
+            routed=settings.routing.kind is RoutingKind.LLM_D,
             depends_on=[namespaces],
             shared=scope.shared_addons,
         ),

@@ -37,6 +37,11 @@ class Flow:
     protocol: str
     required: bool
     reason: str
+    routing: str | None = None
+    """The routing.kind a render must have for the flow to apply (None: every render)."""
+
+    def applies_to(self, routing: str) -> bool:
+        return self.routing is None or self.routing == routing
 
 
 def _end(raw: dict[str, str]) -> FlowEnd:
@@ -61,6 +66,7 @@ def required_flows() -> tuple[Flow, ...]:
             raw["protocol"],
             bool(raw["required"]),
             raw["reason"],
+            raw.get("routing"),
         )
         for end in (flow.source, flow.dest):
             if end.kind == "host" and end.name not in hosts:

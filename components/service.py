@@ -571,7 +571,6 @@ class DeepSeekService(pulumi.ComponentResource):
             if settings is None:
                 settings, wired = _validated_with_region(name, args, own_provider, aws_provider)
             _refuse_compute_mode_switch(name, settings, previous, as_config=not args)
-            _refuse_unrendered_routing(name, settings, as_config=not args)
             if args and settings.deploy_blockers and not args.get("existing_cluster"):
                 _warn_unreachable_api(name, settings.deploy_blockers)
             if args:  # the stack program's settings log their own (settings/pulumi_source.py)
@@ -584,6 +583,7 @@ class DeepSeekService(pulumi.ComponentResource):
             # The plan comes from the settings, the resources get the wired ones (the same with
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
+            _refuse_routed_multi_node(name, settings, sizing_plan, as_config=not args)
             self.result: BuildResult = build_service(self, wired or settings, sizing_plan, scope)
         except ValueError as error:
             # Every error names the service (SizingError and the rest keep their types).
@@ -782,24 +782,24 @@ def _refuse_compute_mode_switch(
     raise ServiceError(name, refusal)
 
 
-# What routing.kind llm-d will render and does not yet: until it does, the setting is refused here
-# rather than accepted and ignored (the load balancer would still round-robin, and a router-queue
-# ScaledObject would have no trigger).
-UNRENDERED_ROUTING = (
-    f"{PROJECT}:routing.kind llm-d is not rendered by this version yet (the InferencePool, llm-d's router "
-    "and its Service, RBAC and network policies, and the autoscaling.signal router-queue ScaledObject): "
-    "set routing.kind none, with an autoscaling.signal other than router-queue and autoscaling.minReplicas "
-    "1 or more"
+# The one routing case not rendered: llm-d's router in front of a multi-node (LeaderWorkerSet)
+# replica. Refused before anything is created rather than accepted and ignored.
+ROUTED_MULTI_NODE = (
+    f"{PROJECT}:routing.kind llm-d does not route to a multi-node replica yet (this plan puts one "
+    "replica on {nodes} nodes, a LeaderWorkerSet): the router's InferencePool selects pods by label, "
+    "and a replica's workers carry the leader's labels but serve nothing. Set routing.kind none "
+    f"(with an autoscaling.signal other than router-queue and autoscaling.minReplicas 1 or more) "
+    "for this variant"
 )
 
 
-def _refuse_unrendered_routing(name: str, settings: Settings, *, as_config: bool) -> None:
-    """Refuse ``routing.kind llm-d`` before anything is created, in the spelling the user wrote
-    (stack config keys, or the component's arguments)."""
-    if settings.routing.kind is not RoutingKind.LLM_D:
+def _refuse_routed_multi_node(name: str, settings: Settings, plan: SizingPlan, *, as_config: bool) -> None:
+    """Refuse ``routing.kind llm-d`` on a multi-node plan, in the spelling the user wrote (stack
+    config keys, or the component's arguments)."""
+    if settings.routing.kind is not RoutingKind.LLM_D or plan.nodes_per_replica == 1:
         return
-    message = UNRENDERED_ROUTING if as_config else respelt(UNRENDERED_ROUTING, python_spelling)
-    raise ServiceError(name, message)
+    message = ROUTED_MULTI_NODE.replace("{nodes}", str(plan.nodes_per_replica))
+    raise ServiceError(name, message if as_config else respelt(message, python_spelling))
 
 
 def _refuse_foreign_mocks(name: str) -> None:

@@ -72,6 +72,17 @@ def image_reference(image: str, registry: str | None = None, digest: str | None 
     return f"{reference}@{digest}" if digest else reference
 
 
+# llm-d's router (routing.kind llm-d): rendered as manifests after the Gateway API Inference
+# Extension's standalone chart at this release (components/serving/router.py says why not the
+# chart); its two images are the chart's values (config/charts/standalone/values.yaml at v1.5.0,
+# commit df9f8909; reference/upstream/llm-d/README.md). The proxy's image is on Docker Hub, so
+# image.registry applies to it as to vLLM's.
+# Not a ChartPin: the chart is not installed, only followed.
+LLM_D_ROUTER_CHART = "oci://registry.k8s.io/gateway-api-inference-extension/charts/standalone"
+LLM_D_ROUTER_RELEASE = "v1.5.0"
+EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/epp:v1.5.0"
+ROUTER_PROXY_IMAGE = "docker.io/envoyproxy/envoy:distroless-v1.33.2"
+
 # LeaderWorkerSet controller for multi-node replicas; 0.10.0 matches the LWS CRD schema the
 # manifest gate validates against.
 LEADER_WORKER_SET = ChartPin("oci://registry.k8s.io/lws/charts/lws", None, "0.10.0")

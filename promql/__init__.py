@@ -33,6 +33,11 @@ VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"  # counter
 ROUTER_QUEUE = "inference_extension_flow_control_queue_size"  # gauge: requests held in its queue
 ROUTER_RUNNING = "inference_objective_running_requests"  # gauge: requests it has in flight
 ROUTER_INFO = "inference_extension_info"  # set to 1 at start-up (cmd/epp/runner/runner.go)
+# Time from enqueue to outcome, by ``outcome`` (types/outcomes.go: "EvictedTTL" when the queue
+# timeout passed, which the client gets as 503), and how saturated the pool is (0-1).
+ROUTER_QUEUE_DURATION = "inference_extension_flow_control_request_queue_duration_seconds"
+ROUTER_SATURATION = "inference_extension_flow_control_pool_saturation"
+ROUTER_TIMED_OUT = "EvictedTTL"
 
 # dcgm-exporter default counters.
 DCGM_GPU_UTIL = "DCGM_FI_DEV_GPU_UTIL"  # percent, 0..100
@@ -223,6 +228,16 @@ class Alert:
     severity: str
     summary: str
 
+    def as_rule(self) -> dict[str, object]:
+        """The alert as a rule of a PrometheusRule group."""
+        return {
+            "alert": self.name,
+            "expr": self.expr,
+            "for": self.for_,
+            "labels": {"severity": self.severity},
+            "annotations": {"summary": self.summary},
+        }
+
 
 def p95(histogram: str, selector: str, window: str = "5m") -> str:
     return f"histogram_quantile(0.95, sum by (le) (rate({histogram}_bucket{{{selector}}}[{window}])))"
@@ -339,6 +354,29 @@ def alerts(scope: Scope, slo: Slo, hpa_name: str) -> list[Alert]:
     ]
 
 
+def router_alerts(namespace: str) -> list[Alert]:
+    """llm-d's router (routing.kind llm-d): down, or answering 503 to requests its queue held past
+    the timeout."""
+    sel = f'namespace="{namespace}"'
+    return [
+        Alert(
+            "LlmdRouterDown",
+            f"absent({ROUTER_INFO}{{{sel}}})",
+            "5m",
+            "critical",
+            "llm-d's router serves no metrics: requests through the load balancer are failing",
+        ),
+        Alert(
+            "LlmdRouterQueueTimeouts",
+            f'sum(increase({ROUTER_QUEUE_DURATION}_count{{{sel},outcome="{ROUTER_TIMED_OUT}"}}[10m])) > 0',
+            "0m",
+            "warning",
+            "{{ $value | humanize }} request(s) got 503 after waiting in the router's queue past its "
+            "timeout in 10 minutes: replicas at autoscaling.maxReplicas, or not starting",
+        ),
+    ]
+
+
 # ---- dashboards --------------------------------------------------------------------------------
 
 
@@ -367,6 +405,20 @@ def gpu_panels(scope: Scope) -> dict[str, str]:
         "Power (W)": f"sum by (exported_pod) ({DCGM_POWER}{{{sel}}})",
         "Graphics engine active (0-1)": f"avg by (exported_pod) ({DCGM_GR_ENGINE_ACTIVE}{{{sel}}})",
         "Tensor cores active (0-1)": f"avg by (exported_pod) ({DCGM_TENSOR_ACTIVE}{{{sel}}})",
+    }
+
+
+def router_panels(namespace: str) -> dict[str, str]:
+    """Panel title -> query of the router dashboard."""
+    sel = f'namespace="{namespace}"'
+    return {
+        "Requests queued at the router": f"sum({ROUTER_QUEUE}{{{sel}}})",
+        "Requests in flight through the router": f"sum({ROUTER_RUNNING}{{{sel}}})",
+        "Pool saturation (0-1)": f"max({ROUTER_SATURATION}{{{sel}}})",
+        "Time in the router's queue (p95, s)": p95(ROUTER_QUEUE_DURATION, sel),
+        "Queue timeouts (503) per minute": (
+            f'sum(rate({ROUTER_QUEUE_DURATION}_count{{{sel},outcome="{ROUTER_TIMED_OUT}"}}[5m])) * 60'
+        ),
     }
 
 
@@ -404,11 +456,19 @@ are cluster-wide (the service with the shared add-ons installs them once) and se
 DeepSeekService on the cluster: pick its namespace and served model at the top."""
 
 
-def dashboards() -> list[Dashboard]:
-    """The Grafana dashboards, each with its variables."""
+def dashboards(router: bool = False) -> list[Dashboard]:
+    """The Grafana dashboards, each with its variables; ``router``: llm-d's too."""
     scope = DASHBOARD_SCOPE
     namespace = "Namespace"
-    return [
+    routed = [
+        Dashboard(
+            "deepseek-router",
+            "DeepSeek llm-d router",
+            (DashboardVariable("namespace", namespace, ROUTER_INFO, "namespace"),),
+            router_panels(scope.namespace),
+        )
+    ]
+    boards = [
         Dashboard(
             "deepseek-vllm",
             "DeepSeek vLLM",
@@ -434,6 +494,7 @@ def dashboards() -> list[Dashboard]:
             gpu_panels(scope),
         ),
     ]
+    return boards + (routed if router else [])
 
 
 def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
@@ -447,7 +508,8 @@ def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
     rule = gpu_utilization_adapter_rule(scope)
     queries += [rule.series_query, expand_adapter_query(rule, scope.namespace, ["vllm-0"])]
     queries += [a.expr for a in alerts(scope, slo, hpa_name)]
+    queries += [router_demand(scope.namespace), *(a.expr for a in router_alerts(scope.namespace))]
     queries += list(vllm_panels(scope).values()) + list(gpu_panels(scope).values())
-    for board in dashboards():
+    for board in dashboards(router=True):
         queries += [v.promql() for v in board.variables] + list(board.panels.values())
     return queries

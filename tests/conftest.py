@@ -92,10 +92,31 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
 }
 
 
+# llm-d's router in front of vLLM on the stacks it routes (single-node replicas: r1 refuses it):
+# dev scaled to zero on the router's queue, prod on its own signal.
+ROUTED_OVERRIDES: dict[str, dict[str, Any]] = {
+    "dev-llm-d": {
+        "routing__kind": "llm-d",
+        "autoscaling__signal": "router-queue",
+        "autoscaling__minReplicas": "0",
+    },
+    "prod-llm-d": {"routing__kind": "llm-d"},
+}
+
+
+def routed_configs() -> dict[str, StackConfig]:
+    """``<stack>-llm-d`` -> that stack's config with llm-d's router."""
+    return {label: stack_config(label.split("-")[0], **o) for label, o in ROUTED_OVERRIDES.items()}
+
+
 def feature_configs() -> dict[str, StackConfig]:
-    """``<stack>-<feature>`` -> that stack's config with the feature's overrides."""
+    """``<stack>-<feature>`` -> that stack's config with the feature's overrides; and the routed
+    stacks (``routed_configs``)."""
     return {
-        f"{stack}-{feature}": stack_config(stack, **overrides)
-        for stack in ("dev", "r1")
-        for feature, overrides in FEATURE_OVERRIDES.items()
+        **{
+            f"{stack}-{feature}": stack_config(stack, **overrides)
+            for stack in ("dev", "r1")
+            for feature, overrides in FEATURE_OVERRIDES.items()
+        },
+        **routed_configs(),
     }

@@ -40,6 +40,7 @@ from deepseek_eks.automation.loadtest.job import JOB_LABELS
 from deepseek_eks.automation.loadtest.job import network_policies as loadtest_network_policies
 from deepseek_eks.automation.mocks import resource_id
 from deepseek_eks.components.required_flows import Flow, FlowEnd, required_flows
+from deepseek_eks.components.serving.router import ROUTER
 
 from ..stackfile import PROJECT_ROOT
 from .policy_endpoints import _by_policy, _port_matches, admits, controller, install_crds, settle
@@ -461,8 +462,9 @@ def _templates(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
-def vllm_server(render: Render) -> Member:
-    """The vLLM pod that serves HTTP (the Deployment's, or the LeaderWorkerSet leader's)."""
+def rendered_member(render: Render, app: str, port_name: str) -> Member | None:
+    """The rendered pod labelled ``app.kubernetes.io/name: app`` with a container port named
+    ``port_name`` (the vLLM Deployment's, the LeaderWorkerSet leader's, the router's), or None."""
     for obj in render.objects:
         if obj["metadata"]["name"] == WARM_SPARE:
             continue
@@ -474,15 +476,30 @@ def vllm_server(render: Render) -> Member:
                 for p in c.get("ports", [])
                 if "name" in p
             }
-            if labels.get("app.kubernetes.io/name") == "vllm" and "http" in ports:
+            if labels.get("app.kubernetes.io/name") == app and port_name in ports:
                 return Member(obj["metadata"]["namespace"], labels, ports)
-    raise ValueError(f"{render.folder}: no vLLM pod serving http in the render")
+    return None
+
+
+def vllm_server(render: Render) -> Member:
+    """The vLLM pod that serves HTTP (the Deployment's, or the LeaderWorkerSet leader's)."""
+    server = rendered_member(render, "vllm", "http")
+    if server is None:
+        raise ValueError(f"{render.folder}: no vLLM pod serving http in the render")
+    return server
+
+
+def render_routing(render: Render) -> str:
+    """The render's routing.kind, read from what it renders: llm-d when the router's pod is there."""
+    return "none" if rendered_member(render, ROUTER, "http") is None else "llm-d"
 
 
 def roles(render: Render) -> dict[str, Member]:
     """Every pod a flow of the table can start or end at, by the table's names."""
     server = vllm_server(render)
     out = {"vllm": server, "stranger": STRANGER, "loadtest": loadtest_member(server.namespace)}
+    if (router := rendered_member(render, ROUTER, "http")) is not None:
+        out[ROUTER] = router
     namespaces = chart_namespaces(render.helm)
     for key, spec in chart_workloads()["pods"].items():
         if spec["chart"] in namespaces:
@@ -813,8 +830,11 @@ def flow_matrix(
         }
         (keep / "placed.json").write_text(json.dumps(addresses, indent=1, sort_keys=True) + "\n")
     where = {role: member.namespace for role, member in members.items()}
+    routing = render_routing(view)
     out = []
     for flow in required_flows():
+        if not flow.applies_to(routing):
+            continue
         loadtest = "loadtest" in (flow.source.name, flow.dest.name)
         endpoints = with_job if loadtest else without_job
         if "host" in (flow.source.kind, flow.dest.kind):

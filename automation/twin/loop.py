@@ -34,9 +34,11 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
+
+from deepseek_eks.components.serving.router import PLUGINS_FILE, ROUTER
 
 from ..render import render, write
 from ..stackfile import read_stack
@@ -501,12 +503,7 @@ def step_scenario(
         if not below
         else f"{len(below)} sample(s) under {floor}, first at t={below[0].t:.0f} s",
     )
-    above = [s for s in report.timeline if s.desired_replicas > ceiling]
-    report.check(
-        "never-above-maxReplicas",
-        not above,
-        f"desired replicas never over {ceiling}" if not above else f"{len(above)} sample(s) over {ceiling}",
-    )
+    never_above_max(report, ceiling)
     seen_types = sorted({t for s in report.timeline for t in s.node_types})
     foreign = sorted(set(seen_types) - allowed)
     report.check(
@@ -515,6 +512,107 @@ def step_scenario(
         f"GPU node types seen {seen_types}; the plan allows {sorted(allowed)}"
         + (f"; not planned: {foreign}" if foreign else ""),
     )
+
+
+def never_above_max(report: LoopReport, ceiling: int) -> None:
+    above = [s for s in report.timeline if s.desired_replicas > ceiling]
+    report.check(
+        "never-above-maxReplicas",
+        not above,
+        f"desired replicas never over {ceiling}" if not above else f"{len(above)} sample(s) over {ceiling}",
+    )
+
+
+class RouterQueue(Protocol):
+    """What the wake scenario sets: the requests the router holds queued and in flight."""
+
+    router_queued: int
+    router_running: int
+
+
+def wake_scenario(
+    loop: Loop,
+    report: LoopReport,
+    plan: dict[str, Any],
+    autoscaler: dict[str, Any],
+    startup: dict[str, float],
+    router: RouterQueue,
+    queue_ttl_s: float,
+) -> None:
+    """A service scaled to zero on the router's queue: at rest KEDA holds it at zero; one request
+    waits in the router's queue; KEDA's activation starts a replica, which turns Ready before the
+    router's queue timeout; the request is served; idle again, the service returns to zero."""
+    ceiling = int(plan["max_replicas"])
+    tolerance = 30.0 + 4 * HPA_SYNC_PERIOD_S
+    start_budget = startup["node"] + startup["pod"] + tolerance
+    spec = autoscaler["spec"]
+    polling, cooldown = float(spec.get("pollingInterval", 30)), float(spec.get("cooldownPeriod", 300))
+    report.replicas = {"min": 0, "max": ceiling, "needed_at_peak": 1}
+    # 1. At rest: no demand at the router, so KEDA takes the Deployment to zero (after its
+    # cooldownPeriod, counted from the last activity; a replica the Deployment started with may
+    # come up first).
+    ok, t_zero = loop.run_until(
+        lambda s: s.desired == 0 and s.ready == 0, start_budget + cooldown + tolerance
+    )
+    report.check(
+        "at-zero",
+        ok,
+        f"0 replicas at t={t_zero:.0f} s with no request "
+        f"(budget {start_budget + cooldown + tolerance:.0f} s: "
+        f"a first start-up, KEDA's cooldownPeriod {cooldown:.0f} s, tolerance {tolerance:.0f} s)",
+    )
+    if not ok:
+        return
+    # 2. One request: the router queues it (no ready pod: saturation 1.0 holds dispatch).
+    router.router_queued = 1
+    t_request = loop.now()
+    report.timings["request_at"] = t_request
+    ok, t_wake = loop.run_until(lambda s: s.desired >= 1, polling + tolerance)
+    report.timings["activation_s"] = t_wake - t_request
+    report.check(
+        "wakes-on-a-queued-request",
+        ok,
+        f"desired replicas 0 -> {report.timeline[-1].desired_replicas} {t_wake - t_request:.0f} s after one "
+        f"request was queued at the router (budget {polling + tolerance:.0f} s: KEDA's pollingInterval "
+        f"{polling:.0f} s, tolerance {tolerance:.0f} s)",
+    )
+    if not ok:
+        return
+    ok, t_ready = loop.run_until(lambda s: s.ready >= 1, start_budget)
+    waited = t_ready - t_request
+    report.timings["cold_request_wait_s"] = waited
+    report.check(
+        "served-before-the-queue-timeout",
+        ok and waited <= queue_ttl_s,
+        f"a replica Ready {waited:.0f} s after the request "
+        f"(start-up {startup['node'] + startup['pod']:.0f} s); the router's queue timeout is "
+        f"{queue_ttl_s:.0f} s, past which the request gets 503 with Retry-After",
+    )
+    # 3. Served: the request leaves the queue and runs, then completes.
+    router.router_queued, router.router_running = 0, 1
+    loop.run_until(lambda s: False, 2 * HPA_SYNC_PERIOD_S)
+    router.router_running = 0
+    # 4. Idle again: back to zero after the cooldown.
+    t_idle = loop.now()
+    ok, t_back = loop.run_until(lambda s: s.desired == 0, cooldown + polling + tolerance)
+    report.timings["back_to_zero_s"] = t_back - t_idle
+    report.check(
+        "back-to-zero",
+        ok,
+        f"0 replicas {t_back - t_idle:.0f} s after the request completed (budget "
+        f"{cooldown + polling + tolerance:.0f} s: cooldownPeriod, pollingInterval, tolerance)",
+    )
+    never_above_max(report, ceiling)
+
+
+def router_queue_ttl_s(objects: list[dict[str, Any]]) -> float | None:
+    """The router's queue timeout (its EndpointPickerConfig's flowControl.defaultRequestTTL, in the
+    rendered ConfigMap), or None without the router."""
+    for obj in objects:
+        if obj.get("kind") == "ConfigMap" and obj["metadata"]["name"] == ROUTER:
+            config = yaml.safe_load(obj["data"][PLUGINS_FILE])
+            return _duration_s(config["flowControl"]["defaultRequestTTL"])
+    return None
 
 
 def pool_limits_check(report: LoopReport, peak_gpus: dict[str, int], pools: dict[str, Any]) -> None:
@@ -581,7 +679,7 @@ def run_loop(
                 keep.mkdir(parents=True, exist_ok=True)
                 for log in folder.glob("*.log"):
                     (keep / log.name).write_bytes(log.read_bytes())
-    if report.replicas:
+    if report.replicas and scenario == "step":
         needed, floor = report.replicas["needed_at_peak"], report.replicas["min"]
         report.simulator = simulator_beside(stack, overrides, report, needed, floor)
     return report
@@ -773,8 +871,13 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         capacity.programs = {**programs, **started.programs}
         for obj in ready.classes + ready.nodepools:
             capacity.create(obj)
+        # The router's Deployment is not run: its metrics come from the stand-in (see rewrites).
         applied = [
-            o for o in ready.objects if o.get("kind") in APPLIED_KINDS and o.get("kind") != "Namespace"
+            o
+            for o in ready.objects
+            if o.get("kind") in APPLIED_KINDS
+            and o.get("kind") != "Namespace"
+            and not (o.get("kind") == "Deployment" and o["metadata"]["name"] == ROUTER)
         ]
         for obj in sorted(applied, key=_rank):
             capacity.create(_unmasked(obj))
@@ -789,6 +892,17 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
                 peak_gpus[pool] = max(peak_gpus.get(pool, 0), gpus)
 
         loop.on_tick = on_tick
+        if scenario == "wake":
+            ttl = router_queue_ttl_s(ready.objects)
+            if ttl is None:
+                raise LoopInputError(f"--scenario wake: {stack}'s render has no router (routing.kind llm-d)")
+            report.rewrites.append(
+                f"the router's queue timeout (defaultRequestTTL) {ttl:.0f} s is judged as "
+                f"{ttl / factor:.0f} s"
+            )
+            wake_scenario(loop, report, ready.plan, ready.autoscaler, ready.startup, stand_in, ttl / factor)
+            pool_limits_check(report, peak_gpus, ready.pools)
+            return report
         peak = stand_in.planned_rps() * int(ready.plan["max_replicas"])
         step_scenario(
             loop, report, ready.plan, ready.autoscaler, ready.startup, stand_in.replicas_needed, peak,

@@ -47,6 +47,8 @@ from typing import Any
 
 import yaml
 
+from deepseek_eks.components.serving.router import EPP_METRICS_PORT, POOL_NAME, ROUTER
+from deepseek_eks.promql import ROUTER_INFO, ROUTER_QUEUE, ROUTER_RUNNING
 from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, steady_state
 
 from ..simulate.engine import gpu_utilization_sample, kv_cache_usage
@@ -143,6 +145,19 @@ def _served_model_name(container: Mapping[str, Any]) -> str:
     raise ValueError("the vLLM container sets no --served-model-name")
 
 
+def _floor(objects: Sequence[Mapping[str, Any]]) -> int:
+    """The autoscaler's floor: a ScaledObject's minReplicaCount (KEDA's default 0) or the HPA's
+    minReplicas (default 1), read from the object (the simulator's model of its triggers is not
+    needed for it, and does not model every trigger)."""
+    for obj in objects:
+        if obj.get("kind") == "ScaledObject":
+            return int(obj["spec"].get("minReplicaCount", 0))
+    for obj in objects:
+        if obj.get("kind") == "HorizontalPodAutoscaler":
+            return int(obj["spec"].get("minReplicas", 1))
+    return autoscaler_from_objects(list(objects), "twin").floor
+
+
 def _helm_namespace(render: Path, release: str) -> str:
     values = yaml.safe_load((render / "helm" / f"{release}.yaml").read_text())
     return str(values["namespace"])
@@ -171,8 +186,14 @@ class StandIn:
         podmonitor: tuple[str, str, str, str],
         compression: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        router: str | None = None,
     ) -> None:
         self.plan = plan
+        # llm-d's router (routing.kind llm-d): its namespace, and the requests it holds in its
+        # queue and has in flight (set by the scenario: see router_metrics).
+        self.router = router
+        self.router_queued = 0
+        self.router_running = 0
         # One second of ``clock`` stands for ``compression`` seconds of the scenario (the twin
         # loop's time compression): the backlog grows and drains in scenario seconds.
         self.compression = compression
@@ -218,21 +239,23 @@ class StandIn:
         plan = json.loads((render / "plan.json").read_text())
         objects = _objects(render)
         namespace, container = _vllm_container(objects)
-        monitors = [o for o in objects if o.get("kind") == "PodMonitor"]
+        monitors = [o for o in objects if o.get("kind") == "PodMonitor" and o["metadata"]["name"] != ROUTER]
         if len(monitors) != 1:
-            raise ValueError(f"expected one PodMonitor in the render, found {len(monitors)}")
+            raise ValueError(f"expected one vLLM PodMonitor in the render, found {len(monitors)}")
         monitor = monitors[0]
+        routers = [o for o in objects if o.get("kind") == "PodMonitor" and o["metadata"]["name"] == ROUTER]
         port = monitor["spec"]["podMetricsEndpoints"][0]["port"]
         number = next((p["containerPort"] for p in container.get("ports", []) if p.get("name") == port), port)
         return cls(
             plan,
             namespace=namespace,
             model_name=_served_model_name(container),
-            floor=autoscaler_from_objects(objects, "twin").floor,
+            floor=_floor(objects),
             dcgm_namespace=_helm_namespace(render, DCGM_RELEASE),
             podmonitor=(monitor["metadata"]["namespace"], monitor["metadata"]["name"], port, str(number)),
             compression=compression,
             clock=clock,
+            router=routers[0]["metadata"]["namespace"] if routers else None,
         )
 
     # ---- the load and what it needs ---------------------------------------------------------
@@ -347,6 +370,32 @@ class StandIn:
             lines.append(_series(metric, labels, value))
         return "\n".join(lines) + "\n"
 
+    def router_metrics(self) -> str | None:
+        """The router's ``/metrics`` as the endpoint picker serves the three gauges the
+        router-queue signal reads (GIE v1.5.0 pkg/epp/metrics/metrics.go, quoted in
+        reference/upstream/llm-d/gie-v1.5.0/source-excerpts.json): the flow-control queue's size by
+        ``fairness_id, priority, inference_pool, model_name, target_model_name``, the requests in
+        flight by ``model_name``, and the info series set to 1 at start-up by ``commit, build_ref``.
+        None without a router in the render."""
+        if self.router is None:
+            return None
+        queue = {
+            "fairness_id": "default",
+            "priority": "0",
+            "inference_pool": POOL_NAME,
+            "model_name": self.model_name,
+            "target_model_name": self.model_name,
+        }
+        series = [
+            (ROUTER_QUEUE, queue, float(self.router_queued)),
+            (ROUTER_RUNNING, {"model_name": self.model_name}, float(self.router_running)),
+            (ROUTER_INFO, {"commit": "stand-in", "build_ref": "stand-in"}, 1.0),
+        ]
+        lines: list[str] = []
+        for metric, labels, value in series:
+            lines += [f"# TYPE {metric} gauge", _series(metric, labels, value)]
+        return "\n".join(lines) + "\n"
+
     def _gpu_uuid(self, node: str, index: int) -> str:
         return f"GPU-{uuid.uuid5(uuid.NAMESPACE_DNS, f'{node}/{index}')}"
 
@@ -397,6 +446,8 @@ class StandIn:
                     body = standin.vllm_metrics(parts[1], parts[2])
                 elif len(parts) == 3 and parts[0] == "dcgm" and parts[2] == "metrics":
                     body = standin.dcgm_metrics(parts[1])
+                elif parts == ["router", "metrics"]:
+                    body = standin.router_metrics()
                 if body is None:
                     self.send_error(404)
                     return
@@ -468,6 +519,22 @@ class StandIn:
                     },
                 }
             )
+        if self.router is not None:
+            router_pod = f"{ROUTER}-standin"
+            groups.append(
+                {
+                    "targets": [base_host_port],
+                    "labels": {
+                        "__metrics_path__": "/router/metrics",
+                        "instance": f"{router_pod}:{EPP_METRICS_PORT}",
+                        "job": f"{self.router}/{ROUTER}",
+                        "namespace": self.router,
+                        "pod": router_pod,
+                        "container": "epp",
+                        "endpoint": "metrics",
+                    },
+                }
+            )
         return groups
 
     def address_rewrites(self) -> list[str]:
@@ -477,4 +544,13 @@ class StandIn:
             "file_sd targets carry the prometheus-operator's target labels, __metrics_path__ picks "
             "the pod (/vllm/<ns>/<pod>/metrics) or node (/dcgm/<node>/metrics), instance is "
             f"<pod>:<port> instead of the pod IP (dcgm-exporter pods named {DCGM_RELEASE}-<node>)",
+            *(
+                [
+                    "llm-d's router: a STAND-IN, not the endpoint picker built from its Go module; it "
+                    "serves the picker's queue, in-flight and info gauges (/router/metrics) with the "
+                    "values the scenario sets, and its Deployment is not run"
+                ]
+                if self.router is not None
+                else []
+            ),
         ]

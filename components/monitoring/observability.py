@@ -23,6 +23,7 @@ from ..network_policies import (
     node_monitoring_policies,
 )
 from ..platform.capacity import GpuPlacement
+from ..serving import router
 from ..versions import DCGM_EXPORTER, KUBE_PROMETHEUS_STACK, PROMETHEUS_ADAPTER
 from .availability import MAX_UNAVAILABLE, METRICS_PATH_REPLICAS, spread_over_nodes
 from .prometheus_names import PROMETHEUS_FULLNAME, PROMETHEUS_OBJECT, PROMETHEUS_PORT, prometheus_url
@@ -253,16 +254,7 @@ def prometheus_rule(
             "groups": [
                 {
                     "name": "deepseek-vllm",
-                    "rules": [
-                        {
-                            "alert": a.name,
-                            "expr": a.expr,
-                            "for": a.for_,
-                            "labels": {"severity": a.severity},
-                            "annotations": {"summary": a.summary},
-                        }
-                        for a in promql.alerts(scope, slo, hpa_name)
-                    ],
+                    "rules": [a.as_rule() for a in promql.alerts(scope, slo, hpa_name)],
                 }
             ]
         },
@@ -336,6 +328,9 @@ class ObservabilityArgs:
     grafana_admin_password: pulumi.Input[str] | None = None
     """Grafana admin password (a secret); generated when not given."""
     depends_on: list[pulumi.Resource] | None = None
+    routed: bool = False
+    """llm-d's router runs in front of vLLM (routing.kind llm-d): scrape it, alert on it, and add
+    its dashboard."""
     shared: bool = True
     """Install the cluster's monitoring stack too (one service per cluster does); without it, only
     this service's PodMonitor and alert rules, picked up by the stack another service installed."""
@@ -404,7 +399,7 @@ class Observability(pulumi.ComponentResource):
         )
         if args.options.grafana:
             # Cluster-wide, like the rest of the shared add-ons: Grafana variables pick the service.
-            for board in promql.dashboards():
+            for board in promql.dashboards(router=args.routed):
                 uid = board.uid
                 k8s.core.v1.ConfigMap(
                     f"{name}-{uid}",
@@ -434,9 +429,17 @@ class Observability(pulumi.ComponentResource):
         network_policy_resources(name, build, args.cluster_cidrs, opts)
 
     def _service_monitoring(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
-        """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace."""
+        """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace;
+        with the router, its scraping and alert rules too."""
         for kind, manifest in (
             ("podmonitor", vllm_pod_monitor(args.scope, args.labels)),
             ("rules", prometheus_rule(args.scope, args.slo, args.hpa_name, args.labels)),
         ):
             custom_resource(f"{name}-vllm-{kind}", manifest, opts)
+        if args.routed:
+            namespace = args.scope.namespace
+            for kind, manifest in (
+                ("podmonitor", router.pod_monitor(namespace, args.labels)),
+                ("rules", router.prometheus_rule(namespace, args.labels)),
+            ):
+                custom_resource(f"{name}-router-{kind}", manifest, opts)

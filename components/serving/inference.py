@@ -36,11 +36,14 @@ from ..versions import (
     LEADER_WORKER_SET,
     MOUNTPOINT_S3_CSI_ADDON,
     MOUNTPOINT_S3_CSI_ADDON_VERSION,
+    ROUTER_PROXY_IMAGE,
     SNAPSHOT_CONTROLLER_ADDON,
     SNAPSHOT_CONTROLLER_ADDON_VERSION,
     VLLM_IMAGE,
+    image_reference,
 )
 from .buckets import private_bucket
+from .routing import Router, RouterArgs
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .vllm import (
     APP,
@@ -64,6 +67,7 @@ from .vllm import (
     nlb_service,
     pod_security_context,
     service,
+    termination_grace_seconds,
 )
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
@@ -162,6 +166,11 @@ class InferenceArgs:
     """Install what the workload needs once per cluster: the LeaderWorkerSet controller for a
     multi-node plan, the weights source's EKS add-on (Mountpoint CSI driver, snapshot controller).
     With several services in one cluster, the one with the shared add-ons installs them."""
+    image_registry: str | None = None
+    """``image.registry``: where Docker Hub images are pulled from instead (the router's proxy)."""
+    routing: str = "none"
+    """``routing.kind``: ``none`` (the load balancer targets vLLM's pods) or ``llm-d`` (llm-d's
+    router in front of them, which the load balancer targets instead; serving/routing.py)."""
     depends_on: list[pulumi.Resource] = field(default_factory=list)
     """Resources the workload waits for (namespaces, secrets, node pool)."""
 
@@ -330,11 +339,34 @@ class Inference(pulumi.ComponentResource):
             spec=svc_manifest["spec"],
             opts=after,
         )
-        self.endpoint_host = self._load_balancer(ns_workload, svc, multi_node)
+        routed = args.routing == "llm-d"
+        front: pulumi.Resource = svc
+        if routed:
+            front = Router(
+                f"{name}-router",
+                RouterArgs(
+                    plan=plan,
+                    namespace=args.namespace,
+                    monitoring_namespace=args.monitoring_namespace,
+                    labels=args.labels,
+                    max_replicas=args.max_replicas,
+                    grace_seconds=termination_grace_seconds(plan),
+                    load_balancer_cidrs=args.load_balancer_cidrs,
+                    cluster_cidrs=args.cluster_cidrs,
+                    install_crds=args.install_cluster_singletons,
+                    proxy_image=image_reference(ROUTER_PROXY_IMAGE, args.image_registry),
+                    depends_on=list(args.depends_on),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.endpoint_host = self._load_balancer(ns_workload, front, multi_node, routed=routed)
         policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.cluster_cidrs).apply(
             lambda v: with_api_egress(
                 network_policy(
-                    v[0], load_balancer_cidrs=list(v[1]), monitoring_namespace=args.monitoring_namespace
+                    v[0],
+                    load_balancer_cidrs=list(v[1]),
+                    monitoring_namespace=args.monitoring_namespace,
+                    routed=routed,
                 ),
                 v[2] if v[0].deletion_cost else None,
             )
@@ -428,9 +460,10 @@ class Inference(pulumi.ComponentResource):
         )
 
     def _load_balancer(
-        self, workload: pulumi.Output[Workload], svc: pulumi.Resource, multi_node: bool
+        self, workload: pulumi.Output[Workload], svc: pulumi.Resource, multi_node: bool, *, routed: bool
     ) -> pulumi.Output[str]:
-        """The ALB Ingress (default) or the NLB Service; returns its DNS name once provisioned."""
+        """The ALB Ingress (default) or the NLB Service, in front of vLLM's Service or, ``routed``,
+        the router's; returns its DNS name once provisioned."""
         args = self._args
         given = args.endpoint
         opts = pulumi.ResourceOptions(parent=self, depends_on=[svc, *args.placement.depends_on])
@@ -453,7 +486,7 @@ class Inference(pulumi.ComponentResource):
         )
         if given.load_balancer == "nlb":
             manifest = pulumi.Output.all(workload, endpoint, sources).apply(
-                lambda v: nlb_service(v[0], v[1], v[2], leader_only=multi_node)
+                lambda v: nlb_service(v[0], v[1], v[2], leader_only=multi_node, routed=routed)
             )
             nlb = k8s.core.v1.Service(
                 f"{self._name}-nlb", metadata=manifest["metadata"], spec=manifest["spec"], opts=opts
@@ -461,7 +494,13 @@ class Inference(pulumi.ComponentResource):
             return nlb.status.apply(_ingress_host)
         logs = args.access_logs_bucket
         ing_manifest = pulumi.Output.all(workload, endpoint, sources, logs).apply(
-            lambda v: ingress(v[0], v[1], v[2], access_logs=(v[3], args.access_logs_prefix) if v[3] else None)
+            lambda v: ingress(
+                v[0],
+                v[1],
+                v[2],
+                access_logs=(v[3], args.access_logs_prefix) if v[3] else None,
+                routed=routed,
+            )
         )
         ing = k8s.networking.v1.Ingress(
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts

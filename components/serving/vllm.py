@@ -767,6 +767,11 @@ class Endpoint:
     the controller's tag discovery."""
 
 
+# llm-d's router (serving/router.py): its Service, and the proxy's readiness listener the load
+# balancer health-checks (port, path).
+ROUTER_SERVICE = "vllm-router"
+ROUTER_HEALTH = (19001, "/ready")
+
 # The controller that provisions an NLB for a Service of type LoadBalancer: the AWS Load Balancer
 # Controller (docs/guide/service/annotations.md, v3.5.0: loadBalancerClass service.k8s.aws/nlb) in
 # Karpenter mode; EKS Auto Mode's own (EKS User Guide, auto-configure-nlb: eks.amazonaws.com/nlb).
@@ -781,6 +786,7 @@ def ingress(
     name: str = APP,
     *,
     access_logs: tuple[str, str] | None = None,
+    routed: bool = False,
 ) -> dict[str, Any]:
     """An ALB Ingress: internal unless configured otherwise, only the key-guarded API routed,
     health-checked on /health, idle timeout above the longest generation, targets drained as long
@@ -793,7 +799,10 @@ def ingress(
     default action becomes the redirect, so no request is served in plain HTTP).
     ``access_logs``: (bucket, prefix) the ALB writes its access logs to, as load balancer
     attributes (AWS Load Balancer Controller docs/guide/ingress/annotations.md,
-    load-balancer-attributes: access_logs.s3.enabled, .bucket, .prefix)."""
+    load-balancer-attributes: access_logs.s3.enabled, .bucket, .prefix).
+    ``routed``: the targets are llm-d's router pods (its Service's ``http`` port), health-checked
+    on the proxy's own /ready listener, which answers while no replica runs (a check through the
+    proxy would reach a vLLM pod, and fail at zero replicas)."""
     listen = [{"HTTP": 80}, {"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
     idle = min(ALB_MAX_IDLE_S, idle_seconds_needed(endpoint.drain_seconds))
     attributes = f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
@@ -806,8 +815,8 @@ def ingress(
         "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
         "alb.ingress.kubernetes.io/target-type": "ip",
         "alb.ingress.kubernetes.io/listen-ports": json.dumps(listen),
-        "alb.ingress.kubernetes.io/healthcheck-path": "/health",
-        "alb.ingress.kubernetes.io/healthcheck-port": "traffic-port",
+        "alb.ingress.kubernetes.io/healthcheck-path": ROUTER_HEALTH[1] if routed else "/health",
+        "alb.ingress.kubernetes.io/healthcheck-port": str(ROUTER_HEALTH[0]) if routed else "traffic-port",
         "alb.ingress.kubernetes.io/success-codes": "200",
         "alb.ingress.kubernetes.io/load-balancer-attributes": attributes,
         "alb.ingress.kubernetes.io/target-group-attributes": (
@@ -841,7 +850,12 @@ def ingress(
                             {
                                 "path": prefix,
                                 "pathType": "Prefix",
-                                "backend": {"service": {"name": name, "port": {"name": PORT_NAME}}},
+                                "backend": {
+                                    "service": {
+                                        "name": ROUTER_SERVICE if routed else name,
+                                        "port": {"name": PORT_NAME},
+                                    }
+                                },
                             }
                             for prefix in ROUTED_PATH_PREFIXES
                         ]
@@ -859,13 +873,15 @@ def nlb_service(
     *,
     leader_only: bool = False,
     name: str = "vllm-nlb",
+    routed: bool = False,
 ) -> dict[str, Any]:
     """An NLB (L4) in front of vLLM: ip targets health-checked over HTTP on /health, internal
     unless configured otherwise, reachable only from ``source_cidrs`` (the allowed CIDRs, or the
     VPC for an internal one: the controllers default to 0.0.0.0/0), TLS on 443 with the
     certificate when one is given. Client IP preservation stays off, so targets see the NLB's own
     addresses in its subnets, which the NetworkPolicy admits. Every path reaches vLLM: settings
-    refuse ``nlb`` with an API key (see settings._nlb_problems)."""
+    refuse ``nlb`` with an API key (see settings._nlb_problems). ``routed``: the targets are llm-d's
+    router pods, health-checked on the proxy's /ready listener (as ``ingress``)."""
     if not source_cidrs:
         raise ValueError("nlb_service: no source CIDRs; the NLB would be open to 0.0.0.0/0")
     a = NLB_ANNOTATION
@@ -898,8 +914,13 @@ def nlb_service(
             f"{a}aws-load-balancer-ssl-ports": "443",
             f"{a}aws-load-balancer-ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
         }
+    if routed:
+        annotations[f"{a}aws-load-balancer-healthcheck-path"] = ROUTER_HEALTH[1]
+        annotations[f"{a}aws-load-balancer-healthcheck-port"] = str(ROUTER_HEALTH[0])
     nlb = service(workload, name, leader_only=leader_only)
     nlb["metadata"]["annotations"] = annotations
+    if routed:  # the router's container port is named like vLLM's ("http")
+        nlb["spec"]["selector"] = dict(ROUTER_PEER["podSelector"]["matchLabels"])
     nlb["spec"] |= {
         "type": "LoadBalancer",
         "loadBalancerClass": endpoint.nlb_class,
@@ -935,14 +956,21 @@ def egress_rules(*, pod_identity: bool, https: bool = True, ip_family: str = "ip
     return rules
 
 
+# llm-d's router pods (serving/router.py router_labels): its proxy connects to the picked pod's
+# address on vLLM's port, and its endpoint picker scrapes each pod's /metrics there.
+ROUTER_PEER = {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "vllm-router"}}}
+
+
 def network_policy(
     workload: Workload,
     *,
     load_balancer_cidrs: list[str],
     monitoring_namespace: str,
     name: str = APP,
+    routed: bool = False,
 ) -> dict[str, Any]:
-    """Admit port 8000 only from the load balancer's subnets and from Prometheus' pods, and anything
+    """Admit port 8000 only from the load balancer's subnets (``routed``: from the router's pods
+    instead, which the load balancer then targets) and from Prometheus' pods, and anything
     from the replica's own pods (Ray and NCCL between the nodes of a replica); let out DNS,
     HTTPS, Pod Identity (when the service account has an association) and the replica's pods.
 
@@ -961,7 +989,12 @@ def network_policy(
             "podSelector": {"matchLabels": selector_labels()},
             "policyTypes": ["Ingress", "Egress"],
             "ingress": [
-                {"from": [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs], "ports": vllm_port},
+                {"from": [ROUTER_PEER], "ports": vllm_port}
+                if routed
+                else {
+                    "from": [{"ipBlock": {"cidr": cidr}} for cidr in load_balancer_cidrs],
+                    "ports": vllm_port,
+                },
                 {
                     "from": [
                         {  # one peer: Prometheus pods AND in the monitoring namespace

@@ -203,10 +203,18 @@ def test_the_fallback_never_scales_in_and_never_launches_the_fleet(scaled_object
 
 
 def test_a_minreplicas_0_stack_keeps_its_replicas_on_an_error() -> None:
-    # Only autoscaling.signal router-queue may scale to zero, and routing.kind llm-d is not rendered
-    # yet: the fallback a minReplicas-0 ScaledObject would get, from the function that renders it.
+    # Only autoscaling.signal router-queue (with routing.kind llm-d) may scale to zero: the
+    # fallback its rendered ScaledObject gets.
     executor = FACTS["keda"]["executor_on_error"]
     assert fallback_replicas(0) == 1 >= executor["fallback_replicas_must_be_at_least"]
+    rendered = render(
+        stack_config(
+            "dev", routing__kind="llm-d", autoscaling__signal="router-queue", autoscaling__minReplicas="0"
+        )
+    )
+    (scaled,) = [o for o in rendered.objects() if o["kind"] == "ScaledObject"]
+    assert scaled["spec"]["minReplicaCount"] == 0
+    assert scaled["spec"]["fallback"]["replicas"] >= executor["fallback_replicas_must_be_at_least"]
 
 
 def test_the_hpa_itself_holds_its_count_when_its_only_metric_fails(stacks) -> None:

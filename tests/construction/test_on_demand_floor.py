@@ -115,14 +115,19 @@ def test_the_pod_may_call_the_api_and_still_nothing_else_new() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    # minReplicas 0 (no floor) needs routing.kind llm-d, which is not rendered yet.
-    [{"gpu__capacityTypes": "on-demand"}],
-    ids=["on-demand-only"],
+    # minReplicas 0 (no floor) needs routing.kind llm-d and the router-queue signal.
+    [
+        {"gpu__capacityTypes": "on-demand"},
+        {"routing__kind": "llm-d", "autoscaling__signal": "router-queue", "autoscaling__minReplicas": "0"},
+    ],
+    ids=["on-demand-only", "scaled-to-zero"],
 )
 def test_no_init_container_or_rights_without_a_floor_beside_spot(overrides: dict[str, str]) -> None:
     rendered = render(stack_config("dev", **overrides))
     assert "initContainers" not in _vllm_pod_spec(rendered)
-    assert not _objects(rendered, "Role") and not _objects(rendered, "ClusterRole")
+    # (llm-d's router, where rendered, has its own Role: not a deletion-cost right.)
+    roles = [r for r in _objects(rendered, "Role") if r["metadata"]["name"] != "vllm-router"]
+    assert not roles and not _objects(rendered, "ClusterRole")
 
 
 def test_a_leader_worker_set_gets_none() -> None:

@@ -106,3 +106,126 @@ def test_the_picker_config_uses_upstream_fields_the_charts_scoring_and_a_bounded
     stages = sized.startup_breakdown
     assert wait > stages["node"] + stages["image"] + stages["weights"] + stages["engine"]
     assert config["flowControl"]["maxRequests"] == str(3 * sized.max_num_seqs)
+
+
+SOURCE = json.loads((LLM_D / "gie-v1.5.0/source-excerpts.json").read_text())
+CHART_ENVOY = yaml.safe_load(VALUES["sidecar"]["configMap"]["data"]["envoy.yaml"])
+
+
+def _plan():
+    return plan(PlanRequest(variant="r1-distill-qwen-7b", families=("g6",)))
+
+
+def _listener(config: dict, port: int) -> dict:
+    (found,) = [
+        lst for lst in config["static_resources"]["listeners"]
+        if lst["address"]["socket_address"]["port_value"] == port
+    ]  # fmt: skip
+    return found
+
+
+def _hcm(listener: dict) -> dict:
+    return listener["filter_chains"][0]["filters"][0]["typed_config"]
+
+
+def test_every_flag_given_to_the_picker_is_one_its_release_defines() -> None:
+    defined = set(SOURCE["epp_flags"]["options_go"]) | {"zap-encoder"}  # zap: controller-runtime's
+    given = {a[2:].split("=")[0] for a in router.epp_args("deepseek") if a.startswith("--")}
+    assert given <= defined, given - defined
+    # ext-proc in plaintext on the pod's loopback: the release's default is TLS.
+    assert "SecureServing:                    true," in SOURCE["epp_flags"]["defaults"]["SecureServing"]
+    assert "--secure-serving=false" in router.epp_args("deepseek")
+
+
+def test_the_proxy_keeps_the_charts_listener_routing_and_ext_proc_settings() -> None:
+    ours = router.envoy_config(_plan())
+    chart_client, our_client = _listener(CHART_ENVOY, router.PROXY_PORT), _listener(ours, router.PROXY_PORT)
+    chart_filters = {f["name"]: f for f in _hcm(chart_client)["http_filters"]}
+    our_filters = {f["name"]: f for f in _hcm(our_client)["http_filters"]}
+    assert list(our_filters) == list(chart_filters)  # ext_proc, then the router filter
+    ext = "envoy.filters.http.ext_proc"
+    assert (
+        our_filters[ext]["typed_config"]["processing_mode"]
+        == chart_filters[ext]["typed_config"]["processing_mode"]
+    )
+    assert our_filters[ext]["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"] == "ext_proc"
+    chart_clusters = {c["name"]: c for c in CHART_ENVOY["static_resources"]["clusters"]}
+    our_clusters = {c["name"]: c for c in ours["static_resources"]["clusters"]}
+    original = "original_destination_cluster"
+    assert (
+        our_clusters[original]["original_dst_lb_config"] == chart_clusters[original]["original_dst_lb_config"]
+    )
+    assert our_clusters[original]["type"] == chart_clusters[original]["type"] == "ORIGINAL_DST"
+
+    # The picker's ext-proc address is the chart's (loopback, its gRPC port).
+    def address(cluster: dict) -> dict:
+        return cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
+
+    assert address(our_clusters["ext_proc"]) == address(chart_clusters["ext_proc"])
+    # The readiness listener answers /ready itself, as the chart's does.
+    ready = {f["name"]: f for f in _hcm(_listener(ours, router.PROXY_READY_PORT))["http_filters"]}
+    chart_ready = {
+        f["name"]: f for f in _hcm(_listener(CHART_ENVOY, router.PROXY_READY_PORT))["http_filters"]
+    }
+    health = "envoy.filters.http.health_check"
+    assert ready[health]["typed_config"]["headers"] == chart_ready[health]["typed_config"]["headers"]
+
+
+def test_a_queue_timeout_carries_retry_after_the_cold_start_wait() -> None:
+    sizing = _plan()
+    hcm = _hcm(_listener(router.envoy_config(sizing), router.PROXY_PORT))
+    (mapper,) = hcm["local_reply_config"]["mappers"]
+    comparison = mapper["filter"]["status_code_filter"]["comparison"]
+    assert (comparison["op"], comparison["value"]["default_value"]) == ("EQ", 503)
+    (header,) = mapper["headers_to_add"]
+    assert header["header"] == {"key": "retry-after", "value": str(router.cold_request_wait_seconds(sizing))}
+    # The picker's own timeout is the same wait (the EndpointPickerConfig's defaultRequestTTL).
+    ttl = router.endpoint_picker_config(sizing, 2)["flowControl"]["defaultRequestTTL"]
+    assert ttl == f"{router.cold_request_wait_seconds(sizing)}s"
+
+
+def test_the_router_pod_is_restricted_and_its_probes_use_the_releases_ports() -> None:
+    deployment = router.deployment("deepseek", {}, "hash", 120)
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    for container in pod["containers"]:
+        ctx = container["securityContext"]
+        assert ctx["allowPrivilegeEscalation"] is False and ctx["capabilities"] == {"drop": ["ALL"]}
+        assert ctx["readOnlyRootFilesystem"] is True
+    epp = next(c for c in pod["containers"] if c["name"] == "epp")
+    ports = {p["name"]: p["containerPort"] for p in epp["ports"]}
+    options = "\n".join(SOURCE["options.go"]["excerpts"])
+    assert f"MetricsPort:                      {ports['metrics']}," in options
+    assert f"GRPCHealthPort:                   {ports['grpc-health']}," in options
+    assert epp["readinessProbe"]["grpc"]["port"] == ports["grpc-health"]
+
+
+def test_the_crds_installed_are_the_releases_own() -> None:
+    from deepseek_eks.components.serving.routing import crd_manifests
+
+    installed = {c["metadata"]["name"]: c for c in crd_manifests()}
+    for name in router.CRD_FILES:
+        upstream = yaml.safe_load((LLM_D / "gie-v1.5.0" / name).read_text())
+        assert installed[upstream["metadata"]["name"]] == upstream
+
+
+def test_the_router_role_grants_read_only_what_the_chart_grants() -> None:
+    _, role, binding = router.rbac("deepseek", {})
+    charts = LLM_D / "gie-v1.5.0/charts"
+    chart_rbac = (charts / "epplib/templates/_rbac.yaml").read_text() + (
+        charts / "standalone/templates/rbac.yaml"
+    ).read_text()
+    for rule in role["rules"]:
+        assert set(rule["verbs"]) == {"get", "list", "watch"}
+        for resource in rule["resources"]:
+            assert resource in chart_rbac, resource
+    assert binding["subjects"][0]["name"] == router.ROUTER
+
+
+def test_the_router_alerts_read_metrics_its_release_registers() -> None:
+    registered = set(SOURCE["metrics.go"]["registered_metric_names"])
+    for alert in promql.router_alerts("deepseek"):
+        names = {n for n in registered if n in alert.expr}
+        assert names, alert.name
+    timeout = "\n".join(SOURCE["outcomes.go"]["excerpts"])
+    assert f'return "{promql.ROUTER_TIMED_OUT}"' in timeout

@@ -1,6 +1,6 @@
 """routing.kind and autoscaling.signal router-queue: the scale-from-zero rules in both spellings
-(stack config keys, the component's argument path), and routing.kind llm-d refused before anything
-is created while this version does not render the router."""
+(stack config keys, the component's argument path), the router rendered with llm-d, and llm-d refused
+before anything is created where it does not route yet (a multi-node replica)."""
 
 from __future__ import annotations
 
@@ -35,33 +35,57 @@ def test_the_component_names_both_settings_and_the_fix_in_its_argument_spelling(
     assert (settings.autoscaling.min_replicas, settings.routing.kind) == (0, "llm-d")
 
 
-def test_the_stack_program_refuses_llm_d_before_creating_anything() -> None:
+def test_the_stack_program_refuses_llm_d_on_a_multi_node_replica_before_creating_anything() -> None:
     mocks = RecordingMocks()
-    config = stack_config(
-        "dev", routing__kind="llm-d", autoscaling__signal="router-queue", autoscaling__minReplicas="0"
-    )
+    config = stack_config("r1", routing__kind="llm-d")
     with pytest.raises(Exception) as raised:
         run_stack_program(lambda: build(load_settings()).outputs, mocks, config)
     message = str(raised.value)
-    assert f"{PROJECT}:routing.kind llm-d is not rendered by this version yet" in message
-    assert "set routing.kind none" in message
+    assert f"{PROJECT}:routing.kind llm-d does not route to a multi-node replica yet" in message
+    assert "on 2 nodes" in message and "Set routing.kind none" in message
     assert [r.type for r in mocks.resources if r.custom] == []
 
 
-def test_a_component_refuses_llm_d_in_its_argument_spelling() -> None:
+def test_a_component_refuses_llm_d_on_a_multi_node_replica_in_its_argument_spelling() -> None:
     mocks = RecordingMocks()
 
     def program() -> dict[str, Any]:
-        DeepSeekService("team-a", {"routing": {"kind": "llm-d"}, "region": "us-east-1"})
+        DeepSeekService(
+            "team-a",
+            {
+                "routing": {"kind": "llm-d"},
+                "region": "us-east-1",
+                "compute_mode": "karpenter",
+                "model": {"variant": "r1-671b", "max_model_len": 32768},
+                "gpu": {"instance_families": ["p5"], "capacity_types": ["on-demand"]},
+                "autoscaling": {"max_replicas": 2},
+            },
+        )
         return {}
 
     with pytest.raises(Exception) as raised:
         run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
     message = str(raised.value)
     assert "DeepSeekService 'team-a'" in message
-    assert 'routing={"kind": ...} llm-d is not rendered by this version yet' in message
+    assert 'routing={"kind": ...} llm-d does not route to a multi-node replica yet' in message
     assert "routing.kind" not in message
     assert [r.type for r in mocks.resources if r.custom] == []
+
+
+def test_llm_d_with_router_queue_renders_the_router_and_a_scaled_object_that_wakes_from_zero() -> None:
+    mocks = RecordingMocks()
+    config = stack_config(
+        "dev", routing__kind="llm-d", autoscaling__signal="router-queue", autoscaling__minReplicas="0"
+    )
+    run_stack_program(lambda: build(load_settings()).outputs, mocks, config)
+    kinds = {r.type.rsplit(":", 1)[-1] for r in mocks.resources if r.custom}
+    assert {"InferencePool", "CustomResourceDefinition", "Deployment", "ScaledObject"} <= kinds
+    (scaled,) = [r.inputs for r in mocks.resources if r.type.endswith(":ScaledObject")]
+    assert scaled["spec"]["minReplicaCount"] == 0
+    (trigger,) = scaled["spec"]["triggers"]
+    assert trigger["name"] == "router-queue"
+    assert "inference_extension_flow_control_queue_size" in trigger["metadata"]["query"]
+    assert trigger["metadata"]["activationThreshold"] == "0"
 
 
 def test_routing_none_is_the_default_and_renders() -> None:
@@ -71,10 +95,36 @@ def test_routing_none_is_the_default_and_renders() -> None:
     assert any(r.custom for r in mocks.resources)
 
 
-def test_render_refuses_llm_d_as_a_settings_error_without_a_traceback(tmp_path) -> None:
+def test_render_refuses_llm_d_on_r1_as_a_settings_error_without_a_traceback(tmp_path) -> None:
     from tests.rendered.test_render import automation
 
-    proc = automation("render", "--stack", "dev", "--set", "routing.kind=llm-d", "--out", str(tmp_path))
+    proc = automation("render", "--stack", "r1", "--set", "routing.kind=llm-d", "--out", str(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
-    assert f"error: DeepSeekService 'deepseek': {PROJECT}:routing.kind llm-d is not rendered" in proc.stderr
+    assert f"error: DeepSeekService 'deepseek': {PROJECT}:routing.kind llm-d does not route" in proc.stderr
+
+
+def test_a_component_renders_the_router_under_its_own_names() -> None:
+    """A DeepSeekService named other than "deepseek" gets the router as its own children, in its
+    own namespace, with the load balancer in front of the router's Service."""
+    mocks = RecordingMocks()
+
+    def program() -> dict[str, Any]:
+        DeepSeekService(
+            "team-a",
+            {
+                "routing": {"kind": "llm-d"},
+                "autoscaling": {"signal": "router-queue", "min_replicas": 0},
+                "region": "us-east-1",
+            },
+        )
+        return {}
+
+    run_with_mocks(program, mocks, project=PROJECT, stack="dev", config={}, secret_keys=[])
+    routers = [r for r in mocks.resources if r.type == "deepseek-eks:index:Router"]
+    assert [r.name for r in routers] == ["team-a-inference-router"]
+    pools = [r for r in mocks.resources if r.type.endswith(":InferencePool")]
+    assert [p.inputs["metadata"]["namespace"] for p in pools] == ["team-a"]
+    (ingress,) = [r for r in mocks.resources if r.type == "kubernetes:networking.k8s.io/v1:Ingress"]
+    backend = ingress.inputs["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend["name"] == "vllm-router"

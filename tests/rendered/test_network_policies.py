@@ -49,6 +49,20 @@ CASES = {
     "dev-queue-depth": ("dev", (("autoscaling__signal", "queue-depth"),)),
     "dev-concurrency": ("dev", (("autoscaling__signal", "concurrency"),)),
     "dev-nlb": ("dev", (("endpoint__loadBalancer", "nlb"), ("endpoint__auth", "none"))),
+    # llm-d's router in front of vLLM: the load balancer reaches the router, the router vLLM.
+    "dev-llm-d": (
+        "dev",
+        (
+            ("routing__kind", "llm-d"),
+            ("autoscaling__signal", "router-queue"),
+            ("autoscaling__minReplicas", "0"),
+        ),
+    ),
+    "prod-llm-d": ("prod", (("routing__kind", "llm-d"),)),
+    "dev-llm-d-nlb": (
+        "dev",
+        (("routing__kind", "llm-d"), ("endpoint__loadBalancer", "nlb"), ("endpoint__auth", "none")),
+    ),
     "r1-nlb-peered": (
         "r1",
         (
@@ -97,6 +111,12 @@ class Stack:
     @property
     def vllm(self) -> list[Workload]:
         return [w for w in self.workloads if w.pod.labels.get("app.kubernetes.io/name") == "vllm"]
+
+    @property
+    def router(self) -> Pod | None:
+        """llm-d's router pod, when the stack routes through it (routing.kind llm-d)."""
+        pods = [w.pod for w in self.workloads if w.pod.labels.get("app.kubernetes.io/name") == "vllm-router"]
+        return pods[0] if pods else None
 
     @property
     def server(self) -> Pod:
@@ -228,11 +248,25 @@ def test_pods_reach_s3_and_hugging_face_over_https_at_most(case: Stack) -> None:
 
 
 def test_port_8000_admits_the_load_balancer_and_prometheus(case: Stack) -> None:
+    """The load balancer's targets are vLLM's pods, or with routing.kind llm-d the router's: then
+    the load balancer reaches the router's proxy and readiness ports (not its picker's gRPC), and
+    vLLM admits the router instead of the load balancer."""
+    router = case.router
     for cidr in case.alb_subnets:
         for offset in (4, 100):
-            assert case.cluster.allows(host_in(cidr, offset), case.server, 8000), cidr
-            assert not case.cluster.allows(host_in(cidr, offset), case.server, 6379)
+            balancer = host_in(cidr, offset)
+            if router is None:
+                assert case.cluster.allows(balancer, case.server, 8000), cidr
+            else:
+                assert not case.cluster.allows(balancer, case.server, 8000), cidr
+                for port in (router.named_ports["http"], router.named_ports["ready"]):
+                    assert case.cluster.allows(balancer, router, port), (cidr, port)
+                assert not case.cluster.allows(balancer, router, router.named_ports["grpc"]), cidr
+            assert not case.cluster.allows(balancer, case.server, 6379)
     assert case.cluster.allows(PROMETHEUS, case.server, 8000)
+    if router is not None:
+        assert case.cluster.allows(router, case.server, 8000)
+        assert case.cluster.allows(PROMETHEUS, router, router.named_ports["metrics"])
 
 
 def test_nothing_else_reaches_port_8000(case: Stack) -> None:

@@ -14,7 +14,7 @@ from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
 from deepseek_eks.automation.stackfile import StackConfig, read_stack, stack_names
 from policy.rules import RESOURCE_RULES, STACK_RULES, Resource, violations
-from tests.conftest import stack_config
+from tests.conftest import routed_configs, stack_config
 
 # The module itself: ``components.build`` is the package's build() function.
 BUILD = importlib.import_module("deepseek_eks.components.build")
@@ -33,9 +33,10 @@ def stack_violations(config: StackConfig) -> list[tuple[str, str, str]]:
     return violations(policy_view(construct(config).mocks.resources))
 
 
-@pytest.mark.parametrize("stack", stack_names())
+@pytest.mark.parametrize("stack", [*stack_names(), *routed_configs()])
 def test_every_example_stack_passes_every_rule(stack: str) -> None:
-    resources = policy_view(construct(read_stack(stack)).mocks.resources)
+    config = routed_configs()[stack] if stack in routed_configs() else read_stack(stack)
+    resources = policy_view(construct(config).mocks.resources)
     # The rules did look at something: each stack has the kinds they guard.
     assert {"eks:index:Cluster", "kubernetes:karpenter.sh/v1:NodePool"} <= {r.type for r in resources}
     assert violations(resources) == []

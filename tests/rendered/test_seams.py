@@ -22,12 +22,13 @@ import yaml
 
 from deepseek_eks.automation.loadtest import cli as loadtest_cli
 from deepseek_eks.components.required_flows import Flow, FlowEnd, required_flows
+from deepseek_eks.components.serving.router import ROUTER
 from tests.netpol import Cluster, Endpoint, Host, Pod, Service, ServicePort, selector_matches
 from tests.rendered.test_network_policies import CASES, INTERNET_ADDRESS, Stack, host_in, stack
 from tests.upstream import chart_workloads, network_policy_facts
 
 # dev, prod and r1 as shipped, and dev on KEDA signals; then every other case of the policy tests.
-SEAM_CASE_NAMES = ["dev", "prod", "r1", "dev-queue-depth", "dev-concurrency"]
+SEAM_CASE_NAMES = ["dev", "prod", "r1", "dev-queue-depth", "dev-concurrency", "dev-llm-d", "prod-llm-d"]
 ALL_CASES = [*SEAM_CASE_NAMES, *(c for c in CASES if c not in SEAM_CASE_NAMES)]
 STRANGER = Pod("default", {"app": "curl"}, {"http": 8080})
 
@@ -151,6 +152,8 @@ def endpoints(s: Stack, end: FlowEnd) -> list[Endpoint | Service]:
         return [loadtest_pod(s.server.namespace)]
     if end.name == "vllm":
         return [s.server]
+    if end.name == ROUTER:
+        return [w.pod for w in s.workloads if w.pod.labels.get("app.kubernetes.io/name") == ROUTER]
     if end.name == "stranger":
         return [STRANGER]
     pod = chart_pod(s, end.name)
@@ -185,7 +188,10 @@ def judged(case: str) -> tuple[Judged, ...]:
     destination address it may be given."""
     s = stack(case)
     out = []
+    routing = "llm-d" if endpoints(s, FlowEnd("pod", ROUTER)) else "none"
     for flow in required_flows():
+        if not flow.applies_to(routing):
+            continue
         sources, dests = endpoints(s, flow.source), endpoints(s, flow.dest)
         if not sources or not dests:
             continue
@@ -221,7 +227,12 @@ def test_the_flows_each_signal_depends_on_are_judged() -> None:
     for case in ("dev", "prod"):
         assert "adapter-queries-prometheus" in ids[case], case
     for case in SEAM_CASE_NAMES:
-        assert {"grafana-queries-prometheus", "load-balancer-reaches-vllm"} <= ids[case], case
+        front = "load-balancer-reaches-router" if case.endswith("llm-d") else "load-balancer-reaches-vllm"
+        assert {"grafana-queries-prometheus", front} <= ids[case], case
+    for case in ("dev-llm-d", "prod-llm-d"):
+        assert {"router-reaches-vllm", "prometheus-scrapes-router", "router-watches-the-api"} <= ids[case]
+        assert "load-balancer-does-not-bypass-the-router" in ids[case]
+        assert "load-balancer-reaches-vllm" not in ids[case]
         assert "strangers-do-not-query-prometheus" in ids[case], case
 
 

@@ -26,7 +26,7 @@ from deepseek_eks.automation.twin.check import judge_render, load_render
 from deepseek_eks.automation.twin.snapshot import SNAPSHOT_DIR, sync
 from deepseek_eks.automation.twin.snapshot import render_stack as snapshot_render
 from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
-from tests.conftest import stack_config
+from tests.conftest import routed_configs, stack_config
 from tests.examples import COMPUTE_MODES
 from tests.twin.conftest import render_example, render_stack, require_twin, write_objects
 
@@ -49,6 +49,16 @@ def test_every_object_of_every_stack_is_accepted(twin, tmp_path: Path, stack: st
         1 for o in objects if o["kind"] in ("Deployment", "StatefulSet", "DaemonSet", "LeaderWorkerSet")
     )
     assert report.accepted > len(objects) + pods - 1  # every object and at least one pod per workload
+
+
+@pytest.mark.parametrize("label", sorted(routed_configs()))
+def test_every_object_of_the_routed_stacks_is_accepted(twin, tmp_path: Path, label: str) -> None:
+    """llm-d's router (CRDs, InferencePool, the router's Deployment, policies) and a ScaledObject
+    that wakes from zero, each accepted by the real API server with the CRDs the render installs."""
+    render = write(render_config(routed_configs()[label]), tmp_path)
+    assert_accepted(judge_render(twin, render))
+    objects, _ = load_render(render)
+    assert {"InferencePool", "CustomResourceDefinition"} <= {o["kind"] for o in objects}
 
 
 @pytest.mark.parametrize("compute_mode", COMPUTE_MODES)

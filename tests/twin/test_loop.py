@@ -56,9 +56,15 @@ def _require(metrics: str) -> None:
         pytest.skip(reason)
 
 
-def _loop(stack: str, overrides: tuple[str, ...]) -> tuple[int, dict[str, Any], str]:
+def _loop(stack: str, overrides: tuple[str, ...], as_args: bool = False) -> tuple[int, dict[str, Any], str]:
+    """Run the loop; ``overrides`` are ``--set`` items, or with ``as_args`` arguments as they are
+    (``--scenario wake`` first, then ``--set`` items)."""
     command = [sys.executable, "-m", "automation", "twin", "loop", "--stack", stack, "--json"]
-    for item in overrides:
+    items = list(overrides)
+    if as_args:
+        command += items[:2]
+        items = items[2:]
+    for item in items:
         command += ["--set", item]
     done = subprocess.run(command, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
     try:
@@ -102,3 +108,35 @@ def test_the_loop_holds(case: str) -> None:
     assert max(s["nodes"] for s in timeline) >= replicas["needed_at_peak"]
     # The simulator ran on the same scenario and is reported beside, not judged.
     assert report["simulator"]["phases"]["scale_up_s"]["twin"] is not None
+
+
+WAKE = (
+    "routing.kind=llm-d",
+    "autoscaling.signal=router-queue",
+    "autoscaling.minReplicas=0",
+)
+
+
+def test_a_service_at_zero_wakes_on_a_queued_request() -> None:
+    """dev with llm-d's router (a stand-in serving its queue gauges) and router-queue at
+    minReplicas 0: KEDA (real) holds zero, activates on one queued request, the replica turns
+    Ready before the router's queue timeout, and the service returns to zero."""
+    if os.environ.get("DEEPSEEK_EKS_LOOP_ALL") != "1":
+        pytest.skip("run with DEEPSEEK_EKS_LOOP_ALL=1 (`make twin-loop`); CI runs dev's step")
+    _require("keda")
+    code, report, stderr = _loop("dev", ("--scenario", "wake", *WAKE), as_args=True)
+    assert report, f"no JSON report (exit {code}):\n{stderr}"
+    failed = [a for a in report["assertions"] if not a["ok"]]
+    assert code == 0 and not failed, json.dumps(failed, indent=1) + "\n" + stderr
+    assert {a["name"] for a in report["assertions"]} >= {
+        "flows", "at-zero", "wakes-on-a-queued-request", "served-before-the-queue-timeout", "back-to-zero",
+    }  # fmt: skip
+    assert any("STAND-IN" in r for r in report["rewrites"])  # the router is labelled as a stand-in
+    # The timeline itself: zero, then one Ready after the request, then zero again.
+    timeline, asked = report["timeline"], report["timings_s"]["request_at"]
+    before = [s for s in timeline if s["t"] <= asked]  # (both rounded to 0.1 s)
+    after = [s for s in timeline if s["t"] > asked]
+    assert before[-1]["desired_replicas"] == 0 and before[-1]["ready_replicas"] == 0
+    assert max(s["ready_replicas"] for s in after) >= 1
+    assert timeline[-1]["desired_replicas"] == 0
+    assert report["flows"]
