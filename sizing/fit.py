@@ -91,7 +91,17 @@ def point_from_json(p: dict, efficiencies: Efficiencies) -> Point:
     tp, pp = int(p["tp"]), int(p.get("pp", 1))
     gpu = gpu_specs()[p["gpu"]]
     link = interconnect_gb_s(p["family"]) if tp > 1 else 0.0
-    hw = Hardware(model, q, gpu, tp, pp, link, efficiencies, allreduce_latency_s(p["family"], tp))
+    hw = Hardware(
+        model,
+        q,
+        gpu,
+        tp,
+        pp,
+        link,
+        efficiencies,
+        allreduce_latency_s(p["family"], tp),
+        bool(p["async_scheduling"]),
+    )
     cuda = _cuda_mib(p["gpu"])
     free = budget_bytes_per_gpu(cuda, DEFAULT_GPU_MEMORY_UTILIZATION) - weight_bytes_per_gpu(model, q, tp, pp)
     kv_tokens = max(0, free - POINT_OVERHEAD_BYTES) // kv_bytes_per_token_per_gpu(model, tp, pp)

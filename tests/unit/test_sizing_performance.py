@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -231,3 +232,44 @@ def test_fit_uses_only_the_fit_split_and_bench_reports_held_out_apart(
     assert bench_main([]) == 0
     out = capsys.readouterr().out
     assert "held-out (out of sample)" in out and "in-sample (fitted to)" in out
+
+
+def test_async_scheduling_hides_the_host_term_under_the_gpu_step() -> None:
+    # vLLM 0.33.0 schedules step N+1 on the host while the GPU runs step N (vllm/config/vllm.py,
+    # VllmConfig.__post_init__: async scheduling on unless pipeline parallel): a step lasts as long
+    # as the longer of host and GPU work, not their sum. Without async (V0, older V1) they add.
+    model = model_catalog()["r1-distill-qwen-7b"]
+    g6 = instance_catalog().instances["g6.xlarge"]
+    hw = hardware(model, Quantization.BF16, g6, 1)
+    assert hw.async_scheduling
+    eff = hw.efficiencies
+    no_host = hw.with_efficiencies(replace(eff, step_overhead_s=0.0, per_sequence_s=0.0))
+    gpu = performance.step_seconds(no_host, 8, 8 * 1000)
+    host = eff.step_overhead_s + 8 * eff.per_sequence_s
+    assert 0 < host < gpu  # a 15 GB weight read on an L4 outlasts the host's work
+    assert performance.step_seconds(hw, 8, 8 * 1000) == pytest.approx(gpu)
+    sync = replace(hw, async_scheduling=False)
+    assert performance.step_seconds(sync, 8, 8 * 1000) == pytest.approx(gpu + host)
+    # A host slower than the GPU sets the pace on its own.
+    slow = hw.with_efficiencies(replace(eff, step_overhead_s=2 * gpu))
+    assert performance.step_seconds(slow, 8, 8 * 1000) == pytest.approx(2 * gpu + 8 * eff.per_sequence_s)
+
+
+def test_pipeline_parallel_replicas_run_without_async_scheduling() -> None:
+    # v1_async_sched_incompat = "pipeline parallelism" in vLLM 0.33.0's VllmConfig.__post_init__.
+    model = model_catalog()["r1-distill-llama-70b"]
+    g6e = instance_catalog().instances["g6e.12xlarge"]
+    assert hardware(model, Quantization.BF16, g6e, 4).async_scheduling
+    assert not hardware(model, Quantization.BF16, g6e, 2, pipeline_parallel=2).async_scheduling
+
+
+def test_each_measurement_records_async_scheduling_by_its_version_rule() -> None:
+    # The rule in measurements.json (split.async_scheduling): on for a stated vLLM 0.21.0 or later,
+    # off for V0 (0.7.x) and for sources before async scheduling became the default.
+    for p in MEASUREMENTS:
+        version = p["vllm_version"]
+        if version[:1].isdigit():
+            minor = int(version.split(".")[1])
+            assert p["async_scheduling"] is (minor >= 21), p["id"]
+        else:
+            assert p["async_scheduling"] is False, p["id"]
