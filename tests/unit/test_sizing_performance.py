@@ -229,9 +229,15 @@ def test_fit_uses_only_the_fit_split_and_bench_reports_held_out_apart(
     doc = json.loads(capsys.readouterr().out)
     assert doc["held_out"]["points"] == len(held) and doc["in_sample"]["points"] == len(fit)
     assert {r["id"] for r in doc["points"] if r["split"] == "held_out"} == {p["id"] for p in held}
+    # The verdict follows the goal (median |error| <= 20 %, worst <= 50 %) on the held-out rows.
+    errors = sorted(abs(r["error_percent"]) for r in doc["points"] if r["split"] == "held_out")
+    mid = len(errors) // 2
+    median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
+    assert doc["goal"]["met"] is (median <= 20 and errors[-1] <= 50)
     assert bench_main([]) == 0
     out = capsys.readouterr().out
     assert "held-out (out of sample)" in out and "in-sample (fitted to)" in out
+    assert ("): met" in out) is doc["goal"]["met"] and ("NOT met" in out) is not doc["goal"]["met"]
 
 
 def test_async_scheduling_hides_the_host_term_under_the_gpu_step() -> None:
