@@ -35,7 +35,13 @@ from functools import cache
 from importlib import resources
 
 from .catalog import Attention, InstanceType, ModelSpec, gpu_memory_key
-from .memory import ACTIVATION_BYTES, Quantization, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
+from .memory import (
+    ACTIVATION_BYTES,
+    KvCacheDtype,
+    Quantization,
+    kv_bytes_per_token_per_gpu,
+    weight_bytes_per_gpu,
+)
 
 # vLLM 0.33.0 defaults (reference/upstream/vllm-scheduler/scheduler-facts.json):
 # CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py).
@@ -239,6 +245,8 @@ class Hardware:
     # The engine schedules step N+1 on the host while the GPU runs step N (``ASYNC_SCHEDULING``):
     # the host term then overlaps the GPU's instead of adding to it.
     async_scheduling: bool = True
+    # vLLM --kv-cache-dtype: the bytes every cached token costs to hold and to read.
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
 
     @property
     def gpus(self) -> int:
@@ -264,6 +272,7 @@ def hardware(
     tensor_parallel: int,
     pipeline_parallel: int = 1,
     efficiencies: Efficiencies | None = None,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
 ) -> Hardware:
     """The ``Hardware`` of a replica of ``model`` on ``tensor_parallel`` GPUs of ``instance``, as
     the pinned vLLM runs it (async scheduling unless pipeline parallel: ``async_scheduling_default``)."""
@@ -282,6 +291,7 @@ def hardware(
         efficiencies or fitted_efficiencies(kernel_class(model)),
         allreduce_latency_s(instance.family, tensor_parallel),
         async_scheduling_default(pipeline_parallel),
+        kv_cache_dtype,
     )
 
 
@@ -303,7 +313,7 @@ def _stage_time(
     linear_flops = 2.0 * active_parameters(m) * layers_share * tokens / tp
     gemm_s = max(weights / bandwidth, linear_flops / peak)
     layers = m.num_hidden_layers * layers_share
-    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * layers_share * context_tokens
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp, hw.kv_cache_dtype) * pp * layers_share * context_tokens
     if m.attention is Attention.MLA:
         attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim)
     else:
@@ -575,7 +585,7 @@ def roofline(hw: Hardware, kv_cache_tokens: int, prompt_tokens: int, output_toke
         routed = weights * routed_expert_parameters(m) / m.parameters
         weights -= routed * (1.0 - touched_expert_fraction(m, math.ceil(tokens)))
     context = batch * (prompt_tokens + output_tokens / 2)
-    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * context
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp, hw.kv_cache_dtype) * pp * context
     memory_s = (weights + kv) / (hw.gpu.memory_gb_s * 1e9)
     compute_s = 2.0 * active_parameters(m) * tokens / tp / (hw.peak_tflops * 1e12)
     step = max(memory_s, compute_s)

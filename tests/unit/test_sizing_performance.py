@@ -279,3 +279,26 @@ def test_each_measurement_records_async_scheduling_by_its_version_rule() -> None
             assert p["async_scheduling"] is (minor >= 21), p["id"]
         else:
             assert p["async_scheduling"] is False, p["id"]
+
+
+def test_fp8_kv_cache_halves_the_bytes_a_step_reads_and_is_planned_only_with_fp8_tensor_cores() -> None:
+    from deepseek_eks.sizing import KvCacheDtype, PlanRequest, plan
+    from deepseek_eks.sizing.memory import kv_bytes_per_token_per_gpu
+
+    model = model_catalog()["r1-distill-qwen-7b"]
+    assert kv_bytes_per_token_per_gpu(model, 1, 1, KvCacheDtype.FP8) * 2 == kv_bytes_per_token_per_gpu(
+        model, 1, 1
+    )
+    g6 = instance_catalog().instances["g6.xlarge"]
+    bf16 = hardware(model, Quantization.BF16, g6, 1)
+    fp8 = hardware(model, Quantization.BF16, g6, 1, kv_cache_dtype=KvCacheDtype.FP8)
+    # Long contexts: the attention term (KV read at e_kv) is what FP8 halves; the weights are not.
+    context = 64 * 8000
+    saved = performance.step_seconds(bf16, 64, context) - performance.step_seconds(fp8, 64, context)
+    kv_read = kv_bytes_per_token_per_gpu(model, 1, 1) / 2 * context
+    e = bf16.efficiencies
+    assert saved == pytest.approx(kv_read / (bf16.gpu.memory_gb_s * 1e9 * e.attention_bandwidth), rel=0.01)
+    refused = plan(PlanRequest("r1-distill-qwen-7b", ("g5",), kv_cache_dtype="fp8")).to_dict()
+    assert not refused["feasible"]
+    assert all("no native FP8" in r and "model.kvCacheDtype fp8" in r for r in refused["reasons"])
+    assert refused["suggestions"][0].startswith("set model.kvCacheDtype=auto: fits g5")
