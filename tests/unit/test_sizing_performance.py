@@ -302,3 +302,13 @@ def test_fp8_kv_cache_halves_the_bytes_a_step_reads_and_is_planned_only_with_fp8
     assert not refused["feasible"]
     assert all("no native FP8" in r and "model.kvCacheDtype fp8" in r for r in refused["reasons"])
     assert refused["suggestions"][0].startswith("set model.kvCacheDtype=auto: fits g5")
+
+
+def test_the_simulator_times_a_plan_with_its_kv_cache_dtype() -> None:
+    from deepseek_eks.automation.simulate.replica import plan_hardware
+    from deepseek_eks.sizing import KvCacheDtype, PlanRequest, plan
+
+    fp8 = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), kv_cache_dtype="fp8")).to_dict()
+    assert plan_hardware(fp8).kv_cache_dtype is KvCacheDtype.FP8
+    auto = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()
+    assert plan_hardware(auto).kv_cache_dtype is KvCacheDtype.AUTO
