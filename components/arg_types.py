@@ -2,10 +2,10 @@
 mypy or pyright, not only when the program runs.
 
 Each set is defined once, in the settings model (``settings/model.py``: the ``ComputeMode`` ...
-``WeightsSource`` enums, ``Variant`` from ``sizing.VARIANTS``, ``Quantization``, ``GPU_FAMILIES``,
-``SUPPORTED_KUBERNETES_VERSIONS``). A type checker needs the values written out, so each set is
-repeated here as a ``Literal`` (the variants and GPU families are Literals at their source,
-``sizing/catalog.py``) and ``CLOSED_SETS`` pairs it with its definition;
+``WeightsSource`` enums, ``Variant`` from ``sizing.VARIANTS``, ``Quantization``, ``KvCacheDtype``,
+``GPU_FAMILIES``, ``SUPPORTED_KUBERNETES_VERSIONS``). A type checker needs the values written out,
+so each set is repeated here as a ``Literal`` (the variants and GPU families are Literals at their
+source, ``sizing/catalog.py``) and ``CLOSED_SETS`` pairs it with its definition;
 ``tests/package/test_arg_types.py`` fails when the two differ.
 
 What a type checker reads and what runs differ on purpose. A type checker reads ``<Set>Arg``: the
@@ -36,12 +36,13 @@ from deepseek_eks.settings.model import (
     Variant,
     WeightsSource,
 )
-from deepseek_eks.sizing import GPU_FAMILIES, Quantization
+from deepseek_eks.sizing import GPU_FAMILIES, KvCacheDtype, Quantization
 from deepseek_eks.sizing.catalog import GpuFamilyName as GpuFamilyValue
 from deepseek_eks.sizing.catalog import VariantName as VariantValue
 
 ComputeModeValue = Literal["auto-mode", "karpenter"]
 QuantizationValue = Literal["auto", "bf16", "fp8", "awq-int4"]
+KvCacheDtypeValue = Literal["auto", "fp8"]
 CapacityTypeValue = Literal["on-demand", "spot"]
 ScalingSignalValue = Literal[
     "gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrency", "router-queue"
@@ -59,6 +60,7 @@ CLOSED_SETS: dict[tuple[str, str], tuple[object, tuple[str, ...]]] = {
     ("", "kubernetes_version"): (KubernetesVersionValue, tuple(SUPPORTED_KUBERNETES_VERSIONS)),
     ("model", "variant"): (VariantValue, tuple(m.value for m in Variant)),
     ("model", "quantization"): (QuantizationValue, tuple(m.value for m in Quantization)),
+    ("model", "kv_cache_dtype"): (KvCacheDtypeValue, tuple(m.value for m in KvCacheDtype)),
     ("gpu", "instance_families"): (GpuFamilyValue, tuple(GPU_FAMILIES)),
     ("gpu", "capacity_types"): (CapacityTypeValue, tuple(m.value for m in CapacityType)),
     ("autoscaling", "signal"): (ScalingSignalValue, tuple(m.value for m in ScalingSignal)),
@@ -86,6 +88,7 @@ if TYPE_CHECKING:
     ComputeModeArg: TypeAlias = ComputeModeValue | ComputeMode
     VariantArg: TypeAlias = VariantValue | Variant
     QuantizationArg: TypeAlias = QuantizationValue | Quantization
+    KvCacheDtypeArg: TypeAlias = KvCacheDtypeValue | KvCacheDtype
     GpuFamilyArg: TypeAlias = GpuFamilyValue
     CapacityTypeArg: TypeAlias = CapacityTypeValue | CapacityType
     ScalingSignalArg: TypeAlias = ScalingSignalValue | ScalingSignal
@@ -100,4 +103,4 @@ else:
     # from the settings model.
     ComputeModeArg = VariantArg = QuantizationArg = GpuFamilyArg = CapacityTypeArg = str
     ScalingSignalArg = EndpointSchemeArg = EndpointAuthArg = LoadBalancerArg = str
-    WeightsSourceArg = KubernetesVersionArg = RoutingKindArg = str
+    WeightsSourceArg = KubernetesVersionArg = RoutingKindArg = KvCacheDtypeArg = str

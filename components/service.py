@@ -44,6 +44,7 @@ from .arg_types import (
     EndpointSchemeArg,
     GpuFamilyArg,
     KubernetesVersionArg,
+    KvCacheDtypeArg,
     LoadBalancerArg,
     QuantizationArg,
     RoutingKindArg,
@@ -91,6 +92,8 @@ class ModelArgs(TypedDict, total=False):
     """r1-distill-qwen-1.5b ... r1-distill-llama-70b or r1-671b (default r1-distill-qwen-7b)."""
     quantization: QuantizationArg
     """auto, bf16, fp8 or awq-int4."""
+    kv_cache_dtype: KvCacheDtypeArg
+    """auto (the model's 16-bit dtype) or fp8 (GPUs with FP8 tensor cores only)."""
     repository: str
     """A Hugging Face repo id (owner/name) or an s3:// prefix overriding the variant's."""
     max_model_len: int

@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from deepseek_eks.sizing import GPU_FAMILIES, VARIANTS, PlanRequest, Quantization, WeightsSource
+from deepseek_eks.sizing import GPU_FAMILIES, VARIANTS, KvCacheDtype, PlanRequest, Quantization, WeightsSource
 from deepseek_eks.sizing.catalog import unknown_family_message
 
 from . import safe_yaml
@@ -232,6 +232,11 @@ class ModelSettings(_Group):
     quantization: Quantization = Field(
         Quantization.AUTO,
         description="auto = the checkpoint's format (bf16 for distills, fp8 for r1-671b).",
+    )
+    kv_cache_dtype: KvCacheDtype = Field(
+        KvCacheDtype.AUTO,
+        description="KV cache element type: auto (the model's 16-bit dtype) or fp8 (half the bytes, "
+        "twice the tokens; GPUs with FP8 tensor cores only: L4, L40S, H100, H200, B200).",
     )
     repository: str | None = Field(
         None,
@@ -709,6 +714,7 @@ class Settings(BaseModel):
             variant=self.model.variant.value,
             families=tuple(self.gpu.instance_families),
             quantization=self.model.quantization,
+            kv_cache_dtype=self.model.kv_cache_dtype,
             max_model_len=self.model.max_model_len,
             min_full_length_sequences=self.model.min_full_length_sequences,
             capacity_types=tuple(c.value for c in self.gpu.capacity_types),

@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from deepseek_eks.sizing import Quantization, model_catalog
+from deepseek_eks.sizing import KvCacheDtype, Quantization, instance_catalog, model_catalog
 from deepseek_eks.sizing.checkpoints import known_checkpoint
 
 from .arns import arn_problem
@@ -599,6 +599,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 "checkpoint (Hugging Face repo id)",
             )
         )
+    out += _kv_cache_dtype_problems(model, groups["gpu"].instance_families, invalid)
     repository = model.repository
     hf_repository = repository and not repository.startswith(S3_SCHEME)
     hf_repository = hf_repository and _usable(invalid, "model.repository")
@@ -620,6 +621,38 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     if _usable(invalid, "image.registry") and not groups["image"].registry:
         warnings.append(DOCKER_HUB_WARNING)
     return out, warnings
+
+
+def _kv_cache_dtype_problems(
+    model: ModelSettings, families: Iterable[str], invalid: set[str]
+) -> list[Problem]:
+    """model.kvCacheDtype fp8 needs FP8 tensor cores on every GPU the pool may launch (compute
+    capability 8.9 or newer: L4, L40S, H100, H200, B200; sizing/catalog.py ``GpuArch.fp8``)."""
+    if not _usable(invalid, "model.kvCacheDtype", "gpu.instanceFamilies"):
+        return []
+    if model.kv_cache_dtype is not KvCacheDtype.FP8:
+        return []
+    catalog = instance_catalog()
+    lacking: dict[str, str] = {}
+    for family in families:
+        for instance in catalog.in_families([family]):
+            if not instance.arch.fp8:
+                lacking[family] = instance.gpu_model
+    if not lacking:
+        return []
+    named = ", ".join(f"{f} ({gpu})" for f, gpu in lacking.items())
+    keep = [f for f in families if f not in lacking]
+    fix = f"remove {', '.join(lacking)} from gpu.instanceFamilies" + (
+        "" if keep else " (allow g6, g6e, p5, p5e, p5en or p6-b200)"
+    )
+    return [
+        Problem(
+            f"{PROJECT}:model.kvCacheDtype",
+            model.kv_cache_dtype.value,
+            f"fp8 needs GPUs with FP8 tensor cores; gpu.instanceFamilies allows {named}, which have none: "
+            f"{fix}, or set model.kvCacheDtype auto",
+        )
+    ]
 
 
 def _scale_from_zero_problems(

@@ -9,7 +9,7 @@ from .catalog import (
     instance_catalog,
     model_catalog,
 )
-from .memory import Quantization
+from .memory import KvCacheDtype, Quantization
 from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, WeightsSource, evaluate, plan, suggest
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "Infeasible",
     "InstanceCatalog",
     "InstanceType",
+    "KvCacheDtype",
     "ModelSpec",
     "PlanError",
     "PlanRequest",

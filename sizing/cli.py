@@ -13,7 +13,7 @@ import sys
 
 from .calibration import CalibrationError
 from .catalog import GPU_FAMILIES, VARIANTS, instance_catalog
-from .memory import Quantization
+from .memory import KvCacheDtype, Quantization
 from .planner import WEIGHTS_SOURCES, Infeasible, PlanError, PlanRequest, SizingPlan, WeightsSource, plan
 
 
@@ -86,6 +86,12 @@ def parser() -> argparse.ArgumentParser:
         help="weight format (default auto: the checkpoint's own, FP8 where the GPU runs it)",
     )
     p.add_argument(
+        "--kv-cache-dtype",
+        default="auto",
+        choices=[k.value for k in KvCacheDtype],
+        help="KV cache element type (default auto: the model's 16-bit dtype; fp8 needs FP8 tensor cores)",
+    )
+    p.add_argument(
         "--max-model-len",
         type=int,
         default=32768,
@@ -142,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         variant=args.variant,
         families=args.families,
         quantization=Quantization(args.quantization),
+        kv_cache_dtype=KvCacheDtype(args.kv_cache_dtype),
         max_model_len=args.max_model_len,
         min_full_length_sequences=args.min_full_length_sequences,
         capacity_types=(args.capacity_type,) if args.capacity_type else ("spot", "on-demand"),

@@ -28,6 +28,23 @@ AWQ_BYTES_PER_PARAM = 0.5 + 2.5 / 128
 FP8_BYTES_PER_PARAM = 1 + 4 / (128 * 128)
 
 
+class KvCacheDtype(StrEnum):
+    """vLLM ``--kv-cache-dtype``: ``auto`` stores the KV cache in the model's 16-bit dtype; ``fp8``
+    in FP8 E4M3, one byte per element (vllm 0.33.0 vllm/config/cache.py ``CacheConfig.cache_dtype``:
+    "fp8 (=fp8_e4m3)"). vLLM warns that FP8 "may cause accuracy drop without a proper scaling
+    factor" (the same file, ``_validate_cache_dtype``): a 16-bit checkpoint carries no KV scales, so
+    vLLM uses 1.0 (vllm/model_executor/layers/quantization/kv_cache.py
+    ``BaseKVCacheMethod.process_weights_after_loading``). Planned only on GPUs with FP8 tensor
+    cores (``GpuArch.fp8``)."""
+
+    AUTO = "auto"
+    FP8 = "fp8"
+
+    @property
+    def element_bytes(self) -> int:
+        return 1 if self is KvCacheDtype.FP8 else ACTIVATION_BYTES
+
+
 class Quantization(StrEnum):
     """Weight format vLLM serves. ``auto`` resolves per variant (see ``resolve``)."""
 
@@ -105,18 +122,22 @@ def download_bytes(model: ModelSpec, quantization: Quantization) -> int:
     return (model.parameters + model.mtp_parameters) * 2
 
 
-def kv_bytes_per_token_per_gpu(model: ModelSpec, tp: int, pp: int) -> int:
+def kv_bytes_per_token_per_gpu(
+    model: ModelSpec, tp: int, pp: int, kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+) -> int:
     """KV-cache bytes one token costs on each GPU of a TP x PP group (worst pipeline stage).
 
     GQA: K and V for each KV head on this rank; when TP exceeds the KV-head count vLLM replicates
     heads, so a rank always holds at least one. MLA: vLLM caches one latent of
-    kv_lora_rank + qk_rope_head_dim per token per layer, replicated on every TP rank.
+    kv_lora_rank + qk_rope_head_dim per token per layer, replicated on every TP rank. Each element
+    takes ``kv_cache_dtype``'s bytes.
     """
     layers = math.ceil(model.num_hidden_layers / pp)
+    element = kv_cache_dtype.element_bytes
     if model.attention is Attention.MLA:
-        return layers * (model.kv_lora_rank + model.qk_rope_head_dim) * ACTIVATION_BYTES
+        return layers * (model.kv_lora_rank + model.qk_rope_head_dim) * element
     heads_per_rank = max(1, model.num_key_value_heads // tp)
-    return layers * 2 * heads_per_rank * model.head_dim * ACTIVATION_BYTES
+    return layers * 2 * heads_per_rank * model.head_dim * element
 
 
 def kv_bytes_per_token(model: ModelSpec) -> int:

@@ -35,7 +35,13 @@ from functools import cache
 from importlib import resources
 
 from .catalog import Attention, InstanceType, ModelSpec, gpu_memory_key
-from .memory import ACTIVATION_BYTES, Quantization, kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
+from .memory import (
+    ACTIVATION_BYTES,
+    KvCacheDtype,
+    Quantization,
+    kv_bytes_per_token_per_gpu,
+    weight_bytes_per_gpu,
+)
 
 # vLLM 0.33.0 defaults (reference/upstream/vllm-scheduler/scheduler-facts.json):
 # CacheConfig.DEFAULT_BLOCK_SIZE (vllm/config/cache.py).
@@ -75,6 +81,21 @@ ALLREDUCE_LATENCY_PCIE_TWO_GPUS_S = 7.2e-6
 # attention were assumed to overlap (0.3 ms, which alone exceeded whole published steps at ~100
 # sequences). The fit may not go above this bound.
 PER_SEQUENCE_BOUND_S = 20e-6
+
+# Async scheduling: vLLM's scheduler runs one step ahead, preparing step N+1 on the host while the
+# GPU executes step N (vllm-project/vllm pull request #19970, "Implement Async Scheduling",
+# 2025-06-23: "overlapping scheduling with model execution"). It became the default when nothing
+# incompatible is set (pull request #27614, in the plan of issue #27679 opened 2025-10-28; pull
+# request #31998 of 2026-01-08 extended the default to speculative decoding). vLLM 0.33.0
+# (vllm/config/vllm.py ``VllmConfig.__post_init__``, the ``async_scheduling is None`` branch)
+# enables it unless pipeline parallelism (``v1_async_sched_incompat``), a pooling model or an
+# executor without support (the uni- and multiprocess executors have it) rules it out.
+
+
+def async_scheduling_default(pipeline_parallel: int) -> bool:
+    """Whether vLLM 0.33.0 runs a replica with async scheduling by default: yes, except with
+    pipeline parallelism."""
+    return pipeline_parallel <= 1
 
 
 class PerformanceError(ValueError):
@@ -221,6 +242,11 @@ class Hardware:
     efficiencies: Efficiencies
     # Seconds per all-reduce on this instance's link (``allreduce_latency_s``).
     link_latency_s: float = 0.0
+    # The engine schedules step N+1 on the host while the GPU runs step N (``ASYNC_SCHEDULING``):
+    # the host term then overlaps the GPU's instead of adding to it.
+    async_scheduling: bool = True
+    # vLLM --kv-cache-dtype: the bytes every cached token costs to hold and to read.
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
 
     @property
     def gpus(self) -> int:
@@ -246,8 +272,10 @@ def hardware(
     tensor_parallel: int,
     pipeline_parallel: int = 1,
     efficiencies: Efficiencies | None = None,
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO,
 ) -> Hardware:
-    """The ``Hardware`` of a replica of ``model`` on ``tensor_parallel`` GPUs of ``instance``."""
+    """The ``Hardware`` of a replica of ``model`` on ``tensor_parallel`` GPUs of ``instance``, as
+    the pinned vLLM runs it (async scheduling unless pipeline parallel: ``async_scheduling_default``)."""
     key = gpu_memory_key(instance.gpu_model, instance.gpu_memory_mib)
     specs = gpu_specs()
     if key not in specs:
@@ -262,6 +290,8 @@ def hardware(
         link,
         efficiencies or fitted_efficiencies(kernel_class(model)),
         allreduce_latency_s(instance.family, tensor_parallel),
+        async_scheduling_default(pipeline_parallel),
+        kv_cache_dtype,
     )
 
 
@@ -283,7 +313,7 @@ def _stage_time(
     linear_flops = 2.0 * active_parameters(m) * layers_share * tokens / tp
     gemm_s = max(weights / bandwidth, linear_flops / peak)
     layers = m.num_hidden_layers * layers_share
-    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * layers_share * context_tokens
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp, hw.kv_cache_dtype) * pp * layers_share * context_tokens
     if m.attention is Attention.MLA:
         attn_width = m.num_attention_heads * (m.kv_lora_rank + m.qk_rope_head_dim)
     else:
@@ -319,15 +349,20 @@ def step_seconds(
         return 0.0
     pairs = context_tokens if attention_tokens is None else attention_tokens
     e = hw.efficiencies
-    fixed = e.step_overhead_s + e.per_sequence_s * (tokens if seqs is None else seqs)
+    host = e.step_overhead_s + e.per_sequence_s * (tokens if seqs is None else seqs)
     if pp == 1:
-        return fixed + _stage_time(hw, tokens, context_tokens, pairs, 1.0)
-    # The batch passes the stages in turn (vLLM splits it into PP micro-batches, which overlap but
-    # do not add bandwidth: every stage still reads its weights once per micro-batch).
-    micro = max(1, math.ceil(tokens / pp))
-    stage = _stage_time(hw, micro, context_tokens / pp, pairs / pp, 1.0 / pp)
-    handoff = micro * hw.model.hidden_size * ACTIVATION_BYTES / (between_nodes_gb_s() * 1e9)
-    return fixed + pp * stage + (pp - 1) * handoff
+        gpu = _stage_time(hw, tokens, context_tokens, pairs, 1.0)
+    else:
+        # The batch passes the stages in turn (vLLM splits it into PP micro-batches, which overlap
+        # but do not add bandwidth: every stage still reads its weights once per micro-batch).
+        micro = max(1, math.ceil(tokens / pp))
+        stage = _stage_time(hw, micro, context_tokens / pp, pairs / pp, 1.0 / pp)
+        handoff = micro * hw.model.hidden_size * ACTIVATION_BYTES / (between_nodes_gb_s() * 1e9)
+        gpu = pp * stage + (pp - 1) * handoff
+    # With async scheduling the host prepares the next step while the GPU runs this one: the
+    # longer of the two sets the pace. Without it (vLLM V0, V1 before async became the default,
+    # pipeline parallel in 0.33.0) they run one after the other.
+    return max(host, gpu) if hw.async_scheduling else host + gpu
 
 
 # The simulator's preemption model (automation/simulate/engine.py ``Simulation._schedule_step``,
@@ -550,7 +585,7 @@ def roofline(hw: Hardware, kv_cache_tokens: int, prompt_tokens: int, output_toke
         routed = weights * routed_expert_parameters(m) / m.parameters
         weights -= routed * (1.0 - touched_expert_fraction(m, math.ceil(tokens)))
     context = batch * (prompt_tokens + output_tokens / 2)
-    kv = kv_bytes_per_token_per_gpu(m, tp, pp) * pp * context
+    kv = kv_bytes_per_token_per_gpu(m, tp, pp, hw.kv_cache_dtype) * pp * context
     memory_s = (weights + kv) / (hw.gpu.memory_gb_s * 1e9)
     compute_s = 2.0 * active_parameters(m) * tokens / tp / (hw.peak_tflops * 1e12)
     step = max(memory_s, compute_s)

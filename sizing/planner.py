@@ -35,6 +35,7 @@ from .checkpoints import known_checkpoint, pinned_revision
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
+    KvCacheDtype,
     Quantization,
     budget_bytes_per_gpu,
     download_bytes,
@@ -202,6 +203,7 @@ class PlanRequest:
     variant: str
     families: tuple[str, ...]
     quantization: Quantization = Quantization.AUTO
+    kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
     max_model_len: int = 32768
     min_full_length_sequences: int = 1
     capacity_types: tuple[str, ...] = ("spot", "on-demand")
@@ -231,6 +233,14 @@ class PlanRequest:
                 f"weights source {self.weights_source!r}: expected one of {', '.join(WEIGHTS_SOURCES)}"
             ) from None
         object.__setattr__(self, "weights_source", source)
+        try:
+            kv_dtype = KvCacheDtype(self.kv_cache_dtype)
+        except ValueError:
+            raise PlanError(
+                f"kv cache dtype {self.kv_cache_dtype!r}: expected one of "
+                f"{', '.join(k.value for k in KvCacheDtype)}"
+            ) from None
+        object.__setattr__(self, "kv_cache_dtype", kv_dtype)
 
     @property
     def required_kv_tokens(self) -> int:
@@ -309,6 +319,8 @@ PLAN_FIELD_DOCS: dict[str, str] = {
     "efa_required": "Whether the replica needs EFA (always false: the pinned image has no EFA transport).",
     "gpu_memory_utilization": "vLLM --gpu-memory-utilization (the share of CUDA memory it may use).",
     "max_num_seqs": "vLLM --max-num-seqs: sequences one replica decodes at once.",
+    "kv_cache_dtype": "vLLM --kv-cache-dtype: auto (the model's 16-bit dtype) or fp8 (one byte an "
+    "element, GPUs with FP8 tensor cores only).",
     "weights_gib": "The model's weights at the plan's quantization.",
     "weights_per_gpu_gib": "The weights each GPU holds (its tensor/pipeline share).",
     "kv_cache_gib": "KV cache per replica, on the smallest type of the pool.",
@@ -396,7 +408,12 @@ class SizingPlan:
         """The replica model's view of the chosen type's GPUs."""
         fit = self.chosen
         return hardware(
-            self.model, self.quantization, fit.instance, fit.tensor_parallel, fit.pipeline_parallel
+            self.model,
+            self.quantization,
+            fit.instance,
+            fit.tensor_parallel,
+            fit.pipeline_parallel,
+            kv_cache_dtype=self.request.kv_cache_dtype,
         )
 
     @property
@@ -557,6 +574,8 @@ class SizingPlan:
             # vLLM 0.33.0 maps a bare `fp8` on a 16-bit checkpoint to this with a deprecation warning
             # (vllm/model_executor/model_loader/weight_utils.py ``get_quant_config``).
             args += ["--quantization", "fp8_per_tensor"]
+        if self.request.kv_cache_dtype is KvCacheDtype.FP8:
+            args += ["--kv-cache-dtype", "fp8"]
         if self.request.weights_source == "s3":
             args += ["--load-format", "runai_streamer"]
         revision = pinned_revision(self.model.variant, self.repository or "")
@@ -578,6 +597,7 @@ class SizingPlan:
             "variant": self.model.variant,
             "repository": self.repository,
             "quantization": self.quantization.value,
+            "kv_cache_dtype": r.kv_cache_dtype.value,
             "dtype": self.chosen.dtype,
             "instance_type": self.instance_type,
             "instance_types": self.instance_types,
@@ -702,6 +722,11 @@ def evaluate(
         # Dense models fall back to weight-only FP8 Marlin (see GpuArch.fp8_marlin); the MoE path
         # is only planned on FP8 tensor cores.
         return Rejection(instance, f"{arch.name} has no native FP8 kernels (compute capability {cc} < 8.9)")
+    if request.kv_cache_dtype is KvCacheDtype.FP8 and not arch.fp8:
+        return Rejection(
+            instance,
+            f"{arch.name} has no native FP8 (compute capability {cc} < 8.9) for model.kvCacheDtype fp8",
+        )
     if q is Quantization.AWQ_INT4 and not arch.awq:
         return Rejection(instance, f"{arch.name} cannot run AWQ kernels (compute capability {cc} < 7.5)")
     tp = tensor_parallel or instance.gpu_count
@@ -747,7 +772,7 @@ def evaluate(
                 f"exceed the {_gib(budget)} vLLM may use of each {instance.cuda_memory_gib:.1f} GiB GPU"
             )
             continue
-        tokens = free // kv_bytes_per_token_per_gpu(model, tp, pp)
+        tokens = free // kv_bytes_per_token_per_gpu(model, tp, pp, request.kv_cache_dtype)
         if tokens < request.required_kv_tokens:
             reason = (
                 f"{where}: weights fit but the KV cache holds {tokens:,} tokens, "
@@ -1043,6 +1068,11 @@ def suggest(request: PlanRequest, catalog: InstanceCatalog | None = None) -> lis
             needs_repo = q is Quantization.AWQ_INT4 and not known_checkpoint(model.variant, q.value)
             note = " (needs model.repository set to an AWQ checkpoint)" if needs_repo else ""
             out.append(f"set model.quantization={q.value}: fits {_describe(fits[0])}{note}")
+
+    if request.kv_cache_dtype is not KvCacheDtype.AUTO:
+        fits, _ = _fits(model, current, _with(request, kv_cache_dtype=KvCacheDtype.AUTO), catalog)
+        if fits:
+            out.append(f"set model.kvCacheDtype=auto: fits {_describe(fits[0])}")
 
     others = [f for f in GPU_FAMILIES if f not in request.families and f in catalog.families]
     family_fits = []

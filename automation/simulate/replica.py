@@ -21,7 +21,7 @@ from typing import Any
 
 from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
 from deepseek_eks.sizing.fit import Point, fit_points
-from deepseek_eks.sizing.memory import Quantization
+from deepseek_eks.sizing.memory import KvCacheDtype, Quantization
 from deepseek_eks.sizing.performance import (
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
@@ -88,6 +88,7 @@ def plan_hardware(plan: Mapping[str, Any]) -> Hardware:
         instance,
         int(plan["tensor_parallel_size"]),
         int(plan["pipeline_parallel_size"]),
+        kv_cache_dtype=KvCacheDtype(plan.get("kv_cache_dtype", "auto")),
     )
 
 

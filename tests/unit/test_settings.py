@@ -584,3 +584,33 @@ def test_a_group_that_is_not_a_mapping_names_the_flat_keys_as_the_fix() -> None:
     """Flat keys are the canonical form (docs/configuration.md); the nested form stays accepted."""
     message = problems({f"{P}model": "5"})[f"{P}model"]
     assert "pulumi config set model.<key> <value>" in message and "--path" not in message
+
+
+def test_kv_cache_dtype_defaults_to_auto_and_fp8_reaches_the_plan_and_vllm() -> None:
+    from deepseek_eks.sizing import KvCacheDtype, plan
+
+    assert parse_settings({}).model.kv_cache_dtype is KvCacheDtype.AUTO
+    s = parse_settings({f"{P}model.kvCacheDtype": "fp8", f"{P}gpu.instanceFamilies": '["g6"]'})
+    assert s.model.kv_cache_dtype is KvCacheDtype.FP8
+    fp8 = plan(s.plan_request())
+    auto = plan(parse_settings({f"{P}gpu.instanceFamilies": '["g6"]'}).plan_request())
+    args = fp8.vllm_args
+    assert args[args.index("--kv-cache-dtype") + 1] == "fp8" and "--kv-cache-dtype" not in auto.vllm_args
+    # One byte an element instead of two: the same memory holds twice the tokens (to a token).
+    assert abs(fp8.kv_cache_tokens - 2 * auto.kv_cache_tokens) <= 2
+    assert fp8.to_dict()["kv_cache_dtype"] == "fp8" and auto.to_dict()["kv_cache_dtype"] == "auto"
+
+
+@pytest.mark.parametrize(("families", "lacking"), [(["g5"], "g5 (A10G)"), (["g6", "p4d"], "p4d (A100)")])
+def test_fp8_kv_cache_is_refused_on_gpus_without_fp8_tensor_cores(families: list[str], lacking: str) -> None:
+    got = problems({f"{P}model.kvCacheDtype": "fp8", f"{P}gpu.instanceFamilies": json.dumps(families)})
+    message = got[f"{P}model.kvCacheDtype"]
+    assert lacking in message and "gpu.instanceFamilies" in message
+    assert "set model.kvCacheDtype auto" in message
+
+
+def test_fp8_kv_cache_is_accepted_on_every_fp8_family() -> None:
+    families = ["g6", "g6e", "p5", "p5e", "p5en", "p6-b200"]
+    s = parse_settings({f"{P}model.kvCacheDtype": "fp8", f"{P}gpu.instanceFamilies": json.dumps(families)})
+    assert s.model.kv_cache_dtype.value == "fp8"
+    assert problems({f"{P}model.kvCacheDtype": "int8"})[f"{P}model.kvCacheDtype"]

@@ -47,6 +47,7 @@ def test_path_form_wins_over_project_defaults_and_keeps_the_others(tmp_path, cap
     assert json.loads(config.values["deepseek-eks:model"]) == {
         "variant": "r1-distill-llama-8b",
         "quantization": "auto",
+        "kvCacheDtype": "auto",
         "maxModelLen": 32768,
         "minFullLengthSequences": 1,
     }
