@@ -156,22 +156,10 @@ def _static_cluster(name: str, port: int, **fields: Any) -> dict[str, Any]:
     }
 
 
-def envoy_config(sizing_plan: SizingPlan) -> dict[str, Any]:
-    """The proxy's bootstrap, after the chart's envoy.yaml (charts/standalone/values.yaml
-    inferenceExtension.sidecar.configMap): a readiness listener answering /ready itself; the client
-    listener, which hands each request to the EPP over ext-proc (headers and bodies streamed both
-    ways, as the chart sets) and forwards it to the pod the EPP names in
-    ``x-gateway-destination-endpoint`` through an ORIGINAL_DST cluster; the EPP over plaintext
-    HTTP/2 on loopback (the chart's cluster uses TLS; the EPP's ``--secure-serving`` defaults to
-    true and is turned off in ``epp_args`` because both ends share the pod's loopback).
-
-    Two departures from the chart, on purpose: the route and stream timeouts follow the plan's
-    longest request and drain (``drain_seconds``) instead of a day, and a 503 the proxy returns
-    (the EPP's queue timeout, sent as an ext-proc immediate response, which Envoy's HTTP connection
-    manager emits as a local reply) carries ``Retry-After`` set to the cold-start wait, through the
-    connection manager's ``local_reply_config`` (Envoy docs, "Local reply modification")."""
-    stream_s = f"{max(sizing_plan.drain_seconds, 1)}s"
-    ready = {
+def _ready_listener() -> dict[str, Any]:
+    """The readiness listener: the health_check filter answers /ready itself (the chart's
+    envoy-proxy-ready listener), anything else 404."""
+    return {
         "name": "ready",
         "address": _socket("0.0.0.0", PROXY_READY_PORT),
         "filter_chains": [
@@ -213,8 +201,14 @@ def envoy_config(sizing_plan: SizingPlan) -> dict[str, Any]:
             }
         ],
     }
+
+
+def _client_listener(sizing_plan: SizingPlan) -> dict[str, Any]:
+    """The client listener: ext-proc to the picker, then the ORIGINAL_DST cluster; stream timeouts
+    from the plan's drain budget; Retry-After on a 503 (see ``envoy_config``)."""
+    stream_s = f"{max(sizing_plan.drain_seconds, 1)}s"
     retry_after = str(cold_request_wait_seconds(sizing_plan))
-    client = {
+    return {
         "name": "vllm",
         "address": _socket("0.0.0.0", PROXY_PORT),
         "per_connection_buffer_limit_bytes": 32768,
@@ -309,6 +303,22 @@ def envoy_config(sizing_plan: SizingPlan) -> dict[str, Any]:
             }
         ],
     }
+
+
+def envoy_config(sizing_plan: SizingPlan) -> dict[str, Any]:
+    """The proxy's bootstrap, after the chart's envoy.yaml (charts/standalone/values.yaml
+    inferenceExtension.sidecar.configMap): a readiness listener answering /ready itself; the client
+    listener, which hands each request to the EPP over ext-proc (headers and bodies streamed both
+    ways, as the chart sets) and forwards it to the pod the EPP names in
+    ``x-gateway-destination-endpoint`` through an ORIGINAL_DST cluster; the EPP over plaintext
+    HTTP/2 on loopback (the chart's cluster uses TLS; the EPP's ``--secure-serving`` defaults to
+    true and is turned off in ``epp_args`` because both ends share the pod's loopback).
+
+    Two departures from the chart, on purpose: the route and stream timeouts follow the plan's
+    longest request and drain (``drain_seconds``) instead of a day, and a 503 the proxy returns
+    (the EPP's queue timeout, sent as an ext-proc immediate response, which Envoy's HTTP connection
+    manager emits as a local reply) carries ``Retry-After`` set to the cold-start wait, through the
+    connection manager's ``local_reply_config`` (Envoy docs, "Local reply modification")."""
     http2 = {
         "envoy.extensions.upstreams.http.v3.HttpProtocolOptions": _typed(
             "envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
@@ -318,7 +328,7 @@ def envoy_config(sizing_plan: SizingPlan) -> dict[str, Any]:
     return {
         "admin": {"address": _socket("127.0.0.1", PROXY_ADMIN_PORT)},
         "static_resources": {
-            "listeners": [ready, client],
+            "listeners": [_ready_listener(), _client_listener(sizing_plan)],
             "clusters": [
                 {
                     "name": "original_destination_cluster",
@@ -382,6 +392,93 @@ def _config_volume(name: str, key: str) -> dict[str, Any]:
     return {"name": name, "configMap": {"name": ROUTER, "items": [{"key": key, "path": key}]}}
 
 
+def _proxy_container(image: str, grace_seconds: int, hardened: dict[str, Any]) -> dict[str, Any]:
+    """Envoy, as the chart's sidecar runs it, with its configuration read-only from the ConfigMap."""
+    return {
+        "name": "proxy",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["envoy"],
+        # --disable-hot-restart: Kubernetes replaces the container, it is never hot-restarted, so
+        # Envoy needs no shared-memory region for it (Envoy command-line options docs).
+        "args": [
+            "--service-node",
+            ROUTER,
+            "--log-level",
+            "warn",
+            "--disable-hot-restart",
+            "--drain-strategy",
+            "immediate",
+            "--drain-time-s",
+            str(grace_seconds),
+            "-c",
+            f"{ENVOY_MOUNT}/{ENVOY_FILE}",
+        ],
+        "ports": [
+            {"name": ROUTER_PORT_NAME, "containerPort": PROXY_PORT, "protocol": "TCP"},
+            {"name": "ready", "containerPort": PROXY_READY_PORT, "protocol": "TCP"},
+        ],
+        "readinessProbe": {
+            "httpGet": {"path": PROXY_READY_PATH, "port": PROXY_READY_PORT},
+            "periodSeconds": 5,
+        },
+        "livenessProbe": {
+            "httpGet": {"path": PROXY_READY_PATH, "port": PROXY_READY_PORT},
+            "periodSeconds": 10,
+        },
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "512Mi"},
+            "limits": {"cpu": "2", "memory": "1Gi"},
+        },
+        "securityContext": hardened,
+        "volumeMounts": [{"name": "envoy", "mountPath": ENVOY_MOUNT, "readOnly": True}],
+    }
+
+
+def _epp_container(namespace: str, hardened: dict[str, Any]) -> dict[str, Any]:
+    """The endpoint picker, probed on its gRPC health service as the chart does."""
+    return {
+        "name": "epp",
+        "image": EPP_IMAGE,
+        "imagePullPolicy": "IfNotPresent",
+        "args": epp_args(namespace),
+        "ports": [
+            {"name": "grpc", "containerPort": EPP_GRPC_PORT, "protocol": "TCP"},
+            {"name": "grpc-health", "containerPort": EPP_HEALTH_PORT, "protocol": "TCP"},
+            {
+                "name": METRICS_PORT_NAME,
+                "containerPort": EPP_METRICS_PORT,
+                "protocol": "TCP",
+            },
+        ],
+        "livenessProbe": {
+            "grpc": {"port": EPP_HEALTH_PORT, "service": EPP_HEALTH_SERVICE},
+            "initialDelaySeconds": 5,
+            "periodSeconds": 10,
+        },
+        "readinessProbe": {
+            "grpc": {"port": EPP_HEALTH_PORT, "service": EPP_HEALTH_SERVICE},
+            "periodSeconds": 2,
+        },
+        "env": [
+            {
+                "name": "NAMESPACE",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
+            },
+            {
+                "name": "POD_NAME",
+                "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
+            },
+        ],
+        "resources": {
+            "requests": {"cpu": "500m", "memory": "512Mi"},
+            "limits": {"cpu": "4", "memory": "2Gi"},
+        },
+        "securityContext": hardened,
+        "volumeMounts": [{"name": "plugins", "mountPath": CONFIG_MOUNT, "readOnly": True}],
+    }
+
+
 def deployment(
     namespace: str,
     labels: dict[str, str],
@@ -423,87 +520,8 @@ def deployment(
                     "terminationGracePeriodSeconds": grace_seconds,
                     "securityContext": pod_security_context(),
                     "containers": [
-                        {
-                            "name": "proxy",
-                            "image": proxy_image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": ["envoy"],
-                            # --disable-hot-restart: no shared memory under /dev/shm, which the
-                            # read-only pod does not offer (Envoy CLI docs).
-                            "args": [
-                                "--service-node",
-                                ROUTER,
-                                "--log-level",
-                                "warn",
-                                "--disable-hot-restart",
-                                "--drain-strategy",
-                                "immediate",
-                                "--drain-time-s",
-                                str(grace_seconds),
-                                "-c",
-                                f"{ENVOY_MOUNT}/{ENVOY_FILE}",
-                            ],
-                            "ports": [
-                                {"name": ROUTER_PORT_NAME, "containerPort": PROXY_PORT, "protocol": "TCP"},
-                                {"name": "ready", "containerPort": PROXY_READY_PORT, "protocol": "TCP"},
-                            ],
-                            "readinessProbe": {
-                                "httpGet": {"path": PROXY_READY_PATH, "port": PROXY_READY_PORT},
-                                "periodSeconds": 5,
-                            },
-                            "livenessProbe": {
-                                "httpGet": {"path": PROXY_READY_PATH, "port": PROXY_READY_PORT},
-                                "periodSeconds": 10,
-                            },
-                            "resources": {
-                                "requests": {"cpu": "100m", "memory": "512Mi"},
-                                "limits": {"cpu": "2", "memory": "1Gi"},
-                            },
-                            "securityContext": hardened,
-                            "volumeMounts": [{"name": "envoy", "mountPath": ENVOY_MOUNT, "readOnly": True}],
-                        },
-                        {
-                            "name": "epp",
-                            "image": EPP_IMAGE,
-                            "imagePullPolicy": "IfNotPresent",
-                            "args": epp_args(namespace),
-                            "ports": [
-                                {"name": "grpc", "containerPort": EPP_GRPC_PORT, "protocol": "TCP"},
-                                {"name": "grpc-health", "containerPort": EPP_HEALTH_PORT, "protocol": "TCP"},
-                                {
-                                    "name": METRICS_PORT_NAME,
-                                    "containerPort": EPP_METRICS_PORT,
-                                    "protocol": "TCP",
-                                },
-                            ],
-                            "livenessProbe": {
-                                "grpc": {"port": EPP_HEALTH_PORT, "service": EPP_HEALTH_SERVICE},
-                                "initialDelaySeconds": 5,
-                                "periodSeconds": 10,
-                            },
-                            "readinessProbe": {
-                                "grpc": {"port": EPP_HEALTH_PORT, "service": EPP_HEALTH_SERVICE},
-                                "periodSeconds": 2,
-                            },
-                            "env": [
-                                {
-                                    "name": "NAMESPACE",
-                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}},
-                                },
-                                {
-                                    "name": "POD_NAME",
-                                    "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}},
-                                },
-                            ],
-                            "resources": {
-                                "requests": {"cpu": "500m", "memory": "512Mi"},
-                                "limits": {"cpu": "4", "memory": "2Gi"},
-                            },
-                            "securityContext": hardened,
-                            "volumeMounts": [
-                                {"name": "plugins", "mountPath": CONFIG_MOUNT, "readOnly": True}
-                            ],
-                        },
+                        _proxy_container(proxy_image, grace_seconds, hardened),
+                        _epp_container(namespace, hardened),
                     ],
                     "volumes": [_config_volume("envoy", ENVOY_FILE), _config_volume("plugins", PLUGINS_FILE)],
                 },
