@@ -637,6 +637,26 @@ def _start_adapter(
     ]
 
 
+def external_metrics_apiservice(service: str, namespace: str, port: int, ca: bytes) -> dict[str, Any]:
+    """KEDA's APIService for external.metrics.k8s.io, as keda/templates/metrics-server/apiservice.yaml
+    renders it: service <operator.name>-metrics-apiserver in the release namespace, port
+    service.portHttps; no caBundle in the template (the operator's cert rotation patches it in:
+    --enable-apiservice-patching, cmd/operator/main.go v2.20.2), here the twin's CA."""
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {"name": EXTERNAL_METRICS},
+        "spec": {
+            "service": {"name": service, "namespace": namespace, "port": port},
+            "group": "external.metrics.k8s.io",
+            "version": "v1beta1",
+            "groupPriorityMinimum": 100,
+            "versionPriority": 100,
+            "caBundle": base64.b64encode(ca).decode(),
+        },
+    }
+
+
 def _start_keda(
     api: Api,
     net: Network,
@@ -692,27 +712,8 @@ def _start_keda(
         )
     home = folder / KEDA
     ca = keda_certificates(home / "certs", ns_name, [operator_service, metrics_service])
-    # keda/templates/metrics-server/apiservice.yaml: service <operator.name>-metrics-apiserver in the
-    # release namespace, port service.portHttps; no caBundle in the template (the operator's cert
-    # rotation patches it in: --enable-apiservice-patching, cmd/operator/main.go v2.20.2).
-    apiservice = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": EXTERNAL_METRICS},
-        "spec": {
-            "service": {
-                "name": metrics_service,
-                "namespace": ns_name,
-                "port": int(release.values["service"]["portHttps"]),
-            },
-            "group": "external.metrics.k8s.io",
-            "version": "v1beta1",
-            "groupPriorityMinimum": 100,
-            "versionPriority": 100,
-            "caBundle": base64.b64encode(ca).decode(),
-        },
-    }
-    _apply(api, apiservice)
+    port = int(release.values["service"]["portHttps"])
+    _apply(api, external_metrics_apiservice(metrics_service, ns_name, port, ca))
     for role, deployment, ns in (
         ("keda-operator", operator, operator_ns),
         ("keda-metrics-apiserver", metrics, metrics_ns),
