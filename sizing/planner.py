@@ -114,12 +114,15 @@ MAX_DRAIN_S = 3600
 #   (eks-auto-mode/compute) to Scheduled on the new node, which needs nvidia.com/gpu advertised
 #   (EKS user guide, ml-inference-load-serve-model, awsdocs/amazon-eks-user-guide@049f82e5, a
 #   g6e.4xlarge; one published run).
-# - karpenter: launches take 30-90 s, and nvidia.com/gpu appears up to ~60 s after the node is Ready
-#   (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357): 90 + 60.
+# - karpenter: launches take 30-90 s (Karpenter troubleshooting.md), and nvidia.com/gpu appears about
+#   a minute after the node is Ready (cloudpilot-ai/karpenter-provider-gcp#148: measured on GCP; no
+#   figure per EC2 GPU family was found), before which Karpenter does not count the node initialized
+#   (aws/karpenter-provider-aws#1914): 90 + 60. Facts: cold-start-facts.json karpenter_gpu_registration.
 NODE_READY_S = {"auto-mode": 30, "karpenter": 90 + 60}
 # Image, by compute mode (settings' computeMode values), both with SOCI parallel pull/unpack:
 # - auto-mode: EKS Auto Mode turns on SOCI parallel pull for G and P instances (EKS user guide,
-#   ml-node-pools), and pulled the 8.8 GB AWS DLC vLLM image in ~48 s on g6e.4xlarge (EKS user
+#   ml-node-pools; since its November 19, 2025 change, on those with local NVMe: facts
+#   auto_mode_soci), and pulled the 8.8 GB AWS DLC vLLM image in ~48 s on g6e.4xlarge (EKS user
 #   guide, ml-inference-load-serve-model); at that rate per GB, our ~12 GB image: 48 x 12 / 8.8.
 # - karpenter: the GPU EC2NodeClass turns on nodeadm's FastImagePull feature gate
 #   (components/platform/nodepools.py SOCI_NODE_CONFIG), which on the pinned AL2023 release (after

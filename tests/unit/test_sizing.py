@@ -324,7 +324,7 @@ def test_startup_breakdown_has_every_stage_for_every_source(source: str, mode: s
         # parallel pull on AL2023 at the blueprint's measured rate, for the ~12 GB image.
         blueprint = facts["karpenter_soci"]["blueprint"]
         al2023_gb_s = blueprint["image_size_bytes"] / 1e9 / blueprint["al2023_soci_pull_s"]
-        assert stages["node"] == 90 + 60
+        assert stages["node"] == 90 + facts["karpenter_gpu_registration"]["gpu_registration_s"]
         assert stages["image"] == pytest.approx(
             facts["vllm_openai_image_compressed_gb"]["gb"] / al2023_gb_s, abs=1.5
         )
