@@ -19,10 +19,12 @@ from deepseek_eks.sizing import SizingPlan
 
 from ..serving.vllm import (
     CHECKOV_SKIPS,
+    COMPILE_CACHE_RESOURCES,
     Workload,
     checkov_annotations,
     container_security_context,
     pod_security_context,
+    pod_share,
     server_container,
 )
 from ..versions import PAUSE_IMAGE, PAUSE_IMAGE_DIGEST, image_reference
@@ -52,8 +54,16 @@ def priority_class(labels: dict[str, str], prefix: str = "") -> dict[str, Any]:
 def placeholder_deployment(
     plan: SizingPlan, workload: Workload, nodes: int, priority_class_name: str = WARM_SPARE
 ) -> dict[str, Any]:
-    """``nodes`` placeholder pods, each shaped like one vLLM pod, on the GPU nodes."""
+    """``nodes`` placeholder pods, each shaped like one vLLM pod, on the GPU nodes: together their
+    containers ask for what a vLLM pod's do (the plan's request, GPUs and disk of the server)."""
+    # The idle vLLM-image container asks for what the compile-cache sidecar will, where there is one.
+    holder = COMPILE_CACHE_RESOURCES if plan.compile_cache else IMAGE_HOLDER_RESOURCES
     resources = server_container(plan, workload)["resources"]
+    cpu, memory = pod_share(plan, holder["requests"])
+    resources = {
+        "requests": {**resources["requests"], "cpu": cpu, "memory": memory},
+        "limits": {**resources["limits"], "memory": memory},
+    }
     labels = {**workload.labels, "app.kubernetes.io/name": WARM_SPARE}
     # The idle container of the vLLM image is pulled like the server (IfNotPresent, by tag).
     skips = {k: v for k, v in CHECKOV_SKIPS.items() if k in ("CKV_K8S_15", "CKV_K8S_43")} | {
@@ -101,7 +111,7 @@ def placeholder_deployment(
                             "image": workload.image,
                             "imagePullPolicy": "IfNotPresent",
                             "command": ["sleep", "infinity"],
-                            "resources": {k: dict(v) for k, v in IMAGE_HOLDER_RESOURCES.items()},
+                            "resources": {k: dict(v) for k, v in holder.items()},
                             "securityContext": container_security_context(),
                         },
                     ],

@@ -301,18 +301,31 @@ def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
 
+def pod_share(plan: SizingPlan, beside: dict[str, str] | None) -> tuple[str, str]:
+    """CPU and memory of the plan's pod request left to one container when ``beside`` (the requests
+    of the pod's other long-running containers) is taken out of it: the pod as a whole still asks
+    for the plan's request, which is what fits the node (sizing/nodes.py pod_room)."""
+    if not beside:
+        return plan.cpu_request, plan.memory_request
+    cpu = int(plan.cpu_request.removesuffix("m")) - int(beside["cpu"].removesuffix("m"))
+    memory = int(plan.memory_request.removesuffix("Gi")) * 1024 - int(beside["memory"].removesuffix("Mi"))
+    return f"{cpu}m", f"{memory}Mi"
+
+
 def _resources(plan: SizingPlan, gpus: int) -> dict[str, Any]:
     scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
+    # The compile-cache sidecar (with_compile_cache) runs beside vLLM for the pod's life.
+    cpu, memory = pod_share(plan, COMPILE_CACHE_RESOURCES["requests"] if plan.compile_cache else None)
     requests = {
-        "cpu": plan.cpu_request,
-        "memory": plan.memory_request,
+        "cpu": cpu,
+        "memory": memory,
         "nvidia.com/gpu": str(gpus),
         "ephemeral-storage": f"{scratch_gib}Gi",
     }
     # GPUs are requested and limited alike (extended resources must be); memory is limited at
     # the request so a leak cannot starve the node's agents; CPU is left unlimited (no throttling).
     limits = {
-        "memory": plan.memory_request,
+        "memory": memory,
         "nvidia.com/gpu": str(gpus),
         "ephemeral-storage": f"{scratch_gib}Gi",
     }
@@ -522,7 +535,7 @@ COMPILE_CACHE_PREFIX = "compile-cache/"
 prefixes, which vLLM's loader lists."""
 COMPILE_CACHE_RESOURCES = {
     "requests": {"cpu": "100m", "memory": "256Mi"},
-    "limits": {"cpu": "1", "memory": "512Mi"},
+    "limits": {"cpu": "1", "memory": "256Mi"},
 }
 
 

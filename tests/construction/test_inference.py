@@ -587,7 +587,11 @@ def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
     vllm_pod = pod_of(obj)
     assert "priorityClassName" not in vllm_pod
     # Same shape and place as one vLLM pod: evicting one frees exactly what a replica pod needs.
-    assert pod["containers"][0]["resources"] == server(obj)["resources"]
+    assert running_requests(pod) == running_requests(vllm_pod)
+    assert running_requests(vllm_pod)[:2] == (
+        cpu_millicores(rendered.plan["cpu_request"]),
+        memory_mib(rendered.plan["memory_request"]),
+    )
     assert pod["nodeSelector"] == vllm_pod["nodeSelector"] and pod["tolerations"] == vllm_pod["tolerations"]
     assert (
         int(pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"])
@@ -868,6 +872,31 @@ def test_own_bucket_is_mounted_by_mountpoint_at_your_prefix(
     )
 
 
+def cpu_millicores(quantity: str) -> int:
+    return int(quantity.removesuffix("m")) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+def memory_mib(quantity: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
+def running_requests(pod: dict) -> tuple[int, int, int]:
+    """(CPU millicores, memory MiB, GPUs) the scheduler counts for a pod while it runs: its
+    containers and its sidecars (init containers that keep running) together (Kubernetes "Sidecar
+    containers": resource sharing within containers)."""
+    running = [
+        *pod["containers"],
+        *(c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"),
+    ]
+    requests = [c.get("resources", {}).get("requests", {}) for c in running]
+    return (
+        sum(cpu_millicores(r.get("cpu", "0m")) for r in requests),
+        sum(memory_mib(r.get("memory", "0Mi")) for r in requests),
+        sum(int(r.get("nvidia.com/gpu", "0")) for r in requests),
+    )
+
+
 def _vllm_role_statements(rendered: Rendered) -> list[dict]:
     """vLLM's Pod Identity role's statements ([] when it has none)."""
     for r in rendered.aws:
@@ -933,6 +962,11 @@ def test_replicas_restore_and_save_vllms_compile_cache_in_the_weights_bucket(sta
         for st in statements
     )
     assert not any("s3:DeleteObject" in st["Action"] for st in statements)
+    # The sidecar's requests come out of the plan's: the pod as a whole still fits the node.
+    assert running_requests(pod)[:2] == (
+        cpu_millicores(rendered.plan["cpu_request"]),
+        memory_mib(rendered.plan["memory_request"]),
+    )
     assert gate(rendered) == []
 
 
