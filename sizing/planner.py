@@ -115,23 +115,34 @@ MAX_DRAIN_S = 3600
 #   (eks-auto-mode/compute) to Scheduled on the new node, which needs nvidia.com/gpu advertised
 #   (EKS user guide, ml-inference-load-serve-model, awsdocs/amazon-eks-user-guide@049f82e5, a
 #   g6e.4xlarge; one published run).
-# - karpenter: launches take 30-90 s, and nvidia.com/gpu appears up to ~60 s after the node is Ready
-#   (Karpenter troubleshooting.md; kubernetes-sigs/karpenter#357): 90 + 60.
+# - karpenter: launches take 30-90 s (Karpenter troubleshooting.md), and nvidia.com/gpu appears about
+#   a minute after the node is Ready (cloudpilot-ai/karpenter-provider-gcp#148: measured on GCP; no
+#   figure per EC2 GPU family was found), before which Karpenter does not count the node initialized
+#   (aws/karpenter-provider-aws#1914): 90 + 60. Facts: cold-start-facts.json karpenter_gpu_registration.
 NODE_READY_S = {"auto-mode": 30, "karpenter": 90 + 60}
-# Image, by compute mode (settings' computeMode values):
-# - karpenter: the program configures no lazy or parallel pull on its Karpenter nodes (no SOCI
-#   snapshotter in components/platform/nodepools.py or the NodeClass), so the image is pulled whole:
-#   15-20 GB images take 4-6 min per instance with standard pulls (AWS ML blog "Reducing container
-#   cold start times using SOCI index on DLAMI and DLC", 2026); vllm/vllm-openai is ~12 GB
-#   compressed (vllm-project/vllm#27154): the upper end, 360 s.
+# Image, by compute mode (settings' computeMode values), both with SOCI parallel pull/unpack:
 # - auto-mode: EKS Auto Mode turns on SOCI parallel pull for G and P instances (EKS user guide,
-#   ml-node-pools), and pulled the 8.8 GB AWS DLC vLLM image in ~48 s on g6e.4xlarge (EKS user
+#   ml-node-pools; since its November 19, 2025 change, on those with local NVMe: facts
+#   auto_mode_soci), and pulled the 8.8 GB AWS DLC vLLM image in ~48 s on g6e.4xlarge (EKS user
 #   guide, ml-inference-load-serve-model); at that rate per GB, our ~12 GB image: 48 x 12 / 8.8.
+# - karpenter: the GPU EC2NodeClass turns on nodeadm's FastImagePull feature gate
+#   (components/platform/nodepools.py SOCI_NODE_CONFIG), which on the pinned AL2023 release (after
+#   v20250821) runs containerd on the SOCI snapshotter in parallel pull/unpack mode on any node
+#   with 4 vCPUs and 7 GiB (awslabs/amazon-eks-ami nodeadm/internal/containerd/config.go
+#   UseSOCISnapshotter). Measured on AL2023 with it: a 10,778,400,361-byte AWS DLC vLLM image in
+#   59.813 s, against 1m52.33s without (aws-samples/karpenter-blueprints
+#   blueprints/soci-snapshotter/README.md at 48a21049; from ECR, on nodes of more than 8 Gbps);
+#   at that rate, our ~12 GB image. Facts: reference/upstream/cold-start-facts.json.
 SOCI_PULL_GB_PER_S = 8.8 / 48
+# A pull without SOCI, as on nodes whose class does not turn it on (the stager Job may run on any
+# node): 15-20 GB images take 4-6 min per instance with standard pulls (AWS ML blog "Reducing
+# container cold start times using SOCI index on DLAMI and DLC", 2026); the upper end.
+STANDARD_PULL_S = 360
+AL2023_SOCI_PULL_GB_PER_S = 10_778_400_361 / 1e9 / 59.813
 VLLM_IMAGE_COMPRESSED_GB = 12
 IMAGE_PULL_S = {
     "auto-mode": math.ceil(VLLM_IMAGE_COMPRESSED_GB / SOCI_PULL_GB_PER_S),
-    "karpenter": 360,
+    "karpenter": math.ceil(VLLM_IMAGE_COMPRESSED_GB / AL2023_SOCI_PULL_GB_PER_S),
 }
 # Weights. Hugging Face downloads: a 10.4 GB model took 3-5 min to stage through a pod (EKS user
 # guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the Run:ai streamer: the same guide's
@@ -152,11 +163,22 @@ DEFAULT_LOADER_GIB_PER_S = 15e9 / 48.0 / 2**30
 # Provisioned Rate for Volume Initialization, 100 MiB/s (EC2 API CreateVolume
 # VolumeInitializationRate, valid 100-300 MiB/s), which the snapshot StorageClass sets.
 SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
-# torch.compile (53-80 s uncached; ~6 s with a cache on the same node, 16 s from an S3-synced one:
-# EKS user guide, ml-inference-fast-model-loading) plus CUDA graph capture and warm-up. The program
-# persists no compile cache (components/serving/vllm.py: TORCHINDUCTOR_CACHE_DIR and
-# VLLM_CACHE_ROOT are on the pod's emptyDir), so every start is uncached.
-COMPILE_AND_WARMUP_S = 150
+# The engine stage: torch.compile, then CUDA graph capture, memory profiling and warm-up.
+# - torch.compile: 53-80 s uncached for 60-640 GB models; with the compiled artifacts fetched from
+#   S3 onto a new node, 16 s (65 s without) for a 67 GB model at TP 2 on p5.48xlarge (EKS user
+#   guide, ml-inference-fast-model-loading, "Pre-warm torch.compile cache on new nodes").
+# - the rest, which no cache removes: ~60 s of CUDA graph capture for Llama-70B FP8 at TP 8
+#   (vllm-project/vllm#19824); with a persisted compile cache a 3B model still took 17 s of graph
+#   capture and 59 s from start to its first answer (vllm-project/vllm#20264). 70 s is taken.
+# The uncached start is the slow end of both; with the cache (``compile_cache``: vLLM's
+# torch.compile and Triton caches restored from the weights bucket before vLLM starts and saved
+# there by the first replica, components/serving/vllm.py), torch.compile costs the cached 16 s.
+# Facts: reference/upstream/cold-start-facts.json.
+COMPILE_UNCACHED_S = 80
+COMPILE_CACHED_S = 16
+GRAPHS_AND_WARMUP_S = 70
+COMPILE_AND_WARMUP_S = COMPILE_UNCACHED_S + GRAPHS_AND_WARMUP_S
+CACHED_COMPILE_AND_WARMUP_S = COMPILE_CACHED_S + GRAPHS_AND_WARMUP_S
 # The snapshot volume (weights.source ebs-snapshot): gp3 at its documented maximum of 1000 MiB/s
 # below 16,000 IOPS, which needs 4,000 IOPS (throughput at most 0.25 MiB/s per IOPS; EBS user
 # guide, "General Purpose SSD volumes", gp3), so the disk is never slower than the loader; ext4
@@ -301,6 +323,8 @@ class Rejection:
 # property or setting they come from); docs/reference/plan-json.md is generated from both.
 PLAN_FIELD_DOCS: dict[str, str] = {
     "feasible": "True: a plan (an infeasible answer has reasons and suggestions instead).",
+    "warm_spare_node_hourly_usd": "What one warm spare GPU node (autoscaling.warmSpareNodes) costs per "
+    "hour, at the cheapest feasible type's On-Demand price.",
     "dtype": "The weights' compute dtype vLLM runs (bfloat16, or float16 where the GPU has no bf16).",
     "instance_type": "The cheapest feasible instance type (the plan's choice).",
     "instance_types": "Every feasible type the node pool admits, cheapest first (same vLLM arguments).",
@@ -519,14 +543,26 @@ class SizingPlan:
         return self.weights_download_gib / HF_DOWNLOAD_GIB_PER_S + weights_gib / DISK_LOAD_GIB_PER_S
 
     @property
+    def compile_cache(self) -> bool:
+        """Whether replicas keep vLLM's compile caches in the project's weights bucket: with
+        weights staged there (weights.source s3, no s3:// model.repository of yours) and one node
+        per replica (components/serving/vllm.py with_compile_cache)."""
+        r = self.request
+        own_bucket = (r.repository or "").startswith("s3://")
+        return r.weights_source == "s3" and not own_bucket and self.nodes_per_replica == 1
+
+    @property
     def startup_breakdown(self) -> dict[str, int]:
         """Estimated seconds of each cold-start stage of a replica on a new node: GPU node ready,
-        image pulled, weights loaded, engine compiled and warmed up (rates cited above)."""
+        image pulled, weights loaded, engine compiled and warmed up (rates cited above). The
+        engine's torch.compile is the cached figure where ``compile_cache`` holds: only the
+        service's very first replica on a GPU model compiles from scratch."""
+        engine = CACHED_COMPILE_AND_WARMUP_S if self.compile_cache else COMPILE_AND_WARMUP_S
         return {
             "node": NODE_READY_S.get(self.request.compute_mode, NODE_READY_S["karpenter"]),
             "image": IMAGE_PULL_S.get(self.request.compute_mode, IMAGE_PULL_S["karpenter"]),
             "weights": math.ceil(self.weights_load_seconds),
-            "engine": COMPILE_AND_WARMUP_S,
+            "engine": engine,
         }
 
     @property
@@ -535,11 +571,23 @@ class SizingPlan:
         return sum(self.startup_breakdown.values())
 
     @property
+    def warm_node_startup_breakdown(self) -> dict[str, int]:
+        """The same stages for a replica that preempts a warm spare placeholder
+        (autoscaling.warmSpareNodes): the node is up and the placeholder's idle container of the
+        vLLM image has pulled it (components/platform/warm_spare.py); weights and engine remain."""
+        return {**self.startup_breakdown, "node": 0, "image": 0}
+
+    @property
+    def warm_node_startup_seconds(self) -> int:
+        """A replica's start-up on a warm spare node: the sum of ``warm_node_startup_breakdown``."""
+        return sum(self.warm_node_startup_breakdown.values())
+
+    @property
     def startup_probe_seconds(self) -> int:
         """How long a replica may take from container start to healthy (the startup probe): the
-        weights and engine stages with a margin."""
-        stages = self.startup_breakdown
-        return max(MIN_STARTUP_S, math.ceil((stages["weights"] + stages["engine"]) * STARTUP_MARGIN))
+        weights and the uncached engine stage (the first replica compiles) with a margin."""
+        weights = self.startup_breakdown["weights"]
+        return max(MIN_STARTUP_S, math.ceil((weights + COMPILE_AND_WARMUP_S) * STARTUP_MARGIN))
 
     @property
     def rollout_seconds(self) -> int:
@@ -632,8 +680,12 @@ class SizingPlan:
             "startup_breakdown": self.startup_breakdown,
             "weights_volume_gib": self.weights_volume_gib if r.weights_source == "ebs-snapshot" else None,
             "fast_snapshot_restore_hourly_usd": self.fast_snapshot_restore_hourly_usd,
+            "compile_cache": self.compile_cache,
             "warm_spare_nodes": r.warm_spare_nodes,
             "warm_spare_hourly_usd": self.warm_spare_hourly_usd,
+            "warm_spare_node_hourly_usd": round(self.chosen.node_usd_per_hour, 4),
+            "warm_node_startup_seconds": self.warm_node_startup_seconds,
+            "warm_node_startup_breakdown": self.warm_node_startup_breakdown,
             "rollout_seconds": self.rollout_seconds,
             "drain_seconds": self.drain_seconds,
             "capacity_types": list(r.capacity_types),

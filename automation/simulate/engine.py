@@ -113,6 +113,10 @@ class SimConfig:
     # clairvoyant oracle); initial replicas are the first step's.
     replica_plan: tuple[tuple[float, int], ...] | None = None
     clock_origin_s: float = 0.0  # epoch seconds of t=0 (cron schedules are wall-clock)
+    # autoscaling.warmSpareNodes: GPU nodes placeholder pods hold, up with the vLLM image pulled and
+    # never consolidated; a new replica takes one at once and the node autoscaler launches its
+    # replacement (components/platform/warm_spare.py). They cost node time like any other node.
+    warm_spare_nodes: int = 0
 
 
 class _Req:
@@ -147,15 +151,16 @@ class _Req:
 
 
 class _Node:
-    __slots__ = ("has_image", "pod", "ready", "released", "requested", "version")
+    __slots__ = ("has_image", "pod", "ready", "released", "requested", "spare", "version")
 
-    def __init__(self, now: float) -> None:
+    def __init__(self, now: float, spare: bool = False) -> None:
         self.requested = now
         self.ready = False
         self.has_image = False
         self.pod: _Pod | None = None
         self.released = -1.0
         self.version = 0
+        self.spare = spare  # held by a warm spare placeholder: never consolidated while idle
 
 
 class _Pod:
@@ -258,7 +263,8 @@ class Outcome:
     _COLLECT_G,
     _TICK,
     _PLAN,
-) = range(14)
+    _SPARE_PULLED,
+) = range(15)
 
 
 class Simulation:
@@ -308,6 +314,10 @@ class Simulation:
             self.nodes.append(node)
             pod.state = "ready"
             pod.ready_at = 0.0
+        for _ in range(c.warm_spare_nodes):
+            node = _Node(0.0, spare=True)
+            node.ready = node.has_image = True
+            self.nodes.append(node)
         for i, r in enumerate(self.trace):
             if r.arrival_s < self.duration:
                 self._at(r.arrival_s, _ARRIVAL, i)
@@ -337,6 +347,7 @@ class Simulation:
             _COLLECT_G: self._collect_gpu,
             _TICK: self._tick,
             _PLAN: self._plan_step,
+            _SPARE_PULLED: self._spare_pulled,
         }
         events = self.events
         while events and events[0][0] <= self.duration:
@@ -545,6 +556,11 @@ class Simulation:
         if idle:
             node = max(idle, key=lambda n: (n.ready, n.has_image))
             node.version += 1
+            if node.spare:  # the placeholder is preempted and goes pending: a node for it
+                node.spare = False
+                spare = _Node(self.now, spare=True)
+                self.nodes.append(spare)
+                self._at(self.now + self.c.startup.node_s, _NODE_READY, spare)
         else:
             node = _Node(self.now)
             self.nodes.append(node)
@@ -565,6 +581,8 @@ class Simulation:
     def _node_ready(self, node_obj: object, _v: int) -> None:
         node: _Node = node_obj  # type: ignore[assignment]
         node.ready = True
+        if node.pod is None and node.spare:  # the placeholder's idle vLLM container pulls the image
+            self._at(self.now + self.c.startup.image_s, _SPARE_PULLED, node)
         if node.pod is None:
             self._idle(node)
         else:
@@ -589,6 +607,10 @@ class Simulation:
         pod.ready_at = self.now
         pod.last = self.now
 
+    def _spare_pulled(self, node_obj: object, _v: int) -> None:
+        node: _Node = node_obj  # type: ignore[assignment]
+        node.has_image = True
+
     def _idle(self, node: _Node) -> None:
         node.pod = None
         node.version += 1
@@ -597,7 +619,7 @@ class Simulation:
 
     def _release(self, node_obj: object, version: int) -> None:
         node: _Node = node_obj  # type: ignore[assignment]
-        if node.version == version and node.pod is None and node.released < 0:
+        if node.version == version and node.pod is None and node.released < 0 and not node.spare:
             node.released = self.now
 
     def _delete_pod(self, pod: _Pod) -> None:

@@ -126,6 +126,7 @@ def sim_config(
         consolidate_after_s=inputs.facts.consolidate_after_s,
         replica_hourly_usd=float(plan["replica_hourly_usd"]),
         gpus_per_replica=int(plan["gpus_per_replica"]),
+        warm_spare_nodes=int(plan.get("warm_spare_nodes", 0)),
     )
 
 

@@ -20,13 +20,15 @@ from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.checkpoints import pinned_revision
 from deepseek_eks.sizing.planner import (
     HF_DOWNLOAD_GIB_PER_S,
+    NODE_READY_S,
     SNAPSHOT_VOLUME_IOPS,
     SNAPSHOT_VOLUME_THROUGHPUT_MIBPS,
+    STANDARD_PULL_S,
 )
 
 from ..helm import helm_release
 from ..manifests import TopLevelCustomResource
-from ..monitoring.autoscaling import NODE_AND_IMAGE_S, ScaleTarget
+from ..monitoring.autoscaling import ScaleTarget
 from ..network_policies import ClusterCidrs, chart_policies, network_policy_resources, with_api_egress
 from ..platform.capacity import GpuPlacement
 from ..platform.nodepools import SERVING_POD_ANNOTATIONS
@@ -48,6 +50,7 @@ from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
+    COMPILE_CACHE_SCRIPT,
     DELETION_COST_SCRIPT,
     LWS_API_VERSION,
     RUN_AS_USER,
@@ -55,6 +58,7 @@ from .vllm import (
     Endpoint,
     Workload,
     checkov_annotations,
+    compile_cache_prefix,
     container_security_context,
     default_deny_policy,
     deletion_cost_policy,
@@ -72,6 +76,7 @@ from .vllm import (
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 DELETION_COST_SOURCE = Path(__file__).parent / "scripts" / "deletion_cost.py"
+COMPILE_CACHE_SOURCE = Path(__file__).parent / "scripts" / "compile_cache.py"
 STAGER = "weights-stager"
 LWS_NAMESPACE = "lws-system"
 # The stager streams file by file (--stream): its disk holds the largest shard (8.6 GB for the 7B
@@ -214,6 +219,8 @@ class Inference(pulumi.ComponentResource):
         )
         workload_deps: list[pulumi.Resource] = list(args.depends_on) + list(args.placement.depends_on)
         model_uri: pulumi.Input[str] | None = None
+        # The project's bucket, where replicas keep vLLM's compile caches (the plan's compile_cache).
+        cache_bucket: pulumi.Input[str] | None = None
         weights_volume: dict[str, Any] | None = None
         self.weights_bucket = None
         self.weights_location: pulumi.Output[str] = pulumi.Output.from_input("")
@@ -236,6 +243,9 @@ class Inference(pulumi.ComponentResource):
                 # lies on the "home" emptyDir (components/serving/vllm.py _env), not the read-only root.
                 # Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
                 model_uri = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
+                if plan.compile_cache:
+                    cache_bucket = weights.name
+                    workload_deps.append(self._compile_cache_script())
             else:
                 workload_deps.append(self._mountpoint_claim(weights.name, weights.prefix))
                 model_uri = WEIGHTS_MOUNT_PATH
@@ -300,9 +310,16 @@ class Inference(pulumi.ComponentResource):
             workload_opts = pulumi.ResourceOptions(
                 parent=self, depends_on=[*workload_deps, lws], custom_timeouts=timeouts
             )
-        manifest = pulumi.Output.all(args.namespace, model_uri).apply(
+        cache_prefix = compile_cache_prefix(plan)
+        manifest = pulumi.Output.all(args.namespace, model_uri, cache_bucket).apply(
             lambda v: (leader_worker_set if multi_node else deployment)(
-                plan, replace(workload, namespace=v[0], model_uri=v[1])
+                plan,
+                replace(
+                    workload,
+                    namespace=v[0],
+                    model_uri=v[1],
+                    compile_cache=(v[2], cache_prefix) if v[2] else None,
+                ),
             )
         )
         self.scale_target = (
@@ -412,7 +429,10 @@ class Inference(pulumi.ComponentResource):
         bucket = private_bucket(
             f"{name}-weights", child, force_destroy=not retain, kms_key_arn=args.weights_kms_key_arn
         )
-        self._weights_role("reader", APP, bucket.arn, prefix, write=False, keep=self._still_served())
+        cache = compile_cache_prefix(args.plan) if args.plan.compile_cache else None
+        self._weights_role(
+            "reader", APP, bucket.arn, prefix, write=False, keep=self._still_served(), compile_cache=cache
+        )
         self._weights_role("stager", STAGER, bucket.arn, prefix, write=True)
         job = self._stage_job(bucket, prefix)
         return WeightsBucket(bucket.bucket, prefix, [job])
@@ -440,9 +460,11 @@ class Inference(pulumi.ComponentResource):
         *,
         write: bool,
         keep: str | None = None,
+        compile_cache: str | None = None,
     ) -> None:
         """A Pod Identity role of ``service_account`` limited to ``prefix`` of the bucket, and
-        (read-only) to the ``keep`` location too (``s3://bucket/prefix``)."""
+        (read-only) to the ``keep`` location too (``s3://bucket/prefix``), and to the
+        ``compile_cache`` prefix (read-write) where one is given."""
         name, args = self._name, self._args
         pod_identity_role(
             f"{name}-{role}",
@@ -450,7 +472,14 @@ class Inference(pulumi.ComponentResource):
             # The key's ARN may be an Output (components/wiring.py).
             policy=pulumi.Output.all(bucket_arn, args.weights_kms_key_arn).apply(
                 lambda v: json.dumps(
-                    weights_access_policy(v[0], prefix, write=write, kms_key_arn=v[1], still_served=keep)
+                    weights_access_policy(
+                        v[0],
+                        prefix,
+                        write=write,
+                        kms_key_arn=v[1],
+                        still_served=keep,
+                        compile_cache=compile_cache,
+                    )
                 )
             ),
             service_account=ServiceAccountRef(
@@ -506,6 +535,16 @@ class Inference(pulumi.ComponentResource):
             f"{self._name}-ingress", metadata=ing_manifest["metadata"], spec=ing_manifest["spec"], opts=opts
         )
         return ing.status.apply(_ingress_host)
+
+    def _compile_cache_script(self) -> pulumi.Resource:
+        """The ConfigMap the compile-cache containers run their script from (vllm.with_compile_cache)."""
+        name, args = self._name, self._args
+        return k8s.core.v1.ConfigMap(
+            f"{name}-compile-cache-script",
+            metadata={"name": COMPILE_CACHE_SCRIPT, "namespace": args.namespace, "labels": args.labels},
+            data={"compile_cache.py": COMPILE_CACHE_SOURCE.read_text()},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
 
     def _deletion_cost_access(self) -> list[pulumi.Resource]:
         """The script and the least the init container needs: read nodes (their capacity-type
@@ -791,8 +830,10 @@ def rollout_timeouts(plan: SizingPlan) -> pulumi.CustomTimeouts:
 
 
 def stage_seconds(plan: SizingPlan) -> int:
-    """How long staging may take: download then upload the checkpoint, plus a node and image."""
-    return int(2 * plan.checkpoint_gib / HF_DOWNLOAD_GIB_PER_S) + NODE_AND_IMAGE_S + 600
+    """How long staging may take: download then upload the checkpoint, plus a node and an image
+    pulled without SOCI (the Job may land on a node whose class does not turn it on)."""
+    node_and_pull = NODE_READY_S["karpenter"] + STANDARD_PULL_S
+    return int(2 * plan.checkpoint_gib / HF_DOWNLOAD_GIB_PER_S) + node_and_pull + 600
 
 
 def stage_job_spec(
@@ -1081,6 +1122,7 @@ def weights_access_policy(
     write: bool,
     kms_key_arn: str | None = None,
     still_served: str | None = None,
+    compile_cache: str | None = None,
 ) -> dict[str, Any]:
     """Read (vLLM) or read-write (stager) on one prefix of the weights bucket only: the variant's in
     the project's bucket, or the one model.repository names in yours ("" is the whole bucket).
@@ -1142,8 +1184,28 @@ def weights_access_policy(
                 "Resource": f"{kept_arn}/{kept[1]}*",
             }
         )
+    if compile_cache:
+        # vLLM's compile caches (vllm.with_compile_cache): listed, read and written under their own
+        # prefix, never over the weights; nothing there is ever deleted by the pods.
+        statements.append(
+            {
+                "Sid": "ListTheCompileCache",
+                "Effect": "Allow",
+                "Action": ["s3:ListBucket"],
+                "Resource": bucket_arn,
+                "Condition": {"StringLike": {"s3:prefix": [compile_cache, f"{compile_cache}*"]}},
+            }
+        )
+        statements.append(
+            {
+                "Sid": "ReadAndWriteTheCompileCache",
+                "Effect": "Allow",
+                "Action": ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+                "Resource": f"{bucket_arn}/{compile_cache}*",
+            }
+        )
     if kms_key_arn:
-        key_actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
+        key_actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write or compile_cache else [])
         statements.append(
             {"Sid": "UseTheWeightsKey", "Effect": "Allow", "Action": key_actions, "Resource": kms_key_arn}
         )

@@ -184,6 +184,9 @@ class Workload:
     # at WEIGHTS_MOUNT_PATH; None when vLLM downloads or streams them.
     weights_volume: dict[str, Any] | None = None
     image: str = VLLM_IMAGE  # the reference GPU nodes pull (image.registry applied)
+    # (bucket, prefix) where replicas keep vLLM's compile caches (the plan's compile_cache): an init
+    # container restores them before vLLM starts and a sidecar saves them once it is healthy.
+    compile_cache: tuple[str, str] | None = None
 
 
 def selector_labels() -> dict[str, str]:
@@ -298,18 +301,31 @@ def _secret_env(name: str, secret: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"secretKeyRef": {"name": secret, "key": key}}}
 
 
+def pod_share(plan: SizingPlan, beside: dict[str, str] | None) -> tuple[str, str]:
+    """CPU and memory of the plan's pod request left to one container when ``beside`` (the requests
+    of the pod's other long-running containers) is taken out of it: the pod as a whole still asks
+    for the plan's request, which is what fits the node (sizing/nodes.py pod_room)."""
+    if not beside:
+        return plan.cpu_request, plan.memory_request
+    cpu = int(plan.cpu_request.removesuffix("m")) - int(beside["cpu"].removesuffix("m"))
+    memory = int(plan.memory_request.removesuffix("Gi")) * 1024 - int(beside["memory"].removesuffix("Mi"))
+    return f"{cpu}m", f"{memory}Mi"
+
+
 def _resources(plan: SizingPlan, gpus: int) -> dict[str, Any]:
     scratch_gib = math.ceil(plan.weights_download_gib * 1.1) + 10
+    # The compile-cache sidecar (with_compile_cache) runs beside vLLM for the pod's life.
+    cpu, memory = pod_share(plan, COMPILE_CACHE_RESOURCES["requests"] if plan.compile_cache else None)
     requests = {
-        "cpu": plan.cpu_request,
-        "memory": plan.memory_request,
+        "cpu": cpu,
+        "memory": memory,
         "nvidia.com/gpu": str(gpus),
         "ephemeral-storage": f"{scratch_gib}Gi",
     }
     # GPUs are requested and limited alike (extended resources must be); memory is limited at
     # the request so a leak cannot starve the node's agents; CPU is left unlimited (no throttling).
     limits = {
-        "memory": plan.memory_request,
+        "memory": memory,
         "nvidia.com/gpu": str(gpus),
         "ephemeral-storage": f"{scratch_gib}Gi",
     }
@@ -447,7 +463,10 @@ def deployment(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[st
             "template": {
                 "metadata": {"labels": labels, "annotations": dict(SERVING_POD_ANNOTATIONS)},
                 "spec": with_deletion_cost(
-                    pod_spec(plan, workload, [server_container(plan, workload)]), workload
+                    with_compile_cache(
+                        pod_spec(plan, workload, [server_container(plan, workload)]), plan, workload
+                    ),
+                    workload,
                 ),
             },
         },
@@ -502,7 +521,75 @@ def with_deletion_cost(spec: dict[str, Any], workload: Workload) -> dict[str, An
         },
     }
     script = {"name": "deletion-cost-script", "configMap": {"name": DELETION_COST_SCRIPT}}
-    return {**spec, "initContainers": [init], "volumes": [*spec["volumes"], token, script]}
+    return {
+        **spec,
+        "initContainers": [init, *spec.get("initContainers", [])],
+        "volumes": [*spec["volumes"], token, script],
+    }
+
+
+COMPILE_CACHE_SCRIPT = "vllm-compile-cache"
+"""ConfigMap holding components/serving/scripts/compile_cache.py."""
+COMPILE_CACHE_PREFIX = "compile-cache/"
+"""Where the project's weights bucket keeps the compile caches, beside (never inside) the weights
+prefixes, which vLLM's loader lists."""
+COMPILE_CACHE_RESOURCES = {
+    "requests": {"cpu": "100m", "memory": "256Mi"},
+    "limits": {"cpu": "1", "memory": "256Mi"},
+}
+
+
+def compile_cache_prefix(plan: SizingPlan) -> str:
+    """The key prefix of this variant's compile caches: vLLM names the directories below it after
+    everything that changes a compiled graph (see scripts/compile_cache.py), so one per variant."""
+    return f"{COMPILE_CACHE_PREFIX}{plan.model.variant}/"
+
+
+def with_compile_cache(spec: dict[str, Any], plan: SizingPlan, workload: Workload) -> dict[str, Any]:
+    """``spec`` plus, with ``workload.compile_cache``, the init container that restores vLLM's
+    torch.compile and Triton caches from the bucket into the pod's HOME volume before vLLM starts,
+    and a sidecar (an init container that keeps running, Kubernetes' native sidecars) that saves
+    them once vLLM is healthy. Both run scripts/compile_cache.py in the vLLM image, hardened like
+    the server; the pod's Pod Identity role may read and write that prefix only."""
+    if not workload.compile_cache:
+        return spec
+    bucket, prefix = workload.compile_cache
+    env: list[dict[str, str]] = [
+        {"name": "HOME", "value": CACHE_MOUNTS["home"]},
+        {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
+    ]
+    if workload.aws_region:
+        env.append({"name": "AWS_REGION", "value": workload.aws_region})
+    mounts: list[dict[str, Any]] = [
+        {"name": "home", "mountPath": CACHE_MOUNTS["home"]},
+        {"name": "tmp", "mountPath": CACHE_MOUNTS["tmp"]},
+        {"name": "compile-cache-script", "mountPath": "/scripts", "readOnly": True},
+    ]
+    where = ["--bucket", bucket, "--prefix", prefix]
+
+    def container(mode: str, args: list[str]) -> dict[str, Any]:
+        return {
+            "name": f"compile-cache-{mode}",
+            "image": workload.image,
+            "imagePullPolicy": "IfNotPresent",
+            "command": ["python3", "/scripts/compile_cache.py", mode],
+            "args": [*where, *args],
+            "env": [dict(e) for e in env],
+            "resources": {k: dict(v) for k, v in COMPILE_CACHE_RESOURCES.items()},
+            "securityContext": container_security_context(),
+            "volumeMounts": [dict(m) for m in mounts],
+        }
+
+    restore = container("restore", [])
+    # The sidecar starts before vLLM does and waits as long as Pulumi waits for a new replica.
+    save = container("save", ["--deadline", str(plan.rollout_seconds)])
+    save["restartPolicy"] = "Always"
+    script = {"name": "compile-cache-script", "configMap": {"name": COMPILE_CACHE_SCRIPT}}
+    return {
+        **spec,
+        "initContainers": [*spec.get("initContainers", []), restore, save],
+        "volumes": [*spec["volumes"], script],
+    }
 
 
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"  # deletion_cost.py DELETION_COST

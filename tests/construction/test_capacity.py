@@ -10,7 +10,7 @@ from deepseek_eks.automation.render import Construction
 from deepseek_eks.components.platform.iam_policies import assert_least_privilege
 from deepseek_eks.sizing import instance_catalog
 from tests.conftest import stack_config
-from tests.upstream import eks_ami_release_tags
+from tests.upstream import cold_start_facts, eks_ami_release_tags
 from tests.upstream_platform import al2023_images, platform_facts
 
 KARPENTER_RELEASES = {"karpenter", "nvidia-device-plugin", "aws-load-balancer-controller"}
@@ -166,6 +166,38 @@ def test_karpenter_gpu_nodes_keep_images_and_weights_on_local_nvme(prod: Constru
     assert root < plan.ephemeral_storage_gib  # the root volume no longer holds image and weights
     general = custom_objects(prod, "EC2NodeClass")["general"]["spec"]
     assert "instanceStorePolicy" not in general
+
+
+def test_karpenter_gpu_nodes_pull_with_soci_parallel_mode(prod: Construction) -> None:
+    """The GPU node class turns on nodeadm's FastImagePull gate in a NodeConfig part of its user
+    data (the blueprint's AL2023 form), on an AL2023 release that ships SOCI parallel mode; the
+    image stage's rate was measured with it (sizing/planner.py IMAGE_PULL_S)."""
+    import email
+
+    import yaml
+
+    from deepseek_eks.components.versions import AL2023_AMI_RELEASE
+
+    soci = cold_start_facts()["karpenter_soci"]
+    gpu = custom_objects(prod, "EC2NodeClass")["gpu-inference"]["spec"]
+    message = email.message_from_string(gpu["userData"])
+    assert message.is_multipart()
+    parts = [
+        yaml.safe_load(part.get_payload())
+        for part in message.walk()
+        if part.get_content_type() == soci["blueprint"]["user_data_part_content_type"]
+    ]
+    assert len(parts) == 1 and parts[0]["kind"] == "NodeConfig"
+    assert parts[0]["apiVersion"] == "node.eks.aws/v1alpha1"
+    assert parts[0]["spec"]["featureGates"] == {soci["nodeadm"]["feature_gate"]: True}
+    assert soci["nodeadm"]["min_ami_release"] < AL2023_AMI_RELEASE  # vYYYYMMDD sorts by date
+    # Every GPU type of the plan is above nodeadm's threshold, or the gate would be ignored.
+    catalog = instance_catalog().instances
+    for name in prod.result.plan.instance_types:
+        assert catalog[name].vcpu >= soci["nodeadm"]["min_vcpus"], name
+        assert catalog[name].memory_mib / 1024 >= soci["nodeadm"]["min_memory_gib"], name
+    general = custom_objects(prod, "EC2NodeClass")["general"]["spec"]
+    assert "userData" not in general
 
 
 def test_node_role_has_no_second_access_entry(prod: Construction) -> None:

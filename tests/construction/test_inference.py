@@ -15,7 +15,7 @@ from deepseek_eks.settings import SettingsError
 from deepseek_eks.sizing.catalog import model_catalog
 from deepseek_eks.sizing.checkpoints import pinned_revision
 from tests.conftest import stack_config
-from tests.upstream import mountpoint_csi_facts, nlb_facts, serving_facts
+from tests.upstream import cold_start_facts, mountpoint_csi_facts, nlb_facts, serving_facts
 from tests.upstream_platform import platform_facts
 
 
@@ -587,12 +587,20 @@ def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
     vllm_pod = pod_of(obj)
     assert "priorityClassName" not in vllm_pod
     # Same shape and place as one vLLM pod: evicting one frees exactly what a replica pod needs.
-    assert pod["containers"][0]["resources"] == server(obj)["resources"]
+    assert running_requests(pod) == running_requests(vllm_pod)
+    assert running_requests(vllm_pod)[:2] == (
+        cpu_millicores(rendered.plan["cpu_request"]),
+        memory_mib(rendered.plan["memory_request"]),
+    )
     assert pod["nodeSelector"] == vllm_pod["nodeSelector"] and pod["tolerations"] == vllm_pod["tolerations"]
     assert (
         int(pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"])
         == rendered.plan["tensor_parallel_size"]
     )
+    # The warm node also pulls vLLM's image and keeps it in use, so a replica there skips the pull.
+    holders = [c for c in pod["containers"] if c["image"] == server(obj)["image"]]
+    assert len(holders) == 1 and "nvidia.com/gpu" not in holders[0]["resources"]["requests"]
+    assert rendered.plan["warm_node_startup_breakdown"]["image"] == 0
     # Priced: the nodes they hold, at the plan's node price.
     node_price = rendered.plan["replica_hourly_usd"] / rendered.plan["nodes_per_replica"]
     assert rendered.plan["warm_spare_hourly_usd"] == pytest.approx(node_price * spares, abs=1e-3)
@@ -862,3 +870,121 @@ def test_own_bucket_is_mounted_by_mountpoint_at_your_prefix(
         statements[1]["Resource"]
         == f"arn:aws:s3:::{OWN_BUCKET}/{prefix_option.split()[1] if prefix_option else ''}*"
     )
+
+
+def cpu_millicores(quantity: str) -> int:
+    return int(quantity.removesuffix("m")) if quantity.endswith("m") else int(float(quantity) * 1000)
+
+
+def memory_mib(quantity: str) -> int:
+    units = {"Mi": 1, "Gi": 1024}
+    return int(quantity[:-2]) * units[quantity[-2:]]
+
+
+def running_requests(pod: dict) -> tuple[int, int, int]:
+    """(CPU millicores, memory MiB, GPUs) the scheduler counts for a pod while it runs: its
+    containers and its sidecars (init containers that keep running) together (Kubernetes "Sidecar
+    containers": resource sharing within containers)."""
+    running = [
+        *pod["containers"],
+        *(c for c in pod.get("initContainers", []) if c.get("restartPolicy") == "Always"),
+    ]
+    requests = [c.get("resources", {}).get("requests", {}) for c in running]
+    return (
+        sum(cpu_millicores(r.get("cpu", "0m")) for r in requests),
+        sum(memory_mib(r.get("memory", "0Mi")) for r in requests),
+        sum(int(r.get("nvidia.com/gpu", "0")) for r in requests),
+    )
+
+
+def _vllm_role_statements(rendered: Rendered) -> list[dict]:
+    """vLLM's Pod Identity role's statements ([] when it has none)."""
+    for r in rendered.aws:
+        if r["type"] == "aws:iam/rolePolicy:RolePolicy" and r["name"] == "inference-reader":
+            return list(json.loads(r["inputs"]["policy"])["Statement"])
+    return []
+
+
+def _compile_cache_containers(pod: dict) -> dict[str, dict]:
+    return {c["name"]: c for c in pod.get("initContainers", []) if "compile_cache.py" in json.dumps(c)}
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_replicas_restore_and_save_vllms_compile_cache_in_the_weights_bucket(stack: str) -> None:
+    """vLLM 0.33.0 keeps its compiled graphs under $VLLM_CACHE_ROOT/torch_compile_cache and Triton's
+    kernels where TRITON_CACHE_DIR says: an init container restores exactly those directories from
+    the project's bucket before vLLM starts, a sidecar saves them, and vLLM's role may write only
+    the cache's own prefix (EKS guide: pre-warm the torch.compile cache on new nodes)."""
+    from deepseek_eks.components.serving.scripts.compile_cache import CACHE_DIRS
+
+    facts = cold_start_facts()["vllm_0_33_0_compile_cache"]
+    rendered = render(stack_config(stack))
+    assert rendered.plan["compile_cache"] is True
+    pod = pod_of(workload(rendered))
+    containers = _compile_cache_containers(pod)
+    restore, save = containers["compile-cache-restore"], containers["compile-cache-save"]
+    # The restore runs to completion before vLLM; the sidecar keeps running beside it (native sidecar).
+    assert "restartPolicy" not in restore and save["restartPolicy"] == "Always"
+    assert [c["name"] for c in pod["initContainers"]].index(restore["name"]) < len(pod["initContainers"])
+    env = {e["name"]: e["value"] for e in server(workload(rendered))["env"] if "value" in e}
+    home = env["HOME"]
+    # What the script keeps is where vLLM and Triton write, on the volume vLLM's HOME is.
+    assert f"{env['VLLM_CACHE_ROOT']}/torch_compile_cache" == f"{home}/{CACHE_DIRS[0]}"
+    assert "torch_compile_cache" in facts["cache_dir"]["quote"]
+    assert env["TRITON_CACHE_DIR"] == f"{home}/{CACHE_DIRS[1]}"
+    assert list(CACHE_DIRS) == facts["cached_dirs"]
+    home_volume = next(
+        m["name"] for m in server(workload(rendered))["volumeMounts"] if m["mountPath"] == home
+    )
+    for c in (restore, save):
+        assert {"name": home_volume, "mountPath": home} in c["volumeMounts"]
+        assert c["image"] == server(workload(rendered))["image"]
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    bucket, prefix = restore["args"][restore["args"].index("--bucket") + 1], restore["args"][3]
+    assert restore["args"][:4] == ["--bucket", bucket, "--prefix", prefix]
+    assert f"s3://{bucket}/" in " ".join(server(workload(rendered))["args"])  # the weights' bucket
+    weights_prefix = staged_prefix(rendered.plan["variant"])
+    assert not prefix.startswith(weights_prefix) and not weights_prefix.startswith(prefix)
+    (script,) = [
+        o for o in rendered.objects()
+        if o["kind"] == "ConfigMap" and "compile_cache.py" in o.get("data", {})
+    ]  # fmt: skip
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mount = next(m for m in restore["volumeMounts"] if m["mountPath"] == "/scripts")
+    assert volumes[mount["name"]]["configMap"]["name"] == script["metadata"]["name"]
+    # vLLM's role: read and write the cache's prefix, list it, and still only read the weights.
+    statements = _vllm_role_statements(rendered)
+    writes = [st for st in statements if "s3:PutObject" in st["Action"]]
+    assert [st["Resource"] for st in writes] == [f"arn:aws:s3:::{bucket}/{prefix}*"]
+    assert any(
+        st["Action"] == ["s3:ListBucket"]
+        and prefix in st.get("Condition", {}).get("StringLike", {}).get("s3:prefix", [])
+        for st in statements
+    )
+    assert not any("s3:DeleteObject" in st["Action"] for st in statements)
+    # The sidecar's requests come out of the plan's: the pod as a whole still fits the node.
+    assert running_requests(pod)[:2] == (
+        cpu_millicores(rendered.plan["cpu_request"]),
+        memory_mib(rendered.plan["memory_request"]),
+    )
+    assert gate(rendered) == []
+
+
+@pytest.mark.parametrize(
+    ("stack", "overrides"),
+    [("dev", {"weights__source": "huggingface"}), ("dev", {"weights__source": "s3-mountpoint"}), ("r1", {})],
+)
+def test_no_compile_cache_where_the_pods_cannot_keep_one(stack: str, overrides: dict) -> None:
+    rendered = render(stack_config(stack, **overrides))
+    assert rendered.plan["compile_cache"] is False
+    assert not _compile_cache_containers(pod_of(workload(rendered)))
+    assert not [o for o in rendered.objects() if "compile_cache.py" in o.get("data", {})]
+    assert not any("s3:PutObject" in st["Action"] for st in _vllm_role_statements(rendered))
+
+
+def test_the_dev_stack_starts_a_replica_in_four_minutes_on_a_new_node_and_two_on_a_warm_one() -> None:
+    """The goal of the example stacks' cold start: 240 s on a new node, 120 s where a warm spare
+    node is held, each the sum of its cited stages."""
+    plan = render(stack_config("dev")).plan
+    assert plan["startup_seconds"] == sum(plan["startup_breakdown"].values()) <= 240
+    assert plan["warm_node_startup_seconds"] == sum(plan["warm_node_startup_breakdown"].values()) <= 120

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.simulate.engine import SimConfig, Simulation, StartupTimes
+from deepseek_eks.automation.simulate.engine import TIMELINE_STEP_S, SimConfig, Simulation, StartupTimes
 from deepseek_eks.automation.simulate.hpa import Behavior
 from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve
 from deepseek_eks.automation.simulate.stack import CONCURRENCY_TOTAL, QUEUE_TOTAL, AutoscalerSpec, MetricSpec
@@ -265,3 +265,30 @@ def test_concurrency_scales_on_running_requests_where_the_queue_signal_sees_noth
     by_queue = _steady_signal_run(MetricSpec(QUEUE_TOTAL, 1.0))
     assert set(by_queue) == {1}
     assert min(by_concurrency) >= 2 and sum(by_concurrency) / len(by_concurrency) >= 1.9
+
+
+@pytest.mark.parametrize("spares", [0, 1])
+def test_a_warm_spare_node_starts_the_next_replica_without_node_and_image_and_costs_its_time(
+    spares: int,
+) -> None:
+    """autoscaling.warmSpareNodes: a scale-out takes a held node that is up with the image pulled,
+    so the replica only loads (weights and engine); the preempted placeholder gets a new node,
+    which is paid from the moment it is asked for, like the spare before it."""
+    node_s, image_s, load_s, step_at, duration = 300.0, 100.0, 50.0, 100.0, 1000.0
+    config = fixed_config(
+        1,
+        10.0,
+        startup=StartupTimes(node_s, image_s, load_s),
+        fixed_replicas=None,
+        replica_plan=((0.0, 1), (step_at, 2)),
+        warm_spare_nodes=spares,
+        consolidate_after_s=30.0,
+    )
+    out = Simulation(config, [], duration, "spare").run()
+    ready_at = min(t for t, _desired, ready, _queue, _rps in out.timeline if ready == 2)
+    expected = step_at + load_s if spares else step_at + node_s + image_s + load_s
+    assert expected <= ready_at < expected + TIMELINE_STEP_S  # the timeline samples each step
+    # Node time: the first replica's node all along, the second's from the step (without spares),
+    # or the spare all along and its replacement from the step.
+    paid = duration + (duration - step_at) + (duration if spares else 0.0)
+    assert out.node_seconds == pytest.approx(paid)
