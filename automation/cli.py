@@ -260,12 +260,16 @@ def dcgm_line(settings: Any) -> str | None:
 
 @command("plan", "print the sizing plan of a stack, offline", _stack_set_json)
 def _plan(args: argparse.Namespace, out: Output) -> int:
+    from .simulate import routing
+
     prepared = _prepared(args, out)
     cost = whole_stack_cost(prepared.settings, prepared.plan)
+    whatif = routing.plan_field(prepared.settings, prepared.plan.to_dict())
     if out.as_json:
-        out.document({**prepared.plan.to_dict(), **cost.to_dict()})
+        out.document({**prepared.plan.to_dict(), **cost.to_dict(), "routing_whatif": whatif})
     else:
         lines = [*summary_lines(prepared.plan), *stack_cost_lines(cost), alerts_line(prepared.settings)]
+        lines.append(routing.plan_line(whatif))
         for line in [*lines, dcgm_line(prepared.settings)]:
             if line:
                 out.line(line)
