@@ -37,7 +37,7 @@ from .run import (
     startup_times,
     summarize,
 )
-from .stack import ROUTER_DEMAND, AutoscalerSpec, MetricSpec
+from .stack import CONCURRENCY_TOTAL, ROUTER_DEMAND, AutoscalerSpec, MetricSpec
 from .traffic import SHARED_PREFIX, LengthProfile, Request, generate
 
 ROUND_ROBIN_LABEL = "load balancer"
@@ -103,7 +103,7 @@ def with_shared_prefixes(
 
 def router_queue_autoscaler(concurrency: AutoscalerSpec, min_replicas: int) -> AutoscalerSpec:
     """The router-queue ScaledObject, from the stack's rendered concurrency one (module docstring)."""
-    target = next(m.target for m in concurrency.metrics if m.measures != "kv-cache total")
+    target = next(m.target for m in concurrency.metrics if m.measures == CONCURRENCY_TOTAL)
     return replace(
         concurrency,
         label=f"router-queue (minReplicas {min_replicas})",

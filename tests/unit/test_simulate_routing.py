@@ -257,3 +257,22 @@ def test_plan_reports_the_routing_whatif() -> None:
     assert llm["prefix_cache_hit_rate"] > rr["prefix_cache_hit_rate"]
     assert llm["p90_ttft_s"] < rr["p90_ttft_s"]
     assert llm["gpu_hours"] == rr["gpu_hours"]  # one fixed fleet
+
+
+def test_the_compare_whatif_runs_the_stack_with_and_without_the_router() -> None:
+    from deepseek_eks.automation.simulate.routing import whatif
+    from deepseek_eks.automation.simulate.run import TraceSpec, load_stack
+
+    result = whatif("dev", TraceSpec(profile="diurnal", hours=1.0, seed=2))
+    keda = load_stack("dev", {"autoscaling.signal": "concurrency"})
+    # The TTL the router renders: KEDA's polling (as the stack's ScaledObject renders it) plus the
+    # plan's rollout budget.
+    assert result.request_ttl_s == keda.autoscaler.polling_interval_s + keda.plan["rollout_seconds"]
+    # A trace without shared prefixes is rebuilt as conversations (and says so).
+    assert "synthetic" in result.trace and result.reuse_share > 0.2
+    rows = {r.label.split(", ", 1)[1] if ", " in r.label else r.label: r for r in result.rows}
+    assert [r.routing.split(" ")[0] for r in result.rows] == ["load", "llm-d", "llm-d", "llm-d", "llm-d"]
+    assert result.rows[-1].autoscaler.endswith("replicas 0-2")  # the scale-from-zero run
+    assert rows["llm-d"].prefix_cache_hit_rate >= rows["load balancer"].prefix_cache_hit_rate
+    doc = result.as_dict()
+    assert len(doc["runs"]) == len(result.rows) and doc["prefix_reuse_share"] == round(result.reuse_share, 4)
