@@ -294,15 +294,18 @@ def dcgm_line(settings: Any) -> str | None:
 
 @command("plan", "print the sizing plan of a stack, offline", _stack_set_json)
 def _plan(args: argparse.Namespace, out: Output) -> int:
+    from .simulate import routing as whatif_routing
+
     prepared = _prepared(args, out)
     cost = whole_stack_cost(prepared.settings, prepared.plan)
-    routing = routing_facts(prepared.settings, prepared.plan)
+    facts = routing_facts(prepared.settings, prepared.plan)
+    whatif = whatif_routing.plan_field(prepared.settings, prepared.plan.to_dict())
     if out.as_json:
-        out.document(
-            {**prepared.plan.to_dict(), **cost.to_dict(), **({"routing": routing} if routing else {})}
-        )
+        document = {**prepared.plan.to_dict(), **cost.to_dict(), "routing_whatif": whatif}
+        out.document({**document, **({"routing": facts} if facts else {})})
     else:
         lines = [*summary_lines(prepared.plan), *stack_cost_lines(cost), alerts_line(prepared.settings)]
+        lines.append(whatif_routing.plan_line(whatif))
         for line in [*lines, routing_line(prepared.settings, prepared.plan), dcgm_line(prepared.settings)]:
             if line:
                 out.line(line)

@@ -63,7 +63,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--compare",
         action="store_true",
-        help="the stack's autoscaler, every other signal, both published guides, fixed fleets and the oracle",
+        help="the stack's autoscaler, every other signal, both published guides, fixed fleets and the "
+        "oracle; then the routing what-if (llm-d's router, the router-queue signal, scale from zero)",
     )
     p.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"PNG and JSON go here (default {DEFAULT_OUT})"
@@ -155,6 +156,17 @@ def _simulate(args: argparse.Namespace) -> int:
     for run_ in runs:
         print(f"  {run_.summary.autoscaler}")
     print(table([r.summary for r in runs]))
+    if args.compare:
+        from . import routing
+
+        whatif = routing.whatif(args.stack, spec, overrides, args.project_dir, used)
+        header["routing_whatif"] = whatif.as_dict()
+        print(
+            f"\nrouting what-if ({whatif.trace}; prompt tokens an earlier request computed: "
+            f"{whatif.reuse_share:.1%}, fitted to {routing.PUBLISHED_REUSE_SOURCE}; router queue TTL "
+            f"{whatif.request_ttl_s:g} s, at most {whatif.max_requests} held)"
+        )
+        print(routing.table(whatif.rows))
     for path in _write(runs, header, args.out, args.stack):
         print(f"wrote {path}")
     return 0

@@ -29,6 +29,10 @@ Modelling choices (stated, not hidden):
   promql.gpu_utilization_total). Facts: reference/upstream/hpa-keda-controllers.json "dcgm".
 - vLLM's ``vllm:kv_cache_usage_perc`` is sampled at each vLLM scrape as the KV blocks the running
   sequences hold now (prompt + generated so far) over the cache's blocks.
+- Prefix caching and llm-d's router (``SimConfig.router``): automation/simulate/router.py. A
+  request whose trace entry names shared prefixes reuses the longest one its replica has cached
+  (skipping that prefill); with the router, requests wait in its queue while the pool is saturated
+  or has no ready replica, are sent where its scorers point, and get 503 past the queue's TTL.
 - Scale-down removes pods in the ReplicaSet controller's order (pkg/controller/replicaset,
   ``getPodsToDelete``: unscheduled, then pending, then not ready, then the most recently ready).
 """
@@ -53,6 +57,7 @@ from .hpa import (
 )
 from .hpa import pods_metric_replicas as pods_proposal
 from .replica import ReplicaModel
+from .router import USAGE_LIMIT, EndpointIndex, EndpointView, PrefixCache, RouterSpec, pick, saturation
 from .stack import (
     CONCURRENCY_TOTAL,
     CRON,
@@ -62,6 +67,7 @@ from .stack import (
     QUEUE_TOTAL,
     RANDOM,
     ROUND_ROBIN,
+    ROUTER_DEMAND,
     AutoscalerSpec,
     MetricSpec,
 )
@@ -109,6 +115,7 @@ class SimConfig:
     initial_replicas: int | None = None  # default: the autoscaler's floor, ready at t=0
     fixed_replicas: int | None = None  # no autoscaling (queueing checks)
     routing: str = ROUND_ROBIN  # the load balancer's algorithm, from the render
+    router: RouterSpec | None = None  # llm-d's router in front of the replicas (replaces routing)
     # A replica plan instead of the autoscaler: (time, replicas) steps, applied at each time (the
     # clairvoyant oracle); initial replicas are the first step's.
     replica_plan: tuple[tuple[float, int], ...] | None = None
@@ -123,6 +130,8 @@ class _Req:
     __slots__ = (
         "admit",
         "arrival",
+        "cached",
+        "chain",
         "epoch",
         "finish",
         "first",
@@ -140,6 +149,8 @@ class _Req:
         self.prompt = r.prompt_tokens
         self.output = r.output_tokens
         self.pre_target = r.prompt_tokens  # tokens to (re)compute before decoding
+        self.chain = r.prefix  # shared-prefix segments (key, cumulative tokens)
+        self.cached = 0  # prompt tokens served from the replica's prefix cache
         self.pre_done = 0
         self.gen0 = 0  # output tokens generated before the current prefill (preemption)
         self.j = 0  # the pod's step count when this request's prefill completed
@@ -147,7 +158,7 @@ class _Req:
         self.admit = -1.0
         self.first = -1.0
         self.finish = -1.0
-        self.status = "new"  # queued, running, done, rejected, cut
+        self.status = "new"  # held (router queue), queued, running, done, rejected, timed_out, cut
 
 
 class _Node:
@@ -168,11 +179,15 @@ class _Pod:
         "active",
         "busy",
         "busy_at_collect",
+        "cache",
+        "chain_held",
         "chunks",
         "created",
         "dec_base",
+        "dec_cached",
         "finishes",
         "id",
+        "index",
         "kv_sample",
         "last",
         "n_dec",
@@ -207,6 +222,10 @@ class _Pod:
         self.finishes: list[tuple[int, int, int, _Req]] = []  # (step, seq, epoch, request)
         self.n_dec = 0  # decoding sequences
         self.dec_base = 0  # decode KV tokens = dec_base + n_dec * steps
+        self.dec_cached = 0  # cached prefix tokens the decoding sequences attend over
+        self.cache = PrefixCache()  # vLLM's automatic prefix caching
+        self.chain_held = 0  # decode KV tokens that are prompt segments (cached, shared)
+        self.index = EndpointIndex()  # the router's approximate view of that cache
         self.pre_cached = 0  # KV tokens of the prefills in progress
         self.steps = 0  # engine steps done
         self.active = False  # a step (or a run of decode steps) is in flight
@@ -234,10 +253,13 @@ class Outcome:
     duration_s: float
     requests: int = 0
     completed: int = 0
-    rejected: int = 0
+    rejected: int = 0  # 503s: no ready replica behind the load balancer, or the router's queue TTL
+    timed_out: int = 0  # of those, the router's: held past defaultRequestTTL (or its queue full)
     cut: int = 0
     in_flight: int = 0
     output_tokens: int = 0
+    prompt_tokens: int = 0  # of the requests admitted to a replica
+    cached_prompt_tokens: int = 0  # of those, served from the replica's prefix cache
     ttft: list[float] = field(default_factory=list)
     served_arrivals: list[float] = field(default_factory=list)  # arrival time of each ttft entry
     queue_wait: list[float] = field(default_factory=list)
@@ -264,7 +286,8 @@ class Outcome:
     _TICK,
     _PLAN,
     _SPARE_PULLED,
-) = range(15)
+    _TTL,
+) = range(16)
 
 
 class Simulation:
@@ -292,6 +315,8 @@ class Simulation:
         self.arrivals_this_tick = 0
         self.routed = 0  # round-robin cursor
         self.rng = random.Random(0)  # the random router's only randomness, fixed
+        self.held: deque[_Req] = deque()  # llm-d's router queue (flow control)
+        self.held_sample = 0  # its size at the last scrape
 
     # ---- event plumbing -------------------------------------------------------------------
 
@@ -348,6 +373,7 @@ class Simulation:
             _TICK: self._tick,
             _PLAN: self._plan_step,
             _SPARE_PULLED: self._spare_pulled,
+            _TTL: self._ttl,
         }
         events = self.events
         while events and events[0][0] <= self.duration:
@@ -363,6 +389,16 @@ class Simulation:
         req = _Req(self.trace[index])  # type: ignore[call-overload]
         self.reqs.append(req)
         self.arrivals_this_tick += 1
+        router = self.c.router
+        if router is not None:
+            if len(self.held) >= router.max_requests:
+                req.status = "timed_out"
+                return
+            req.status = "held"
+            self.held.append(req)
+            self._at(self.now + router.request_ttl_s, _TTL, req)
+            self._dispatch()
+            return
         best = self._route()
         if best is None:
             req.status = "rejected"
@@ -370,6 +406,32 @@ class Simulation:
         req.status = "queued"
         best.waiting.append(req)
         self._admit(best)
+
+    def _dispatch(self) -> None:
+        """llm-d's router: while the pool is below its usage limit, send the queue's head where the
+        scorers point (automation/simulate/router.py)."""
+        router = self.c.router
+        assert router is not None
+        while self.held:
+            ready = [p for p in self.pods if p.state == "ready"]
+            views = [EndpointView(len(p.waiting), self._kv_usage(p)) for p in ready]
+            if saturation(views) >= USAGE_LIMIT:
+                return
+            req = self.held.popleft()
+            indexes = [p.index for p in ready]
+            pod = ready[pick(router, views, indexes, req.chain, req.prompt, self.rng)]
+            if req.chain:
+                pod.index.record(req.chain)
+            req.status = "queued"
+            pod.waiting.append(req)
+            self._admit(pod)
+
+    def _ttl(self, req_obj: object, _v: int) -> None:
+        """The router's defaultRequestTTL: a request still held gets 503."""
+        req: _Req = req_obj  # type: ignore[assignment]
+        if req.status == "held":
+            self.held.remove(req)
+            req.status = "timed_out"
 
     def _route(self) -> _Pod | None:
         """The ready replica the load balancer picks, by the rendered algorithm."""
@@ -420,9 +482,12 @@ class Simulation:
         else:
             pod.n_dec -= 1
             pod.dec_base -= req.pre_target - req.j
+            pod.dec_cached -= req.cached
+            if req.chain:
+                pod.chain_held -= req.prompt - req.cached
             req.gen0 += 1 + pod.steps - req.j
             req.epoch += 1
-        req.pre_target = req.prompt + req.gen0
+        req.pre_target = req.prompt - req.cached + req.gen0
         req.pre_done = 0
         req.status = "queued"
         pod.waiting.appendleft(req)
@@ -448,7 +513,7 @@ class Simulation:
         left = budget - pod.n_dec
         chunks: list[tuple[_Req, int]] = []
         # Each decode attends to its whole sequence, the token it feeds included.
-        context = pod.dec_base + pod.n_dec * (pod.steps + 1)
+        context = pod.dec_base + pod.n_dec * (pod.steps + 1) + pod.dec_cached
         pairs = float(context)
         for req in pod.prefilling:
             chunk = min(req.pre_target - req.pre_done, left)
@@ -456,13 +521,17 @@ class Simulation:
                 break
             chunks.append((req, chunk))
             left -= chunk
-            context += req.pre_done + chunk
-            pairs += chunk * (req.pre_done + chunk / 2)
+            context += req.cached + req.pre_done + chunk
+            pairs += chunk * (req.cached + req.pre_done + chunk / 2)
         tokens_after = pod.dec_base + pod.n_dec * (pod.steps + 1) + pod.pre_cached + sum(c for _, c in chunks)
         blocked = False
         if not preempted:
             while pod.waiting and len(pod.running) < model.max_num_seqs and left > 0:
                 req = pod.waiting[0]
+                if req.admit < 0 and req.chain:
+                    # vLLM looks the prompt up in its prefix cache when it first schedules it.
+                    req.cached = pod.cache.match(req.chain, req.prompt)
+                    req.pre_target = req.prompt - req.cached
                 chunk = min(req.pre_target, left)
                 if self._kv_blocks(tokens_after + chunk, len(pod.running) + 1) > total_blocks:
                     blocked = True
@@ -470,14 +539,16 @@ class Simulation:
                 pod.waiting.popleft()
                 if req.admit < 0:
                     req.admit = self.now
+                    self.out.prompt_tokens += req.prompt
+                    self.out.cached_prompt_tokens += req.cached
                 req.status = "running"
                 pod.running.append(req)
                 pod.prefilling.append(req)
                 chunks.append((req, chunk))
                 left -= chunk
                 tokens_after += chunk
-                context += chunk
-                pairs += chunk * chunk / 2
+                context += req.cached + chunk
+                pairs += chunk * (req.cached + chunk / 2)
         if not pod.running:
             pod.active = False
             return
@@ -523,9 +594,17 @@ class Simulation:
             pod.pre_cached -= req.pre_target
             if req.first < 0:
                 req.first = self.now
+                if req.chain:
+                    # The cache's room: the KV cache less the blocks running sequences hold that
+                    # are not cached prompt segments (their generated tokens, prefills under way).
+                    held = pod.dec_base + pod.n_dec * pod.steps + pod.pre_cached - pod.chain_held
+                    pod.cache.insert(req.chain, self.c.replica.kv_cache_tokens - held)
             req.j = pod.steps
             pod.n_dec += 1
             pod.dec_base += req.pre_target - req.j
+            pod.dec_cached += req.cached
+            if req.chain:
+                pod.chain_held += req.prompt - req.cached
             heapq.heappush(pod.finishes, (req.j + req.output - req.gen0 - 1, next(self.seq), req.epoch, req))
         pod.chunks = []
         while pod.finishes and pod.finishes[0][0] <= pod.steps:
@@ -535,13 +614,18 @@ class Simulation:
             pod.running.remove(req)
             pod.n_dec -= 1
             pod.dec_base -= req.pre_target - req.j
+            pod.dec_cached -= req.cached
+            if req.chain:
+                pod.chain_held -= req.prompt - req.cached
             req.finish = self.now
             req.status = "done"
             self.out.output_tokens += req.output
         if pod.state == "draining" and not pod.running and not pod.waiting:
             self._terminate(pod)
-            return
-        self._schedule_step(pod)
+        else:
+            self._schedule_step(pod)
+        if self.held:
+            self._dispatch()
 
     # ---- pods and nodes -------------------------------------------------------------------
 
@@ -606,6 +690,8 @@ class Simulation:
         pod.state = "ready"
         pod.ready_at = self.now
         pod.last = self.now
+        if self.held:
+            self._dispatch()
 
     def _spare_pulled(self, node_obj: object, _v: int) -> None:
         node: _Node = node_obj  # type: ignore[assignment]
@@ -682,6 +768,7 @@ class Simulation:
             pod.waiting_sample = len(pod.waiting) if serving else None
             pod.running_sample = len(pod.running) if serving else None
             pod.kv_sample = self._kv_usage(pod) if serving else None
+        self.held_sample = len(self.held)
         self._at(self.now + self.c.vllm_scrape_s, _SCRAPE_V)
 
     def _kv_usage(self, pod: _Pod) -> float:
@@ -717,6 +804,9 @@ class Simulation:
             return float(sum(p.waiting_sample or 0 for p in self.pods))
         if metric.measures == KV_TOTAL:
             return sum(p.kv_sample or 0.0 for p in self.pods)
+        if metric.measures == ROUTER_DEMAND:
+            in_flight = sum((p.running_sample or 0) + (p.waiting_sample or 0) for p in self.pods)
+            return float(self.held_sample + in_flight)
         if metric.measures == CONCURRENCY_TOTAL:
             return float(sum((p.running_sample or 0) + (p.waiting_sample or 0) for p in self.pods))
         if metric.measures == CRON:
@@ -792,6 +882,9 @@ class Simulation:
                 out.e2e.append(req.finish - req.arrival)
             elif req.status == "rejected":
                 out.rejected += 1
+            elif req.status == "timed_out":
+                out.rejected += 1
+                out.timed_out += 1
             elif req.status == "cut":
                 out.cut += 1
             else:

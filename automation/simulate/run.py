@@ -19,6 +19,7 @@ from ..stackfile import PROJECT_ROOT, read_stack
 from ..stats import percentile
 from .engine import Outcome, SimConfig, Simulation, StartupTimes
 from .replica import ReplicaModel, ThroughputCurve, plan_limits, published_curve
+from .router import RouterSpec
 from .stack import (
     AutoscalerSpec,
     StackFacts,
@@ -108,6 +109,7 @@ def sim_config(
     autoscaler: AutoscalerSpec | None = None,
     fixed_replicas: int | None = None,
     replica_plan: tuple[tuple[float, int], ...] | None = None,
+    router: RouterSpec | None = None,
 ) -> SimConfig:
     plan = inputs.plan
     startup = startup_times(plan, inputs.compute_mode)
@@ -115,6 +117,7 @@ def sim_config(
         fixed_replicas=fixed_replicas,
         replica_plan=replica_plan,
         routing=inputs.facts.routing,
+        router=router,
         clock_origin_s=CLOCK_ORIGIN_S,
         autoscaler=autoscaler or inputs.autoscaler,
         replica=ReplicaModel.from_plan(plan, curve),
@@ -280,11 +283,12 @@ def simulate(
     fixed_replicas: int | None = None,
     replica_plan: tuple[tuple[float, int], ...] | None = None,
     label: str | None = None,
+    router: RouterSpec | None = None,
 ) -> Run:
     """One stack (or an alternative autoscaler, a fixed fleet or a replica plan for it) over one
-    trace."""
+    trace; behind llm-d's ``router`` instead of the rendered load balancer when one is given."""
     curve = curve or published_curve(inputs.plan)
-    config = sim_config(inputs, curve, autoscaler, fixed_replicas, replica_plan)
+    config = sim_config(inputs, curve, autoscaler, fixed_replicas, replica_plan, router)
     label = label or (autoscaler.label if autoscaler else inputs.label)
     outcome = Simulation(config, trace, duration_s, label).run()
     return Run(summarize(outcome, config, inputs.ttft_slo_s, inputs.queue_slo_s), outcome)

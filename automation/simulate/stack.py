@@ -30,6 +30,7 @@ GPU_TOTAL = "gpu-utilization total"
 QUEUE_TOTAL = "queue-depth total"
 KV_TOTAL = "kv-cache total"
 CONCURRENCY_TOTAL = "concurrency total"  # requests running + waiting, summed over the pods
+ROUTER_DEMAND = "router demand"  # llm-d's router: requests in its queue + in flight (router-queue)
 # How the load balancer picks a ready replica (see ``routing``).
 ROUND_ROBIN = "round_robin"
 LEAST_OUTSTANDING = "least_outstanding_requests"
@@ -56,7 +57,7 @@ def duration_s(text: str | int | float) -> float:
 class MetricSpec:
     """One autoscaler metric: what it measures, its AverageValue target and KEDA activation."""
 
-    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL, CONCURRENCY_TOTAL or CRON
+    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL, CONCURRENCY_TOTAL, ROUTER_DEMAND or CRON
     target: float
     activation: float = 0.0
     schedule: ScheduledFloor | None = None  # CRON only
@@ -139,7 +140,9 @@ def _trigger(trigger: Mapping[str, Any]) -> MetricSpec:
         raise AutoscalerSpecError(
             f"cannot model trigger {trigger.get('name')!r}: prometheus AverageValue only"
         )
-    if promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query:
+    if promql.ROUTER_QUEUE in query:
+        measures = ROUTER_DEMAND
+    elif promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query:
         measures = CONCURRENCY_TOTAL
     elif promql.VLLM_WAITING in query:
         measures = QUEUE_TOTAL

@@ -1,6 +1,7 @@
-"""Request traces: built-in profiles (steady, bursty, diurnal, step, reasoning) as non-homogeneous
-Poisson arrivals, or a CSV, with prompt/output lengths drawn per request. Everything derives from
-one seed."""
+"""Request traces: built-in profiles (steady, bursty, diurnal, step, reasoning, shared-prefix) as
+non-homogeneous Poisson arrivals, or a CSV, with prompt/output lengths drawn per request. Everything
+derives from one seed. ``shared-prefix`` is the diurnal shape with multi-turn chats whose prompts
+share prefixes: synthetic, fitted to a published prefix-reuse figure (automation/simulate/prefixes.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS
 
-PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning")
+PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning", "shared-prefix")
+SHARED_PREFIX = "shared-prefix"
 # step: office hours, a sudden rise at 09:00 and fall at 17:00 (UTC, the trace's clock).
 STEP_HOURS = (9, 17)
 STEP_RATIO = 4.0  # busy rate over quiet rate
@@ -37,6 +39,9 @@ class Request:
     arrival_s: float
     prompt_tokens: int
     output_tokens: int
+    # Prefix-cache identity: (key, cumulative tokens) from the first shared segment to the
+    # request's own prompt; empty when the prompt shares nothing (every profile but shared-prefix).
+    prefix: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,7 +65,8 @@ class LengthProfile:
 def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -> Callable[[float], float]:
     """Arrival rate (requests/s) over time for a built-in profile with the given long-run mean.
 
-    diurnal (and reasoning): a sine over the day between 40 % and 160 % of the mean, peak at 14:00.
+    diurnal (and reasoning, shared-prefix): a sine over the day between 40 % and 160 % of the
+    mean, peak at 14:00.
     step: STEP_RATIO x the quiet rate between STEP_HOURS, changing at once.
     bursty: the diurnal shape with bursts of 4x its rate, starting on average every 2 h and
     lasting 5-30 min (seeded), scaled back so the mean stays ``mean_rps``.
@@ -77,7 +83,7 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
     def diurnal(t: float) -> float:
         return 1.0 + 0.6 * math.sin(2 * math.pi * (t / DAY_S - 8 / 24))
 
-    if profile in ("diurnal", "reasoning"):
+    if profile in ("diurnal", "reasoning", SHARED_PREFIX):
         return lambda t: mean_rps * diurnal(t)
     if profile == "step":
         busy_share = (STEP_HOURS[1] - STEP_HOURS[0]) / 24
@@ -124,7 +130,12 @@ def generate(
 ) -> list[Request]:
     """Non-homogeneous Poisson arrivals by thinning (Lewis and Shedler) over ``duration_s``."""
     rate = rate_function(profile, mean_rps, seed, duration_s)
-    return arrivals(rate, duration_s, seed, lengths, max_model_len)
+    requests = arrivals(rate, duration_s, seed, lengths, max_model_len)
+    if profile == SHARED_PREFIX:
+        from .prefixes import shared_prefix_trace
+
+        return shared_prefix_trace(requests, seed, lengths, max_model_len)
+    return requests
 
 
 def arrivals(
