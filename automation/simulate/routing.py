@@ -1,13 +1,13 @@
 """The routing what-if: the stack's traffic with and without llm-d's router (``routing.kind
 llm-d``), and with the ``router-queue`` signal, from its minReplicas and from zero.
 
-The program does not render ``routing.kind llm-d`` yet, so the what-if renders the stack as it is
-and puts the router in front in the simulator (automation/simulate/router.py); the
-``router-queue`` ScaledObject is the one components/monitoring/autoscaling.py renders for that
-signal: one trigger on the router's queued plus in-flight requests, the concurrency signal's
-per-replica threshold, activation 0, the same polling, cooldown and HPA behavior as the stack's
-concurrency ScaledObject (read from its render). Every run sees the same trace: the stack's, with
-prompts that share prefixes (automation/simulate/prefixes.py: synthetic, fitted to a published
+The what-if renders the stack as it is and puts the router in front in the simulator
+(automation/simulate/router.py), so every stack gets it, r1 too (which refuses the router today);
+the ``router-queue`` ScaledObject is derived from the stack's rendered concurrency one (one
+trigger on the router's queued plus in-flight requests, the concurrency signal's per-replica
+threshold, activation 0, the same polling, cooldown and HPA behavior), which a test holds equal to
+the ScaledObject the program renders for ``routing.kind llm-d`` with ``router-queue``. Every run
+sees the same trace: the stack's, with prompts that share prefixes (automation/simulate/prefixes.py: synthetic, fitted to a published
 reuse share) when the trace has none.
 """
 

@@ -276,3 +276,33 @@ def test_the_compare_whatif_runs_the_stack_with_and_without_the_router() -> None
     assert rows["llm-d"].prefix_cache_hit_rate >= rows["load balancer"].prefix_cache_hit_rate
     doc = result.as_dict()
     assert len(doc["runs"]) == len(result.rows) and doc["prefix_reuse_share"] == round(result.reuse_share, 4)
+
+
+def test_the_what_ifs_router_queue_autoscaler_is_the_one_the_program_renders() -> None:
+    """The what-if derives router-queue from the stack's concurrency ScaledObject; now that
+    routing.kind llm-d renders, that derivation must equal the rendered router-queue ScaledObject
+    (trigger, threshold, activation, floor, polling, cooldown, behavior) for each floor it runs."""
+    from deepseek_eks.automation.simulate.routing import router_queue_autoscaler
+    from deepseek_eks.automation.simulate.run import load_stack
+
+    concurrency = load_stack("dev", {"autoscaling.signal": "concurrency"})
+    for floor in (1, 0):
+        rendered = load_stack(
+            "dev",
+            {
+                "routing.kind": "llm-d",
+                "autoscaling.signal": "router-queue",
+                "autoscaling.minReplicas": str(floor),
+            },
+        ).autoscaler
+        derived = router_queue_autoscaler(concurrency.autoscaler, floor)
+        assert derived.metrics == rendered.metrics, floor
+        for field in (
+            "keda_min_replicas",
+            "min_replicas",
+            "max_replicas",
+            "polling_interval_s",
+            "cooldown_s",
+        ):
+            assert getattr(derived, field) == getattr(rendered, field), (floor, field)
+        assert derived.behavior == rendered.behavior, floor
