@@ -7,8 +7,9 @@ the ``router-queue`` ScaledObject is derived from the stack's rendered concurren
 trigger on the router's queued plus in-flight requests, the concurrency signal's per-replica
 threshold, activation 0, the same polling, cooldown and HPA behavior), which a test holds equal to
 the ScaledObject the program renders for ``routing.kind llm-d`` with ``router-queue``. Every run
-sees the same trace: the stack's, with prompts that share prefixes (automation/simulate/prefixes.py: synthetic, fitted to a published
-reuse share) when the trace has none.
+sees the same trace: the stack's, with prompts that share prefixes
+(automation/simulate/prefixes.py: synthetic, fitted to a published reuse share) when the trace
+has none.
 """
 
 from __future__ import annotations

@@ -682,6 +682,8 @@ def run_loop(
     if report.replicas and scenario == "step":
         needed, floor = report.replicas["needed_at_peak"], report.replicas["min"]
         report.simulator = simulator_beside(stack, overrides, report, needed, floor)
+    elif scenario == "wake" and "request_at" in report.timings:
+        report.simulator = simulator_beside_wake(stack, overrides, report)
     return report
 
 
@@ -942,6 +944,41 @@ def _first(
 ) -> float | None:
     """When, after ``after``, (desired, ready) first satisfied ``done``."""
     return next((t - after for t, desired, ready in samples if t >= after and done(desired, ready)), None)
+
+
+def simulator_beside_wake(stack: str, overrides: dict[str, str] | None, report: LoopReport) -> dict[str, Any]:
+    """The simulator on the wake scenario (one request at a service at zero, behind llm-d's
+    router, in cluster seconds): when it asks for a replica and when that replica is Ready, next
+    to the real controllers'. Reported, never judged."""
+    from ..simulate.router import RouterSpec
+    from ..simulate.run import load_stack, simulate
+    from ..simulate.traffic import DEFAULT_OUTPUT_TOKENS, DEFAULT_PROMPT_TOKENS, Request
+
+    factor = report.compression
+    asked = report.timings["request_at"] * factor
+    duration = report.timeline[-1].t * factor if report.timeline else asked
+    inputs = load_stack(stack, overrides)
+    trace = [Request(asked, DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS)]
+    router = RouterSpec.from_plan(inputs.plan, inputs.max_replicas)
+    run = simulate(inputs, trace, max(duration, asked + 1), router=router)
+    simulated = [(t, desired, ready) for t, desired, ready, _waiting, _rate in run.outcome.timeline]
+    real = [(s.t * factor, s.desired_replicas, s.ready_replicas) for s in report.timeline]
+    tolerance = 4 * TICK_S * factor
+    out: dict[str, Any] = {
+        "label": "simulator (automation/simulate), one request, cluster seconds",
+        "phases": {},
+    }
+    differences = []
+    for name, done in (("activation_s", lambda d, r: d >= 1), ("ready_s", lambda d, r: r >= 1)):
+        twin_s, sim_s = _first(real, asked, done), _first(simulated, asked, done)
+        out["phases"][name] = {
+            "twin": None if twin_s is None else round(twin_s),
+            "simulator": None if sim_s is None else round(sim_s),
+        }
+        if twin_s is None or sim_s is None or abs(twin_s - sim_s) > max(tolerance, 0.25 * twin_s):
+            differences.append(f"{name}: twin {twin_s} s, simulator {sim_s} s")
+    out["differences"] = differences
+    return out
 
 
 def simulator_beside(

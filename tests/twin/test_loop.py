@@ -140,3 +140,5 @@ def test_a_service_at_zero_wakes_on_a_queued_request() -> None:
     assert max(s["ready_replicas"] for s in after) >= 1
     assert timeline[-1]["desired_replicas"] == 0
     assert report["flows"]
+    # The simulator ran the same request behind its router model and is reported beside.
+    assert report["simulator"]["phases"]["ready_s"]["simulator"] is not None
