@@ -240,17 +240,27 @@ def _service_cidrs(
     )
 
 
-def build_service(
-    parent: pulumi.ComponentResource,
-    settings: Settings,
-    sizing_plan: SizingPlan | None = None,
-    scope: ServiceScope | None = None,
-) -> BuildResult:
-    """Create every resource of the service described by ``settings`` as children of ``parent``."""
-    scope = scope or ServiceScope()
-    sizing_plan = sizing_plan or size(settings)
-    # Only the stack program's service (unprefixed names) has resources created before it existed.
-    child = pulumi.ResourceOptions(parent=parent, aliases=None if scope.prefix else [WAS_AT_ROOT])
+@dataclass
+class _Service:
+    """What every step of ``build_service`` shares: the settings and plan, the scope, the names,
+    labels and tags, and the resource options of the service's children."""
+
+    settings: Settings
+    sizing_plan: SizingPlan
+    scope: ServiceScope
+    name: str
+    labels: dict[str, str]
+    tags: dict[str, str]
+    child: pulumi.ResourceOptions
+    aws_provider: pulumi.ProviderResource | None
+    aws_opts: pulumi.ResourceOptions
+
+
+def _refuse_existing_cluster_conflicts(
+    settings: Settings, sizing_plan: SizingPlan, scope: ServiceScope
+) -> None:
+    """An existing cluster's arguments that cannot work with these settings, named as the
+    component's arguments (before anything is created)."""
     existing = scope.existing_cluster
     auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
     if existing and existing.node_security_group_ids and auto_mode:
@@ -272,6 +282,15 @@ def build_service(
             f"{arg('network', 'private_subnet_ids')} to the cluster's VPC and node subnets (the "
             "service creates no VPC)"
         )
+
+
+def _service(
+    parent: pulumi.ComponentResource, settings: Settings, sizing_plan: SizingPlan, scope: ServiceScope
+) -> _Service:
+    """The shared context, with the service's own AWS provider when it makes one."""
+    # Only the stack program's service (unprefixed names) has resources created before it existed.
+    child = pulumi.ResourceOptions(parent=parent, aliases=None if scope.prefix else [WAS_AT_ROOT])
+    existing = scope.existing_cluster
     labels = common_labels(settings)
     tags = aws_tags(settings)
     name = existing.cluster_name if existing else cluster_name(settings, scope.prefix)
@@ -289,6 +308,12 @@ def build_service(
     # None: the program's default AWS provider (children inherit no provider from the component).
     aws_providers = {"aws": aws_provider} if aws_provider else {}
     aws_opts = pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(providers=aws_providers))
+    return _Service(settings, sizing_plan, scope, name, labels, tags, child, aws_provider, aws_opts)
+
+
+def _network(s: _Service) -> Network:
+    """The VPC (or your subnets), with the flow and access logs the settings ask for."""
+    settings, scope, name, tags, aws_opts = s.settings, s.scope, s.name, s.tags, s.aws_opts
     net = settings.network
     network = Network(
         f"{scope.prefix}network",
@@ -310,6 +335,17 @@ def build_service(
         ),
         opts=aws_opts,
     )
+    return network
+
+
+def _cluster(
+    s: _Service, network: Network, parent: pulumi.ComponentResource
+) -> tuple[Cluster | None, pulumi.Output[ClusterCidrs], pulumi.Output[str] | None]:
+    """The EKS cluster (None with an existing one), the cluster's CIDRs for the network policies,
+    and the project's KMS key when cluster.createKmsKey asks for one."""
+    settings, scope, name, tags, aws_opts = s.settings, s.scope, s.name, s.tags, s.aws_opts
+    existing, aws_provider = scope.existing_cluster, s.aws_provider
+    auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
     cluster_cidrs = pulumi.Output.all(
         network.vpc_cidrs, _service_cidrs(existing, name, parent, aws_provider)
     ).apply(lambda v: ClusterCidrs.of(v[0], v[1]))
@@ -343,6 +379,19 @@ def build_service(
             opts=aws_opts,
         )
     )
+    return cluster, cluster_cidrs, kms_key
+
+
+def _capacity(
+    s: _Service, network: Network, cluster: Cluster | None
+) -> tuple[AutoModeCapacity | KarpenterCapacity, pulumi.ResourceOptions]:
+    """GPU capacity (Auto Mode's or Karpenter's NodePools), the image source's access for the node
+    role, and the options every Kubernetes child is created with."""
+    settings, sizing_plan, scope, name = s.settings, s.sizing_plan, s.scope, s.name
+    labels, tags, child, aws_opts = s.labels, s.tags, s.child, s.aws_opts
+    existing = scope.existing_cluster
+    auto_mode = settings.compute_mode is ComputeMode.AUTO_MODE
+    aws_providers = {"aws": s.aws_provider} if s.aws_provider else {}
     k8s_provider = existing.provider if existing else cluster.provider  # type: ignore[union-attr]
     k8s_opts = pulumi.ResourceOptions.merge(
         child, pulumi.ResourceOptions(providers={"kubernetes": k8s_provider, **aws_providers})
@@ -396,6 +445,12 @@ def build_service(
     )
     _image_pull_access(f"{scope.prefix}image-pull-through-cache", settings, node_role_name, aws_opts)
 
+    return capacity, k8s_opts
+
+
+def _namespaces_and_secrets(s: _Service, k8s_opts: pulumi.ResourceOptions) -> tuple[Namespaces, ApiSecrets]:
+    """The service's namespace (and the shared monitoring ones), and its API key and token Secrets."""
+    settings, scope, labels = s.settings, s.scope, s.labels
     namespaces = Namespaces(
         f"{scope.prefix}namespaces",
         NamespacesArgs(
@@ -433,6 +488,21 @@ def build_service(
         opts=k8s_opts,
     )
 
+    return namespaces, secrets
+
+
+def _inference(
+    s: _Service,
+    network: Network,
+    capacity: AutoModeCapacity | KarpenterCapacity,
+    cluster_cidrs: pulumi.Output[ClusterCidrs],
+    kms_key: pulumi.Output[str] | None,
+    namespaces: Namespaces,
+    secrets: ApiSecrets,
+    k8s_opts: pulumi.ResourceOptions,
+) -> Inference:
+    """vLLM behind its load balancer (and llm-d's router when routing.kind says so)."""
+    settings, sizing_plan, scope, name, labels = s.settings, s.sizing_plan, s.scope, s.name, s.labels
     drain = sizing_plan.drain_seconds  # endpoint.drainSeconds when set (the plan's request carries it)
     internet_facing = settings.endpoint.scheme is EndpointScheme.INTERNET_FACING
     inference = Inference(
@@ -487,6 +557,19 @@ def build_service(
         ),
         opts=k8s_opts,
     )
+    return inference
+
+
+def _observability(
+    s: _Service,
+    inference: Inference,
+    capacity: AutoModeCapacity | KarpenterCapacity,
+    cluster_cidrs: pulumi.Output[ClusterCidrs],
+    namespaces: Namespaces,
+    k8s_opts: pulumi.ResourceOptions,
+) -> tuple[Observability, promql.Scope]:
+    """Prometheus and friends, and the scope of the service's queries."""
+    settings, scope, labels = s.settings, s.scope, s.labels
     queries = promql.Scope(namespace=scope.namespace, model_name=inference.served_model_name)
     obs = settings.observability
     observability = Observability(
@@ -520,6 +603,19 @@ def build_service(
         ),
         opts=k8s_opts,
     )
+    return observability, queries
+
+
+def _autoscaling(
+    s: _Service,
+    inference: Inference,
+    observability: Observability,
+    queries: promql.Scope,
+    cluster_cidrs: pulumi.Output[ClusterCidrs],
+    k8s_opts: pulumi.ResourceOptions,
+) -> Autoscaling:
+    """The HPA or KEDA ScaledObject on the service's signal, and KEDA's namespace closed."""
+    settings, sizing_plan, scope, labels = s.settings, s.sizing_plan, s.scope, s.labels
     auto = settings.autoscaling
     autoscaling = Autoscaling(
         f"{scope.prefix}autoscaling",
@@ -562,6 +658,46 @@ def build_service(
             pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[autoscaling])),
         )
 
+    return autoscaling
+
+
+def build_service(
+    parent: pulumi.ComponentResource,
+    settings: Settings,
+    sizing_plan: SizingPlan | None = None,
+    scope: ServiceScope | None = None,
+) -> BuildResult:
+    """Create every resource of the service described by ``settings`` as children of ``parent``:
+    network, cluster, capacity, namespaces and secrets, inference, observability, autoscaling,
+    each built by its own step in that order, then the outputs."""
+    scope = scope or ServiceScope()
+    sizing_plan = sizing_plan or size(settings)
+    _refuse_existing_cluster_conflicts(settings, sizing_plan, scope)
+    s = _service(parent, settings, sizing_plan, scope)
+    network = _network(s)
+    cluster, cluster_cidrs, kms_key = _cluster(s, network, parent)
+    capacity, k8s_opts = _capacity(s, network, cluster)
+    namespaces, secrets = _namespaces_and_secrets(s, k8s_opts)
+    inference = _inference(s, network, capacity, cluster_cidrs, kms_key, namespaces, secrets, k8s_opts)
+    observability, queries = _observability(s, inference, capacity, cluster_cidrs, namespaces, k8s_opts)
+    autoscaling = _autoscaling(s, inference, observability, queries, cluster_cidrs, k8s_opts)
+    return _result(s, network, cluster, capacity, namespaces, secrets, inference, observability, autoscaling)
+
+
+def _result(
+    s: _Service,
+    network: Network,
+    cluster: Cluster | None,
+    capacity: AutoModeCapacity | KarpenterCapacity,
+    namespaces: Namespaces,
+    secrets: ApiSecrets,
+    inference: Inference,
+    observability: Observability,
+    autoscaling: Autoscaling,
+) -> BuildResult:
+    """The endpoint's DNS record when a hostname is set, and the service's outputs."""
+    settings, sizing_plan, scope, name, aws_opts = s.settings, s.sizing_plan, s.scope, s.name, s.aws_opts
+    auto = settings.autoscaling
     scheme = "https" if settings.endpoint.certificate_arn else "http"
     endpoint_host = inference.endpoint_host
     if settings.endpoint.hostname:

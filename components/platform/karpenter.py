@@ -5,6 +5,7 @@ node classes and pools, NVIDIA device plugin, AWS Load Balancer Controller, EBS 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,6 +113,20 @@ class KarpenterCapacityArgs(CapacityArgs):
     add-on build (versions.COREDNS_ADDON_VERSIONS)."""
 
 
+@dataclass(frozen=True)
+class InstalledController:
+    """What installing Karpenter on a cluster of our own gives the GPU pools."""
+
+    node_role: aws.iam.Role
+    """The nodes' IAM role (the system node group's and every Karpenter node's)."""
+    controllers: pulumi.ResourceOptions
+    """Options of in-cluster controllers (after the system nodes and add-ons)."""
+    custom_resources: pulumi.ResourceOptions
+    """Options of Karpenter's custom resources (after Karpenter's chart)."""
+    gpu_waits_for: list[pulumi.Resource]
+    """What GPU pods wait for (the load balancer controller)."""
+
+
 class KarpenterCapacity(pulumi.ComponentResource):
     """Self-managed Karpenter with spot interruption handling and a GPU NodePool from the plan; or,
     in a cluster whose Karpenter is already running, only this service's GPU NodeClass and pools."""
@@ -143,8 +158,9 @@ class KarpenterCapacity(pulumi.ComponentResource):
             k8s_child = after_controller
             singletons = args.cluster_singletons
         else:
-            role, k8s_child, after_controller, installed = self._install_controller(name, args, args.cluster)
-            node_role = role.name
+            controller = self._install_controller(name, args, args.cluster)
+            node_role, k8s_child = controller.node_role.name, controller.controllers
+            after_controller, installed = controller.custom_resources, controller.gpu_waits_for
             singletons = True
 
         # Local NVMe carries images and weights when it holds the pod's ephemeral storage on
@@ -230,67 +246,14 @@ class KarpenterCapacity(pulumi.ComponentResource):
 
     def _install_controller(
         self, name: str, args: KarpenterCapacityArgs, cluster: pulumi.Resource
-    ) -> tuple[aws.iam.Role, pulumi.ResourceOptions, pulumi.ResourceOptions, list[pulumi.Resource]]:
+    ) -> InstalledController:
         """What a cluster of our own needs before any NodePool: node role, interruption queue,
         controller IAM, system nodes, add-ons, Karpenter, the load balancer controller, the general
-        CPU pool and the gp3 StorageClass. Returns the node role, the options of in-cluster
-        controllers, the options of Karpenter's custom resources, and what GPU pods wait for."""
+        CPU pool and the gp3 StorageClass."""
         identity = aws.get_caller_identity_output(opts=pulumi.InvokeOutputOptions(parent=self))
         partition = aws.get_partition_output(opts=pulumi.InvokeOutputOptions(parent=self)).partition
-
-        # Nodes: one role for the system node group and every Karpenter node.
-        node_role = aws.iam.Role(
-            f"{name}-node",
-            assume_role_policy=json.dumps(service_trust_policy("ec2.amazonaws.com")),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        for policy in NODE_POLICIES:
-            was = NODE_POLICY_RENAMES.get(policy)
-            aws.iam.RolePolicyAttachment(
-                f"{name}-node-{policy}",
-                role=node_role.name,
-                policy_arn=managed_policy_arn(partition, policy),
-                # The same attachment under its old name: the engine replaces it (the new policy
-                # attached before the old one is detached) instead of orphaning the old URN.
-                opts=pulumi.ResourceOptions(
-                    parent=self, aliases=[pulumi.Alias(name=f"{name}-node-{was}")] if was else None
-                ),
-            )
-        # No AccessEntry for this role: the system managed node group uses it, and EKS creates the
-        # EC2_LINUX access entry of a managed node group's role itself; a principal can be in one
-        # access entry only (EKS User Guide, "Create access entries"). Karpenter's nodes share
-        # the role, so that entry admits them too.
-        self.node_role_arn = node_role.arn
-        self.node_role_name = node_role.name
-
-        # Interruption handling: EventBridge -> SQS -> Karpenter drains before AWS reclaims.
-        queue = aws.sqs.Queue(
-            f"{name}-interruptions",
-            name=f"{args.cluster_name}-karpenter",
-            message_retention_seconds=300,
-            sqs_managed_sse_enabled=True,
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        aws.sqs.QueuePolicy(
-            f"{name}-interruptions",
-            queue_url=queue.url,
-            policy=queue.arn.apply(lambda arn: json.dumps(interruption_queue_policy(queue_arn=arn))),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        for event, pattern in INTERRUPTION_EVENTS.items():
-            rule = aws.cloudwatch.EventRule(
-                f"{name}-{event}",
-                description=f"Karpenter interruption handling for {args.cluster_name}: {event}",
-                event_pattern=json.dumps(pattern),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-            aws.cloudwatch.EventTarget(
-                f"{name}-{event}",
-                rule=rule.name,
-                arn=queue.arn,
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        self.interruption_queue_name = queue.name
+        node_role = self._node_role(name, partition)
+        queue = self._interruption_queue(name, args)
 
         def system_account(service_account: str) -> ServiceAccountRef:
             return ServiceAccountRef(args.cluster_name, SYSTEM_NAMESPACE, service_account, args.region)
@@ -325,6 +288,173 @@ class KarpenterCapacity(pulumi.ComponentResource):
             depends_on=[cluster],
         )
 
+        system_nodes, coredns, pod_identity_agent, ebs_addon = self._system_nodes(
+            name, args, cluster, node_role, partition, system_account
+        )
+        k8s_child = pulumi.ResourceOptions(
+            parent=self,
+            provider=args.k8s_provider,
+            depends_on=[system_nodes, coredns, pod_identity_agent, controller_role, lbc_role],
+        )
+        karpenter, lbc = self._controllers(name, args, queue, k8s_child)
+        crd_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[karpenter])
+        general_class = custom_resource(
+            f"{name}-general-nodeclass",
+            ec2_node_class(
+                name="general",
+                role=node_role.name,
+                cluster_name=args.cluster_name,
+                subnet_ids=args.private_subnet_ids,
+                disk_gib=GENERAL_NODE_DISK_GIB,
+                tags=args.tags,
+            ),
+            crd_opts,
+        )
+        custom_resource(
+            f"{name}-general-nodepool",
+            general_node_pool(
+                name="general",
+                node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "general"),
+                labels=args.labels,
+            ),
+            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[general_class]),
+        )
+        gp3_storage_class(
+            f"{name}-gp3",
+            EBS_CSI_DRIVERS["karpenter"],
+            args.labels,
+            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
+        )
+        return InstalledController(node_role, k8s_child, crd_opts, [lbc])
+
+    def _controllers(
+        self, name: str, args: KarpenterCapacityArgs, queue: aws.sqs.Queue, opts: pulumi.ResourceOptions
+    ) -> tuple[pulumi.Resource, pulumi.Resource]:
+        """Karpenter and the AWS Load Balancer Controller, on the system nodes."""
+        karpenter = helm_release(
+            f"{name}-karpenter",
+            "karpenter",
+            KARPENTER,
+            SYSTEM_NAMESPACE,
+            {
+                "settings": {"clusterName": args.cluster_name, "interruptionQueue": queue.name},
+                "serviceAccount": {"name": "karpenter"},
+                "replicas": 2,
+                "controller": {
+                    "resources": {
+                        "requests": {"cpu": "500m", "memory": "1Gi"},
+                        "limits": {"cpu": "1", "memory": "1Gi"},
+                    }
+                },
+                # RBAC (chart 1.14.1 templates/clusterrole-core.yaml, clusterrole.yaml, role.yaml):
+                # reads pods, nodes, volumes and workloads cluster-wide, writes NodeClaims and
+                # nodes, deletes and evicts pods (disruption), no Secrets. No value narrows it:
+                # the templates have no condition, and a provisioner must see every pending pod
+                # and drain any node. `additionalClusterRoleRules` (which would add) is not set.
+            },
+            opts,
+        )
+        lbc = helm_release(
+            f"{name}-aws-load-balancer-controller",
+            "aws-load-balancer-controller",
+            AWS_LOAD_BALANCER_CONTROLLER,
+            SYSTEM_NAMESPACE,
+            {
+                "clusterName": args.cluster_name,
+                "region": args.region,
+                "vpcId": args.vpc_id,
+                "serviceAccount": {"name": "aws-load-balancer-controller"},
+                "replicaCount": 2,
+                "ingressClass": INGRESS_CLASS,
+                "createIngressClassResource": True,
+                # WAF and Shield are not used; disabling them keeps their IAM actions out of the role.
+                "enableWaf": False,
+                "enableWafv2": False,
+                "enableShield": False,
+                "tolerations": [CRITICAL_ADDONS_TOLERATION],
+                # RBAC (chart 3.5.0 templates/rbac.yaml): its ClusterRole reads pods, nodes,
+                # services, endpoints and ingresses and writes their status, TargetGroupBindings
+                # and Ingresses; Secrets in every namespace only with this flag, which ALB OIDC
+                # authentication needs and this project does not use (false is the chart's
+                # default, stated so a chart bump cannot turn it on unseen).
+                "clusterSecretsPermissions": {"allowAllSecrets": False},
+            },
+            opts,
+        )
+
+        return karpenter, lbc
+
+    def _node_role(self, name: str, partition: pulumi.Output[str]) -> aws.iam.Role:
+        """The one IAM role of the system node group and every Karpenter node."""
+        node_role = aws.iam.Role(
+            f"{name}-node",
+            assume_role_policy=json.dumps(service_trust_policy("ec2.amazonaws.com")),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for policy in NODE_POLICIES:
+            was = NODE_POLICY_RENAMES.get(policy)
+            aws.iam.RolePolicyAttachment(
+                f"{name}-node-{policy}",
+                role=node_role.name,
+                policy_arn=managed_policy_arn(partition, policy),
+                # The same attachment under its old name: the engine replaces it (the new policy
+                # attached before the old one is detached) instead of orphaning the old URN.
+                opts=pulumi.ResourceOptions(
+                    parent=self, aliases=[pulumi.Alias(name=f"{name}-node-{was}")] if was else None
+                ),
+            )
+        # No AccessEntry for this role: the system managed node group uses it, and EKS creates the
+        # EC2_LINUX access entry of a managed node group's role itself; a principal can be in one
+        # access entry only (EKS User Guide, "Create access entries"). Karpenter's nodes share
+        # the role, so that entry admits them too.
+        self.node_role_arn = node_role.arn
+        self.node_role_name = node_role.name
+
+        return node_role
+
+    def _interruption_queue(self, name: str, args: KarpenterCapacityArgs) -> aws.sqs.Queue:
+        """EventBridge -> SQS -> Karpenter drains a node before AWS reclaims it."""
+        queue = aws.sqs.Queue(
+            f"{name}-interruptions",
+            name=f"{args.cluster_name}-karpenter",
+            message_retention_seconds=300,
+            sqs_managed_sse_enabled=True,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.sqs.QueuePolicy(
+            f"{name}-interruptions",
+            queue_url=queue.url,
+            policy=queue.arn.apply(lambda arn: json.dumps(interruption_queue_policy(queue_arn=arn))),
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        for event, pattern in INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{event}",
+                description=f"Karpenter interruption handling for {args.cluster_name}: {event}",
+                event_pattern=json.dumps(pattern),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{event}",
+                rule=rule.name,
+                arn=queue.arn,
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.interruption_queue_name = queue.name
+
+        return queue
+
+    def _system_nodes(
+        self,
+        name: str,
+        args: KarpenterCapacityArgs,
+        cluster: pulumi.Resource,
+        node_role: aws.iam.Role,
+        partition: pulumi.Output[str],
+        system_account: Callable[[str], ServiceAccountRef],
+    ) -> tuple[aws.eks.NodeGroup, aws.eks.Addon, aws.eks.Addon, aws.eks.Addon]:
+        """The tainted system node group for the controllers, and the CoreDNS, Pod Identity agent
+        and EBS CSI add-ons on it."""
         # System nodes for controllers, tainted so only critical add-ons run there.
         launch_template = aws.ec2.LaunchTemplate(
             f"{name}-system",
@@ -396,88 +526,4 @@ class KarpenterCapacity(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[system_nodes, pod_identity_agent]),
         )
 
-        k8s_child = pulumi.ResourceOptions(
-            parent=self,
-            provider=args.k8s_provider,
-            depends_on=[system_nodes, coredns, pod_identity_agent, controller_role, lbc_role],
-        )
-        karpenter = helm_release(
-            f"{name}-karpenter",
-            "karpenter",
-            KARPENTER,
-            SYSTEM_NAMESPACE,
-            {
-                "settings": {"clusterName": args.cluster_name, "interruptionQueue": queue.name},
-                "serviceAccount": {"name": "karpenter"},
-                "replicas": 2,
-                "controller": {
-                    "resources": {
-                        "requests": {"cpu": "500m", "memory": "1Gi"},
-                        "limits": {"cpu": "1", "memory": "1Gi"},
-                    }
-                },
-                # RBAC (chart 1.14.1 templates/clusterrole-core.yaml, clusterrole.yaml, role.yaml):
-                # reads pods, nodes, volumes and workloads cluster-wide, writes NodeClaims and
-                # nodes, deletes and evicts pods (disruption), no Secrets. No value narrows it:
-                # the templates have no condition, and a provisioner must see every pending pod
-                # and drain any node. `additionalClusterRoleRules` (which would add) is not set.
-            },
-            k8s_child,
-        )
-        lbc = helm_release(
-            f"{name}-aws-load-balancer-controller",
-            "aws-load-balancer-controller",
-            AWS_LOAD_BALANCER_CONTROLLER,
-            SYSTEM_NAMESPACE,
-            {
-                "clusterName": args.cluster_name,
-                "region": args.region,
-                "vpcId": args.vpc_id,
-                "serviceAccount": {"name": "aws-load-balancer-controller"},
-                "replicaCount": 2,
-                "ingressClass": INGRESS_CLASS,
-                "createIngressClassResource": True,
-                # WAF and Shield are not used; disabling them keeps their IAM actions out of the role.
-                "enableWaf": False,
-                "enableWafv2": False,
-                "enableShield": False,
-                "tolerations": [CRITICAL_ADDONS_TOLERATION],
-                # RBAC (chart 3.5.0 templates/rbac.yaml): its ClusterRole reads pods, nodes,
-                # services, endpoints and ingresses and writes their status, TargetGroupBindings
-                # and Ingresses; Secrets in every namespace only with this flag, which ALB OIDC
-                # authentication needs and this project does not use (false is the chart's
-                # default, stated so a chart bump cannot turn it on unseen).
-                "clusterSecretsPermissions": {"allowAllSecrets": False},
-            },
-            k8s_child,
-        )
-
-        crd_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[karpenter])
-        general_class = custom_resource(
-            f"{name}-general-nodeclass",
-            ec2_node_class(
-                name="general",
-                role=node_role.name,
-                cluster_name=args.cluster_name,
-                subnet_ids=args.private_subnet_ids,
-                disk_gib=GENERAL_NODE_DISK_GIB,
-                tags=args.tags,
-            ),
-            crd_opts,
-        )
-        custom_resource(
-            f"{name}-general-nodepool",
-            general_node_pool(
-                name="general",
-                node_class=NodeClassRef("karpenter.k8s.aws", "EC2NodeClass", "general"),
-                labels=args.labels,
-            ),
-            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[general_class]),
-        )
-        gp3_storage_class(
-            f"{name}-gp3",
-            EBS_CSI_DRIVERS["karpenter"],
-            args.labels,
-            pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[ebs_addon]),
-        )
-        return node_role, k8s_child, crd_opts, [lbc]
+        return system_nodes, coredns, pod_identity_agent, ebs_addon

@@ -218,43 +218,8 @@ class Inference(pulumi.ComponentResource):
             opts=after,
         )
         workload_deps: list[pulumi.Resource] = list(args.depends_on) + list(args.placement.depends_on)
-        model_uri: pulumi.Input[str] | None = None
-        # The project's bucket, where replicas keep vLLM's compile caches (the plan's compile_cache).
-        cache_bucket: pulumi.Input[str] | None = None
-        weights_volume: dict[str, Any] | None = None
-        self.weights_bucket = None
-        self.weights_location: pulumi.Output[str] = pulumi.Output.from_input("")
-        self.weights_volume = weights_volume_identity(args.weights_source, plan, args.snapshot_id)
+        model_uri, cache_bucket, weights_volume = self._weights_source(workload_deps)
         streamed = args.weights_source == "s3"
-        repository = plan.request.repository or plan.model.hf_repo
-        # The commit the model catalog pins for this repository (None: staged at main, resolved then).
-        self._revision = pinned_revision(plan.model.variant, repository)
-        if args.weights_source in ("s3", "s3-mountpoint"):
-            own = s3_location(plan.request.repository or "")
-            weights = self._own_bucket(*own) if own else self._staged_bucket()
-            self.weights_bucket = weights.name
-            self.weights_location = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
-            workload_deps += weights.ready
-            if streamed:
-                # vLLM 0.33.0 first copies the *.json/*.model/*.py and tokenizer files of this prefix
-                # into $VLLM_ASSETS_CACHE/model_streamer/<hash> (vllm/config/model.py:1204
-                # maybe_pull_model_tokenizer_for_runai, vllm/transformers_utils/runai_utils.py:62
-                # ObjectStorageModel); its default, $XDG_CACHE_HOME/vllm/assets (vllm/envs.py:943),
-                # lies on the "home" emptyDir (components/serving/vllm.py _env), not the read-only root.
-                # Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
-                model_uri = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
-                if plan.compile_cache:
-                    cache_bucket = weights.name
-                    workload_deps.append(self._compile_cache_script())
-            else:
-                workload_deps.append(self._mountpoint_claim(weights.name, weights.prefix))
-                model_uri = WEIGHTS_MOUNT_PATH
-                claim = weights_object_name(WEIGHTS_CLAIM, self.weights_volume)
-                weights_volume = {"persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
-        elif args.weights_source == "ebs-snapshot":
-            snapshot, weights_volume = self._snapshot_volume()
-            workload_deps.append(snapshot)
-            model_uri = WEIGHTS_MOUNT_PATH
 
         workload = Workload(
             namespace="",  # filled below: the namespace is an Output
@@ -280,33 +245,7 @@ class Inference(pulumi.ComponentResource):
         )
         multi_node = plan.nodes_per_replica > 1
         if multi_node and args.install_cluster_singletons:
-            # No values: LWS 0.10.0's RBAC cannot be narrowed by one. Its manager ClusterRole
-            # (charts/lws/templates/rbac/clusterrole.yaml, unconditional) may get, list, watch and
-            # update Secrets in every namespace, for its webhook certificate rotation; the chart
-            # has no value that scopes it (enableCertManager changes only where the certificate
-            # comes from). Listed as an exception in docs/security.md and chart-rbac-facts.json.
-            lws = helm_release(
-                f"{name}-lws",
-                "lws",
-                LEADER_WORKER_SET,
-                LWS_NAMESPACE,
-                {},
-                pulumi.ResourceOptions(parent=self),
-                create_namespace=True,
-            )
-            # The controller's namespace (its chart creates it), closed (issue 23 item 5).
-            network_policy_resources(
-                f"{name}-lws-netpol",
-                lambda cidrs: chart_policies(
-                    "lws",
-                    LWS_NAMESPACE,
-                    cidrs=cidrs,
-                    labels=args.labels,
-                    monitoring_namespace=args.monitoring_namespace,
-                ),
-                args.cluster_cidrs,
-                pulumi.ResourceOptions(parent=self, depends_on=[lws]),
-            )
+            lws = self._leader_worker_set_controller()
             workload_opts = pulumi.ResourceOptions(
                 parent=self, depends_on=[*workload_deps, lws], custom_timeouts=timeouts
             )
@@ -356,45 +295,7 @@ class Inference(pulumi.ComponentResource):
             spec=svc_manifest["spec"],
             opts=after,
         )
-        routed = args.routing == "llm-d"
-        front: pulumi.Resource = svc
-        if routed:
-            front = Router(
-                f"{name}-router",
-                RouterArgs(
-                    plan=plan,
-                    namespace=args.namespace,
-                    monitoring_namespace=args.monitoring_namespace,
-                    labels=args.labels,
-                    max_replicas=args.max_replicas,
-                    grace_seconds=termination_grace_seconds(plan),
-                    load_balancer_cidrs=args.load_balancer_cidrs,
-                    cluster_cidrs=args.cluster_cidrs,
-                    install_crds=args.install_cluster_singletons,
-                    proxy_image=image_reference(ROUTER_PROXY_IMAGE, args.image_registry),
-                    depends_on=list(args.depends_on),
-                ),
-                opts=pulumi.ResourceOptions(parent=self),
-            )
-        self.endpoint_host = self._load_balancer(ns_workload, front, multi_node, routed=routed)
-        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.cluster_cidrs).apply(
-            lambda v: with_api_egress(
-                network_policy(
-                    v[0],
-                    load_balancer_cidrs=list(v[1]),
-                    monitoring_namespace=args.monitoring_namespace,
-                    routed=routed,
-                ),
-                v[2] if v[0].deletion_cost else None,
-            )
-        )
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
-        )
-        deny = ns_workload.apply(default_deny_policy)
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-default-deny", metadata=deny["metadata"], spec=deny["spec"], opts=after
-        )
+        self.endpoint_host = self._front(ns_workload, svc, multi_node)
         if args.warm_spare_nodes:
             self._warm_spares(ns_workload)
         if args.max_replicas > 1:
@@ -415,6 +316,134 @@ class Inference(pulumi.ComponentResource):
                 "weightsVolume": self.weights_volume,
             }
         )
+
+    def _weights_source(
+        self, workload_deps: list[pulumi.Resource]
+    ) -> tuple[pulumi.Input[str] | None, pulumi.Input[str] | None, dict[str, Any] | None]:
+        """Where vLLM reads the weights from (weights.source): the model URI, the bucket that keeps
+        the compile caches (the plan's compile_cache), and the pod volume holding the weights; what
+        the workload must wait for is added to ``workload_deps``. Sets the weights outputs."""
+        args, plan = self._args, self._args.plan
+        model_uri: pulumi.Input[str] | None = None
+        # The project's bucket, where replicas keep vLLM's compile caches (the plan's compile_cache).
+        cache_bucket: pulumi.Input[str] | None = None
+        weights_volume: dict[str, Any] | None = None
+        self.weights_bucket = None
+        self.weights_location: pulumi.Output[str] = pulumi.Output.from_input("")
+        self.weights_volume = weights_volume_identity(args.weights_source, plan, args.snapshot_id)
+        streamed = args.weights_source == "s3"
+        repository = plan.request.repository or plan.model.hf_repo
+        # The commit the model catalog pins for this repository (None: staged at main, resolved then).
+        self._revision = pinned_revision(plan.model.variant, repository)
+        if args.weights_source in ("s3", "s3-mountpoint"):
+            own = s3_location(plan.request.repository or "")
+            weights = self._own_bucket(*own) if own else self._staged_bucket()
+            self.weights_bucket = weights.name
+            self.weights_location = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
+            workload_deps += weights.ready
+            if streamed:
+                # vLLM 0.33.0 first copies the *.json/*.model/*.py and tokenizer files of this prefix
+                # into $VLLM_ASSETS_CACHE/model_streamer/<hash> (vllm/config/model.py:1204
+                # maybe_pull_model_tokenizer_for_runai, vllm/transformers_utils/runai_utils.py:62
+                # ObjectStorageModel); its default, $XDG_CACHE_HOME/vllm/assets (vllm/envs.py:943),
+                # lies on the "home" emptyDir (components/serving/vllm.py _env), not the read-only root.
+                # Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
+                model_uri = pulumi.Output.concat("s3://", weights.name, "/", weights.prefix)
+                if plan.compile_cache:
+                    cache_bucket = weights.name
+                    workload_deps.append(self._compile_cache_script())
+            else:
+                workload_deps.append(self._mountpoint_claim(weights.name, weights.prefix))
+                model_uri = WEIGHTS_MOUNT_PATH
+                claim = weights_object_name(WEIGHTS_CLAIM, self.weights_volume)
+                weights_volume = {"persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
+        elif args.weights_source == "ebs-snapshot":
+            snapshot, weights_volume = self._snapshot_volume()
+            workload_deps.append(snapshot)
+            model_uri = WEIGHTS_MOUNT_PATH
+
+        return model_uri, cache_bucket, weights_volume
+
+    def _leader_worker_set_controller(self) -> pulumi.Resource:
+        """The LeaderWorkerSet controller a multi-node plan needs (once per cluster), its namespace
+        closed by network policies."""
+        name, args = self._name, self._args
+        # No values: LWS 0.10.0's RBAC cannot be narrowed by one. Its manager ClusterRole
+        # (charts/lws/templates/rbac/clusterrole.yaml, unconditional) may get, list, watch and
+        # update Secrets in every namespace, for its webhook certificate rotation; the chart
+        # has no value that scopes it (enableCertManager changes only where the certificate
+        # comes from). Listed as an exception in docs/security.md and chart-rbac-facts.json.
+        lws = helm_release(
+            f"{name}-lws",
+            "lws",
+            LEADER_WORKER_SET,
+            LWS_NAMESPACE,
+            {},
+            pulumi.ResourceOptions(parent=self),
+            create_namespace=True,
+        )
+        # The controller's namespace (its chart creates it), closed (issue 23 item 5).
+        network_policy_resources(
+            f"{name}-lws-netpol",
+            lambda cidrs: chart_policies(
+                "lws",
+                LWS_NAMESPACE,
+                cidrs=cidrs,
+                labels=args.labels,
+                monitoring_namespace=args.monitoring_namespace,
+            ),
+            args.cluster_cidrs,
+            pulumi.ResourceOptions(parent=self, depends_on=[lws]),
+        )
+        return lws
+
+    def _front(
+        self, ns_workload: pulumi.Output[Workload], svc: pulumi.Resource, multi_node: bool
+    ) -> pulumi.Output[str]:
+        """The load balancer, in front of vLLM's Service or of llm-d's router (routing.kind), and
+        the network policies that admit what it sends; returns the load balancer's DNS name."""
+        name, args, plan = self._name, self._args, self._args.plan
+        after = pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on))
+        routed = args.routing == "llm-d"
+        front: pulumi.Resource = svc
+        if routed:
+            front = Router(
+                f"{name}-router",
+                RouterArgs(
+                    plan=plan,
+                    namespace=args.namespace,
+                    monitoring_namespace=args.monitoring_namespace,
+                    labels=args.labels,
+                    max_replicas=args.max_replicas,
+                    grace_seconds=termination_grace_seconds(plan),
+                    load_balancer_cidrs=args.load_balancer_cidrs,
+                    cluster_cidrs=args.cluster_cidrs,
+                    install_crds=args.install_cluster_singletons,
+                    proxy_image=image_reference(ROUTER_PROXY_IMAGE, args.image_registry),
+                    depends_on=list(args.depends_on),
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        endpoint_host = self._load_balancer(ns_workload, front, multi_node, routed=routed)
+        policy = pulumi.Output.all(ns_workload, args.load_balancer_cidrs, args.cluster_cidrs).apply(
+            lambda v: with_api_egress(
+                network_policy(
+                    v[0],
+                    load_balancer_cidrs=list(v[1]),
+                    monitoring_namespace=args.monitoring_namespace,
+                    routed=routed,
+                ),
+                v[2] if v[0].deletion_cost else None,
+            )
+        )
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
+        )
+        deny = ns_workload.apply(default_deny_policy)
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-default-deny", metadata=deny["metadata"], spec=deny["spec"], opts=after
+        )
+        return endpoint_host
 
     def _staged_bucket(self) -> WeightsBucket:
         """An encrypted, private, TLS-only bucket that the stager Job fills from Hugging Face, with
