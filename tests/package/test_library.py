@@ -61,9 +61,9 @@ def test_metadata_has_compatible_ranges_holding_the_programs_pins(wheel: Path) -
         operators = {spec.operator for spec in requirement.specifier}
         assert operators == {">=", "<"}, f"{requirement}: a range with an upper bound, not a pin"
         name = canonicalize_name(requirement.name)
-        assert name in pins, f"{name}: the program pins every library dependency (requirements.txt)"
+        assert name in pins, f"{name}: the program pins every library dependency (requirements-pins.txt)"
         assert pins[name] in requirement.specifier, (
-            f"requirements.txt's {name}=={pins[name]} is outside {requirement}"
+            f"requirements-pins.txt's {name}=={pins[name]} is outside {requirement}"
         )
     # The CLI's and the twin's own dependencies are extras, not the library's; the twin's are
     # pinned with the tools (requirements-dev.txt), not in the program's requirements.txt.
