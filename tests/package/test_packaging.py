@@ -501,3 +501,17 @@ def test_the_plugin_takes_outputs_for_wiring_fields_as_another_language_sends_th
     assert spec["role"] == "karpenter-nodes"
     assert [t["id"] for t in spec["subnetSelectorTerms"]] == subnets
     assert json.loads(MessageToJson(reply.state))["vpcId"] == NETWORK["vpcId"]
+
+
+def test_typecheck_reports_the_checkouts_paths() -> None:
+    """tools/typecheck.py runs mypy over the package as the wheel lays it out; what it reports must
+    name the file you edit (sizing/plan.py), not the copy."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from typecheck import checkout_path
+    finally:
+        sys.path.pop(0)
+    assert checkout_path("deepseek_eks/sizing/planner.py") == "sizing/planner.py"
+    assert checkout_path("deepseek_eks/components/platform/network.py") == "components/platform/network.py"
+    assert checkout_path("deepseek_eks/testing/__init__.py") == "deepseek_eks/testing/__init__.py"
+    assert checkout_path("deepseek_eks/console.py") == "deepseek_eks/console.py"
