@@ -6,7 +6,7 @@ editable install serves with an import hook mypy cannot follow: a bare ``python 
 no ``deepseek_eks.components`` and, with ``ignore_missing_imports``, check nothing of it. So this
 copies the package as the wheel would hold it (setuptools' ``build_py``, from the same mapping) into
 build/typecheck/, runs mypy there with pyproject.toml's settings, and maps each reported file back
-(build/typecheck/deepseek_eks/sizing/plan.py -> sizing/plan.py). Exit status: mypy's.
+(build/typecheck/deepseek_eks/sizing/planner.py -> sizing/planner.py). Exit status: mypy's.
 """
 
 from __future__ import annotations

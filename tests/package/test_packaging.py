@@ -505,7 +505,7 @@ def test_the_plugin_takes_outputs_for_wiring_fields_as_another_language_sends_th
 
 def test_typecheck_reports_the_checkouts_paths() -> None:
     """tools/typecheck.py runs mypy over the package as the wheel lays it out; what it reports must
-    name the file you edit (sizing/plan.py), not the copy."""
+    name the file you edit (sizing/planner.py), not the copy."""
     sys.path.insert(0, str(ROOT / "tools"))
     try:
         from typecheck import checkout_path
