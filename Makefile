@@ -7,13 +7,13 @@ OUT    ?= build/rendered
 
 .PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity twin-loop
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt
+$(VENV)/.installed: requirements.txt requirements-pins.txt requirements-dev.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-venv: $(VENV)/.installed ## create .venv with pinned runtime and test dependencies
+venv: $(VENV)/.installed ## create .venv: pinned runtime and test dependencies, and the project itself (editable)
 
 # checkov lives in its own venv: its many pinned dependencies would fight the program's.
 CHECKOV_VENV := .venv-checkov
@@ -77,8 +77,8 @@ lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
-typecheck: venv
-	$(PY) -m mypy
+typecheck: venv ## mypy over the package as the wheel lays it out (tools/typecheck.py), reported at the checkout's paths
+	$(PY) tools/typecheck.py
 
 check: lint typecheck test ## everything CI runs
 

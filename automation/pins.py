@@ -211,7 +211,7 @@ def _schema_pins(schemas: list[dict]) -> list[Pin]:
 
 def _requirement_pins() -> list[Pin]:
     pins = []
-    for line in (PROJECT_ROOT / "requirements.txt").read_text().splitlines():
+    for line in (PROJECT_ROOT / "requirements-pins.txt").read_text().splitlines():
         if match := re.match(r"^(pulumi[a-z-]*)==(\S+)", line.strip()):
             package, version = match.groups()
             reference = "replace-on-change.json" if package in ("pulumi-aws", "pulumi-eks") else "-"

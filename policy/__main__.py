@@ -19,11 +19,9 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-# The Pulumi CLI runs this file with the pack folder as the working directory; the rules import
-# as the ``policy`` package from the repository root.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from policy.rules import RESOURCE_RULES, STACK_RULES, Resource, ResourceRule, StackRule
+# The Pulumi CLI runs this file with the pack folder as the working directory, under the Python that
+# has deepseek_eks installed (editable from a checkout, or the wheel): the rules import from there.
+from deepseek_eks.policy.rules import RESOURCE_RULES, STACK_RULES, Resource, ResourceRule, StackRule
 
 
 def resource_policy(rule: ResourceRule) -> ResourceValidationPolicy:
@@ -74,7 +72,7 @@ if __name__ == "__main__":
     if Path(sys.argv[0]).resolve() == Path(__file__).resolve():
         # ``python -m policy ...``: Pulumi's runner instead runs this file from its own
         # pulumi/policy/__main__.py (runpy), so argv[0] names that one.
-        from policy.cli import main
+        from deepseek_eks.policy.cli import main
 
         sys.exit(main(sys.argv[1:]))
     PolicyPack(name="deepseek-eks-guardrails", policies=policies())  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from policy.rules import Resource, violations
+from .rules import Resource, violations
 
 OK, VIOLATIONS, BAD_INPUT = 0, 1, 2
 REQUIRED = ("type", "name", "urn", "props")

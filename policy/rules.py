@@ -4,44 +4,27 @@ and over the offline render without the policy server; ``policy/__main__.py`` wr
 
 A resource rule answers the violations of one resource; a stack rule sees every resource (type,
 inputs, URN and which resources fed each input) and answers (URN, message) pairs. Messages name the
-offending field and the fix. Standard library only: the pack must import wherever pulumi-policy
-does.
+offending field and the fix. No Pulumi code: besides the standard library, the rules use only
+settings/cidrs.py (the one definition of a world-open CIDR set), so the pack and ``python -m policy
+check`` start without loading the SDK, the providers or the component.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from deepseek_eks.settings import cidrs as _CIDRS
 
 Props = Mapping[str, Any]
 
 # The facts of reference/upstream/platform-facts.json the rules need, shipped inside the pack (a
 # wheel has no reference/ folder); a test keeps the copy equal to the snapshot.
 PLATFORM_FACTS = Path(__file__).resolve().parent / "facts.json"
-
-
-def _load_cidrs() -> ModuleType:
-    """settings/cidrs.py, the one definition of a world-open CIDR set, loaded by its path: importing
-    it as ``settings.cidrs`` would run settings/__init__.py, which pulls in the sizing engine and,
-    through the ``deepseek_eks`` package, Pulumi; the pack must import no Pulumi code but
-    pulumi_policy. The file sits beside this package both in a checkout (``settings/``) and in the
-    wheel (``deepseek_eks/settings/``)."""
-    path = Path(__file__).resolve().parent.parent / "settings" / "cidrs.py"
-    spec = importlib.util.spec_from_file_location("_deepseek_eks_policy_cidrs", path)
-    if spec is None or spec.loader is None:  # pragma: no cover - the file ships with the pack
-        raise ImportError(f"the policy pack needs {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_CIDRS = _load_cidrs()
 
 GPU_RESOURCE = "nvidia.com/gpu"
 KARPENTER_NODECLASS_GROUP = "karpenter.k8s.aws"

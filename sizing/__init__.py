@@ -1,6 +1,11 @@
-"""Pure sizing engine: which GPUs, how many, which vLLM flags and what it costs. No Pulumi here."""
+"""Pure sizing engine: which GPUs, how many, which vLLM flags and what it costs. No Pulumi here.
 
-from .catalog import (
+The names below are imported as ``deepseek_eks.sizing.<module>``, not relatively: ``python -m
+sizing`` from a checkout runs this file under the folder's name too, and must then re-export the
+package's own objects instead of loading the engine's modules a second time (sizing/__main__.py).
+"""
+
+from deepseek_eks.sizing.catalog import (
     GPU_FAMILIES,
     VARIANTS,
     InstanceCatalog,
@@ -9,8 +14,17 @@ from .catalog import (
     instance_catalog,
     model_catalog,
 )
-from .memory import KvCacheDtype, Quantization
-from .planner import Infeasible, PlanError, PlanRequest, SizingPlan, WeightsSource, evaluate, plan, suggest
+from deepseek_eks.sizing.memory import KvCacheDtype, Quantization
+from deepseek_eks.sizing.planner import (
+    Infeasible,
+    PlanError,
+    PlanRequest,
+    SizingPlan,
+    WeightsSource,
+    evaluate,
+    plan,
+    suggest,
+)
 
 __all__ = [
     "GPU_FAMILIES",

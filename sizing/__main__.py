@@ -1,6 +1,8 @@
-"""``python -m sizing``: the sizing engine alone (see README, "Sizing")."""
+"""``python -m sizing``: the sizing engine alone (see README, "Sizing"), as ``deepseek-eks-sizing``.
 
-from .cli import main
-from .pipe import run_main
+A thin entry point over the one package: the CLI loads as ``deepseek_eks.sizing`` (the name the
+wheel and the tests use), whichever way it starts, so no module is loaded under two names."""
 
-run_main(main)
+from deepseek_eks.console import sizing
+
+sizing()

@@ -94,7 +94,7 @@ def load() -> dict[str, Any]:
 def as_chart_children(entry: dict[str, Any], stack: str = "s") -> list[Any]:
     """The policy pack's view of one rendered release installed as a v4 Chart: the Chart (its
     inputs) and each object as its child, with URNs as the engine builds them."""
-    from policy.rules import Resource
+    from deepseek_eks.policy.rules import Resource
 
     project = "deepseek-eks"
     chart_urn = f"urn:pulumi:{stack}::{project}::{CHART}::{entry['release']}"

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from policy.rules import Resource
+from deepseek_eks.policy.rules import Resource
 
 # Six blocks, 64.0.0.0 to 189.255.255.255: 49.2 % of IPv4 (under the old "half of IPv4" line) and
 # most of its public space.

@@ -9,9 +9,6 @@ package's one module name, as ``python -m automation`` does.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
 from deepseek_eks.automation.simulate.bench import main
 

@@ -19,13 +19,10 @@ import argparse
 import asyncio
 import json
 import multiprocessing as mp
-import sys
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script from the checkout
 
 from deepseek_eks.automation.loadtest.fake_server import Pacing, serve
 from deepseek_eks.automation.loadtest.runner import Arrivals, Lengths, LoadTestConfig, run

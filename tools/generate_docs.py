@@ -33,8 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "docs" / "reference"
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere in the checkout
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools"))  # its sibling scripts, also when a test imports this one
 # argparse wraps help at the terminal's width: a fixed one makes the page the same everywhere.
 os.environ["COLUMNS"] = "100"
 

@@ -20,7 +20,6 @@ from pulumi.provider.experimental.schema import generate_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = ROOT / "provider" / "schema.json"
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere in the checkout
 
 from deepseek_eks import DeepSeekService, __version__  # noqa: E402
 from deepseek_eks.schema import enrich  # noqa: E402

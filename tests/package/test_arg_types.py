@@ -14,6 +14,7 @@ import pytest
 
 from deepseek_eks.components import arg_types
 from deepseek_eks.components.service import camel
+from tests.package_tree import package_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "provider" / "schema.json").read_text())
@@ -84,7 +85,10 @@ def test_mypy_refuses_a_value_outside_each_closed_set(tmp_path: Path) -> None:
             lines.append(f"ok_{len(lines)}: DeepSeekServiceArgs = {_value(where, value)}")
         lines.append(f"bad_{len(lines)}: DeepSeekServiceArgs = {_value(where, 'not-' + values[0])}")
         wrong.add(len(lines))
-    (tmp_path / "mypy.ini").write_text(MYPY_INI)
+    # The package as the wheel lays it out: mypy cannot follow the checkout's editable install
+    # (an import hook) to the folders setup.py maps into deepseek_eks.
+    site = package_tree(tmp_path / "site")
+    (tmp_path / "mypy.ini").write_text(MYPY_INI.replace("[mypy]\n", f"[mypy]\nmypy_path = {site}\n", 1))
     (tmp_path / "program.py").write_text("\n".join(lines) + "\n")
     report, errors, _ = mypy.api.run(
         [

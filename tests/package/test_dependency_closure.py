@@ -63,7 +63,7 @@ def blocked_modules(allowed: set[str]) -> list[str]:
 
 
 def requirements_txt() -> list[str]:
-    lines = (ROOT / "requirements.txt").read_text().splitlines()
+    lines = (ROOT / "requirements-pins.txt").read_text().splitlines()
     return [line.split("#")[0].strip() for line in lines if line.strip() and not line.startswith(("#", "-"))]
 
 

@@ -225,7 +225,7 @@ def test_aws_resources_take_the_services_name(two_services) -> None:
 
 
 def test_two_services_in_one_cluster_pass_every_policy_rule(two_services) -> None:
-    from policy.rules import violations
+    from deepseek_eks.policy.rules import violations
     from tests.rendered.test_policy_pack import policy_view
 
     resources = policy_view(two_services.mocks.resources)

@@ -42,7 +42,7 @@ def _metadata(wheel: Path) -> tuple[dict[str, list[str]], list[str]]:
 
 def _pins(*files: str) -> dict[str, str]:
     pins = {}
-    for file in files or ("requirements.txt",):
+    for file in files or ("requirements-pins.txt",):
         for line in (ROOT / file).read_text().splitlines():
             if "==" in line and not line.startswith("#"):
                 name, version = line.split("==")
@@ -61,16 +61,16 @@ def test_metadata_has_compatible_ranges_holding_the_programs_pins(wheel: Path) -
         operators = {spec.operator for spec in requirement.specifier}
         assert operators == {">=", "<"}, f"{requirement}: a range with an upper bound, not a pin"
         name = canonicalize_name(requirement.name)
-        assert name in pins, f"{name}: the program pins every library dependency (requirements.txt)"
+        assert name in pins, f"{name}: the program pins every library dependency (requirements-pins.txt)"
         assert pins[name] in requirement.specifier, (
-            f"requirements.txt's {name}=={pins[name]} is outside {requirement}"
+            f"requirements-pins.txt's {name}=={pins[name]} is outside {requirement}"
         )
     # The CLI's and the twin's own dependencies are extras, not the library's; the twin's are
     # pinned with the tools (requirements-dev.txt), not in the program's requirements.txt.
     assert sorted(fields["Provides-Extra"]) == ["cli", "twin"]
     assert extra == CLI_ONLY | TWIN_ONLY
     assert not (CLI_ONLY | TWIN_ONLY) & {canonicalize_name(r.name) for r in library}
-    every_pin = _pins("requirements.txt", "requirements-dev.txt")
+    every_pin = _pins("requirements-pins.txt", "requirements-dev.txt")
     for requirement in requires:
         if requirement.marker is not None:
             which = "twin" if canonicalize_name(requirement.name) in TWIN_ONLY else "cli"

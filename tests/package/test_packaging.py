@@ -1,8 +1,11 @@
 """The checkout builds one import package, ``deepseek_eks``, that works outside the checkout; in the
-checkout each project module is loaded under one name only."""
+checkout (an editable install of the same package: setup.py, requirements.txt) each project module
+is loaded under one name only, from the folder it lives in, with no symlink, path edit or
+import-rewriting tool in between."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -19,8 +22,12 @@ from typing import Any
 import pytest
 from google.protobuf.json_format import MessageToJson
 
+from tests.package_tree import package_tree
+
 ROOT = Path(__file__).resolve().parents[2]
-GENERIC = ("components", "settings", "sizing", "promql", "automation")
+GENERIC = ("components", "settings", "sizing", "promql", "automation", "policy")
+# The package's own folder and the source files around it that are not installed (scripts, tests).
+SKIP = {".venv", ".venv-checkov", ".venv-docs", "build", ".git", "reference", "node_modules"}
 
 
 def _build_wheel(out: Path) -> Path:
@@ -48,18 +55,6 @@ def _build_wheel(out: Path) -> Path:
     return wheel
 
 
-def _build_tree(out: Path) -> Path:
-    """What the wheel holds, built with setuptools alone (``build_py`` reads the same
-    pyproject.toml mapping ``bdist_wheel`` packs)."""
-    subprocess.run(
-        [sys.executable, "-c", "import setuptools; setuptools.setup()", "-q", "build_py", "-d", str(out)],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    )
-    return out
-
-
 HAS_WHEEL = importlib.util.find_spec("wheel") is not None
 
 
@@ -72,7 +67,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
         with zipfile.ZipFile(wheel) as archive:
             archive.extractall(target)  # a wheel is installed by unpacking it
     else:
-        _build_tree(target)
+        package_tree(target)
     return target
 
 
@@ -150,53 +145,144 @@ def test_python_m_automation_loads_the_package_under_its_one_name() -> None:
     assert {m for m in modules if m.split(".")[0] == "automation"} <= {"automation", "automation.__main__"}
 
 
-def test_python_m_sizing_loads_the_folder_alone() -> None:
-    """``python -m sizing`` (DESIGN.md) runs the folder as ``sizing``; nothing in it reaches for
-    ``deepseek_eks.sizing``, which would load the same files again."""
+ENTRY_POINTS = {
+    # python -m <folder> from the repository root (DESIGN.md's command-line contracts)
+    "automation": ["plan", "--stack", "dev", "--json"],
+    "sizing": ["--variant", "r1-distill-qwen-7b", "--families", "g6"],
+    "policy": ["check", "-"],
+}
+
+
+@pytest.mark.parametrize("folder", sorted(ENTRY_POINTS))
+def test_python_m_folder_is_a_thin_entry_point_over_the_package(folder: str) -> None:
+    """``python -m sizing`` (and automation, policy) from the checkout runs the folder's
+    ``__main__``, which hands over to ``deepseek_eks.<folder>``: the command's modules load under
+    the package's name only, and every class the folder's ``__init__`` exposes under its own name is
+    the package's, not a copy (one ``SizingPlan`` class, whichever name reaches it)."""
     modules = _modules_after(
-        "import runpy, sys\n"
-        "sys.argv = ['sizing', '--variant', 'r1-distill-qwen-7b', '--families', 'g6']\n"
-        "try:\n    runpy.run_module('sizing', run_name='__main__', alter_sys=True)\n"
+        "import runpy, sys, io\n"
+        "sys.stdin = io.StringIO('[]')\n"
+        f"sys.argv = [{folder!r}, *{ENTRY_POINTS[folder]!r}]\n"
+        f"try:\n    runpy.run_module({folder!r}, run_name='__main__', alter_sys=True)\n"
         "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        f"import deepseek_eks.{folder} as package\n"
+        f"entry = sys.modules[{folder!r}]\n"
+        "shared = [n for n, v in vars(entry).items() if isinstance(v, type)]\n"
+        "assert all(getattr(entry, n) is getattr(package, n) for n in shared), shared\n"
     )
-    assert "sizing.planner" in modules
-    assert not {m for m in modules if m.startswith("deepseek_eks")}
+    assert f"deepseek_eks.{folder}.cli" in modules
+    assert {m for m in modules if m.split(".")[0] == folder} <= {folder, f"{folder}.__main__"}
 
 
-def test_checkout_subpackages_are_the_top_level_folders() -> None:
-    for name in GENERIC:
-        link = ROOT / "deepseek_eks" / name
-        assert link.is_symlink() and link.resolve() == ROOT / name
-
-
-def test_no_file_uses_the_old_import_style() -> None:
-    """tools/rewrite_imports.py has been run (re-run it after merging an older branch)."""
+def _loaded_twice(code: str, cwd: Path = ROOT) -> list[list[str]]:
+    """Run ``code``, then list each of the checkout's files that ``sys.modules`` holds under more
+    than one name."""
+    probe = (
+        code + "\nimport collections, json, os, sys\n"
+        "names = collections.defaultdict(list)\n"
+        "for name, module in list(sys.modules.items()):\n"
+        "    file = getattr(module, '__file__', None)\n"
+        f"    if file and os.path.realpath(file).startswith({str(ROOT) + os.sep!r})"
+        " and '.venv' not in file:\n"
+        "        names[os.path.realpath(file)].append(name)\n"
+        "print(json.dumps(sorted(sorted(n) for n in names.values() if len(n) > 1)))\n"
+    )
     result = subprocess.run(
-        [sys.executable, "tools/rewrite_imports.py", "--check"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-c", probe], cwd=cwd, capture_output=True, text=True, check=True
     )
-    assert result.returncode == 0, f"run `python tools/rewrite_imports.py`; old style in:\n{result.stdout}"
+    return json.loads(result.stdout.splitlines()[-1])
 
 
-def test_rewrite_is_mechanical_and_idempotent() -> None:
-    sys.path.insert(0, str(ROOT / "tools"))
-    try:
-        from rewrite_imports import rewrite
-    finally:
-        sys.path.pop(0)
-    old = (
-        "import promql\nfrom sizing import plan\n    from settings.model import X\n"
-        "monkeypatch.setattr(" + '"sizing.cli.f", g)\nassert "sizing.planner" in modules\n'
-    )  # split so the check below does not read this file's own text as old style
-    new = rewrite(old, None, 0)
-    assert new == (
-        "from deepseek_eks import promql\nfrom deepseek_eks.sizing import plan\n"
-        "    from deepseek_eks.settings.model import X\n"
-        'monkeypatch.setattr("deepseek_eks.sizing.cli.f", g)\nassert "sizing.planner" in modules\n'
+def test_the_program_and_a_construction_load_no_module_under_two_names(tmp_path: Path) -> None:
+    """The Pulumi program (__main__.py, under the mocks the tests use) and a whole construction
+    (the offline render of dev) in one process: every project file is one module. A second name
+    for a file (``sizing.planner`` beside ``deepseek_eks.sizing.planner``) would give two
+    ``SizingPlan`` classes that never compare equal."""
+    code = (
+        "import runpy, sys\n"
+        "import pulumi\n"
+        "from deepseek_eks.testing import run\n"
+        "try:\n"
+        "    run(lambda: runpy.run_path('__main__.py'), project='deepseek-eks')\n"
+        "except pulumi.RunError:\n"
+        "    pass  # the default settings' cluster API admits no deployer: imported all the same\n"
+        "assert 'deepseek_eks.settings.pulumi_source' in sys.modules\n"
+        f"sys.argv = ['automation', 'render', '--stack', 'dev', '--out', {str(tmp_path)!r}]\n"
+        "try:\n    runpy.run_module('automation', run_name='__main__', alter_sys=True)\n"
+        "except SystemExit as exit:\n    assert not exit.code, exit.code\n"
+        "assert 'deepseek_eks.components.service' in sys.modules\n"
     )
-    assert rewrite(new, None, 0) == new
-    assert rewrite("from sizing.catalog import A\nfrom settings import B\n", "sizing", 1) == (
-        "from .catalog import A\nfrom deepseek_eks.settings import B\n"
+    twice = _loaded_twice(code)
+    assert (tmp_path / "dev" / "plan.json").is_file()
+    # runpy's own modules aside (the program file as <run_path>, the entry point's __main__).
+    assert [names for names in twice if not {"__main__", "<run_path>"} & set(names)] == [
+        ["automation", "deepseek_eks.automation"]
+    ]
+
+
+def test_the_checkout_imports_the_package_from_its_folders(tmp_path: Path) -> None:
+    """The editable install (make venv, requirements.txt's ``-e .``) maps ``deepseek_eks.<folder>``
+    onto the checkout's folder, from any working directory: the files you edit are the ones run."""
+    code = (
+        "import importlib, json\n"
+        f"names = {[f'deepseek_eks.{f}' for f in GENERIC]!r} + ['deepseek_eks.components.platform.network']\n"
+        "print(json.dumps({n: importlib.import_module(n).__file__ for n in names}))\n"
     )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    files = json.loads(result.stdout)
+    for folder in GENERIC:
+        assert Path(files[f"deepseek_eks.{folder}"]) == ROOT / folder / "__init__.py"
+    assert (
+        Path(files["deepseek_eks.components.platform.network"])
+        == ROOT / "components" / "platform" / "network.py"
+    )
+
+
+def test_no_symlink_in_the_repository() -> None:
+    listed = subprocess.run(["git", "ls-files", "-s"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert [line.split("\t")[1] for line in listed.stdout.splitlines() if line.startswith("120000")] == []
+
+
+def _sources() -> list[Path]:
+    return [
+        path
+        for path in ROOT.rglob("*.py")
+        if not SKIP & set(path.relative_to(ROOT).parts) and "venv" not in path.relative_to(ROOT).parts
+    ]
+
+
+def test_no_file_imports_a_folder_by_its_generic_name() -> None:
+    """``from sizing import plan`` would load sizing/ a second time beside ``deepseek_eks.sizing``
+    (pytest puts the checkout on sys.path): everything imports ``deepseek_eks.<folder>``, or its
+    own package relatively."""
+    offenders = []
+    for path in _sources():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            if any(name.split(".")[0] in GENERIC for name in names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []
+
+
+def test_no_path_edits_or_loading_by_path_in_the_package() -> None:
+    """The package's modules import each other by name: no ``sys.path`` edit and no module loaded
+    from a file path (the workarounds a symlinked layout needed)."""
+    folders = [ROOT / "deepseek_eks", *(ROOT / f for f in GENERIC), ROOT / "__main__.py"]
+    found = []
+    for base in folders:
+        for path in [base] if base.is_file() else base.rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            for needle in ("sys.path.insert", "sys.path.append", "spec_from_file_location"):
+                if needle in text:
+                    found.append(f"{path.relative_to(ROOT)}: {needle}")
+    assert found == []
 
 
 @contextmanager
@@ -415,3 +501,17 @@ def test_the_plugin_takes_outputs_for_wiring_fields_as_another_language_sends_th
     assert spec["role"] == "karpenter-nodes"
     assert [t["id"] for t in spec["subnetSelectorTerms"]] == subnets
     assert json.loads(MessageToJson(reply.state))["vpcId"] == NETWORK["vpcId"]
+
+
+def test_typecheck_reports_the_checkouts_paths() -> None:
+    """tools/typecheck.py runs mypy over the package as the wheel lays it out; what it reports must
+    name the file you edit (sizing/planner.py), not the copy."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        from typecheck import checkout_path
+    finally:
+        sys.path.pop(0)
+    assert checkout_path("deepseek_eks/sizing/planner.py") == "sizing/planner.py"
+    assert checkout_path("deepseek_eks/components/platform/network.py") == "components/platform/network.py"
+    assert checkout_path("deepseek_eks/testing/__init__.py") == "deepseek_eks/testing/__init__.py"
+    assert checkout_path("deepseek_eks/console.py") == "deepseek_eks/console.py"

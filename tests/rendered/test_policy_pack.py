@@ -13,7 +13,7 @@ from deepseek_eks import components
 from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
 from deepseek_eks.automation.stackfile import StackConfig, read_stack, stack_names
-from policy.rules import RESOURCE_RULES, STACK_RULES, Resource, violations
+from deepseek_eks.policy.rules import RESOURCE_RULES, STACK_RULES, Resource, violations
 from tests.conftest import routed_configs, stack_config
 
 # The module itself: ``components.build`` is the package's build() function.

@@ -11,9 +11,9 @@ import pytest
 
 from deepseek_eks.automation.render import construct
 from deepseek_eks.automation.stackfile import stack_names
+from deepseek_eks.policy import rules
+from deepseek_eks.policy.rules import Resource, violations
 from deepseek_eks.settings.model import SettingsError
-from policy import rules
-from policy.rules import Resource, violations
 from tests import chart_objects
 from tests.conftest import feature_configs, stack_config
 from tests.policy_probes import ALLOWED, HALVES, NEAR_WORLD, PROBES, Probe

@@ -32,9 +32,8 @@ def _modules() -> dict[str, Path]:
             parts = parts[:-1]
         modules[".".join(parts)] = path
 
-    for path in (ROOT / PACKAGE).rglob("*.py"):
-        if not any(p.is_symlink() for p in path.relative_to(ROOT).parents if p != Path(".")):
-            add(path, ROOT / PACKAGE, (PACKAGE,))
+    for path in (ROOT / PACKAGE).rglob("*.py"):  # the package's own files (testing/, schema.py, ...)
+        add(path, ROOT / PACKAGE, (PACKAGE,))
     for folder in FOLDERS:
         for path in (ROOT / folder).rglob("*.py"):
             add(path, ROOT / folder, (PACKAGE, folder))

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from policy import rules
-from policy.rules import Resource
+from deepseek_eks.policy import rules
+from deepseek_eks.policy.rules import Resource
 from tests.policy_probes import HALVES, NEAR_WORLD, TLS_DENY
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,7 +7,6 @@ import json
 import os
 import re
 import runpy
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +17,9 @@ import pytest
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
-from policy import rules
-from policy.rules import Resource
+from deepseek_eks.policy import rules
+from deepseek_eks.policy.rules import Resource
+from tests.package_tree import package_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 INGRESS = "kubernetes:networking.k8s.io/v1:Ingress"
@@ -464,22 +464,18 @@ def test_the_pack_manifest_needs_no_repository_virtualenv() -> None:
     """The pack runs wherever it is installed: no ``virtualenv`` option pointing at ../.venv."""
     import yaml
 
-    import policy
+    from deepseek_eks import policy
 
     manifest = yaml.safe_load((policy.pack_dir() / "PulumiPolicy.yaml").read_text())
     assert manifest["runtime"] == {"name": "python"}
 
 
 def wheel_layout(root: Path) -> Path:
-    """The pack as the wheel installs it (deepseek_eks/policy beside deepseek_eks/settings), with
-    no .venv, no reference/ folder and no checkout around it; returns its pack folder."""
-    import policy
-
-    package = root / "site-packages" / "deepseek_eks"
-    shutil.copytree(policy.pack_dir(), package / "policy", ignore=shutil.ignore_patterns("__pycache__"))
-    (package / "settings").mkdir()
-    shutil.copy(ROOT / "settings" / "cidrs.py", package / "settings" / "cidrs.py")
-    return package / "policy"
+    """The package as the wheel installs it (setuptools' build_py, which reads the same mapping the
+    wheel packs), with no .venv, no reference/ folder and no checkout around it; returns its pack
+    folder, deepseek_eks/policy. The runner then imports the rules from there (PYTHONPATH)."""
+    site = package_tree(root / "site-packages")
+    return site / "deepseek_eks" / "policy"
 
 
 @pytest.mark.parametrize("layout", ["checkout", "wheel"])
@@ -490,10 +486,12 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation(
     (sdk/python/lib/pulumi/policy/__main__.py runs the pack folder's __main__.py), which serves the
     analyzer on a port it prints; Analyze is called as the engine calls it. From the checkout and
     from a copy laid out as the wheel installs it, far from the repository."""
-    import policy
+    from deepseek_eks import policy
 
     pack = policy.pack_dir() if layout == "checkout" else wheel_layout(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if layout == "wheel":  # the copy's deepseek_eks, not the checkout's editable install
+        env["PYTHONPATH"] = str(pack.parent.parent)
     server = subprocess.Popen(
         [sys.executable, "-m", "pulumi.policy", "127.0.0.1:0", str(pack)],
         stdout=subprocess.PIPE,
@@ -541,7 +539,7 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation(
 
 
 def test_the_packs_copy_of_the_platform_facts_equals_the_snapshot() -> None:
-    import policy
+    from deepseek_eks import policy
 
     copy = json.loads((policy.pack_dir() / "facts.json").read_text())
     assert copy["karpenter"]["expiration"] == FACTS["karpenter"]["expiration"]
@@ -554,12 +552,13 @@ def test_the_packs_copy_of_the_platform_facts_equals_the_snapshot() -> None:
 
 
 def test_the_rules_and_the_check_command_import_no_pulumi_code() -> None:
-    """Only the pack's __main__.py imports pulumi_policy; the rules and the CLI are standard library."""
+    """Only the pack's __main__.py imports pulumi_policy; the rules and the CLI load neither Pulumi's
+    SDK and providers nor the component (settings/cidrs.py is all they take from the package)."""
     probe = (
-        "import sys, policy.rules, policy.cli; "
+        "import sys, deepseek_eks.policy.rules, deepseek_eks.policy.cli; "
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('pulumi', 'pulumi_policy', 'pulumi_aws', 'pulumi_kubernetes', 'pydantic', "
-        "'deepseek_eks', 'settings')); "
+        "('pulumi', 'pulumi_policy', 'pulumi_aws', 'pulumi_kubernetes', 'pulumi_eks') "
+        "or m.startswith(('deepseek_eks.components', 'deepseek_eks.automation'))); "
         "print(loaded)"
     )
     result = subprocess.run(
