@@ -51,12 +51,17 @@ def test_the_floor_pool_exists_in_the_case_under_test(floor: Rendered) -> None:
     assert any(o["metadata"]["name"].endswith("floor") for o in _objects(floor, "NodePool"))
 
 
+def _deletion_cost_containers(spec: dict) -> list[dict]:
+    """The pod's init containers that run the deletion-cost script."""
+    return [c for c in spec.get("initContainers", []) if c["command"][-1].endswith("deletion_cost.py")]
+
+
 def test_each_vllm_pod_sets_its_deletion_cost_from_an_init_container_with_its_own_token(
     floor: Rendered,
 ) -> None:
     spec = _vllm_pod_spec(floor)
-    (init,) = spec["initContainers"]
-    assert init["command"][-1].endswith("deletion_cost.py")
+    (init,) = _deletion_cost_containers(spec)
+    assert spec["initContainers"][0] is init  # first: the cost is set before anything else runs
     env = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in init["env"]}
     assert env == {
         "POD_NAME": "metadata.name",
@@ -124,7 +129,8 @@ def test_the_pod_may_call_the_api_and_still_nothing_else_new() -> None:
 )
 def test_no_init_container_or_rights_without_a_floor_beside_spot(overrides: dict[str, str]) -> None:
     rendered = render(stack_config("dev", **overrides))
-    assert "initContainers" not in _vllm_pod_spec(rendered)
+    # (The compile cache's restore and save containers run with S3 weights: not the cost's.)
+    assert not _deletion_cost_containers(_vllm_pod_spec(rendered))
     # (llm-d's router, where rendered, has its own Role: not a deletion-cost right.)
     roles = [r for r in _objects(rendered, "Role") if r["metadata"]["name"] != "vllm-router"]
     assert not roles and not _objects(rendered, "ClusterRole")
