@@ -196,7 +196,11 @@ def main(argv: list[str]) -> int:
         return 2
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
     try:
-        sized = plan(PlanRequest(args.variant, families, Quantization(args.quantization), args.max_model_len))
+        sized = plan(
+            PlanRequest(
+                args.variant, families, Quantization(args.quantization), max_model_len=args.max_model_len
+            )
+        )
         if not isinstance(sized, SizingPlan):
             print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
             return 1

@@ -37,7 +37,7 @@ import itertools
 import random
 from dataclasses import dataclass, replace
 
-from .traffic import LengthProfile, Request
+from .trace_types import LengthProfile, Request
 
 # Published: NVIDIA Dynamo, "Qwen3-32B KV Routing A/B" benchmark page (see the module docstring).
 PUBLISHED_REUSE_SHARE = 0.3664

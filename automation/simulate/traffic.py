@@ -9,10 +9,14 @@ import csv
 import math
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS
+from .prefixes import shared_prefix_trace
+from .trace_types import DEFAULT_OUTPUT_TOKENS as DEFAULT_OUTPUT_TOKENS
+from .trace_types import DEFAULT_PROMPT_TOKENS as DEFAULT_PROMPT_TOKENS
+from .trace_types import LengthProfile as LengthProfile
+from .trace_types import Request as Request
 
 PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning", "shared-prefix")
 SHARED_PREFIX = "shared-prefix"
@@ -25,41 +29,9 @@ STEP_RATIO = 4.0  # busy rate over quiet rate
 REASONING_OUTPUT_FACTOR = 4
 DAY_S = 86400.0
 
-# The default mean lengths are the ones the plan quotes its throughput at (sourced there).
-DEFAULT_OUTPUT_TOKENS = PLAN_OUTPUT_TOKENS
-DEFAULT_PROMPT_TOKENS = PLAN_PROMPT_TOKENS
-
 
 class TraceError(ValueError):
     """A trace file or profile the simulator cannot use."""
-
-
-@dataclass(frozen=True)
-class Request:
-    arrival_s: float
-    prompt_tokens: int
-    output_tokens: int
-    # Prefix-cache identity: (key, cumulative tokens) from the first shared segment to the
-    # request's own prompt; empty when the prompt shares nothing (every profile but shared-prefix).
-    prefix: tuple[tuple[int, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class LengthProfile:
-    """Mean lengths; ``exponential`` draws (memoryless, as queueing theory assumes) or ``fixed``."""
-
-    prompt_tokens: int = DEFAULT_PROMPT_TOKENS
-    output_tokens: int = DEFAULT_OUTPUT_TOKENS
-    distribution: str = "exponential"
-
-    def draw(self, rng: random.Random, max_total: int) -> tuple[int, int]:
-        if self.distribution == "fixed":
-            prompt, output = self.prompt_tokens, self.output_tokens
-        else:
-            prompt = max(1, round(rng.expovariate(1 / self.prompt_tokens)))
-            output = max(1, round(rng.expovariate(1 / self.output_tokens)))
-        prompt = min(prompt, max_total - 1)
-        return prompt, max(1, min(output, max_total - prompt))
 
 
 def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -> Callable[[float], float]:
@@ -132,8 +104,6 @@ def generate(
     rate = rate_function(profile, mean_rps, seed, duration_s)
     requests = arrivals(rate, duration_s, seed, lengths, max_model_len)
     if profile == SHARED_PREFIX:
-        from .prefixes import shared_prefix_trace
-
         return shared_prefix_trace(requests, seed, lengths, max_model_len)
     return requests
 
