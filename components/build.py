@@ -14,7 +14,7 @@ import pulumi_aws as aws
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ComputeMode, EndpointScheme, Settings
-from deepseek_eks.settings.model import EndpointAuth, RoutingKind, ScalingSignal
+from deepseek_eks.settings.model import EndpointAuth, RoutingKind
 from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
@@ -29,6 +29,7 @@ from .monitoring.autoscaling import (
     concurrency_target,
     hpa_name,
     scheduled_floors,
+    seasonal_lead_s,
 )
 from .monitoring.observability import Observability, ObservabilityArgs, ObservabilityOptions
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
@@ -583,7 +584,11 @@ def _observability(
                 itl_p95_seconds=obs.itl_slo_seconds,
                 queue_time_p95_seconds=obs.queue_time_slo_seconds,
             ),
-            hpa_name=hpa_name(settings.autoscaling.signal, scheduled_floors(settings.autoscaling.schedule)),
+            hpa_name=hpa_name(
+                settings.autoscaling.signal,
+                scheduled_floors(settings.autoscaling.schedule),
+                settings.autoscaling.seasonal,
+            ),
             options=ObservabilityOptions(
                 retention=obs.prometheus_retention,
                 storage_gib=obs.prometheus_storage_gib,
@@ -633,6 +638,7 @@ def _autoscaling(
                     auto.target_concurrency_share, sizing_plan.max_num_seqs
                 ),
                 schedule=scheduled_floors(auto.schedule),
+                seasonal_lead_s=seasonal_lead_s(sizing_plan.startup_seconds) if auto.seasonal else None,
                 startup_seconds=sizing_plan.startup_probe_seconds,
                 scope=queries,
                 prometheus_url=observability.prometheus_url,
@@ -643,7 +649,7 @@ def _autoscaling(
         ),
         opts=k8s_opts,
     )
-    if scope.shared_addons and auto.signal is not ScalingSignal.GPU_UTILIZATION:
+    if scope.shared_addons and autoscaling.keda:
         # KEDA's namespace (its chart creates it) closed like the monitoring ones (issue 23 item 5).
         network_policy_resources(
             f"{scope.prefix}keda-netpol",

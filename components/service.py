@@ -146,6 +146,9 @@ class ScalingArgs(TypedDict, total=False):
     """Replica floors by time of day (KEDA cron triggers; KEDA then owns the HPA)."""
     warm_spare_nodes: int
     """GPU nodes held warm by preemptible placeholder pods (0 = none)."""
+    seasonal: bool
+    """Also hold what yesterday's and last week's demand needed one start-up ahead (KEDA triggers;
+    needs a Prometheus retention of 8 days or more)."""
 
 
 class EndpointArgs(TypedDict, total=False):

@@ -15,6 +15,7 @@ Label conventions (see the project's reference metrics notes):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 # vLLM (V1 engine, names current since 0.10.2; vllm:gpu_cache_usage_perc is gone in 0.12).
@@ -146,6 +147,42 @@ def concurrency_total(scope: Scope) -> str:
     what it has (``sum(a) + sum(b)`` would be empty, an error for KEDA)."""
     names = f'__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}"'
     return f"sum({{{names},{vllm_selector(scope)}}}) or {zero_without_targets(scope)}"
+
+
+# The step of the seasonal subquery: vLLM is scraped more often than this, and a start-up is
+# minutes, so a minute's resolution keeps a peak of a minute or more.
+SEASONAL_STEP = "1m"
+
+
+def seasonal_demand(scope: Scope, period_s: int, lead_s: int) -> str:
+    """The most requests the deployment ran or queued at any minute of the window that began one
+    ``period_s`` ago and lasted ``lead_s`` (a start-up): what this time yesterday (or last week)
+    asked for up to the moment a replica started now would be ready. KEDA divides it by the
+    per-replica concurrency target, so the service holds, ahead of time, what the same hours
+    needed then. 0 when Prometheus holds nothing from then (a service younger than the period,
+    or data past retention): no history keeps no floor, and is no error."""
+    if not 0 < lead_s < period_s:
+        raise ValueError(
+            f"the seasonal lead ({lead_s} s) must be positive and shorter than its period ({period_s} s)"
+        )
+    names = f'__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}"'
+    demand = f"sum({{{names},{vllm_selector(scope)}}})"
+    # The offset ends the window lead_s past the same moment one period ago (Prometheus evaluates
+    # a subquery over [t - offset - range, t - offset]).
+    return f"max_over_time({demand}[{lead_s}s:{SEASONAL_STEP}] offset {period_s - lead_s}s) or vector(0)"
+
+
+_SEASONAL_WINDOW = re.compile(r"\[(\d+)s:" + SEASONAL_STEP + r"\] offset (\d+)s\)")
+
+
+def seasonal_window(query: str) -> tuple[int, int] | None:
+    """``(period_s, lead_s)`` of a query :func:`seasonal_demand` built, or None for any other: how
+    a reader of the rendered trigger (the simulator) learns the window without our settings."""
+    found = _SEASONAL_WINDOW.search(query)
+    if found is None:
+        return None
+    lead, offset = int(found[1]), int(found[2])
+    return offset + lead, lead
 
 
 def router_demand(namespace: str) -> str:
@@ -497,6 +534,10 @@ def dashboards(router: bool = False) -> list[Dashboard]:
     return boards + (routed if router else [])
 
 
+# A start-up of four minutes: the seasonal queries' shape, whatever a stack's plan gives.
+SEASONAL_PARSE_LEAD_S = 240
+
+
 def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
     """Every PromQL string the project renders (for the parse-everything test)."""
     queries = [
@@ -504,6 +545,7 @@ def all_queries(scope: Scope, slo: Slo, hpa_name: str) -> list[str]:
         gpu_utilization_total(scope),
         kv_cache_usage_total(scope),
         concurrency_total(scope),
+        *(seasonal_demand(scope, period, SEASONAL_PARSE_LEAD_S) for period in (86_400, 7 * 86_400)),
     ]
     rule = gpu_utilization_adapter_rule(scope)
     queries += [rule.series_query, expand_adapter_query(rule, scope.namespace, ["vllm-0"])]

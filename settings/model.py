@@ -334,6 +334,13 @@ class ScheduleEntry(_Group):
         return self
 
 
+# autoscaling.seasonal: how far back each seasonal trigger reads the demand it keeps capacity for
+# (yesterday's and last week's, each one start-up ahead of now), by trigger name suffix.
+SEASONAL_PERIODS_S = {"day": 86_400, "week": 7 * 86_400}
+# Prometheus must still hold last week's samples: the longest period plus a day of start-up margin.
+SEASONAL_RETENTION_S = max(SEASONAL_PERIODS_S.values()) + 86_400
+
+
 # The concurrency signal's default share of max_num_seqs: chosen with the simulator
 # (docs/autoscaling-simulation.md, python tools/bench_autoscaling.py).
 DEFAULT_CONCURRENCY_SHARE = 0.7
@@ -375,6 +382,12 @@ class AutoscalingSettings(_Group):
         ge=0,
         le=MAX_REPLICAS,
         description="GPU nodes held by low-priority placeholder pods, so a new replica skips node launch.",
+    )
+    seasonal: Boolean = Field(
+        False,
+        description="Also keep the replicas yesterday's and last week's demand needed one start-up "
+        "ahead of now (KEDA Prometheus triggers with an offset; needs observability.prometheusRetention "
+        "of 8d or more).",
     )
 
 
@@ -522,6 +535,11 @@ class NetworkSettings(_Group):
 # Facts: reference/upstream/settings-rules.json "prometheus_retention_duration".
 _RETENTION_UNIT_NS = {"h": 3600 * 10**9, "d": 86400 * 10**9, "w": 7 * 86400 * 10**9, "y": 365 * 86400 * 10**9}
 _GO_DURATION_MAX_NS = 2**63 - 1
+
+
+def prometheus_retention_s(value: str) -> int:
+    """A valid ``observability.prometheusRetention`` (``<digits><h|d|w|y>``) in seconds."""
+    return int(value[:-1]) * _RETENTION_UNIT_NS[value[-1]] // 10**9
 
 
 def prometheus_duration_problem(value: str) -> str | None:

@@ -35,6 +35,7 @@ from .model import (
     DOCKER_HUB_WARNING,
     PROJECT,
     S3_SCHEME,
+    SEASONAL_RETENTION_S,
     SECRET_KEYS,
     SUPPORTED_KUBERNETES_VERSIONS,
     AutoscalingSettings,
@@ -58,6 +59,7 @@ from .model import (
     _capacity_reservation_problems,
     _Group,
     known_keys,
+    prometheus_retention_s,
 )
 from .names import (
     bucket_name_problem,
@@ -614,6 +616,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
                 "must be more than zero (Prometheus would keep nothing); e.g. 15d",
             )
         )
+    out += _seasonal_problems(auto, obs, invalid)
     out += _s3_repository_problems(model, groups["weights"], invalid)
     out += _weights_kms_problems(groups["weights"], invalid)
     out += _security_option_problems(groups["cluster"], groups["weights"], endpoint)
@@ -621,6 +624,28 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
     if _usable(invalid, "image.registry") and not groups["image"].registry:
         warnings.append(DOCKER_HUB_WARNING)
     return out, warnings
+
+
+def _seasonal_problems(
+    auto: AutoscalingSettings, obs: ObservabilitySettings, invalid: set[str]
+) -> list[Problem]:
+    """autoscaling.seasonal reads last week's demand from Prometheus: a shorter retention would
+    leave that trigger reading nothing, without a word, so the floor would silently be yesterday's
+    alone."""
+    if not _usable(invalid, "autoscaling.seasonal", "observability.prometheusRetention") or not auto.seasonal:
+        return []
+    if prometheus_retention_s(obs.prometheus_retention) >= SEASONAL_RETENTION_S:
+        return []
+    days = SEASONAL_RETENTION_S // 86_400
+    return [
+        Problem(
+            f"{PROJECT}:autoscaling.seasonal",
+            True,
+            f"needs observability.prometheusRetention of at least {days}d to read last week's demand "
+            f"(it is {obs.prometheus_retention}): raise observability.prometheusRetention to {days}d or "
+            "more, or set autoscaling.seasonal false",
+        )
+    ]
 
 
 def _kv_cache_dtype_problems(
@@ -857,8 +882,10 @@ def _signal_warnings(auto: AutoscalingSettings) -> list[str]:
     if auto.signal not in kv_signals and auto.target_kv_cache_usage != 0.85:
         unused.append(("targetKvCacheUsage", "kv-cache or concurrency"))
     share_signals = (ScalingSignal.CONCURRENCY, ScalingSignal.ROUTER_QUEUE)
-    if auto.signal not in share_signals and auto.target_concurrency_share != DEFAULT_CONCURRENCY_SHARE:
-        unused.append(("targetConcurrencyShare", "concurrency or router-queue"))
+    # The seasonal triggers hold their demand at the same per-replica share.
+    share_read = auto.signal in share_signals or auto.seasonal
+    if not share_read and auto.target_concurrency_share != DEFAULT_CONCURRENCY_SHARE:
+        unused.append(("targetConcurrencyShare", "concurrency, router-queue or autoscaling.seasonal"))
     return low_target + [
         f"{PROJECT}:autoscaling.{key} has no effect with autoscaling.signal {auto.signal.value} "
         f"(only with {signals})"

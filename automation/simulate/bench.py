@@ -1,10 +1,10 @@
 """python tools/bench_autoscaling.py: the autoscaling benchmark behind
 docs/autoscaling-simulation.md. Runs ``simulate --compare`` for the dev and prod example stacks
-on the bursty, step, diurnal and reasoning traces (fixed seed), with both published guides, the
-fixed-fleet frontier and the oracle, and rewrites the page's generated section (between the
+on the bursty, step, diurnal, reasoning and replay traces (fixed seed), with both published
+guides, the fixed-fleet frontier and the oracle, and rewrites the page's generated section (between the
 ``bench:begin`` / ``bench:end`` markers) with the tables and the goal check (``run.goal_misses``).
 
-Not a test: it takes a few minutes. A stack the simulator cannot run (no throughput figures for
+Not a test: it takes tens of minutes. A stack the simulator cannot run (no throughput figures for
 its plan) is listed with the reason instead of a table.
 """
 
@@ -20,27 +20,29 @@ from pathlib import Path
 from deepseek_eks.settings.model import DEFAULT_CONCURRENCY_SHARE
 
 from ..stackfile import PROJECT_ROOT
-from .replica import NoThroughputData, ThroughputCurve
+from .replica import NoThroughputData, ThroughputCurve, published_curve
 from .run import (
     ATTAINMENT_GOAL,
     COLUMNS,
     ORACLE,
-    ReactiveBound,
+    ReactiveBaseline,
     Run,
     Summary,
     TraceSpec,
     beats_goal_first,
     build_trace,
     compare,
+    demand_history,
     goal_misses,
     load_stack,
-    reactive_bound,
+    reactive_baseline,
+    servable_rate,
     simulate,
 )
 from .stack import GUIDE_HPA_GPU, GUIDE_KEDA_QUEUE
 
 STACKS = ("dev", "prod")
-TRACES = ("bursty", "step", "diurnal", "reasoning")
+TRACES = ("bursty", "step", "diurnal", "reasoning", "replay")
 SEED = 1
 MORE_SEEDS = (2, 3, 4)  # the goal is also judged on these (the tables are seed 1's)
 HOURS = 24.0
@@ -53,8 +55,9 @@ COMMAND = "python tools/bench_autoscaling.py"
 # 08:00-20:00 holds the diurnal peak and the 09:00-17:00 step), prod's combined signal with a
 # queue target of 1, and the load-following concurrency signal at its default share of
 # max_num_seqs and above it, with its KV-cache trigger lowered for long outputs, and with the
-# busy-hours floor. The bounds stay the stack's, so the trace (sized from maxReplicas) is the same
-# for every candidate.
+# busy-hours floor, and with the seasonal floor (yesterday's and last week's demand one start-up
+# ahead) instead of a schedule written by hand. The bounds stay the stack's, so the trace (sized
+# from maxReplicas) is the same for every candidate.
 QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1"}
 CONCURRENCY = {"autoscaling.signal": "concurrency"}
 
@@ -73,6 +76,12 @@ def _concurrency_candidates(busy_hours_floor: int) -> dict[str, dict[str, str]]:
         f"{default}, {busy_hours_floor} from 08:00 to 20:00": {
             **CONCURRENCY,
             "autoscaling.schedule": _busy_hours(busy_hours_floor),
+        },
+        f"{default}, seasonal": {**CONCURRENCY, "autoscaling.seasonal": "true"},
+        f"{default}, KV 0.4, seasonal": {
+            **CONCURRENCY,
+            "autoscaling.targetKvCacheUsage": "0.4",
+            "autoscaling.seasonal": "true",
         },
     }
 
@@ -112,26 +121,40 @@ class Result:
     skipped: str = ""
     seconds: float = 0.0
     candidates: tuple[Summary, ...] = ()
-    bound: ReactiveBound | None = None
+    baseline: ReactiveBaseline | None = None
+    rate_share: float = 1.0  # of the default rate (servable_rate)
 
 
 def run_all(stacks: Sequence[str], traces: Sequence[str], hours: float, seed: int) -> list[Result]:
-    """``--compare`` for every stack and trace; progress on stderr."""
+    """``--compare`` for every stack and trace at the rate its ``maxReplicas`` can serve
+    (``servable_rate``); progress on stderr."""
     results = []
     for stack in stacks:
+        base = load_stack(stack)
         for trace in traces:
             started = time.monotonic()
             try:
-                runs, rate, curve = compare(stack, TraceSpec(profile=trace, hours=hours, seed=seed))
+                curve = published_curve(base.plan)
+                rate, share = servable_rate(base, curve, TraceSpec(profile=trace, hours=hours, seed=seed))
             except NoThroughputData as e:
                 results.append(Result(stack, trace, skipped=str(e)))
                 print(f"{stack} {trace}: not simulated ({e})", file=sys.stderr)
                 break  # the same plan has no figures on any trace
-            extra, bound = candidates(stack, trace, hours, seed, curve)
+            spec = TraceSpec(profile=trace, hours=hours, seed=seed, rate_rps=rate)
+            runs, rate, curve = compare(stack, spec, curve=curve)
+            extra, baseline = candidates(stack, spec, curve)
             took = time.monotonic() - started
             results.append(
                 Result(
-                    stack, trace, tuple(runs), rate, curve.source, seconds=took, candidates=extra, bound=bound
+                    stack,
+                    trace,
+                    tuple(runs),
+                    rate,
+                    curve.source,
+                    seconds=took,
+                    candidates=extra,
+                    baseline=baseline,
+                    rate_share=share,
                 )
             )
             print(f"{stack} {trace}: {len(runs)} runs in {took:.0f} s", file=sys.stderr)
@@ -139,17 +162,27 @@ def run_all(stacks: Sequence[str], traces: Sequence[str], hours: float, seed: in
 
 
 def candidates(
-    stack: str, trace: str, hours: float, seed: int, curve: ThroughputCurve
-) -> tuple[tuple[Summary, ...], ReactiveBound]:
-    """Each of the stack's CANDIDATES settings over the same trace (the same plan, so the
-    same requests as its ``--compare``), and the reactive bound there."""
+    stack: str, spec: TraceSpec, curve: ThroughputCurve
+) -> tuple[tuple[Summary, ...], ReactiveBaseline]:
+    """Each of the stack's CANDIDATES settings over the same trace (the same plan and rate, so
+    the same requests as its ``--compare``), and the reactive baseline there."""
     base = load_stack(stack)
-    requests, duration, _ = build_trace(TraceSpec(profile=trace, hours=hours, seed=seed), base, curve)
+    requests, duration, rate = build_trace(spec, base, curve)
     out = []
     for label, overrides in CANDIDATES.get(stack, {}).items():
         inputs = load_stack(stack, overrides, label=label)
-        out.append(simulate(inputs, requests, duration, curve).summary)
-    return tuple(out), reactive_bound(base, requests, duration, curve)
+        history = demand_history(inputs, spec, rate, curve)
+        out.append(simulate(inputs, requests, duration, curve, history=history).summary)
+    return tuple(out), reactive_baseline(base, requests, duration, curve)
+
+
+def _lowered(share: float) -> str:
+    if share >= 1.0:
+        return ""
+    return (
+        f" ({share:.0%} of the default rate: a fixed fleet of maxReplicas misses the goal at the "
+        "default, so the rate is lowered until it meets it)"
+    )
 
 
 def markdown_table(summaries: Sequence[Summary]) -> list[str]:
@@ -176,8 +209,8 @@ def goal_rows(results: Sequence[Result]) -> list[str]:
             ratio = judged.gpu_hours / best.gpu_hours if best.gpu_hours else float("inf")
             verdict = "meets the goal" if not misses else "misses: " + "; ".join(misses)
             label = judged.label
-            if r.bound and judged is r.bound.run.summary:
-                label += f" ({r.bound.setting})"
+            if r.baseline and judged is r.baseline.run.summary:
+                label += f" ({r.baseline.setting})"
             lines.append(
                 f"| {r.stack} | {r.trace} | {label} | {judged.ttft_slo_attainment:.1%} "
                 f"| {judged.gpu_hours:.0f} | {best.gpu_hours:.0f} | {ratio:.2f} | {verdict} |"
@@ -187,10 +220,10 @@ def goal_rows(results: Sequence[Result]) -> list[str]:
 
 def _judged(r: Result) -> list[tuple[Summary, Summary, list[Summary]]]:
     """(judged run, oracle, guides) for the stack's own autoscaler, each candidate and the
-    reactive bound."""
+    reactive baseline."""
     by_label = {run.summary.label: run.summary for run in r.runs}
     guide_runs = [by_label[GUIDE_KEDA_QUEUE], by_label[GUIDE_HPA_GPU]]
-    judged = [r.runs[0].summary, *r.candidates, *([r.bound.run.summary] if r.bound else [])]
+    judged = [r.runs[0].summary, *r.candidates, *([r.baseline.run.summary] if r.baseline else [])]
     return [(run, by_label[ORACLE], guide_runs) for run in judged]
 
 
@@ -247,7 +280,7 @@ def section(
         "1.3x the oracle's GPU-hours and beat both published guides (more requests within the SLO at no "
         "more GPU-hours, or as many for fewer). The rows after a stack's own autoscaler are the "
         "settings tried as its default (`CANDIDATES` in automation/simulate/bench.py). The last row "
-        "of each trace, `reactive bound`, is the best any signal could do by reacting: replicas asked "
+        "of each trace, `reactive baseline`, is the best any signal could do by reacting: replicas asked "
         "for each minute from the load of the past 5 minutes measured exactly, held for a while after "
         "it falls, above a floor; the cheapest of these that meets 99 %, with its setting. Where it "
         "costs more than 1.3x the oracle, no reactive signal meets the goal on that trace.",
@@ -279,7 +312,8 @@ def section(
         out += [
             f"### {r.stack}, {r.trace} trace",
             "",
-            f"{first.requests:,} requests, mean {r.rate_rps:.3f} req/s; throughput: {r.source}.",
+            f"{first.requests:,} requests, mean {r.rate_rps:.3f} req/s{_lowered(r.rate_share)}; "
+            f"throughput: {r.source}.",
             "",
             *markdown_table([run.summary for run in r.runs]),
             "",

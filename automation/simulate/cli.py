@@ -14,7 +14,18 @@ from deepseek_eks.settings import SettingsError
 from ..stackfile import PROJECT_ROOT, StackFileError
 from .hpa import AutoscalerSpecError
 from .replica import CalibrationError, NoThroughputData, load_calibration, published_curve
-from .run import FIXED, Run, TraceSpec, build_trace, compare, load_stack, plot, simulate, table
+from .run import (
+    FIXED,
+    Run,
+    TraceSpec,
+    build_trace,
+    compare,
+    demand_history,
+    load_stack,
+    plot,
+    simulate,
+    table,
+)
 from .traffic import PROFILES, LengthProfile, TraceError
 
 DEFAULT_OUT = Path("build/simulate")
@@ -139,7 +150,7 @@ def _simulate(args: argparse.Namespace) -> int:
         inputs = load_stack(args.stack, overrides, args.project_dir)
         used = curve or published_curve(inputs.plan)
         trace, duration, rate = build_trace(spec, inputs, used)
-        runs = [simulate(inputs, trace, duration, used)]
+        runs = [simulate(inputs, trace, duration, used, history=demand_history(inputs, spec, rate, used))]
     first = runs[0]
     header: dict[str, object] = {
         "stack": args.stack,

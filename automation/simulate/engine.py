@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 # kv_blocks is the preemption model the planner sizes --max-num-seqs with (one function for both).
 from deepseek_eks.sizing.performance import BLOCK_SIZE, kv_blocks
 
+from .history import DemandHistory
 from .hpa import (
     SYNC_PERIOD_S,
     HorizontalController,
@@ -68,6 +69,7 @@ from .stack import (
     RANDOM,
     ROUND_ROBIN,
     ROUTER_DEMAND,
+    SEASONAL,
     AutoscalerSpec,
     MetricSpec,
 )
@@ -124,6 +126,9 @@ class SimConfig:
     # never consolidated; a new replica takes one at once and the node autoscaler launches its
     # replacement (components/platform/warm_spare.py). They cost node time like any other node.
     warm_spare_nodes: int = 0
+    # What Prometheus holds from before t=0 for the seasonal triggers (autoscaling.seasonal); the
+    # run adds its own minutes to a copy. None: a new service, no history (the triggers read 0).
+    demand_history: DemandHistory | None = None
 
 
 class _Req:
@@ -268,6 +273,9 @@ class Outcome:
     busy_seconds: float = 0.0
     # (t, desired replicas, ready replicas, waiting requests, arrivals/s over the last step)
     timeline: list[tuple[float, int, int, int, float]] = field(default_factory=list)
+    # requests running + waiting at each step as Prometheus has them (the seasonal triggers' input;
+    # a later run's history, run.demand_history), before-0 history included
+    demand: DemandHistory = field(default_factory=DemandHistory)
 
 
 (
@@ -298,6 +306,8 @@ class Simulation:
         self.trace = trace
         self.duration = duration_s
         self.out = Outcome(label, duration_s)
+        if config.demand_history is not None:
+            self.out.demand = DemandHistory(config.demand_history.shifted(0.0))
         self.events: list[tuple[float, int, int, object, int]] = []
         self.seq = itertools.count()
         self.pods: list[_Pod] = []
@@ -808,12 +818,20 @@ class Simulation:
             in_flight = sum((p.running_sample or 0) + (p.waiting_sample or 0) for p in self.pods)
             return float(self.held_sample + in_flight)
         if metric.measures == CONCURRENCY_TOTAL:
-            return float(sum((p.running_sample or 0) + (p.waiting_sample or 0) for p in self.pods))
+            return self._concurrency()
+        if metric.measures == SEASONAL:
+            assert metric.window is not None
+            period, lead = metric.window
+            return self.out.demand.peak(self.now - period, self.now - period + lead)
         if metric.measures == CRON:
             assert metric.schedule is not None
             active = metric.schedule.active(self.c.clock_origin_s + self.now)
             return float(metric.schedule.replicas) if active else 0.0
         return sum(p.util_sample or 0.0 for p in self.pods)
+
+    def _concurrency(self) -> float:
+        """Requests running or waiting over the pods, as last scraped (promql.concurrency_total)."""
+        return float(sum((p.running_sample or 0) + (p.waiting_sample or 0) for p in self.pods))
 
     def _proposal(self, metric: MetricSpec, current: int) -> int | None:
         behavior = self.c.autoscaler.behavior
@@ -859,6 +877,7 @@ class Simulation:
         rps = self.arrivals_this_tick / TIMELINE_STEP_S
         self.arrivals_this_tick = 0
         self.out.timeline.append((self.now, len(self._live()), ready, queue, rps))
+        self.out.demand.record(self.now, self._concurrency())
         self._at(self.now + TIMELINE_STEP_S, _TICK)
 
     # ---- results --------------------------------------------------------------------------

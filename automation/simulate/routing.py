@@ -103,12 +103,15 @@ def with_shared_prefixes(
 
 
 def router_queue_autoscaler(concurrency: AutoscalerSpec, min_replicas: int) -> AutoscalerSpec:
-    """The router-queue ScaledObject, from the stack's rendered concurrency one (module docstring)."""
+    """The router-queue ScaledObject, from the stack's rendered concurrency one (module docstring);
+    its seasonal triggers (autoscaling.seasonal) are kept, as the program renders them beside any
+    signal. The what-if runs no earlier days, so they read 0 in every row alike."""
     target = next(m.target for m in concurrency.metrics if m.measures == CONCURRENCY_TOTAL)
+    seasonal = tuple(m for m in concurrency.metrics if m.window)
     return replace(
         concurrency,
         label=f"router-queue (minReplicas {min_replicas})",
-        metrics=(MetricSpec(ROUTER_DEMAND, target, 0.0),),
+        metrics=(MetricSpec(ROUTER_DEMAND, target, 0.0), *seasonal),
         keda_min_replicas=min_replicas,
         min_replicas=max(min_replicas, 1),
     )

@@ -18,6 +18,7 @@ from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S, STARTUP_MARG
 from ..stackfile import PROJECT_ROOT, read_stack
 from ..stats import percentile
 from .engine import Outcome, SimConfig, Simulation, StartupTimes
+from .history import DemandHistory
 from .replica import ReplicaModel, ThroughputCurve, plan_limits, published_curve
 from .router import RouterSpec
 from .stack import (
@@ -110,6 +111,7 @@ def sim_config(
     fixed_replicas: int | None = None,
     replica_plan: tuple[tuple[float, int], ...] | None = None,
     router: RouterSpec | None = None,
+    history: DemandHistory | None = None,
 ) -> SimConfig:
     plan = inputs.plan
     startup = startup_times(plan, inputs.compute_mode)
@@ -130,6 +132,7 @@ def sim_config(
         replica_hourly_usd=float(plan["replica_hourly_usd"]),
         gpus_per_replica=int(plan["gpus_per_replica"]),
         warm_spare_nodes=int(plan.get("warm_spare_nodes", 0)),
+        demand_history=history,
     )
 
 
@@ -163,7 +166,7 @@ class Summary:
 
 def _controller(label: str, config: SimConfig) -> str:
     """What sets the replica count of a run: a fixed fleet or a replica plan (the oracle's, the
-    reactive bound's) run no autoscaler, whatever the stack renders."""
+    reactive baseline's) run no autoscaler, whatever the stack renders."""
     if config.fixed_replicas is not None:
         n = config.fixed_replicas
         return f"{label}: a fixed fleet of {n} replica{'' if n == 1 else 's'}, no autoscaler"
@@ -249,6 +252,41 @@ def default_rate(
     return peak / peak_ratio
 
 
+# servable_rate's search: the share of the default rate it tries down to, and how many halvings.
+SERVABLE_FLOOR = 0.5
+SERVABLE_STEPS = 6
+
+
+def servable_rate(inputs: StackInputs, curve: ThroughputCurve, spec: TraceSpec) -> tuple[float, float]:
+    """The mean rate to judge signals at on ``spec``'s trace, and its share of ``default_rate``:
+    the default when a fixed fleet of ``maxReplicas`` meets the attainment goal there; otherwise
+    the highest rate it meets the goal at, by bisection between SERVABLE_FLOOR and 1 of the
+    default. The M/M/c model behind ``default_rate`` is a planning model: where the replica
+    model's batches serve the peak a little slower than it assumes (a peak that lasts for hours,
+    the step trace's), no autoscaler bounded by ``maxReplicas`` could meet the goal, and the
+    benchmark would judge the bound instead of the signal."""
+    if spec.csv is not None or spec.rate_rps is not None:
+        raise ValueError(
+            "servable_rate searches a built-in profile's default rate: give no --rate or --trace"
+        )
+    lengths = profile_lengths(spec.profile, spec.lengths)
+    duration = spec.hours * 3600
+    default = default_rate(inputs, curve, spec.profile, lengths, spec.seed, duration)
+
+    def met(share: float) -> bool:
+        requests, length, _ = build_trace(replace(spec, rate_rps=default * share), inputs, curve)
+        run = simulate(inputs, requests, length, curve, fixed_replicas=inputs.max_replicas)
+        return run.summary.ttft_slo_attainment >= ATTAINMENT_GOAL
+
+    if met(1.0):
+        return default, 1.0
+    low, high = SERVABLE_FLOOR, 1.0
+    for _ in range(SERVABLE_STEPS):
+        middle = (low + high) / 2
+        low, high = (middle, high) if met(middle) else (low, middle)
+    return default * low, low
+
+
 def build_trace(
     spec: TraceSpec, inputs: StackInputs, curve: ThroughputCurve
 ) -> tuple[list[Request], float, float]:
@@ -284,14 +322,54 @@ def simulate(
     replica_plan: tuple[tuple[float, int], ...] | None = None,
     label: str | None = None,
     router: RouterSpec | None = None,
+    history: DemandHistory | None = None,
 ) -> Run:
     """One stack (or an alternative autoscaler, a fixed fleet or a replica plan for it) over one
-    trace; behind llm-d's ``router`` instead of the rendered load balancer when one is given."""
+    trace; behind llm-d's ``router`` instead of the rendered load balancer when one is given; with
+    the earlier days' demand its seasonal triggers read (``demand_history``) when given."""
     curve = curve or published_curve(inputs.plan)
-    config = sim_config(inputs, curve, autoscaler, fixed_replicas, replica_plan, router)
+    config = sim_config(inputs, curve, autoscaler, fixed_replicas, replica_plan, router, history)
     label = label or (autoscaler.label if autoscaler else inputs.label)
     outcome = Simulation(config, trace, duration_s, label).run()
     return Run(summarize(outcome, config, inputs.ttft_slo_s, inputs.queue_slo_s), outcome)
+
+
+# Each earlier day is drawn with its own seed (this stride times the days back), so yesterday's
+# bursts and arrivals are not today's: a seasonal floor is judged on what recurs, the day's shape.
+HISTORY_SEED_STRIDE = 1000
+
+
+def demand_history(
+    inputs: StackInputs,
+    spec: TraceSpec,
+    rate_rps: float,
+    curve: ThroughputCurve,
+    autoscaler: AutoscalerSpec | None = None,
+) -> DemandHistory | None:
+    """What Prometheus would hold from the days the seasonal triggers of ``autoscaler`` (default:
+    the stack's) read back to, or None when it has none: for each period, a day of the same
+    profile and mean rate, drawn with another seed, served by the same autoscaler without its
+    seasonal triggers, its demand moved that period into the past. A trace file has no earlier
+    days (None: the triggers read 0, as for a new service)."""
+    autoscaler = autoscaler or inputs.autoscaler
+    periods = sorted({m.window[0] for m in autoscaler.metrics if m.window}, reverse=True)
+    if not periods or spec.csv is not None:
+        return None
+    base = replace(autoscaler, metrics=tuple(m for m in autoscaler.metrics if not m.window))
+    lead_s = max(m.window[1] for m in autoscaler.metrics if m.window)
+    samples: list[tuple[float, float]] = []
+    for period in periods:
+        # The day back, and the start-up past its end that today's last minutes look ahead to.
+        earlier = replace(
+            spec,
+            seed=spec.seed + HISTORY_SEED_STRIDE * max(1, period // 86_400),
+            rate_rps=rate_rps,
+            hours=spec.hours + lead_s / 3600,
+        )
+        requests, duration, _ = build_trace(earlier, inputs, curve)
+        run = simulate(inputs, requests, duration, curve, base, label=f"{inputs.label}, {period} s back")
+        samples += [(t, v) for t, v in run.outcome.demand.shifted(-period) if t < 0]
+    return DemandHistory(samples)
 
 
 def cold_start_s(inputs: StackInputs) -> float:
@@ -482,15 +560,15 @@ def frontier(
     return runs
 
 
-REACTIVE_BOUND = "reactive bound"
-# The scale-down holds and planning loads the reactive bound tries: a 10-minute hold is about a
+REACTIVE_BASELINE = "reactive baseline"
+# The scale-down holds and planning loads the reactive baseline tries: a 10-minute hold is about a
 # real signal's stabilization plus cooldown, an hour rides out the gaps between bursts.
 REACTIVE_HOLDS_S = (600.0, 3600.0)
 REACTIVE_LOADS = (0.9, 0.7, 0.5)
 
 
 @dataclass(frozen=True)
-class ReactiveBound:
+class ReactiveBaseline:
     """The cheapest run of ``reactive_plan`` at the attainment goal, and the setting that ran it."""
 
     run: Run
@@ -503,26 +581,26 @@ class ReactiveBound:
         return f"load {self.load:g}, hold {self.hold_s / 60:g} min, floor {self.floor}"
 
 
-def reactive_bound(
+def reactive_baseline(
     inputs: StackInputs, trace: list[Request], duration_s: float, curve: ThroughputCurve
-) -> ReactiveBound:
-    """What reacting to the load can do at best on this trace: of ``reactive_plan``'s runs over
+) -> ReactiveBaseline:
+    """A baseline of plans that react to the load: of ``reactive_plan``'s runs over
     REACTIVE_LOADS, REACTIVE_HOLDS_S and floors from the stack's ``minReplicas`` up, the fewest
     GPU-hours that meets the attainment goal (a high enough floor is a fixed fleet, so one does,
-    up to FRONTIER_MAX replicas). Every autoscaling signal reacts to the same load, later and
-    noisier than these plans do, so when the cheapest of them costs more than the goal's budget
-    over the oracle, reacting is not enough on that trace: only a schedule for known hours or a
-    shorter start-up is. It has the same cold start and routing as every other run, and is
-    labelled REACTIVE_BOUND."""
+    up to FRONTIER_MAX replicas). It is the cheapest of this small family, not a bound on what
+    reacting can do: a real signal may beat it (one that follows concurrency sees load before the
+    plans' 5-minute token window does), so the benchmark reports it beside the signals and never
+    as a limit. It has the same cold start and routing as every other run, and is labelled
+    REACTIVE_BASELINE."""
     saturated, tokens = planning_rates(inputs, trace, duration_s, curve)
-    best: ReactiveBound | None = None
+    best: ReactiveBaseline | None = None
     for hold in REACTIVE_HOLDS_S:
         for load in REACTIVE_LOADS:
             for floor in range(max(1, inputs.min_replicas), FRONTIER_MAX + 1):
                 plan = reactive_plan(tokens, saturated, load, hold, floor)
-                run = simulate(inputs, trace, duration_s, curve, replica_plan=plan, label=REACTIVE_BOUND)
+                run = simulate(inputs, trace, duration_s, curve, replica_plan=plan, label=REACTIVE_BASELINE)
                 if best is None or _better_for_oracle(run.summary, best.run.summary):
-                    best = ReactiveBound(run, load, hold, floor)
+                    best = ReactiveBaseline(run, load, hold, floor)
                 if run.summary.ttft_slo_attainment >= ATTAINMENT_GOAL:
                     break  # a higher floor only costs more
     assert best is not None
@@ -550,7 +628,10 @@ def compare(
     own = replace(own, label=f"{stack}: {own.label}")
     curve = curve or published_curve(own.plan)
     trace, duration, rate = build_trace(trace_spec, own, curve)
-    runs = [simulate(r, trace, duration, curve) for r in [own, *others]]
+    runs = [
+        simulate(r, trace, duration, curve, history=demand_history(r, trace_spec, rate, curve))
+        for r in [own, *others]
+    ]
     runs += [simulate(own, trace, duration, curve, g) for g in guides()]
     fleets = frontier(own, trace, duration, curve)
     runs += fleets

@@ -31,6 +31,8 @@ QUEUE_TOTAL = "queue-depth total"
 KV_TOTAL = "kv-cache total"
 CONCURRENCY_TOTAL = "concurrency total"  # requests running + waiting, summed over the pods
 ROUTER_DEMAND = "router demand"  # llm-d's router: requests in its queue + in flight (router-queue)
+# autoscaling.seasonal: the most requests running + waiting one period ago over the next start-up
+SEASONAL = "seasonal demand"
 # How the load balancer picks a ready replica (see ``routing``).
 ROUND_ROBIN = "round_robin"
 LEAST_OUTSTANDING = "least_outstanding_requests"
@@ -57,10 +59,12 @@ def duration_s(text: str | int | float) -> float:
 class MetricSpec:
     """One autoscaler metric: what it measures, its AverageValue target and KEDA activation."""
 
-    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL, CONCURRENCY_TOTAL, ROUTER_DEMAND or CRON
+    measures: str  # GPU_PER_POD, GPU_TOTAL, QUEUE_TOTAL, KV_TOTAL, CONCURRENCY_TOTAL, ROUTER_DEMAND,
+    # SEASONAL or CRON
     target: float
     activation: float = 0.0
     schedule: ScheduledFloor | None = None  # CRON only
+    window: tuple[int, int] | None = None  # SEASONAL only: (period_s, lead_s) read from the query
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,8 @@ class AutoscalerSpec:
         parts = [
             f"{m.schedule.replicas} replicas {m.schedule.start} to {m.schedule.end} {m.schedule.timezone}"
             if m.schedule
+            else f"{m.measures} {m.window[0] // 86400} d back, {m.window[1]} s ahead, target {m.target:g}"
+            if m.window
             else f"{m.measures} target {m.target:g}"
             for m in self.metrics
         ]
@@ -140,6 +146,10 @@ def _trigger(trigger: Mapping[str, Any]) -> MetricSpec:
         raise AutoscalerSpecError(
             f"cannot model trigger {trigger.get('name')!r}: prometheus AverageValue only"
         )
+    window = promql.seasonal_window(query)
+    if window is not None:
+        threshold = float(meta["threshold"])
+        return MetricSpec(SEASONAL, threshold, float(meta.get("activationThreshold", 0)), window=window)
     if promql.ROUTER_QUEUE in query:
         measures = ROUTER_DEMAND
     elif promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query:

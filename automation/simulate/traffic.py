@@ -1,25 +1,31 @@
 """Request traces: built-in profiles (steady, bursty, diurnal, step, reasoning, shared-prefix) as
 non-homogeneous Poisson arrivals, or a CSV, with prompt/output lengths drawn per request. Everything
 derives from one seed. ``shared-prefix`` is the diurnal shape with multi-turn chats whose prompts
-share prefixes: synthetic, fitted to a published prefix-reuse figure (automation/simulate/prefixes.py)."""
+share prefixes: synthetic, fitted to a published prefix-reuse figure (automation/simulate/prefixes.py).
+``replay`` is not synthetic: a real production hour (Azure's public LLM inference trace of 2023,
+conversation service) tiled over the run and thinned or replicated to the mean rate, with each
+request's own prompt and output lengths (automation/simulate/replay.py)."""
 
 from __future__ import annotations
 
 import csv
 import math
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
+from . import replay
 from .prefixes import shared_prefix_trace
 from .trace_types import DEFAULT_OUTPUT_TOKENS as DEFAULT_OUTPUT_TOKENS
 from .trace_types import DEFAULT_PROMPT_TOKENS as DEFAULT_PROMPT_TOKENS
 from .trace_types import LengthProfile as LengthProfile
 from .trace_types import Request as Request
 
-PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning", "shared-prefix")
+PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning", "shared-prefix", "replay")
 SHARED_PREFIX = "shared-prefix"
+REPLAY = "replay"
 # step: office hours, a sudden rise at 09:00 and fall at 17:00 (UTC, the trace's clock).
 STEP_HOURS = (9, 17)
 STEP_RATIO = 4.0  # busy rate over quiet rate
@@ -34,6 +40,16 @@ class TraceError(ValueError):
     """A trace file or profile the simulator cannot use."""
 
 
+@contextmanager
+def replay_errors() -> Iterator[None]:
+    """The replay's errors (a missing vendored trace, above all) as TraceError, which the command
+    line reports as bad input; replay.py cannot raise it itself without importing this module."""
+    try:
+        yield
+    except replay.ReplayError as e:
+        raise TraceError(str(e)) from None
+
+
 def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -> Callable[[float], float]:
     """Arrival rate (requests/s) over time for a built-in profile with the given long-run mean.
 
@@ -42,6 +58,8 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
     step: STEP_RATIO x the quiet rate between STEP_HOURS, changing at once.
     bursty: the diurnal shape with bursts of 4x its rate, starting on average every 2 h and
     lasting 5-30 min (seeded), scaled back so the mean stays ``mean_rps``.
+    replay: the replayed trace's expected rate in each minute (replay.rate), so a peak read from
+    it is the real trace's busiest minute at this scale.
     """
     if profile not in PROFILES:
         raise TraceError(
@@ -51,6 +69,9 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
         raise TraceError(f"--rate must be positive, got {mean_rps}")
     if profile == "steady":
         return lambda t: mean_rps
+    if profile == REPLAY:
+        with replay_errors():
+            return replay.rate(mean_rps, seed, duration_s)
 
     def diurnal(t: float) -> float:
         return 1.0 + 0.6 * math.sin(2 * math.pi * (t / DAY_S - 8 / 24))
@@ -86,9 +107,14 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
 
 
 def profile_lengths(profile: str, lengths: LengthProfile) -> LengthProfile:
-    """The lengths a profile draws: ``reasoning`` multiplies the mean output."""
+    """The lengths a profile draws: ``reasoning`` multiplies the mean output; ``replay`` has the
+    trace's own means (its rows' lengths replace ``lengths``), which the default rate is sized at."""
     if profile == "reasoning":
         return replace(lengths, output_tokens=lengths.output_tokens * REASONING_OUTPUT_FACTOR)
+    if profile == REPLAY:
+        with replay_errors():
+            prompt, output = replay.load_sample().mean_lengths()
+        return replace(lengths, prompt_tokens=round(prompt), output_tokens=round(output))
     return lengths
 
 
@@ -100,7 +126,11 @@ def generate(
     lengths: LengthProfile,
     max_model_len: int,
 ) -> list[Request]:
-    """Non-homogeneous Poisson arrivals by thinning (Lewis and Shedler) over ``duration_s``."""
+    """Non-homogeneous Poisson arrivals by thinning (Lewis and Shedler) over ``duration_s``; for
+    ``replay``, the real trace's arrivals and lengths scaled to ``mean_rps`` (``lengths`` unused)."""
+    if profile == REPLAY:
+        with replay_errors():
+            return replay.requests(mean_rps, duration_s, seed, max_model_len)
     rate = rate_function(profile, mean_rps, seed, duration_s)
     requests = arrivals(rate, duration_s, seed, lengths, max_model_len)
     if profile == SHARED_PREFIX:

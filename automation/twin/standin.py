@@ -268,7 +268,7 @@ class StandIn:
         return self.saturated_rps
 
     def replicas_needed(self, arrival_rps: float) -> int:
-        """Replicas this load needs by the simulator's rule for its oracle and reactive bound
+        """Replicas this load needs by the simulator's rule for its oracle and reactive baseline
         (automation/simulate/run.py ``_needs``): the load's output tokens/s over one replica's
         saturated output tokens/s (the plan's throughput), rounded up, never below the
         autoscaler's floor; planned at load 1.0 (each replica at its saturated rate)."""

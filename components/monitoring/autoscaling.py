@@ -1,11 +1,13 @@
 """Replica autoscaling by ``autoscaling.signal``: an HPA on per-pod GPU utilization (through
 prometheus-adapter), or one KEDA ScaledObject on queue depth, KV-cache usage, or queue depth and
-GPU utilization together, plus a cron trigger per ``autoscaling.schedule`` floor. KEDA owns the
-HPA whenever a queue, KV-cache or schedule trigger is used, so exactly one HPA ever owns the vLLM
-replicas."""
+GPU utilization together, plus a cron trigger per ``autoscaling.schedule`` floor and, with
+``autoscaling.seasonal``, yesterday's and last week's demand one start-up ahead. KEDA owns the HPA
+whenever a queue, KV-cache, schedule or seasonal trigger is used, so exactly one HPA ever owns the
+vLLM replicas."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from deepseek_eks import promql
 from deepseek_eks.settings import ScalingSignal
-from deepseek_eks.settings.model import ScheduleEntry
+from deepseek_eks.settings.model import SEASONAL_PERIODS_S, ScheduleEntry
 from deepseek_eks.settings.schedule import ScheduledFloor
 from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S
 
@@ -80,14 +82,23 @@ def scheduled_floors(entries: Iterable[ScheduleEntry] | None) -> tuple[Scheduled
     return tuple(ScheduledFloor(e.start, e.end, e.timezone, e.replicas) for e in entries or ())
 
 
-def uses_keda(signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = ()) -> bool:
-    """Whether KEDA owns the HPA: any signal but GPU utilization, or any schedule."""
-    return signal is not ScalingSignal.GPU_UTILIZATION or bool(schedule)
+def uses_keda(
+    signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = (), seasonal: bool = False
+) -> bool:
+    """Whether KEDA owns the HPA: any signal but GPU utilization, any schedule, or the seasonal
+    triggers."""
+    return signal is not ScalingSignal.GPU_UTILIZATION or bool(schedule) or seasonal
 
 
-def hpa_name(signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = ()) -> str:
+def hpa_name(signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = (), seasonal: bool = False) -> str:
     """Name of the HPA that scales vLLM: ours, or the one KEDA creates for the ScaledObject."""
-    return KEDA_HPA_NAME if uses_keda(signal, schedule) else HPA_NAME
+    return KEDA_HPA_NAME if uses_keda(signal, schedule, seasonal) else HPA_NAME
+
+
+def seasonal_lead_s(startup_seconds: int) -> int:
+    """How far ahead the seasonal triggers look: a replica's start-up on a new node (the plan's
+    ``startup_seconds``), in whole minutes (the subquery's step), at least one."""
+    return max(1, math.ceil(startup_seconds / 60)) * 60
 
 
 def behavior(startup_seconds: int) -> dict[str, Any]:
@@ -142,6 +153,14 @@ class ScalingSpec:
     target_kv_cache_usage: float = 0.85
     target_concurrency: float = 1.0  # requests running or waiting per replica (concurrency_target)
     schedule: tuple[ScheduledFloor, ...] = field(default_factory=tuple)
+    # autoscaling.seasonal: how far ahead (seconds, seasonal_lead_s) the seasonal triggers read
+    # yesterday's and last week's demand; None without them.
+    seasonal_lead_s: int | None = None
+
+    @property
+    def keda(self) -> bool:
+        """Whether KEDA owns the HPA (uses_keda)."""
+        return uses_keda(self.signal, self.schedule, self.seasonal_lead_s is not None)
 
 
 def concurrency_target(share: float, max_num_seqs: int) -> float:
@@ -216,6 +235,25 @@ def cron_trigger(index: int, floor: ScheduledFloor) -> dict[str, Any]:
     }
 
 
+def seasonal_triggers(spec: ScalingSpec) -> list[dict[str, Any]]:
+    """``autoscaling.seasonal``: per period of SEASONAL_PERIODS_S, the demand one period ago over
+    the next start-up (promql.seasonal_demand), at the concurrency signal's per-replica target.
+    The HPA takes the largest of its metrics, so each is a floor under the signal: it adds replicas
+    ahead of hours that were busy then, and never holds more than the live signal once the hours
+    are quieter than they were."""
+    if spec.seasonal_lead_s is None:
+        return []
+    return [
+        _prometheus_trigger(
+            spec,
+            f"seasonal-{name}",
+            promql.seasonal_demand(spec.scope, period, spec.seasonal_lead_s),
+            f"{spec.target_concurrency:g}",
+        )
+        for name, period in SEASONAL_PERIODS_S.items()
+    ]
+
+
 def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
     """One KEDA ScaledObject (so one HPA): the signal's triggers (queue depth; queue depth and GPU
     for ``combined``; KV-cache usage; concurrency and KV-cache usage for ``concurrency``; GPU alone
@@ -262,6 +300,7 @@ def scaled_object(spec: ScalingSpec) -> dict[str, Any]:
             )
         )
     triggers += [cron_trigger(i, floor) for i, floor in enumerate(spec.schedule)]
+    triggers += seasonal_triggers(spec)
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject",
@@ -368,12 +407,14 @@ class Autoscaling(pulumi.ComponentResource):
 
     hpa_name: str
     """Name of the HPA that ends up scaling vLLM."""
+    keda: bool
+    """Whether KEDA owns that HPA (a ScaledObject)."""
 
     def __init__(self, name: str, args: AutoscalingArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Autoscaling", name, None, opts)
         spec = args.spec
         after = pulumi.ResourceOptions(parent=self, depends_on=args.depends_on)
-        if not uses_keda(spec.signal, spec.schedule):
+        if not spec.keda:
             hpa = gpu_hpa(spec)
             k8s.autoscaling.v2.HorizontalPodAutoscaler(
                 f"{name}-hpa", metadata=hpa["metadata"], spec=hpa["spec"], opts=after
@@ -397,5 +438,6 @@ class Autoscaling(pulumi.ComponentResource):
                 scaled_object(spec),
                 pulumi.ResourceOptions(parent=self, depends_on=[*args.depends_on, *keda]),
             )
-        self.hpa_name = hpa_name(spec.signal, spec.schedule)
+        self.keda = spec.keda
+        self.hpa_name = KEDA_HPA_NAME if spec.keda else HPA_NAME
         self.register_outputs({"hpaName": self.hpa_name})

@@ -23,12 +23,13 @@ def kinds(rendered: Rendered, kind: str) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def by_signal() -> dict[str, Rendered]:
-    overrides = {
-        "gpu-utilization": {},
-        "queue-depth": {"autoscaling__signal": "queue-depth"},
-        "combined": {"autoscaling__signal": "combined"},
+    """dev on each signal alone: without the seasonal floor dev sets, whose triggers have their own
+    tests (tests/rendered/test_autoscaling_triggers.py)."""
+    signals = ("gpu-utilization", "queue-depth", "combined")
+    return {
+        signal: render(stack_config("dev", autoscaling__signal=signal, autoscaling__seasonal="false"))
+        for signal in signals
     }
-    return {signal: render(stack_config("dev", **o)) for signal, o in overrides.items()}
 
 
 def test_gpu_utilization_is_one_hpa_on_the_adapter_metric_and_no_keda(by_signal) -> None:

@@ -142,9 +142,15 @@ def test_keda_operator_and_metrics_server_keep_a_replica_through_a_drain_or_a_lo
         assert _spreads_over_nodes(values["topologySpreadConstraints"][replicas_key], labels), replicas_key
 
 
-def test_dev_without_keda_installs_no_keda(stacks) -> None:
-    # dev scales on the adapter's metric: its path is Prometheus and the adapter, both covered above.
-    assert "keda" not in stacks["dev"][0].helm
+@pytest.fixture(scope="module")
+def dev_on_gpu() -> tuple[Rendered, str]:
+    """dev on the adapter's metric alone (gpu-utilization, no seasonal floor): an HPA of ours."""
+    return _render("dev", autoscaling__signal="gpu-utilization", autoscaling__seasonal="false")
+
+
+def test_dev_without_keda_installs_no_keda(dev_on_gpu) -> None:
+    # On the adapter's metric the path is Prometheus and the adapter, both covered above.
+    assert "keda" not in dev_on_gpu[0].helm
 
 
 # ---- a metrics gap never scales in -------------------------------------------------------------
@@ -177,6 +183,12 @@ def test_every_prometheus_query_is_empty_on_a_gap_and_0_only_without_vllm_pods(s
         guard = promql.zero_without_targets(promql.Scope(namespace=namespace, model_name="any"))
         for trigger in _prometheus_triggers(scaled):
             query = trigger["metadata"]["query"]
+            if promql.seasonal_window(query) is not None:
+                # A seasonal floor reads 0 without history: a floor of 0 never scales anything
+                # in, since the HPA takes the largest metric and the signal's own triggers
+                # (guarded as below) hold the count through a gap.
+                assert query.endswith(" or vector(0)"), (name, query)
+                continue
             assert query.endswith(f" or {guard}"), (name, query)
             assert "or vector(0)" not in query, (name, query)  # 0 whenever the series are missing
 
@@ -217,11 +229,11 @@ def test_a_minreplicas_0_stack_keeps_its_replicas_on_an_error() -> None:
     assert scaled["spec"]["fallback"]["replicas"] >= executor["fallback_replicas_must_be_at_least"]
 
 
-def test_the_hpa_itself_holds_its_count_when_its_only_metric_fails(stacks) -> None:
-    """dev's own HPA (gpu-utilization) has no fallback to configure: with its one metric missing
+def test_the_hpa_itself_holds_its_count_when_its_only_metric_fails(dev_on_gpu) -> None:
+    """An HPA of ours (gpu-utilization) has no fallback to configure: with its one metric missing
     the controller keeps the current count, and an empty custom-metrics answer is an error."""
     hpa = FACTS["kubernetes_hpa"]
     assert "keeps the current replica count" in hpa["only_metric_fails"]
     assert "no metrics returned from custom metrics API" in hpa["empty_metric_list_is_an_error"]
-    (ours,) = [o for o in stacks["dev"][0].objects() if o["kind"] == "HorizontalPodAutoscaler"]
+    (ours,) = [o for o in dev_on_gpu[0].objects() if o["kind"] == "HorizontalPodAutoscaler"]
     assert [m["type"] for m in ours["spec"]["metrics"]] == ["Pods"]

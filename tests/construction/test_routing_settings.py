@@ -82,8 +82,11 @@ def test_llm_d_with_router_queue_renders_the_router_and_a_scaled_object_that_wak
     assert {"InferencePool", "CustomResourceDefinition", "Deployment", "ScaledObject"} <= kinds
     (scaled,) = [r.inputs for r in mocks.resources if r.type.endswith(":ScaledObject")]
     assert scaled["spec"]["minReplicaCount"] == 0
-    (trigger,) = scaled["spec"]["triggers"]
-    assert trigger["name"] == "router-queue"
+    # The router's queue, and dev's seasonal floor beside it (it may wake the service ahead of a
+    # busy hour too).
+    names = [t["name"] for t in scaled["spec"]["triggers"]]
+    assert names == ["router-queue", "seasonal-day", "seasonal-week"]
+    trigger = scaled["spec"]["triggers"][0]
     assert "inference_extension_flow_control_queue_size" in trigger["metadata"]["query"]
     assert trigger["metadata"]["activationThreshold"] == "0"
 

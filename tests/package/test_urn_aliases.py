@@ -18,6 +18,17 @@ from deepseek_eks.automation.urns import run_resources
 BEFORE = json.loads((Path(__file__).parents[1] / "data" / "urns_before_deepseek_service.json").read_text())
 
 
+# The settings the example stacks had when those URNs were recorded, where they changed since: dev
+# scaled with its own HPA then, and a change of signal removes that HPA on purpose (a settings
+# change, not a move), so the move is checked at the recorded settings.
+RECORDED_WITH = {"dev": {"autoscaling.signal": "gpu-utilization", "autoscaling.seasonal": "false"}}
+
+
+def recorded_stack(stack: str):
+    """The example stack at the settings its URNs were recorded with."""
+    return read_stack(stack).with_overrides(RECORDED_WITH.get(stack, {}), "deepseek-eks")
+
+
 def lost_urns(stack: str, resources: list[Recorded]) -> list[str]:
     """Old URNs neither registered nor aliased (the root stack resource is always there)."""
     covered = {r.urn for r in resources}.union(*(r.aliases for r in resources))
@@ -30,7 +41,7 @@ def test_snapshot_covers_every_example_stack() -> None:
 
 @pytest.mark.parametrize("stack", sorted(BEFORE))
 def test_every_old_urn_is_kept_or_aliased(stack: str) -> None:
-    resources = run_resources(read_stack(stack))
+    resources = run_resources(recorded_stack(stack))
     lost = lost_urns(stack, resources)
     assert not lost, f"{len(lost)} resources of stack {stack} would be replaced, e.g. {lost[:3]}"
     # The service itself is new; everything else moved under it.
@@ -49,5 +60,5 @@ def test_without_the_aliases_the_cluster_would_be_replaced(monkeypatch: pytest.M
     from deepseek_eks.components.build import build_service
 
     monkeypatch.setattr(sys.modules[build_service.__module__], "WAS_AT_ROOT", pulumi.Alias(name="never-used"))
-    lost = lost_urns("dev", run_resources(read_stack("dev")))
+    lost = lost_urns("dev", run_resources(recorded_stack("dev")))
     assert any(u.endswith("::cluster") for u in lost)

@@ -34,6 +34,7 @@ from deepseek_eks.promql import (
     kv_cache_usage_total,
     p95,
     queue_depth,
+    seasonal_demand,
     vllm_selector,
 )
 from tests.promql.promtool import (
@@ -228,6 +229,53 @@ def test_concurrency_total_counts_running_requests_when_none_wait(tmp_path: Path
     running = _deployment_and_strangers(VLLM_RUNNING, ("5x10", "6x10"), ("30x10", "30x10"))
     strangers_waiting = _deployment_and_strangers(VLLM_WAITING, ("0x10", "0x10"), ("4x10", "4x10"))[2:]
     _keda_query_test(tmp_path, concurrency_total(SCOPE), running + strangers_waiting, 11)
+
+
+def test_seasonal_demand_holds_yesterdays_peak_one_lead_ahead_and_is_0_without_history(
+    tmp_path: Path,
+) -> None:
+    """Yesterday from minute 30 to 34 one pod ran 12 requests and, at minutes 31-32, queued 3 more;
+    other models and namespaces ran far more. With a 10-minute lead, today's query holds that
+    demand from minute 20 (a replica asked for then is ready at 30) until the busy minutes are
+    over, and is 0 before and after; before a day of history it is 0, not empty (KEDA would
+    take an empty result as an error)."""
+    require_promtool()
+    day, lead = 86_400, 600
+    query = seasonal_demand(SCOPE, day, lead)
+    running = _deployment_and_strangers(VLLM_RUNNING, ("0x29 12x4 0x1500", "0x1534"), ("90x1534", "90x1534"))
+    waiting = _deployment_and_strangers(VLLM_WAITING, ("0x30 3x1 0x1502", "0x1534"), ("40x1534", "40x1534"))
+    minute = 60
+    expected = {  # eval minute (a day is 1440) -> value
+        1440 + 19: 0,  # the window [19, 29] ends before the busy minutes
+        1440 + 20: 12,  # [20, 30]: minute 30 already counts, a lead ahead of it
+        1440 + 25: 15,  # [25, 35]: running and waiting at minutes 31-32
+        1440 + 33: 12,  # [33, 43]: the queue is gone, minutes 33-34 still ran 12
+        1440 + 36: 0,  # [36, 46]: the busy minutes are over
+        600: 0,  # no history a day back
+    }
+    run_rule_test(
+        tmp_path,
+        [{"name": "keda", "rules": [{"record": "test:seasonal", "expr": query}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": running + waiting,
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": f"{at * minute}s",
+                        "exp_samples": [{"labels": "{}", "value": value}],
+                    }
+                    for at, value in expected.items()
+                ],
+            }
+        ],
+    )
+
+
+def test_seasonal_demand_refuses_a_lead_as_long_as_its_period() -> None:
+    with pytest.raises(ValueError, match=r"shorter than its period \(86400 s\)"):
+        seasonal_demand(SCOPE, 86_400, 86_400)
 
 
 KEDA_QUERIES = {

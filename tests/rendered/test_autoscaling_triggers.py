@@ -6,6 +6,7 @@ simulator as the same autoscaler."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,14 @@ import pytest
 from deepseek_eks import promql
 from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import render
-from deepseek_eks.automation.simulate.stack import CONCURRENCY_TOTAL, CRON, KV_TOTAL, autoscaler_from_objects
+from deepseek_eks.automation.simulate.stack import (
+    CONCURRENCY_TOTAL,
+    CRON,
+    KV_TOTAL,
+    SEASONAL,
+    autoscaler_from_objects,
+)
+from deepseek_eks.components.build import size
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
 
@@ -30,7 +38,9 @@ SCHEDULE = json.dumps(
 
 
 def _objects(**overrides: str) -> tuple[list[dict], str]:
-    config = stack_config("dev", **overrides)
+    """dev's render with ``overrides``; without the seasonal floor dev sets, unless asked for, so
+    each test sees the triggers of the signal it is about."""
+    config = stack_config("dev", **{"autoscaling__seasonal": "false", **overrides})
     version = parse_settings(config.values, config.secret_keys, config.stack).kubernetes_version
     return render(config).objects(), version
 
@@ -64,7 +74,7 @@ def test_the_simulator_reads_the_rendered_triggers(kv_and_schedule) -> None:
 
 
 def test_a_schedule_alone_puts_keda_in_charge_of_gpu_utilization() -> None:
-    objects, version = _objects(autoscaling__schedule=SCHEDULE)  # dev: gpu-utilization
+    objects, version = _objects(autoscaling__signal="gpu-utilization", autoscaling__schedule=SCHEDULE)
     scaled = [o for o in objects if o["kind"] == "ScaledObject"]
     assert len(scaled) == 1 and not [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
     types = [t["type"] for t in scaled[0]["spec"]["triggers"]]
@@ -145,7 +155,12 @@ def test_a_concurrency_share_outside_0_to_1_is_refused_by_its_key(share: str, wh
 
 
 def test_a_concurrency_share_without_the_concurrency_signal_is_named_as_unused() -> None:
-    config = stack_config("dev", autoscaling__targetConcurrencyShare="0.5")  # dev: gpu-utilization
+    config = stack_config(
+        "dev",
+        autoscaling__signal="gpu-utilization",
+        autoscaling__seasonal="false",
+        autoscaling__targetConcurrencyShare="0.5",
+    )
     settings = parse_settings(config.values, config.secret_keys, config.stack)
     assert any("autoscaling.targetConcurrencyShare has no effect" in w for w in settings.warnings)
 
@@ -169,3 +184,83 @@ def test_the_concurrency_signal_uses_the_kv_target_without_a_warning() -> None:
     queue = stack_config("dev", autoscaling__signal="queue-depth", autoscaling__targetKvCacheUsage="0.4")
     warned = parse_settings(queue.values, queue.secret_keys, queue.stack).warnings
     assert any("targetKvCacheUsage has no effect" in w and "kv-cache or concurrency" in w for w in warned)
+
+
+# ---- autoscaling.seasonal ------------------------------------------------------------------------
+
+
+def test_seasonal_adds_yesterdays_and_last_weeks_demand_one_start_up_ahead() -> None:
+    """Two more prometheus triggers beside the signal's, valid against KEDA's schema, each reading
+    the demand of one period back over the next start-up (the plan's, rounded up to the query's
+    one-minute step) at the concurrency signal's per-replica target; the simulator reads the
+    same windows back from the rendered queries."""
+    config = stack_config("dev", autoscaling__signal="concurrency", autoscaling__seasonal="true")
+    settings = parse_settings(config.values, config.secret_keys, config.stack)
+    objects = render(config).objects()
+    (scaled,) = [o for o in objects if o["kind"] == "ScaledObject"]
+    assert check(scaled, settings.kubernetes_version, schema_dir()) == []
+    triggers = {t["name"]: t for t in scaled["spec"]["triggers"]}
+    day, week = triggers["seasonal-day"], triggers["seasonal-week"]
+    startup = size(settings).startup_seconds
+    windows = {}
+    for trigger in (day, week):
+        meta = trigger["metadata"]
+        assert trigger["type"] == "prometheus" and trigger["metricType"] == "AverageValue"
+        assert meta["threshold"] == triggers["concurrency"]["metadata"]["threshold"]
+        # Never empty (KEDA would hold the replicas on the error): no history reads 0.
+        assert meta["query"].endswith(" or vector(0)") and meta["ignoreNullValues"] == "false"
+        lead, offset = (int(x) for x in re.search(r"\[(\d+)s:1m\] offset (\d+)s", meta["query"]).groups())
+        assert startup <= lead < startup + 60 and lead % 60 == 0
+        windows[trigger["name"]] = (offset + lead, lead)
+    assert windows == {
+        "seasonal-day": (86_400, windows["seasonal-day"][1]),
+        "seasonal-week": (604_800, windows["seasonal-week"][1]),
+    }
+    spec = autoscaler_from_objects(objects, "seasonal")
+    assert [m.measures for m in spec.metrics] == [CONCURRENCY_TOTAL, KV_TOTAL, SEASONAL, SEASONAL]
+    assert [m.window for m in spec.metrics[2:]] == [windows["seasonal-day"], windows["seasonal-week"]]
+
+
+def test_seasonal_alone_puts_keda_in_charge_and_closes_its_namespace() -> None:
+    objects, _ = _objects(autoscaling__signal="gpu-utilization", autoscaling__seasonal="true")
+    assert not [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
+    (scaled,) = [o for o in objects if o["kind"] == "ScaledObject"]
+    assert [t["name"] for t in scaled["spec"]["triggers"]] == [
+        "gpu-utilization",
+        "seasonal-day",
+        "seasonal-week",
+    ]
+    keda_policies = [
+        o for o in objects if o["kind"] == "NetworkPolicy" and o["metadata"]["namespace"] == "keda"
+    ]
+    assert keda_policies, "KEDA runs, so its namespace is closed like the signals' that need it"
+
+
+def test_seasonal_needs_a_retention_that_holds_last_week() -> None:
+    config = stack_config("dev", autoscaling__seasonal="true", observability__prometheusRetention="7d")
+    with pytest.raises(SettingsError) as caught:
+        parse_settings(config.values, config.secret_keys, config.stack)
+    text = str(caught.value)
+    assert "deepseek-eks:autoscaling.seasonal" in text and "observability.prometheusRetention" in text
+    assert "at least 8d" in text and "(it is 7d)" in text
+    for fine in ("8d", "2w", "192h"):
+        ok = stack_config("dev", autoscaling__seasonal="true", observability__prometheusRetention=fine)
+        assert parse_settings(ok.values, ok.secret_keys, ok.stack).autoscaling.seasonal
+
+
+def test_seasonal_reads_the_concurrency_share_so_setting_it_is_no_unused_warning() -> None:
+    config = stack_config(
+        "dev",
+        autoscaling__signal="gpu-utilization",
+        autoscaling__seasonal="true",
+        autoscaling__targetConcurrencyShare="0.5",
+    )
+    warnings = parse_settings(config.values, config.secret_keys, config.stack).warnings
+    assert not [w for w in warnings if "targetConcurrencyShare" in w]
+
+
+def test_component_users_turn_seasonal_on_in_python_spelling() -> None:
+    from deepseek_eks.components.service import service_settings
+
+    auto = service_settings({"autoscaling": {"seasonal": True}}, "dev").autoscaling  # type: ignore[arg-type]
+    assert auto.seasonal is True

@@ -162,9 +162,10 @@ def test_diff_against_a_ref_shows_the_render_change(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(diff_module, "read_stack", lambda stack, root: changed)
     lines, problems = diff_module.diff("dev", "HEAD")
     text = "".join(lines)
-    assert "--- a/HEAD/kubernetes/horizontalpodautoscaler-deepseek-" in text
-    assert "+++ b/worktree/kubernetes/horizontalpodautoscaler-deepseek-" in text
-    assert "-  maxReplicas: 2\n" in text and "+  maxReplicas: 3\n" in text
+    # dev scales with a KEDA ScaledObject (the concurrency signal).
+    assert "--- a/HEAD/kubernetes/scaledobject-deepseek-" in text
+    assert "+++ b/worktree/kubernetes/scaledobject-deepseek-" in text
+    assert "-  maxReplicaCount: 2\n" in text and "+  maxReplicaCount: 3\n" in text
     assert problems == []
 
 

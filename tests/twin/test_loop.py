@@ -32,9 +32,9 @@ from tests.twin.conftest import require_binaries
 REQUIRED_BY = "DEEPSEEK_EKS_REQUIRE_LOOP"
 # (stack, --set overrides, the metrics program its signal needs)
 CASES = {
-    "dev": ((), "prometheus-adapter"),
+    "dev": ((), "keda"),  # concurrency with the seasonal floor
     "prod": ((), "keda"),
-    "dev-concurrency": (("autoscaling.signal=concurrency",), "keda"),
+    "dev-gpu": (("autoscaling.signal=gpu-utilization", "autoscaling.seasonal=false"), "prometheus-adapter"),
 }
 IN_CI = ("dev",)
 

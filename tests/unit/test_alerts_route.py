@@ -38,7 +38,8 @@ def test_plan_says_what_dev_scales_on_if_dcgm_exporter_cannot_start(
     facts = json.loads((UPSTREAM / "dcgm-exporter-636.json").read_text())
     assert facts["pinned_release_affected"]["value"].startswith("yes")
     assert "Bottlerocket" in facts["issue"]["environment"] and "1.34" in facts["issue"]["environment"]
-    assert cli.main(["plan", "--stack", "dev"]) == 0  # auto-mode, gpu-utilization
+    on_gpu = ["--set", "autoscaling.signal=gpu-utilization", "--set", "autoscaling.seasonal=false"]
+    assert cli.main(["plan", "--stack", "dev", *on_gpu]) == 0  # auto-mode
     out = capsys.readouterr().out
     assert "dcgm-exporter/issues/636" in out and "neither scales out nor in" in out
     for other in ("autoscaling.signal=concurrency", "computeMode=karpenter"):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from deepseek_eks.automation.simulate.bench import BEGIN, END, Result, goal_rows, rewrite, robustness_rows
 from deepseek_eks.automation.simulate.run import (
-    REACTIVE_BOUND,
-    ReactiveBound,
+    REACTIVE_BASELINE,
+    ReactiveBaseline,
     Run,
     Summary,
     beats,
@@ -120,17 +120,17 @@ def test_robustness_rows_give_the_range_and_the_seeds_that_meet_the_goal() -> No
     assert [c.strip() for c in row.strip("|").split("|")][-2:] == ["0 of 2", "2 of 2"]
 
 
-def test_goal_rows_judge_the_reactive_bound_with_its_setting() -> None:
-    bound = ReactiveBound(Run(run(REACTIVE_BOUND, 0.995, 180), None), load=0.7, hold_s=600.0, floor=2)  # type: ignore[arg-type]
-    result = replace(_result(0.995, 120), bound=bound)
+def test_goal_rows_judge_the_reactive_baseline_with_its_setting() -> None:
+    bound = ReactiveBaseline(Run(run(REACTIVE_BASELINE, 0.995, 180), None), load=0.7, hold_s=600.0, floor=2)  # type: ignore[arg-type]
+    result = replace(_result(0.995, 120), baseline=bound)
     rows = goal_rows([result])[2:]
-    assert len(rows) == 2  # the stack's own autoscaler, then the bound
+    assert len(rows) == 2  # the stack's own autoscaler, then the baseline
     cells = [c.strip() for c in rows[1].strip("|").split("|")]
-    assert cells[2] == "reactive bound (load 0.7, hold 10 min, floor 2)"
+    assert cells[2] == "reactive baseline (load 0.7, hold 10 min, floor 2)"
     assert cells[3:7] == ["99.5%", "180", "100", "1.80"]
     assert cells[7] == "misses: 1.80x the oracle's GPU-hours > 1.3x"
     # Over several seeds it is one row, whatever setting each seed found.
     other = replace(bound, floor=3)
-    per_seed = {1: [result], 2: [replace(result, bound=other)]}
+    per_seed = {1: [result], 2: [replace(result, baseline=other)]}
     labels = [r.split("|")[3].strip() for r in robustness_rows(per_seed)[2:]]
-    assert labels == ["dev: gpu-utilization", REACTIVE_BOUND]
+    assert labels == ["dev: gpu-utilization", REACTIVE_BASELINE]

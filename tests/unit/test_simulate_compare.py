@@ -17,7 +17,7 @@ from deepseek_eks.automation.simulate.hpa import Behavior
 from deepseek_eks.automation.simulate.run import (
     ATTAINMENT_GOAL,
     ORACLE,
-    REACTIVE_BOUND,
+    REACTIVE_BASELINE,
     TraceSpec,
     build_trace,
     frontier,
@@ -26,7 +26,7 @@ from deepseek_eks.automation.simulate.run import (
     oracle_plan,
     output_tokens_per_step,
     planning_rates,
-    reactive_bound,
+    reactive_baseline,
     reactive_plan,
     simulate,
 )
@@ -212,11 +212,11 @@ def test_oracle_uses_no_more_gpu_hours_than_any_run_at_equal_attainment(prod_ste
             assert best.summary.gpu_hours <= run.summary.gpu_hours, run.summary.label
 
 
-def test_reactive_bound_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_step) -> None:
+def test_reactive_baseline_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_step) -> None:
     inputs, curve, trace, duration = prod_step
-    bound = reactive_bound(inputs, trace, duration, curve)
+    bound = reactive_baseline(inputs, trace, duration, curve)
     summary = bound.run.summary
-    assert summary.label == REACTIVE_BOUND
+    assert summary.label == REACTIVE_BASELINE
     assert summary.ttft_slo_attainment >= ATTAINMENT_GOAL
     assert bound.setting.startswith(f"load {bound.load:g}, hold {bound.hold_s / 60:g} min")
     # The published guides react to the same load later and with noise: any of them that meets

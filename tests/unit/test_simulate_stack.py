@@ -18,14 +18,22 @@ from deepseek_eks.automation.simulate.traffic import LengthProfile, TraceError, 
 
 from ..conftest import stack_config
 
+# prod on the combined signal (queue depth and GPU utilization), without the seasonal floor:
+# two triggers of different kinds whose thresholds the tests move.
+COMBINED = {
+    "autoscaling.signal": "combined",
+    "autoscaling.seasonal": "false",
+    "autoscaling.queueDepthPerReplica": "3",
+}
+
 
 @pytest.fixture(scope="module")
 def prod_render():
-    return render(stack_config("prod", autoscaling__queueDepthPerReplica="3"))
+    return render(stack_config("prod", **{k.replace(".", "__"): v for k, v in COMBINED.items()}))
 
 
 def test_autoscaler_is_the_rendered_scaled_object(prod_render) -> None:
-    inputs = load_stack("prod", {"autoscaling.queueDepthPerReplica": "3"})
+    inputs = load_stack("prod", COMBINED)
     rendered = next(o for o in prod_render.objects() if o["kind"] == "ScaledObject")["spec"]
     spec = inputs.autoscaler
     assert spec.kind == "ScaledObject"
@@ -48,7 +56,7 @@ def test_autoscaler_is_the_rendered_scaled_object(prod_render) -> None:
 
 
 def test_stack_facts_come_from_the_render(prod_render) -> None:
-    inputs = load_stack("prod", {"autoscaling.queueDepthPerReplica": "3"})
+    inputs = load_stack("prod", COMBINED)
     objects = {o["kind"]: o for o in prod_render.objects()}
     pod = objects["Deployment"]["spec"]["template"]["spec"]
     assert inputs.facts.termination_grace_s == pod["terminationGracePeriodSeconds"]
@@ -114,11 +122,11 @@ def test_compare_is_reproducible_with_a_seed() -> None:
     # DESIGN.md runs[]: the stack's own autoscaler, the other signals, the guides, the fixed
     # fleets, the oracle.
     assert labels[:7] == [
-        "prod: combined",
+        "prod: concurrency",
         "gpu-utilization",
         "queue-depth",
+        "combined",
         "kv-cache",
-        "concurrency",
         "guide:keda-queue",
         "guide:hpa-gpu",
     ]
