@@ -11,6 +11,7 @@ its plan) is listed with the reason instead of a table.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -22,7 +23,6 @@ from deepseek_eks.settings.model import DEFAULT_CONCURRENCY_SHARE
 from ..stackfile import PROJECT_ROOT
 from .replica import NoThroughputData, ThroughputCurve, published_curve
 from .run import (
-    ATTAINMENT_GOAL,
     COLUMNS,
     ORACLE,
     ReactiveBaseline,
@@ -33,6 +33,7 @@ from .run import (
     build_trace,
     compare,
     demand_history,
+    goal_for,
     goal_misses,
     load_stack,
     reactive_baseline,
@@ -204,8 +205,10 @@ def goal_rows(results: Sequence[Result]) -> list[str]:
     for r in results:
         if not r.runs:
             continue
+        goal = goal_for(r.trace)
         for judged, best, guide_runs in _judged(r):
-            misses = goal_misses(judged, best, guide_runs)
+            beating = functools.partial(beats_goal_first, attainment=goal.attainment)
+            misses = goal_misses(judged, best, guide_runs, beating, goal)
             ratio = judged.gpu_hours / best.gpu_hours if best.gpu_hours else float("inf")
             verdict = "meets the goal" if not misses else "misses: " + "; ".join(misses)
             label = judged.label
@@ -233,7 +236,7 @@ def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
     whole goal, also with "beats" ranked goal-first (``beats_goal_first``). One seed's verdict can
     hang on a few long requests (the reasoning trace)."""
     lines = [
-        "| stack | trace | autoscaler | TTFT SLO | x oracle | SLO >= 99 % | whole goal | goal-first |",
+        "| stack | trace | autoscaler | TTFT SLO | x oracle | SLO goal | whole goal | goal-first |",
         "|---|---|---|---:|---:|---:|---:|---:|",
     ]
     grouped: dict[tuple[str, str, str], list[tuple[float, float, bool, bool]]] = {}
@@ -241,17 +244,19 @@ def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
         for r in results:
             if not r.runs:
                 continue
+            goal = goal_for(r.trace)
+            beating = functools.partial(beats_goal_first, attainment=goal.attainment)
             for judged, best, guide_runs in _judged(r):
                 ratio = judged.gpu_hours / best.gpu_hours if best.gpu_hours else float("inf")
-                met = not goal_misses(judged, best, guide_runs)
-                met_goal_first = not goal_misses(judged, best, guide_runs, beats_goal_first)
+                met = not goal_misses(judged, best, guide_runs, goal=goal)
+                met_goal_first = not goal_misses(judged, best, guide_runs, beating, goal)
                 grouped.setdefault((r.stack, r.trace, judged.label), []).append(
                     (judged.ttft_slo_attainment, ratio, met, met_goal_first)
                 )
     for (stack, trace, label), rows in grouped.items():
         slo = [a for a, _, _, _ in rows]
         cost = [x for _, x, _, _ in rows]
-        slo_ok = sum(a >= ATTAINMENT_GOAL for a in slo)
+        slo_ok = sum(a >= goal_for(trace).attainment for a in slo)
         whole = sum(m for _, _, m, _ in rows)
         goal_first = sum(m for _, _, _, m in rows)
         n = len(rows)
@@ -269,21 +274,23 @@ def section(
     out = [
         BEGIN,
         "",
-        f"Regenerate with `{COMMAND}` (about 4-5 minutes per seed on 2 cores; tables for seed {seed}, "
-        f"{hours:g} h traces, each stack's own settings, the default request rate: the trace's busiest "
-        "moment is what the stack's maxReplicas serve within its TTFT SLO for 99 % of requests by "
-        "capacity planning's M/M/c model).",
+        f"Regenerate with `{COMMAND}` (about an hour per seed on 2 cores, most of it the replay; tables "
+        f"for seed {seed}, {hours:g} h traces, each stack's own settings, the default request rate: the "
+        "trace's busiest moment is what the stack's maxReplicas serve within its TTFT SLO for 99 % of "
+        "requests by capacity planning's M/M/c model, lowered where a fixed fleet of maxReplicas "
+        "misses the goal there).",
         "",
         "### Goal check",
         "",
-        "The stack's own autoscaler must meet the TTFT SLO for at least 99 % of requests, use at most "
-        "1.3x the oracle's GPU-hours and beat both published guides (more requests within the SLO at no "
-        "more GPU-hours, or as many for fewer). The rows after a stack's own autoscaler are the "
-        "settings tried as its default (`CANDIDATES` in automation/simulate/bench.py). The last row "
-        "of each trace, `reactive baseline`, is the best any signal could do by reacting: replicas asked "
-        "for each minute from the load of the past 5 minutes measured exactly, held for a while after "
-        "it falls, above a floor; the cheapest of these that meets 99 %, with its setting. Where it "
-        "costs more than 1.3x the oracle, no reactive signal meets the goal on that trace.",
+        "The stack's own autoscaler must meet the TTFT SLO for at least 99 % of requests at most 1.3x "
+        "the oracle's GPU-hours (on the synthetic 4x bursts, `bursty`: 97 % at most 1.5x), and beat "
+        "both published guides, ranked goal first as the oracle ranks runs: a run at the goal beats "
+        "one short of it, of two at the goal the cheaper wins, and short of it more requests within "
+        "the SLO at no more GPU-hours win. The rows after a stack's own autoscaler are the settings "
+        "tried as its default (`CANDIDATES` in automation/simulate/bench.py). The last row of each "
+        "trace, `reactive baseline`, is a plan that reacts to the load of the past 5 minutes measured "
+        "exactly, held for a while after it falls, above a floor: the cheapest of a small family that "
+        "meets 99 %, with its setting. It is a baseline, not a bound: a signal can beat it.",
         "",
         *goal_rows(results),
         "",
@@ -295,11 +302,10 @@ def section(
             "",
             f"The same stacks, traces and settings on seeds {seeds} (each seed draws other arrivals, "
             "lengths and bursts; the oracle and guides are rerun on each): the range over the seeds, "
-            "and on how many of them a setting meets the SLO goal (99 %) and the whole goal above. "
-            "The last column judges the whole goal with *beats* ranked as the oracle ranks runs "
-            "(meeting the 99 % goal first, then fewer GPU-hours), the ranking this page argues for: "
-            "by the plain relation (more requests within the SLO at no more GPU-hours) a guide at "
-            "exactly 100 % is beaten by nothing below it, however cheap.",
+            "and on how many of them a setting meets the trace's SLO goal and the whole goal. The "
+            "whole goal is judged twice: with the plain *beats* (more requests within the SLO at no "
+            "more GPU-hours), under which a guide at exactly 100 % is beaten by nothing below it, "
+            "and goal first, as the goal check above does.",
             "",
             *robustness_rows(per_seed),
             "",

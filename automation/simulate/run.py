@@ -510,18 +510,36 @@ def beats(a: Summary, b: Summary) -> bool:
     return more or cheaper
 
 
-def beats_goal_first(a: Summary, b: Summary) -> bool:
-    """``beats`` as the oracle ranks runs (goal first), the change to ``beats`` that
-    docs/autoscaling-simulation.md argues for: a run at the attainment goal beats one short of it,
-    and of two at the goal the one with fewer GPU-hours wins (``beats`` makes a guide
-    at exactly 100 % unbeatable by anything below it, however cheap); short of the goal, as
-    ``beats``."""
-    if a.ttft_slo_attainment >= ATTAINMENT_GOAL:
-        return _better_for_oracle(a, b)
+def beats_goal_first(a: Summary, b: Summary, attainment: float = ATTAINMENT_GOAL) -> bool:
+    """``beats`` as the oracle ranks runs (goal first, the project's ranking since 2026-12-04): a
+    run at the ``attainment`` goal beats one short of it, and of two at the goal the one with
+    fewer GPU-hours wins (``beats`` makes a guide at exactly 100 % unbeatable by anything below
+    it, however cheap); short of the goal, as ``beats``."""
+    if a.ttft_slo_attainment >= attainment:
+        return b.ttft_slo_attainment < attainment or a.gpu_hours < b.gpu_hours
     return beats(a, b)
 
 
 ORACLE_GPU_HOURS_BUDGET = 1.3  # the goal: at most 1.3 x the oracle's GPU-hours
+
+
+@dataclass(frozen=True)
+class Goal:
+    """What a default autoscaler must reach on a trace: the TTFT SLO for at least ``attainment``
+    of requests at no more than ``budget`` times the oracle's GPU-hours, and beat both guides."""
+
+    attainment: float = ATTAINMENT_GOAL
+    budget: float = ORACLE_GPU_HOURS_BUDGET
+
+
+# The goal: 99 % at 1.3x on every trace but the synthetic 4x bursts, where no reaction can see a
+# burst coming: 97 % at 1.5x there.
+GOALS_BY_TRACE = {"bursty": Goal(0.97, 1.5)}
+
+
+def goal_for(trace: str) -> Goal:
+    """The goal on a built-in trace (GOALS_BY_TRACE, else the default)."""
+    return GOALS_BY_TRACE.get(trace, Goal())
 
 
 def goal_misses(
@@ -529,16 +547,17 @@ def goal_misses(
     oracle_run: Summary,
     guide_runs: Sequence[Summary],
     beating: Callable[[Summary, Summary], bool] = beats,
+    goal: Goal = Goal(),
 ) -> list[str]:
-    """Why ``run`` misses the autoscaling goal on this trace (empty when it meets it): the TTFT SLO
-    for >= 99 % of requests, <= 1.3 x the oracle's GPU-hours, and beating every guide (by
-    ``beats`` unless ``beating`` says otherwise)."""
+    """Why ``run`` misses ``goal`` on this trace (empty when it meets it): the TTFT SLO for at
+    least its attainment, at most its budget over the oracle's GPU-hours, and beating every guide
+    (by ``beats`` unless ``beating`` says otherwise)."""
     misses = []
-    if run.ttft_slo_attainment < ATTAINMENT_GOAL:
-        misses.append(f"SLO met for {run.ttft_slo_attainment:.1%} < {ATTAINMENT_GOAL:.0%}")
+    if run.ttft_slo_attainment < goal.attainment:
+        misses.append(f"SLO met for {run.ttft_slo_attainment:.1%} < {goal.attainment:.0%}")
     ratio = run.gpu_hours / oracle_run.gpu_hours if oracle_run.gpu_hours else math.inf
-    if ratio > ORACLE_GPU_HOURS_BUDGET:
-        misses.append(f"{ratio:.2f}x the oracle's GPU-hours > {ORACLE_GPU_HOURS_BUDGET}x")
+    if ratio > goal.budget:
+        misses.append(f"{ratio:.2f}x the oracle's GPU-hours > {goal.budget}x")
     misses += [f"does not beat {g.label}" for g in guide_runs if not beating(run, g)]
     return misses
 

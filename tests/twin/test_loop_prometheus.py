@@ -1,7 +1,8 @@
 """The real Prometheus (Debian's /usr/bin/prometheus) scraping the vLLM/DCGM stand-in: the rendered
 autoscaling queries, as KEDA and prometheus-adapter send them, return what the stand-in serves.
 
-- prod (KEDA ``combined``): each prometheus trigger's ``query`` of the rendered ScaledObject.
+- prod on the ``combined`` signal (KEDA): each prometheus trigger's ``query`` of the rendered
+  ScaledObject; and prod as shipped, whose seasonal triggers read 0 with no history.
 - dev (HPA through prometheus-adapter): the adapter rule of helm/prometheus-adapter.yaml, its
   ``seriesQuery`` and its ``metricsQuery`` filled the way the adapter fills it for the pods of
   namespace deepseek (sigs.k8s.io/prometheus-adapter v0.12.0 pkg/naming/metrics_query.go
@@ -61,7 +62,12 @@ def _objects(folder: Path) -> list[dict[str, Any]]:
 def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     require_prometheus()
     out = tmp_path_factory.mktemp("renders")
-    return {stack: write(render(stack_config(stack)), out / stack) for stack in ("dev", "prod")}
+    combined = stack_config("prod", autoscaling__signal="combined", autoscaling__seasonal="false")
+    return {
+        "dev": write(render(stack_config("dev")), out / "dev"),
+        "prod": write(render(stack_config("prod")), out / "prod"),
+        "prod-combined": write(render(combined), out / "prod-combined"),
+    }
 
 
 @pytest.fixture
@@ -100,10 +106,10 @@ def _eventually(check: Callable[[], bool], timeout_s: float = 20.0) -> None:
 
 
 def test_keda_triggers_read_the_standin(scraped: Any, renders: dict[str, Path]) -> None:
-    standin, prometheus, publish = scraped("prod")
+    standin, prometheus, publish = scraped("prod-combined")
     triggers = [
         t
-        for o in _objects(renders["prod"])
+        for o in _objects(renders["prod-combined"])
         if o["kind"] == "ScaledObject"
         for t in o["spec"]["triggers"]
         if t["type"] == "prometheus"
@@ -214,3 +220,22 @@ def test_missing_prometheus_is_binaries_missing(
         running_prometheus(renders["dev"], tmp_path, f"{LOOPBACK}:{free_port()}"),
     ):
         pass
+
+
+def test_the_seasonal_triggers_read_0_without_history(scraped: Any, renders: dict[str, Path]) -> None:
+    """prod as shipped: with the replicas busy now and nothing a day or a week back, the seasonal
+    queries answer 0 (one element), not an empty result KEDA would take as an error."""
+    standin, prometheus, publish = scraped("prod")
+    seasonal = [
+        t["metadata"]["query"]
+        for o in _objects(renders["prod"])
+        if o["kind"] == "ScaledObject"
+        for t in o["spec"]["triggers"]
+        if t["name"].startswith("seasonal-")
+    ]
+    assert len(seasonal) == 2
+    standin.set_state(3 * standin.saturated_rps, [A, B])
+    publish()
+    prometheus.wait_series("vllm:num_requests_waiting", 20)
+    for query in seasonal:
+        _eventually(functools.partial(_answers, prometheus, query, 0.0))

@@ -74,10 +74,19 @@ class _Metrics(http.server.BaseHTTPRequestHandler):
         pass
 
 
+# One stack per metrics program, on the signal that drives it: dev's HPA through prometheus-adapter
+# (gpu-utilization), prod's KEDA ScaledObject on queue depth and GPU utilization (combined); both
+# without the seasonal floor the example stacks ship with.
+SIGNALS = {
+    "dev": {"autoscaling__signal": "gpu-utilization", "autoscaling__seasonal": "false"},
+    "prod": {"autoscaling__signal": "combined", "autoscaling__seasonal": "false"},
+}
+
+
 @pytest.fixture(scope="module")
 def renders() -> Iterator[dict[str, Path]]:
     with tempfile.TemporaryDirectory(prefix="deepseek-eks-metrics-render-") as temp:
-        yield {s: write(render(stack_config(s)), Path(temp)) for s in ("dev", "prod")}
+        yield {s: write(render(stack_config(s, **o)), Path(temp)) for s, o in SIGNALS.items()}
 
 
 def _serve(address: str, body: bytes) -> tuple[http.server.HTTPServer, int]:

@@ -14,6 +14,7 @@ from deepseek_eks.automation.simulate.run import (
     Summary,
     beats,
     beats_goal_first,
+    goal_for,
     goal_misses,
 )
 
@@ -88,14 +89,15 @@ def test_rewrite_replaces_only_the_generated_section(tmp_path: Path) -> None:
 
 
 def _result(seed_attainment: float, seed_hours: float, hpa_gpu: float = 0.9) -> Result:
-    """dev on bursty with the oracle at 100 GPU-h and guides it beats or not."""
+    """dev on step (judged at 99 % and 1.3x) with the oracle at 100 GPU-h and guides it beats or
+    not."""
     runs = [
         run("dev: gpu-utilization", seed_attainment, seed_hours),
         run("guide:keda-queue", 0.5, 200),
         run("guide:hpa-gpu", hpa_gpu, 300),
         run("oracle", 0.995, 100),
     ]
-    return Result("dev", "bursty", tuple(Run(s, None) for s in runs))  # type: ignore[arg-type]
+    return Result("dev", "step", tuple(Run(s, None) for s in runs))  # type: ignore[arg-type]
 
 
 def test_robustness_rows_give_the_range_and_the_seeds_that_meet_the_goal() -> None:
@@ -105,7 +107,7 @@ def test_robustness_rows_give_the_range_and_the_seeds_that_meet_the_goal() -> No
     # Seed 1 meets everything; seed 2 misses the SLO; seed 3 meets the SLO at 1.4x the oracle.
     assert cells == [
         "dev",
-        "bursty",
+        "step",
         "dev: gpu-utilization",
         "97.0%-99.9%",
         "1.10-1.40",
@@ -134,3 +136,24 @@ def test_goal_rows_judge_the_reactive_baseline_with_its_setting() -> None:
     per_seed = {1: [result], 2: [replace(result, baseline=other)]}
     labels = [r.split("|")[3].strip() for r in robustness_rows(per_seed)[2:]]
     assert labels == ["dev: gpu-utilization", REACTIVE_BASELINE]
+
+
+def test_the_bursts_are_judged_at_97_percent_and_1_5x_the_oracle_every_other_trace_at_99_and_1_3() -> None:
+    """Issue 34 §4: 4x bursts no reaction sees coming get a lower bar; the other traces do not."""
+    oracle = run("oracle", 1.0, 100)
+    guides = [run("guide:keda-queue", 0.5, 300), run("guide:hpa-gpu", 0.96, 300)]
+    own = run("own", 0.975, 140)
+    bursty = goal_for("bursty")
+    assert goal_misses(own, oracle, guides, goal=bursty) == []
+    assert goal_misses(own, oracle, guides, goal=goal_for("step")) == [
+        "SLO met for 97.5% < 99%",
+        "1.40x the oracle's GPU-hours > 1.3x",
+    ]
+    assert goal_misses(run("own", 0.975, 151), oracle, guides, goal=bursty) == [
+        "1.51x the oracle's GPU-hours > 1.5x"
+    ]
+    # Goal first at the trace's attainment: at 97.5 % the run meets the bursts' goal and beats a
+    # guide at 100 % that costs more; at 99 % it would not.
+    guide_at_100 = run("guide:hpa-gpu", 1.0, 300)
+    assert beats_goal_first(own, guide_at_100, attainment=bursty.attainment)
+    assert not beats_goal_first(own, guide_at_100)
