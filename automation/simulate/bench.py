@@ -59,8 +59,12 @@ COMMAND = "python tools/bench_autoscaling.py"
 # busy-hours floor, and with the seasonal floor (yesterday's and last week's demand one start-up
 # ahead) instead of a schedule written by hand. The bounds stay the stack's, so the trace (sized
 # from maxReplicas) is the same for every candidate.
-QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1"}
-CONCURRENCY = {"autoscaling.signal": "concurrency"}
+# Each candidate names its seasonal floor: the example stacks set autoscaling.seasonal, and a
+# candidate without it would silently inherit the floor.
+NO_FLOOR = {"autoscaling.seasonal": "false"}
+QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1", **NO_FLOOR}
+CONCURRENCY = {"autoscaling.signal": "concurrency", **NO_FLOOR}
+SEASONAL = {"autoscaling.seasonal": "true"}
 
 
 def _busy_hours(replicas: int) -> str:
@@ -78,12 +82,8 @@ def _concurrency_candidates(busy_hours_floor: int) -> dict[str, dict[str, str]]:
             **CONCURRENCY,
             "autoscaling.schedule": _busy_hours(busy_hours_floor),
         },
-        f"{default}, seasonal": {**CONCURRENCY, "autoscaling.seasonal": "true"},
-        f"{default}, KV 0.4, seasonal": {
-            **CONCURRENCY,
-            "autoscaling.targetKvCacheUsage": "0.4",
-            "autoscaling.seasonal": "true",
-        },
+        f"{default}, seasonal": {**CONCURRENCY, **SEASONAL},
+        f"{default}, KV 0.4, seasonal": {**CONCURRENCY, "autoscaling.targetKvCacheUsage": "0.4", **SEASONAL},
     }
 
 
@@ -101,6 +101,7 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
             "autoscaling.schedule": _busy_hours(4),
         },
         "combined, queue 1, GPU 90 %": {
+            **NO_FLOOR,
             "autoscaling.signal": "combined",
             "autoscaling.queueDepthPerReplica": "1",
             "autoscaling.targetGpuUtilization": "90",

@@ -6,7 +6,15 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from deepseek_eks.automation.simulate.bench import BEGIN, END, Result, goal_rows, rewrite, robustness_rows
+from deepseek_eks.automation.simulate.bench import (
+    BEGIN,
+    CANDIDATES,
+    END,
+    Result,
+    goal_rows,
+    rewrite,
+    robustness_rows,
+)
 from deepseek_eks.automation.simulate.run import (
     REACTIVE_BASELINE,
     ReactiveBaseline,
@@ -157,3 +165,14 @@ def test_the_bursts_are_judged_at_97_percent_and_1_5x_the_oracle_every_other_tra
     guide_at_100 = run("guide:hpa-gpu", 1.0, 300)
     assert beats_goal_first(own, guide_at_100, attainment=bursty.attainment)
     assert not beats_goal_first(own, guide_at_100)
+
+
+def test_every_candidate_says_whether_it_keeps_the_seasonal_floor() -> None:
+    """The example stacks set autoscaling.seasonal: a candidate that left it out would inherit the
+    floor and be judged as what its label does not say."""
+    for stack, candidates in CANDIDATES.items():
+        for label, overrides in candidates.items():
+            assert overrides.get("autoscaling.seasonal") == ("true" if "seasonal" in label else "false"), (
+                stack,
+                label,
+            )
