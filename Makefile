@@ -68,7 +68,7 @@ twin-capacity: venv ## Tier 2: the real Karpenter (kwok provider) on dev's and p
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok
 	DEEPSEEK_EKS_REQUIRE_CAPACITY=1 $(PY) -m pytest -q tests/twin/test_capacity.py tests/twin/test_capacity_karpenter.py
 
-twin-loop: venv ## the autoscaling loop end to end for dev, prod, dev on concurrency and dev waking from zero (docs/verification-twin.md; root, Prometheus)
+twin-loop: venv ## the autoscaling loop end to end for dev, prod, dev on gpu-utilization and dev waking from zero (docs/verification-twin.md; root, Prometheus)
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
 	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
 	DEEPSEEK_EKS_REQUIRE_LOOP=1 DEEPSEEK_EKS_LOOP_ALL=1 $(PY) -m pytest -q tests/twin/test_loop.py
