@@ -37,10 +37,11 @@ def test_dev_stack_lifecycle(tmp_path: Path) -> None:
         print(f"dev stack: {up.summary.resource_changes} through the engine")
         again = stack.preview(expect_no_changes=True)
         assert not changes(again), again.stdout
-        # A setting change: one more replica at most -> the HPA (and the GPU NodePool's limits).
+        # A setting change: one more replica at most -> dev's KEDA ScaledObject (the concurrency
+        # signal) and the GPU NodePool's limits, updated in place.
         stack.set_config("deepseek-eks:autoscaling.maxReplicas", auto.ConfigValue("3"))
         diff = stack.preview(diff=True)
-        assert changes(diff) and "maxReplicas" in diff.stdout, diff.stdout
+        assert changes(diff) and "maxReplicaCount: 2 => 3" in diff.stdout, diff.stdout
         assert stack.up().summary.result == "succeeded"
         stack.destroy()
         assert not stack.export_stack().deployment.get("resources")
