@@ -307,7 +307,7 @@ class Simulation:
         self.duration = duration_s
         self.out = Outcome(label, duration_s)
         if config.demand_history is not None:
-            self.out.demand = DemandHistory(config.demand_history.shifted(0.0))
+            self.out.demand = config.demand_history.copy()
         self.events: list[tuple[float, int, int, object, int]] = []
         self.seq = itertools.count()
         self.pods: list[_Pod] = []

@@ -32,6 +32,10 @@ class DemandHistory:
         lo, hi = bisect_left(self.times, start), bisect_right(self.times, end)
         return max(self.values[lo:hi], default=0.0)
 
+    def copy(self) -> DemandHistory:
+        """The same samples, to record a run's own on without touching these."""
+        return DemandHistory(zip(self.times, self.values, strict=True))
+
     def shifted(self, by_s: float) -> list[tuple[float, float]]:
         """The samples moved ``by_s`` seconds (negative: into the past)."""
         return [(t + by_s, v) for t, v in zip(self.times, self.values, strict=True)]

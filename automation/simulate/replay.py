@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..stackfile import PROJECT_ROOT
-from .trace_types import Request
+from .trace_types import Request, TraceError
 
 SAMPLE_PATH = PROJECT_ROOT / "reference" / "upstream" / "llm-traces" / "azure-llm-inference-2023-conv.csv"
 SOURCE = (
@@ -59,10 +59,6 @@ SOURCE = (
 )
 COLUMNS = ("arrival_s", "prompt_tokens", "output_tokens")
 RATE_BIN_S = 60.0  # rate_function's resolution: per-minute counts, the trace's own burst scale
-
-
-class ReplayError(ValueError):
-    """The vendored trace is missing or unreadable, or the run cannot be scaled from it."""
 
 
 @dataclass(frozen=True)
@@ -113,23 +109,23 @@ def _read_sample(path: Path) -> TraceSample:
         with path.open(newline="") as f:
             rows = list(csv.DictReader(f))
     except OSError as e:
-        raise ReplayError(
+        raise TraceError(
             f"the replay trace {path} cannot be read ({e.strerror}): it lives in the checkout's "
             "reference/upstream/llm-traces/, which an installed package does not ship; run the "
             "simulator from a checkout"
         ) from None
     if not rows or not set(COLUMNS) <= set(rows[0]):
-        raise ReplayError(f"the replay trace {path} has no rows with columns {', '.join(COLUMNS)}")
+        raise TraceError(f"the replay trace {path} has no rows with columns {', '.join(COLUMNS)}")
     try:
         parsed = sorted(
             (float(r["arrival_s"]), int(r["prompt_tokens"]), int(r["output_tokens"])) for r in rows
         )
     except (TypeError, ValueError) as e:
-        raise ReplayError(f"the replay trace {path}: {e}") from None
+        raise TraceError(f"the replay trace {path}: {e}") from None
     if len(parsed) < 2 or parsed[-1][0] <= parsed[0][0]:
-        raise ReplayError(f"the replay trace {path} needs at least two distinct arrival times")
+        raise TraceError(f"the replay trace {path} needs at least two distinct arrival times")
     if any(p < 1 or o < 1 for _, p, o in parsed):
-        raise ReplayError(f"the replay trace {path} has a request with no prompt or output tokens")
+        raise TraceError(f"the replay trace {path} has a request with no prompt or output tokens")
     return TraceSample(
         tuple(t for t, _, _ in parsed), tuple(p for _, p, _ in parsed), tuple(o for _, _, o in parsed)
     )
@@ -167,10 +163,10 @@ def window(
     is taken over the run's own window, not the trace's overall mean: a short run that starts in a
     lull of the hour would otherwise fall short of the mean."""
     if mean_rps <= 0:
-        raise ReplayError(f"--rate must be positive, got {mean_rps}")
+        raise TraceError(f"--rate must be positive, got {mean_rps}")
     times, rows = tiled(sample, phase_s(sample, rng), duration_s)
     if not times:
-        raise ReplayError(
+        raise TraceError(
             f"{duration_s:g} s holds no arrival of the replay trace (it averages one every "
             f"{1 / sample.mean_rps:.2f} s): run it longer"
         )

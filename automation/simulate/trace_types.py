@@ -1,5 +1,5 @@
-"""The simulator's request and length types, apart from the traces that make them
-(traffic.py, prefixes.py), so both can use them without importing each other."""
+"""The simulator's request and length types and its trace error, apart from the traces that make
+them (traffic.py, prefixes.py, replay.py), so each can use them without importing the others."""
 
 from __future__ import annotations
 
@@ -11,6 +11,10 @@ from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKE
 # The default mean lengths are the ones the plan quotes its throughput at (sourced there).
 DEFAULT_OUTPUT_TOKENS = PLAN_OUTPUT_TOKENS
 DEFAULT_PROMPT_TOKENS = PLAN_PROMPT_TOKENS
+
+
+class TraceError(ValueError):
+    """A trace file or profile the simulator cannot use (the command line reports it as bad input)."""
 
 
 @dataclass(frozen=True)

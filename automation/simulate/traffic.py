@@ -11,8 +11,7 @@ from __future__ import annotations
 import csv
 import math
 import random
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from .trace_types import DEFAULT_OUTPUT_TOKENS as DEFAULT_OUTPUT_TOKENS
 from .trace_types import DEFAULT_PROMPT_TOKENS as DEFAULT_PROMPT_TOKENS
 from .trace_types import LengthProfile as LengthProfile
 from .trace_types import Request as Request
+from .trace_types import TraceError as TraceError
 
 PROFILES = ("steady", "bursty", "diurnal", "step", "reasoning", "shared-prefix", "replay")
 SHARED_PREFIX = "shared-prefix"
@@ -34,20 +34,6 @@ STEP_RATIO = 4.0  # busy rate over quiet rate
 # thousand tokens, its model card allows 32,768).
 REASONING_OUTPUT_FACTOR = 4
 DAY_S = 86400.0
-
-
-class TraceError(ValueError):
-    """A trace file or profile the simulator cannot use."""
-
-
-@contextmanager
-def replay_errors() -> Iterator[None]:
-    """The replay's errors (a missing vendored trace, above all) as TraceError, which the command
-    line reports as bad input; replay.py cannot raise it itself without importing this module."""
-    try:
-        yield
-    except replay.ReplayError as e:
-        raise TraceError(str(e)) from None
 
 
 def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -> Callable[[float], float]:
@@ -70,8 +56,7 @@ def rate_function(profile: str, mean_rps: float, seed: int, duration_s: float) -
     if profile == "steady":
         return lambda t: mean_rps
     if profile == REPLAY:
-        with replay_errors():
-            return replay.rate(mean_rps, seed, duration_s)
+        return replay.rate(mean_rps, seed, duration_s)
 
     def diurnal(t: float) -> float:
         return 1.0 + 0.6 * math.sin(2 * math.pi * (t / DAY_S - 8 / 24))
@@ -112,8 +97,7 @@ def profile_lengths(profile: str, lengths: LengthProfile) -> LengthProfile:
     if profile == "reasoning":
         return replace(lengths, output_tokens=lengths.output_tokens * REASONING_OUTPUT_FACTOR)
     if profile == REPLAY:
-        with replay_errors():
-            prompt, output = replay.load_sample().mean_lengths()
+        prompt, output = replay.load_sample().mean_lengths()
         return replace(lengths, prompt_tokens=round(prompt), output_tokens=round(output))
     return lengths
 
@@ -129,8 +113,7 @@ def generate(
     """Non-homogeneous Poisson arrivals by thinning (Lewis and Shedler) over ``duration_s``; for
     ``replay``, the real trace's arrivals and lengths scaled to ``mean_rps`` (``lengths`` unused)."""
     if profile == REPLAY:
-        with replay_errors():
-            return replay.requests(mean_rps, duration_s, seed, max_model_len)
+        return replay.requests(mean_rps, duration_s, seed, max_model_len)
     rate = rate_function(profile, mean_rps, seed, duration_s)
     requests = arrivals(rate, duration_s, seed, lengths, max_model_len)
     if profile == SHARED_PREFIX:

@@ -946,6 +946,33 @@ def _first(
     return next((t - after for t, desired, ready in samples if t >= after and done(desired, ready)), None)
 
 
+Phase = tuple[str, float, Callable[[int, int], bool]]
+
+
+def _phases(
+    label: str,
+    real: Sequence[tuple[float, int, int]],
+    simulated: Sequence[tuple[float, int, int]],
+    phases: Sequence[Phase],
+    tolerance_s: float,
+) -> dict[str, Any]:
+    """For each (name, after, done) phase, how long the twin and the simulator took after
+    ``after`` to satisfy ``done``, and the phases where they differ by more than ``tolerance_s``
+    or a quarter (the twin reads its fleet once a tick: less is noise)."""
+    out: dict[str, Any] = {"label": label, "phases": {}}
+    differences = []
+    for name, after, done in phases:
+        twin_s, sim_s = _first(real, after, done), _first(simulated, after, done)
+        out["phases"][name] = {
+            "twin": None if twin_s is None else round(twin_s),
+            "simulator": None if sim_s is None else round(sim_s),
+        }
+        if twin_s is None or sim_s is None or abs(twin_s - sim_s) > max(tolerance_s, 0.25 * twin_s):
+            differences.append(f"{name}: twin {twin_s} s, simulator {sim_s} s")
+    out["differences"] = differences
+    return out
+
+
 def simulator_beside_wake(stack: str, overrides: dict[str, str] | None, report: LoopReport) -> dict[str, Any]:
     """The simulator on the wake scenario (one request at a service at zero, behind llm-d's
     router, in cluster seconds): when it asks for a replica and when that replica is Ready, next
@@ -963,22 +990,12 @@ def simulator_beside_wake(stack: str, overrides: dict[str, str] | None, report: 
     run = simulate(inputs, trace, max(duration, asked + 1), router=router)
     simulated = [(t, desired, ready) for t, desired, ready, _waiting, _rate in run.outcome.timeline]
     real = [(s.t * factor, s.desired_replicas, s.ready_replicas) for s in report.timeline]
-    tolerance = 4 * TICK_S * factor
-    out: dict[str, Any] = {
-        "label": "simulator (automation/simulate), one request, cluster seconds",
-        "phases": {},
-    }
-    differences = []
-    for name, done in (("activation_s", lambda d, r: d >= 1), ("ready_s", lambda d, r: r >= 1)):
-        twin_s, sim_s = _first(real, asked, done), _first(simulated, asked, done)
-        out["phases"][name] = {
-            "twin": None if twin_s is None else round(twin_s),
-            "simulator": None if sim_s is None else round(sim_s),
-        }
-        if twin_s is None or sim_s is None or abs(twin_s - sim_s) > max(tolerance, 0.25 * twin_s):
-            differences.append(f"{name}: twin {twin_s} s, simulator {sim_s} s")
-    out["differences"] = differences
-    return out
+    phases: list[Phase] = [
+        ("activation_s", asked, lambda d, r: d >= 1),
+        ("ready_s", asked, lambda d, r: r >= 1),
+    ]
+    label = "simulator (automation/simulate), one request, cluster seconds"
+    return _phases(label, real, simulated, phases, 4 * TICK_S * factor)
 
 
 def simulator_beside(
@@ -1010,23 +1027,10 @@ def simulator_beside(
     simulated = [(t, desired, ready) for t, desired, ready, _waiting, _rate in run.outcome.timeline]
     real = [(s.t * factor, s.desired_replicas, s.ready_replicas) for s in report.timeline]
     step_at, fall_at = report.timings["step_at"] * factor, report.timings["fall_at"] * factor
-    out: dict[str, Any] = {
-        "label": "simulator (automation/simulate), same load, cluster seconds",
-        "phases": {},
-    }
-    # The twin reads its fleet once a tick: differences under four ticks (or a quarter) are noise.
-    tolerance = 4 * TICK_S * factor
-    differences = []
-    for name, after, done in (
+    phases: list[Phase] = [
         ("scale_up_s", step_at, lambda d, r: r >= needed),
         ("scale_down_s", fall_at, lambda d, r: d <= floor),
-    ):
-        twin_s, sim_s = _first(real, after, done), _first(simulated, after, done)
-        out["phases"][name] = {
-            "twin": None if twin_s is None else round(twin_s),
-            "simulator": None if sim_s is None else round(sim_s),
-        }
-        if twin_s is None or sim_s is None or abs(twin_s - sim_s) > max(tolerance, 0.25 * twin_s):
-            differences.append(f"{name}: twin {twin_s} s, simulator {sim_s} s")
-    out["differences"] = differences
-    return out
+    ]
+    label = "simulator (automation/simulate), same load, cluster seconds"
+    # The twin reads its fleet once a tick: differences under four ticks (or a quarter) are noise.
+    return _phases(label, real, simulated, phases, 4 * TICK_S * factor)
