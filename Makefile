@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
 
-.PHONY: venv checkov-venv docs-venv docs render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity twin-loop
+.PHONY: venv checkov-venv docs-venv docs generate render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity twin-loop
 
 $(VENV)/.installed: requirements.txt requirements-pins.txt requirements-dev.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
@@ -73,9 +73,17 @@ twin-loop: venv ## the autoscaling loop end to end for dev, prod, dev on gpu-uti
 	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
 	DEEPSEEK_EKS_REQUIRE_LOOP=1 DEEPSEEK_EKS_LOOP_ALL=1 $(PY) -m pytest -q tests/twin/test_loop.py
 
-lint: venv
+lint: venv ## ruff, and every generated file current (make generate rewrites them)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) tools/generate_settings.py --check
+	$(PY) tools/generate_schema.py --check
+	$(PY) tools/generate_docs.py --check
+
+generate: venv ## rewrite what is generated from each setting's one declaration (settings/model.py): args types, Pulumi.yaml config, schema, reference docs
+	$(PY) tools/generate_settings.py
+	$(PY) tools/generate_schema.py
+	$(PY) tools/generate_docs.py
 
 typecheck: venv ## mypy over the package as the wheel lays it out (tools/typecheck.py), reported at the checkout's paths
 	$(PY) tools/typecheck.py

@@ -15,7 +15,7 @@ from setuptools import find_packages, setup
 
 PACKAGE = "deepseek_eks"
 # deepseek_eks.<name> <- <name>/, for each of these top-level folders.
-FOLDERS = ("automation", "components", "policy", "promql", "settings", "sizing")
+FOLDERS = ("automation", "components", "guardrails", "perf", "policy", "promql", "settings", "sizing", "twin")
 
 
 def packages() -> list[str]:

@@ -294,7 +294,7 @@ def dcgm_line(settings: Any) -> str | None:
 
 @command("plan", "print the sizing plan of a stack, offline", _stack_set_json)
 def _plan(args: argparse.Namespace, out: Output) -> int:
-    from .simulate import routing as whatif_routing
+    from deepseek_eks.perf.simulate import routing as whatif_routing
 
     prepared = _prepared(args, out)
     cost = whole_stack_cost(prepared.settings, prepared.plan)
@@ -497,11 +497,11 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_arguments(parser)
         parser.set_defaults(handler=cmd.run)
     _guardrail_commands(sub)
-    # The performance instruments keep their own options and handlers (automation/simulate/cli.py,
-    # automation/loadtest/cli.py).
-    from .loadtest import cli as loadtest_cli
-    from .simulate import cli as simulate_cli
-    from .twin import cli as twin_cli
+    # The performance instruments keep their own options and handlers (perf/simulate/cli.py,
+    # perf/loadtest/cli.py).
+    from deepseek_eks.perf.loadtest import cli as loadtest_cli
+    from deepseek_eks.perf.simulate import cli as simulate_cli
+    from deepseek_eks.twin import cli as twin_cli
 
     for name, module in (("simulate", simulate_cli), ("loadtest", loadtest_cli), ("twin", twin_cli)):
         instrument = sub.add_parser(
@@ -521,8 +521,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _guardrail_commands(sub: Any) -> None:
-    """``diff``, ``urns`` and ``pins`` (upgrade safety and pin hygiene; see automation/guardrails.py)."""
-    from .guardrails import add_commands
+    """``diff``, ``urns`` and ``pins`` (upgrade safety and pin hygiene; see guardrails/guardrails.py)."""
+    from deepseek_eks.guardrails.guardrails import add_commands
 
     add_commands(sub)
 

@@ -25,10 +25,10 @@ from deepseek_eks.settings import parse_settings
 from deepseek_eks.settings.pulumi_source import load_settings
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.stack_cost import StackCost
+from deepseek_eks.testing.mocks import SECRET_MASK as MASK
+from deepseek_eks.testing.mocks import ProgramLog, Recorded, RecordingMocks, run_with_mocks
 
 from .costing import whole_stack_cost
-from .mocks import SECRET_MASK as MASK
-from .mocks import ProgramLog, Recorded, RecordingMocks, run_with_mocks
 from .stackfile import SECRET_PLACEHOLDER, StackConfig
 
 HELM_TOKENS = ("kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart")

@@ -5,7 +5,9 @@ validated by the same ``settings.parse_settings`` a stack's config goes through,
 user gets the same all-at-once errors (named by the argument path they wrote). The args are
 TypedDicts because Pulumi's component provider infers the multi-language schema from them
 (pulumi ``sdk/python/lib/pulumi/provider/experimental/analyzer.py``: TypedDicts, lists, dicts,
-``Input``/``Optional``; no unions, no opaque objects) and hands ``construct`` dicts.
+``Input``/``Optional``; no unions, no opaque objects) and hands ``construct`` dicts. They are
+generated (components/service_args.py, tools/generate_settings.py) from each setting's one
+declaration in the settings model, with the placement arguments of components/placement.py.
 
 Inputs and plain values: the fields that wire the service to other infrastructure are typed
 ``pulumi.Input`` (an Output of another resource or stack is accepted): the VPC and subnet ids,
@@ -27,7 +29,7 @@ import os
 import re
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 import pulumi
 from pulumi.runtime.mocks import MockMonitor
@@ -37,21 +39,6 @@ from deepseek_eks.settings.model import DEFAULT_REGION, RoutingKind, respelt
 from deepseek_eks.sizing import SizingPlan
 
 from . import wiring
-from .arg_types import (
-    CapacityTypeArg,
-    ComputeModeArg,
-    EndpointAuthArg,
-    EndpointSchemeArg,
-    GpuFamilyArg,
-    KubernetesVersionArg,
-    KvCacheDtypeArg,
-    LoadBalancerArg,
-    QuantizationArg,
-    RoutingKindArg,
-    ScalingSignalArg,
-    VariantArg,
-    WeightsSourceArg,
-)
 from .build import (
     INFERENCE_NAMESPACE,
     MONITORING_NAMESPACE,
@@ -68,7 +55,12 @@ from .deployed_state import (
     switch_refusal,
 )
 from .monitoring.autoscaling import KEDA_NAMESPACE
+from .placement import PLACEMENT_KEYS
 from .platform.capacity import INGRESS_CLASS, STORAGE_CLASS
+from .service_args import (
+    DeepSeekServiceArgs,
+    ExistingClusterArgs,
+)
 from .service_doc import init_doc
 
 TYPE = f"{PROJECT}:index:DeepSeekService"
@@ -85,262 +77,6 @@ class ServiceError(ValueError):
         super().__init__(f"DeepSeekService {service!r}: {message}")
 
 
-class ModelArgs(TypedDict, total=False):
-    """``model.*``: which DeepSeek-R1 variant to serve and how."""
-
-    variant: VariantArg
-    """r1-distill-qwen-1.5b ... r1-distill-llama-70b or r1-671b (default r1-distill-qwen-7b)."""
-    quantization: QuantizationArg
-    """auto, bf16, fp8 or awq-int4."""
-    kv_cache_dtype: KvCacheDtypeArg
-    """auto (the model's 16-bit dtype) or fp8 (GPUs with FP8 tensor cores only)."""
-    repository: str
-    """A Hugging Face repo id (owner/name) or an s3:// prefix overriding the variant's."""
-    max_model_len: int
-    """Context window in tokens."""
-    min_full_length_sequences: int
-    """The KV cache must hold this many max_model_len sequences at once."""
-
-
-class GpuArgs(TypedDict, total=False):
-    """``gpu.*``: which EC2 GPU instances the node pool may launch."""
-
-    instance_families: list[GpuFamilyArg]
-    """EC2 GPU families (g4dn g5 g6 g6e p4d p4de p5 p5e p5en p6-b200)."""
-    capacity_types: list[CapacityTypeArg]
-    """spot and/or on-demand."""
-    capacity_reservation_ids: list[str]
-    """Capacity reservations (cr-...) used first; compute_mode karpenter only."""
-
-
-class ScheduleArgs(TypedDict, total=False):
-    """One ``autoscaling.schedule`` floor: ``replicas`` from ``start`` to ``end`` (KEDA cron)."""
-
-    start: str
-    """Five-field cron (minute hour day-of-month month day-of-week) the floor starts at."""
-    end: str
-    """Five-field cron the floor ends at."""
-    timezone: str
-    """IANA time zone of start and end (default UTC)."""
-    replicas: int
-    """Replicas kept from start to end (at least 1)."""
-
-
-class ScalingArgs(TypedDict, total=False):
-    """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
-
-    signal: ScalingSignalArg
-    """gpu-utilization, queue-depth, combined, kv-cache, concurrency or router-queue (routing llm-d)."""
-    min_replicas: int
-    """Fewest replicas (0 only with signal router-queue, the one measured in front of vLLM)."""
-    max_replicas: int
-    target_gpu_utilization: int
-    """Percent, for the gpu-utilization signal."""
-    queue_depth_per_replica: int
-    """Waiting requests per replica, for the queue-depth signal."""
-    target_kv_cache_usage: float
-    """KV-cache usage (0-1) per replica, for the kv-cache and concurrency signals (default 0.85)."""
-    target_concurrency_share: float
-    """Running + waiting requests per replica (concurrency, router-queue): a share of max_num_seqs (0.7)."""
-    schedule: list[ScheduleArgs]
-    """Replica floors by time of day (KEDA cron triggers; KEDA then owns the HPA)."""
-    warm_spare_nodes: int
-    """GPU nodes held warm by preemptible placeholder pods (0 = none)."""
-    seasonal: bool
-    """Also hold what yesterday's and last week's demand needed one start-up ahead (KEDA triggers;
-    needs a Prometheus retention of 8 days or more)."""
-
-
-class EndpointArgs(TypedDict, total=False):
-    """``endpoint.*``: how clients reach the OpenAI-compatible API."""
-
-    scheme: EndpointSchemeArg
-    """internal or internet-facing (which needs certificate_arn and an API key)."""
-    auth: EndpointAuthArg
-    """api-key (default: api_key, or a generated key exported as the secret output apiKey) or none."""
-    allowed_cidrs: Sequence[pulumi.Input[str]]
-    """Client CIDRs the load balancer admits besides the VPC (internet-facing: required)."""
-    certificate_arn: pulumi.Input[str]
-    """ACM certificate in the service's region: HTTPS on 443, HTTP redirected to it."""
-    drain_seconds: int
-    load_balancer: LoadBalancerArg
-    """alb (default) or nlb (an NLB cannot limit paths: only with auth none)."""
-    hostname: pulumi.Input[str]
-    """DNS name of the endpoint; a Route 53 record in hosted_zone_id points it at the load balancer."""
-    hosted_zone_id: pulumi.Input[str]
-    """Route 53 hosted zone of hostname."""
-    access_logs: bool
-    """ALB access logs to a bucket the program creates."""
-    access_logs_days: int
-    """Days the ALB access logs are kept (90 when unset)."""
-
-
-class RoutingArgs(TypedDict, total=False):
-    """``routing.*``: what spreads requests over the replicas behind the load balancer."""
-
-    kind: RoutingKindArg
-    """none (the load balancer round-robins) or llm-d (llm-d's router: prefix-cache and load scoring)."""
-
-
-class WeightsArgs(TypedDict, total=False):
-    """``weights.*``: where vLLM loads the model from."""
-
-    source: WeightsSourceArg
-    """huggingface, s3 (Run:ai streamer), s3-mountpoint (Mountpoint S3 CSI) or ebs-snapshot."""
-    snapshot_id: str
-    """EBS snapshot of the weights (python -m automation bake-weights), for ebs-snapshot."""
-    fast_snapshot_restore: bool
-    """Enable EBS fast snapshot restore on that snapshot (priced per zone-hour)."""
-    retain_bucket: bool
-    """Keep the staged-weights bucket on destroy and replacement (default true)."""
-    kms_key_arn: pulumi.Input[str]
-    """KMS key of the weights bucket (and of your own bucket's SSE-KMS objects)."""
-
-
-class ImageArgs(TypedDict, total=False):
-    """``image.*``: where GPU nodes pull the vLLM image from."""
-
-    registry: str
-    """Registry replacing docker.io (a mirror or an ECR pull-through cache, host/prefix); unset:
-    anonymous Docker Hub pulls, which plan and render warn about."""
-
-
-class ControlPlaneArgs(TypedDict, total=False):
-    """``cluster.*``: the EKS control plane the service creates."""
-
-    public_access_cidrs: Sequence[pulumi.Input[str]]
-    """CIDRs admitted to a public API endpoint (empty: private endpoint only)."""
-    admin_role_arns: Sequence[pulumi.Input[str]]
-    private_access_cidrs: Sequence[pulumi.Input[str]]
-    """CIDRs admitted on 443 to the private API endpoint (a runner inside, or routed to, the VPC)."""
-    private_access_security_group_ids: Sequence[pulumi.Input[str]]
-    """Security groups admitted on 443 to the private API endpoint."""
-    secrets_kms_key_arn: pulumi.Input[str]
-    create_kms_key: bool
-    """Create a KMS key (yearly rotation) for Secrets and the weights bucket."""
-    allow_compute_mode_switch: bool
-    """Let an update change compute_mode on a deployed service (default false: refused before anything
-    changes, with the migration path)."""
-
-
-class NetworkArgs(TypedDict, total=False):
-    """``network.*``: a new VPC (default) or your own VPC and subnets."""
-
-    vpc_cidr: str
-    availability_zones: int
-    vpc_id: pulumi.Input[str]
-    private_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
-    """Your VPC's private subnets, one per Availability Zone the nodes use."""
-    public_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
-    """Your VPC's public subnets (for an internet-facing load balancer)."""
-    load_balancer_subnet_ids: pulumi.Input[Sequence[pulumi.Input[str]]]
-    nat_gateway_per_zone: bool
-    flow_logs: bool
-
-
-class ObservabilityArgs(TypedDict, total=False):
-    """``observability.*``: Prometheus, Grafana, Alertmanager and alert thresholds."""
-
-    prometheus_retention: str
-    prometheus_storage_gib: int
-    grafana: bool
-    alertmanager: bool
-    ttft_slo_seconds: float
-    itl_slo_seconds: float
-    queue_time_slo_seconds: float
-
-
-class AssumeRoleArgs(TypedDict, total=False):
-    """One role of ``aws:assumeRoles``, assumed in order."""
-
-    role_arn: str
-    """The IAM role to assume."""
-    session_name: str
-    """The session name of the assumed role."""
-    external_id: str
-    """The external id the role's trust policy requires."""
-    duration: str
-    """How long the session lasts (a Go duration, e.g. 1h)."""
-
-
-class AwsArgs(TypedDict, total=False):
-    """The ``aws:*`` settings of the explicit AWS provider the service creates."""
-
-    profile: str
-    """The AWS shared-config profile the provider uses."""
-    assume_roles: list[AssumeRoleArgs]
-    """Roles the provider assumes, in order."""
-    allowed_account_ids: list[str]
-    """The provider refuses any other AWS account."""
-    forbidden_account_ids: list[str]
-    """The provider refuses these AWS accounts."""
-
-
-# Docstrings the schema shows are one line each: Python 3.13 strips the indentation of longer
-# ones and 3.11 does not, which would make the generated schema depend on the interpreter.
-
-
-class ExistingClusterArgs(TypedDict, total=False):
-    """An EKS cluster to join: Auto Mode, or running Karpenter (its provider is the component's)."""
-
-    cluster_name: str
-    """The cluster's name (plain: it names the service's resources and detects collisions)."""
-    node_role_name: pulumi.Input[str]
-    """Nodes' IAM role: Auto Mode's (GPU nodes needing more disk) or Karpenter's (karpenter: required)."""
-    node_security_group_ids: Sequence[pulumi.Input[str]]
-    """karpenter: security groups of the GPU nodes (default: the EKS-managed cluster security group)."""
-
-
-class DeepSeekServiceArgs(TypedDict, total=False):
-    """The stack settings in snake_case, and where the service goes; every key is optional."""
-
-    existing_cluster: ExistingClusterArgs
-    """Join this cluster instead of creating a VPC and a cluster."""
-    namespace: str
-    """The inference namespace the service creates (default: the service's name)."""
-    install_shared_addons: bool
-    """Install the cluster-wide add-ons (default: only with a cluster of its own); README explains."""
-    create_aws_provider: bool
-    """Create the service's own AWS provider from region and aws (default: use yours, opts.providers)."""
-
-    compute_mode: ComputeModeArg
-    """auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
-    kubernetes_version: KubernetesVersionArg
-    """EKS Kubernetes minor of the cluster the service creates (only minors the pinned AMI release covers)."""
-    region: str
-    """AWS region: your provider's (required with one), else the program's aws:region."""
-    model: ModelArgs
-    """model.*: which DeepSeek-R1 variant to serve and how."""
-    gpu: GpuArgs
-    """gpu.*: which EC2 GPU instances the node pool may launch."""
-    autoscaling: ScalingArgs
-    """autoscaling.*: the signal and bounds of the replica autoscaler."""
-    endpoint: EndpointArgs
-    """endpoint.*: how clients reach the OpenAI-compatible API."""
-    routing: RoutingArgs
-    """routing.*: what spreads requests over the replicas (none, or llm-d's router)."""
-    weights: WeightsArgs
-    """weights.*: where vLLM loads the model from."""
-    cluster: ControlPlaneArgs
-    """cluster.*: the EKS control plane the service creates."""
-    network: NetworkArgs
-    """network.*: a new VPC (default) or your own VPC and subnets."""
-    observability: ObservabilityArgs
-    """observability.*: Prometheus, Grafana, Alertmanager and alert thresholds."""
-    image: ImageArgs
-    """image.*: where nodes pull the vLLM image from (a mirror or ECR pull-through cache)."""
-    aws: AwsArgs
-    """aws:* settings of the service's own AWS provider (with create_aws_provider only)."""
-    hf_token: pulumi.Input[str]
-    """Hugging Face token (kept secret)."""
-    api_key: pulumi.Input[str]
-    """Bearer key the endpoint requires (kept secret)."""
-    grafana_admin_password: pulumi.Input[str]
-    """Grafana admin password (kept secret; generated when unset)."""
-
-
-# Where the service goes, not stack settings (see ``service_scope``).
-PLACEMENT_KEYS = ("existing_cluster", "namespace", "install_shared_addons", "create_aws_provider")
 _GROUPS = (
     "model",
     "gpu",
@@ -818,7 +554,7 @@ def _refuse_foreign_mocks(name: str) -> None:
     if not isinstance(monitor, MockMonitor):
         return
     # Imported here: only a program under mocks needs them (deepseek_eks.testing.Mocks is one).
-    from deepseek_eks.automation.mocks import RecordingMocks
+    from deepseek_eks.testing.mocks import RecordingMocks
 
     mocks = monitor.mocks
     if not isinstance(mocks, RecordingMocks):

@@ -2,9 +2,9 @@
 description, written from the sources the multi-language schema is made of, so there is nothing
 to keep in step by hand:
 
-- each argument's description is its docstring in the args TypedDicts (components/service.py, the
-  text Pulumi's analyzer puts in the schema), else the settings model's description of the
-  setting (what deepseek_eks/schema.py completes the schema with);
+- each argument's description is its docstring in the args TypedDicts (components/service_args.py,
+  generated from the settings model's descriptions; the text Pulumi's analyzer puts in the schema),
+  else the settings model's description of the setting;
 - its allowed values are the settings' closed set (components/arg_types.py), its default the
   settings model's;
 - each output is an annotated ``pulumi.Output`` attribute of the component and its docstring.

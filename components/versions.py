@@ -108,7 +108,7 @@ DCGM_EXPORTER = ChartPin("dcgm-exporter", "https://nvidia.github.io/dcgm-exporte
 KEDA = ChartPin("keda", "https://kedacore.github.io/charts", "2.20.2")
 
 # The in-cluster load test (python -m automation loadtest --as-job) runs `vllm bench serve` from
-# VLLM_IMAGE (automation/loadtest/job.py), so it pins nothing of its own.
+# VLLM_IMAGE (perf/loadtest/job.py), so it pins nothing of its own.
 
 # Mountpoint for Amazon S3 CSI driver as an EKS add-on (weights.source s3-mountpoint). Driver v2.7.0
 # (awslabs/mountpoint-s3-csi-driver CHANGELOG.md, tag v2.7.0) is the first major that takes

@@ -2,9 +2,9 @@
 component (``DeepSeekService``) and the sizing engine that plans it (``plan``).
 
 The subpackages are the checkout's top-level folders (components/, settings/, sizing/, promql/,
-automation/, policy/), mapped to ``deepseek_eks.<name>`` by setup.py: an editable install (``make
-venv``) imports them from the checkout, a wheel holds them inside this package. ``testing`` is the
-offline testing kit for programs that use the component.
+automation/, perf/, guardrails/, twin/, policy/), mapped to ``deepseek_eks.<name>`` by setup.py:
+an editable install (``make venv``) imports them from the checkout, a wheel holds them inside this
+package. ``testing`` is the offline testing kit for programs that use the component.
 
 The names below load on first use (PEP 562), so ``deepseek_eks.sizing`` and the policy pack
 (``deepseek_eks.policy``) import without Pulumi and the component.
@@ -15,18 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .components import BuildResult, DeepSeekService, DeepSeekServiceArgs, SizingError, size
-    from .components.service import (
+    from .components.service import ServiceError
+    from .components.service_args import (
         AssumeRoleArgs,
         AwsArgs,
         ControlPlaneArgs,
         EndpointArgs,
         ExistingClusterArgs,
         GpuArgs,
+        ImageArgs,
         ModelArgs,
         NetworkArgs,
         ObservabilityArgs,
+        RoutingArgs,
         ScalingArgs,
-        ServiceError,
+        ScheduleArgs,
         WeightsArgs,
     )
     from .settings import Problem, Settings, SettingsError, parse_settings
@@ -48,15 +51,18 @@ _SOURCES = {
             "EndpointArgs",
             "ExistingClusterArgs",
             "GpuArgs",
+            "ImageArgs",
             "ModelArgs",
             "NetworkArgs",
             "ObservabilityArgs",
+            "RoutingArgs",
             "ScalingArgs",
-            "ServiceError",
+            "ScheduleArgs",
             "WeightsArgs",
         ),
-        "components.service",
+        "components.service_args",
     ),
+    "ServiceError": "components.service",
     **dict.fromkeys(("Problem", "Settings", "SettingsError", "parse_settings"), "settings"),
     **dict.fromkeys(("Infeasible", "PlanError", "PlanRequest", "SizingPlan", "plan"), "sizing"),
 }
@@ -84,6 +90,7 @@ __all__ = [
     "EndpointArgs",
     "ExistingClusterArgs",
     "GpuArgs",
+    "ImageArgs",
     "Infeasible",
     "ModelArgs",
     "NetworkArgs",
@@ -91,7 +98,9 @@ __all__ = [
     "PlanError",
     "PlanRequest",
     "Problem",
+    "RoutingArgs",
     "ScalingArgs",
+    "ScheduleArgs",
     "ServiceError",
     "Settings",
     "SettingsError",

@@ -228,15 +228,22 @@ class _Group(BaseModel):
 class ModelSettings(_Group):
     """``model.*``: which DeepSeek-R1 variant to serve and how."""
 
-    variant: Variant = Field(Variant("r1-distill-qwen-7b"), description="The DeepSeek-R1 variant.")
+    variant: Variant = Field(
+        Variant("r1-distill-qwen-7b"),
+        description="DeepSeek-R1 variant, r1-distill-qwen-1.5b ... r1-distill-llama-70b or r1-671b.",
+    )
     quantization: Quantization = Field(
         Quantization.AUTO,
-        description="auto = the checkpoint's format (bf16 for distills, fp8 for r1-671b).",
+        description=(
+            "auto (the checkpoint's format: bf16 for distills, fp8 for r1-671b), bf16, fp8 or awq-int4."
+        ),
     )
     kv_cache_dtype: KvCacheDtype = Field(
         KvCacheDtype.AUTO,
-        description="KV cache element type: auto (the model's 16-bit dtype) or fp8 (half the bytes, "
-        "twice the tokens; GPUs with FP8 tensor cores only: L4, L40S, H100, H200, B200).",
+        description=(
+            "KV cache element type: auto (the model's 16-bit dtype) or fp8 (half the bytes, twice the"
+            " tokens; GPUs with FP8 tensor cores only: L4, L40S, H100, H200, B200)."
+        ),
     )
     repository: str | None = Field(
         None,
@@ -244,9 +251,14 @@ class ModelSettings(_Group):
         # Hugging Face repo ids are owner/name of ASCII letters, digits, '-', '_' and '.'
         # (huggingface_hub validate_repo_id); an S3 bucket name is 3-63 lowercase characters.
         pattern=r"^(s3://[a-z0-9][a-z0-9.-]{1,61}[a-z0-9](/[A-Za-z0-9!_.*'()/-]*)?|[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+)$",
-        description="Override: a Hugging Face repo id (owner/name) or an s3:// prefix.",
+        description="A Hugging Face repo id (owner/name) or an s3:// prefix overriding the variant's.",
     )
-    max_model_len: WholeNumber = Field(32768, ge=1024, le=INT32_MAX, description="Context window in tokens.")
+    max_model_len: WholeNumber = Field(
+        32768,
+        ge=1024,
+        le=INT32_MAX,
+        description="Context window in tokens; at most the model's max_position_embeddings.",
+    )
     min_full_length_sequences: WholeNumber = Field(
         1, ge=1, le=4096, description="The KV cache must hold this many maxModelLen sequences at once."
     )
@@ -256,18 +268,28 @@ class GpuSettings(_Group):
     """``gpu.*``: which EC2 GPU instances the node pool may launch."""
 
     instance_families: Annotated[list[GpuFamily], _DISTINCT, _AS_LIST] = Field(
-        default_factory=lambda: ["g6", "g6e"], min_length=1, max_length=len(GPU_FAMILIES)
+        default_factory=lambda: ["g6", "g6e"],
+        min_length=1,
+        max_length=len(GPU_FAMILIES),
+        description=(
+            "EC2 GPU families the node pool may launch (g4dn g5 g6 g6e p4d p4de p5 p5e p5en p6-b200)."
+        ),
     )
     capacity_types: Annotated[list[CapacityType], _DISTINCT, _AS_LIST] = Field(
-        default_factory=lambda: [CapacityType.SPOT, CapacityType.ON_DEMAND], min_length=1, max_length=2
+        default_factory=lambda: [CapacityType.SPOT, CapacityType.ON_DEMAND],
+        min_length=1,
+        max_length=2,
+        description="Subset of spot and on-demand; spot is preferred when both are allowed.",
     )
     capacity_reservation_ids: Annotated[
         list[Annotated[str, Field(pattern=r"^cr-[0-9a-f]{17}$")]], _DISTINCT, _AS_LIST
     ] = Field(
         default_factory=list,
         max_length=30,  # EC2NodeClass capacityReservationSelectorTerms maxItems (Karpenter 1.14)
-        description="EC2 On-Demand Capacity Reservations or Capacity Blocks (cr-...) the GPU nodes "
-        "use first (computeMode karpenter; needs on-demand in gpu.capacityTypes).",
+        description=(
+            "EC2 On-Demand Capacity Reservations or Capacity Blocks (cr-...) the GPU nodes use first "
+            "(computeMode karpenter; needs on-demand in gpu.capacityTypes)."
+        ),
     )
 
 
@@ -349,28 +371,51 @@ DEFAULT_CONCURRENCY_SHARE = 0.7
 class AutoscalingSettings(_Group):
     """``autoscaling.*``: the signal and bounds of the replica autoscaler."""
 
-    signal: ScalingSignal = ScalingSignal.GPU_UTILIZATION
-    min_replicas: WholeNumber = Field(1, ge=0, le=MAX_REPLICAS)
-    max_replicas: WholeNumber = Field(
-        3, ge=1, le=MAX_REPLICAS, description=f"At most {MAX_REPLICAS}: one GPU node per replica at least."
+    signal: ScalingSignal = Field(
+        ScalingSignal.GPU_UTILIZATION,
+        description=(
+            "gpu-utilization, queue-depth, combined, kv-cache, concurrency or router-queue (the "
+            "router's queue; needs routing.kind llm-d)."
+        ),
     )
-    target_gpu_utilization: WholeNumber = Field(50, ge=1, le=100, description="Percent.")
+    min_replicas: WholeNumber = Field(
+        1,
+        ge=0,
+        le=MAX_REPLICAS,
+        description=(
+            "Fewest vLLM replicas; 0 only with autoscaling.signal router-queue (the one signal "
+            "measured in front of vLLM)."
+        ),
+    )
+    max_replicas: WholeNumber = Field(
+        3,
+        ge=1,
+        le=MAX_REPLICAS,
+        description="Most vLLM replicas (at most 5000: a replica holds one GPU node at least).",
+    )
+    target_gpu_utilization: WholeNumber = Field(
+        50, ge=1, le=100, description="Target GPU utilization in percent for the gpu-utilization signal."
+    )
     queue_depth_per_replica: WholeNumber = Field(
-        5, ge=1, le=10_000, description="Waiting requests per replica."
+        5, ge=1, le=10_000, description="Waiting requests per replica for the queue-depth signal."
     )
     target_kv_cache_usage: float = Field(
         0.85,
         gt=0,
         lt=1,
-        description="KV-cache usage (0-1) per replica the kv-cache and concurrency signals keep; below "
-        "1.0, where vLLM starts preempting.",
+        description=(
+            "KV-cache usage (0-1) per replica the kv-cache and concurrency signals keep; below 1.0, "
+            "where vLLM starts preempting."
+        ),
     )
     target_concurrency_share: float = Field(
         DEFAULT_CONCURRENCY_SHARE,
         gt=0,
         le=1,
-        description="Requests running or waiting per replica the concurrency and router-queue signals "
-        "keep, as a share (0-1] of the plan's max_num_seqs (vLLM's running batch).",
+        description=(
+            "Requests running or waiting per replica the concurrency and router-queue signals keep, "
+            "as a share (0-1] of the plan's max_num_seqs (vLLM's running batch)."
+        ),
     )
     schedule: Annotated[list[ScheduleEntry] | None, _AS_LIST] = Field(
         None,
@@ -381,27 +426,45 @@ class AutoscalingSettings(_Group):
         0,
         ge=0,
         le=MAX_REPLICAS,
-        description="GPU nodes held by low-priority placeholder pods, so a new replica skips node launch.",
+        description=(
+            "GPU nodes kept warm by placeholder pods that real replicas preempt (priced in the plan)."
+        ),
     )
     seasonal: Boolean = Field(
         False,
-        description="Also keep the replicas yesterday's and last week's demand needed one start-up "
-        "ahead of now (KEDA Prometheus triggers with an offset; needs observability.prometheusRetention "
-        "of 8d or more).",
+        description=(
+            "Also keep the replicas yesterday's and last week's demand needed one start-up ahead of "
+            "now (KEDA Prometheus triggers with an offset; needs observability.prometheusRetention of"
+            " 8d or more)."
+        ),
     )
 
 
 class EndpointSettings(_Group):
     """``endpoint.*``: how clients reach the OpenAI-compatible API."""
 
-    scheme: EndpointScheme = EndpointScheme.INTERNAL
+    scheme: EndpointScheme = Field(
+        EndpointScheme.INTERNAL, description="internal (default) or internet-facing load balancer."
+    )
     auth: EndpointAuth = Field(
         EndpointAuth.API_KEY,
-        description="api-key (default: apiKey, or a generated key exported as the secret output apiKey) "
-        "or none (no authentication; internal endpoints only).",
+        description=(
+            "api-key (default: apiKey, or a generated key exported as the secret output apiKey) or "
+            "none (no authentication; internal endpoints only)."
+        ),
     )
-    load_balancer: LoadBalancerKind = LoadBalancerKind.ALB
-    allowed_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=60)
+    load_balancer: LoadBalancerKind = Field(
+        LoadBalancerKind.ALB,
+        description=(
+            "alb (L7, routes only the key-guarded /v1 API) or nlb (L4, every route; only with "
+            "endpoint.auth none)."
+        ),
+    )
+    allowed_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list,
+        max_length=60,
+        description="Client CIDRs; required when internet-facing; admitted besides the VPC when internal.",
+    )
     certificate_arn: str | None = Field(
         None,
         pattern=r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:[0-9]{12}:certificate/[0-9a-f-]{1,64}$",
@@ -411,15 +474,19 @@ class EndpointSettings(_Group):
         None,
         ge=30,
         le=3600,
-        description="Grace for in-flight streams when a replica stops; default from the plan.",
+        description=(
+            "Grace in seconds for in-flight streams when a replica stops; default from the sizing plan."
+        ),
     )
     hostname: str | None = Field(
         None,
         max_length=253,
         # A DNS name of letters, digits and hyphens, dot-separated labels of at most 63 (RFC 1123).
         pattern=r"^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$",
-        description="DNS name of the endpoint: a Route 53 record in endpoint.hostedZoneId points it at "
-        "the load balancer (the name endpoint.certificateArn is issued for).",
+        description=(
+            "DNS name of the endpoint: a Route 53 record in endpoint.hostedZoneId points it at the "
+            "load balancer (the name endpoint.certificateArn is issued for)."
+        ),
     )
     hosted_zone_id: str | None = Field(
         None,
@@ -429,8 +496,10 @@ class EndpointSettings(_Group):
     # ALB access logs.
     access_logs: Boolean = Field(
         False,
-        description="ALB access logs to an S3 bucket the program creates (SSE-S3, public access "
-        "blocked, kept when the stack is destroyed); objects expire after endpoint.accessLogsDays.",
+        description=(
+            "ALB access logs to an S3 bucket the program creates (SSE-S3, public access blocked, kept"
+            " when the stack is destroyed); objects expire after endpoint.accessLogsDays."
+        ),
     )
     access_logs_days: WholeNumber | None = Field(
         None,
@@ -445,9 +514,11 @@ class RoutingSettings(_Group):
 
     kind: RoutingKind = Field(
         RoutingKind.NONE,
-        description="none (the load balancer round-robins over the replicas) or llm-d (llm-d's router, "
-        "the Gateway API Inference Extension endpoint picker, routes each request by prefix-cache hits "
-        "and load, and holds a queue autoscaling.signal router-queue scales on).",
+        description=(
+            "none (the load balancer round-robins over the replicas) or llm-d (llm-d's router, the "
+            "Gateway API Inference Extension endpoint picker, routes each request by prefix-cache "
+            "hits and load, and holds a queue autoscaling.signal router-queue scales on)."
+        ),
     )
 
 
@@ -457,73 +528,102 @@ class ClusterSettings(_Group):
     public_access_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
         max_length=40,  # EKS accepts at most 40 public access CIDR blocks
-        description="CIDRs allowed to reach the public API endpoint; empty = private endpoint only.",
+        description="CIDRs allowed to reach the public EKS API endpoint; empty keeps the endpoint private.",
     )
     admin_role_arns: Annotated[list[IamRoleArn], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
         max_length=100,
-        description="IAM roles given cluster-admin through EKS access entries.",
+        description="IAM role ARNs given cluster-admin through EKS access entries.",
     )
     private_access_cidrs: Annotated[list[Cidr], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
         max_length=50,
-        description="CIDRs admitted on 443 to the private API endpoint (the cluster security group "
-        "admits only itself otherwise): a runner or VPN inside, or routed to, the VPC.",
+        description=(
+            "CIDRs admitted on 443 to the private API endpoint (the cluster security group admits "
+            "only itself otherwise): a runner or VPN inside, or routed to, the VPC."
+        ),
     )
     private_access_security_group_ids: Annotated[list[SecurityGroupId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
         max_length=50,
-        description="Security groups admitted on 443 to the private API endpoint (a CI runner's, "
-        "a bastion's).",
+        description=(
+            "Security groups admitted on 443 to the private API endpoint (a CI runner's, a bastion's)."
+        ),
     )
     # Customer-managed KMS key for Kubernetes Secrets.
     secrets_kms_key_arn: str | None = Field(
         None,
         pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
-        description="KMS key (ARN, same region) EKS envelope-encrypts Kubernetes Secrets with; once "
-        "set it cannot be removed or changed on that cluster (EKS).",
+        description=(
+            "KMS key (ARN, same region) EKS envelope-encrypts Kubernetes Secrets with; once set it "
+            "cannot be removed or changed on that cluster (EKS)."
+        ),
     )
     # A KMS key the program creates.
     create_kms_key: Boolean = Field(
         False,
-        description="Create a customer-managed KMS key (automatic yearly rotation) for Kubernetes "
-        "Secrets and the project's weights bucket, instead of cluster.secretsKmsKeyArn / "
-        "weights.kmsKeyArn.",
+        description=(
+            "Create a customer-managed KMS key (automatic yearly rotation) for Kubernetes Secrets and"
+            " the project's weights bucket, instead of cluster.secretsKmsKeyArn / weights.kmsKeyArn."
+        ),
     )
     allow_compute_mode_switch: Boolean = Field(
         False,
-        description="Let an update change computeMode on a stack deployed with the other mode. Off, the "
-        "program refuses the switch before anything changes: turning Auto Mode off terminates its nodes "
-        "and deletes its load balancers, and the NodePools, StorageClass and IngressClass collide under "
-        "their new URNs. Set it only for a migration you have prepared.",
+        description=(
+            "Let an update change computeMode on a stack deployed with the other mode. Off, the "
+            "program refuses the switch before anything changes: turning Auto Mode off terminates its"
+            " nodes and deletes its load balancers, and the NodePools, StorageClass and IngressClass "
+            "collide under their new URNs. Set it only for a migration you have prepared."
+        ),
     )
 
 
 class NetworkSettings(_Group):
     """``network.*``: a new VPC (default) or your own VPC and subnets."""
 
-    vpc_cidr: Cidr = Field("10.42.0.0/16", description="CIDR of the VPC the program creates.")
-    availability_zones: WholeNumber = Field(3, ge=2, le=3, description="AZs of the VPC the program creates.")
-    vpc_id: str | None = Field(None, pattern=r"^vpc-[0-9a-f]{8,17}$", description="Bring your own VPC.")
+    vpc_cidr: Cidr = Field("10.42.0.0/16", description="CIDR (/16 to /20) of the VPC the program creates.")
+    availability_zones: WholeNumber = Field(
+        3, ge=2, le=3, description="Availability zones (2 or 3) of the VPC the program creates."
+    )
+    vpc_id: str | None = Field(
+        None,
+        pattern=r"^vpc-[0-9a-f]{8,17}$",
+        description="Bring your own VPC (vpc-...), with network.privateSubnetIds.",
+    )
     private_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
-        default_factory=list, max_length=16
+        default_factory=list,
+        max_length=16,
+        description="With network.vpcId, your private subnets (at least 2, in different AZs).",
     )
     public_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
-        default_factory=list, max_length=16
+        default_factory=list,
+        max_length=16,
+        description="With network.vpcId, your public subnets (needed for an internet-facing endpoint).",
     )
     # VPC flow logs.
     flow_logs: Boolean = Field(
-        False, description="VPC flow logs (all traffic) to a CloudWatch log group kept 365 days."
+        False,
+        description=(
+            "VPC flow logs (all traffic) to a CloudWatch log group kept 365 days, for the VPC created"
+            " or yours."
+        ),
     )
     # One NAT gateway per AZ.
     nat_gateway_per_zone: Boolean = Field(
-        False, description="One NAT gateway per AZ in the VPC the program creates (one in all by default)."
+        False,
+        description=(
+            "One NAT gateway per AZ in the VPC the program creates, so one AZ's outage does not cut "
+            "the others off; one for all by default."
+        ),
     )
     # Load-balancer-only subnets.
     load_balancer_subnet_ids: Annotated[list[SubnetId], _DISTINCT, _AS_LIST] = Field(
         default_factory=list,
         max_length=16,
-        description="With network.vpcId, private subnets only internal load balancers use (no pods).",
+        description=(
+            "With network.vpcId, private subnets only internal load balancers use (no nodes or pods);"
+            " without them port 8000 admits the pod subnets (warned)."
+        ),
     )
 
 
@@ -558,7 +658,9 @@ class ObservabilitySettings(_Group):
     """``observability.*``: Prometheus, Grafana, Alertmanager and alert thresholds."""
 
     prometheus_retention: str = Field(
-        "15d", pattern=r"^[0-9]{1,5}[hdwy]$", description="How long Prometheus keeps data."
+        "15d",
+        pattern=r"^[0-9]{1,5}[hdwy]$",
+        description="How long Prometheus keeps data (e.g. 15d; autoscaling.seasonal needs 8d or more).",
     )
 
     @field_validator("prometheus_retention")
@@ -568,26 +670,35 @@ class ObservabilitySettings(_Group):
             raise ValueError(why)
         return value
 
-    prometheus_storage_gib: WholeNumber = Field(50, ge=10, le=4096, description="Prometheus volume size.")
-    grafana: Boolean = Field(True, description="Install Grafana with the project's dashboards.")
+    prometheus_storage_gib: WholeNumber = Field(
+        50, ge=10, le=4096, description="Size of the Prometheus volume in GiB."
+    )
+    grafana: Boolean = Field(True, description="Install Grafana with the vLLM and GPU dashboards.")
     alertmanager: Boolean = Field(
-        False, description="Install Alertmanager (configure its receivers yourself)."
+        False, description="Install Alertmanager (its receivers are yours to configure)."
     )
     ttft_slo_seconds: Decimal = Field(
-        5.0, gt=0, le=3600, description="Alert when p95 time to first token exceeds this."
+        5.0, gt=0, le=3600, description="Alert when p95 time to first token exceeds this many seconds."
     )
     itl_slo_seconds: Decimal = Field(
-        0.15, gt=0, le=60, description="Alert when p95 inter-token latency exceeds this."
+        0.15, gt=0, le=60, description="Alert when p95 inter-token latency exceeds this many seconds."
     )
     queue_time_slo_seconds: Decimal = Field(
-        30.0, gt=0, le=3600, description="Alert when p95 queue time exceeds this."
+        30.0, gt=0, le=3600, description="Alert when p95 queue time exceeds this many seconds."
     )
 
 
 class WeightsSettings(_Group):
     """``weights.*``: where vLLM loads the model from."""
 
-    source: WeightsSource = WeightsSource.HUGGINGFACE
+    source: WeightsSource = Field(
+        WeightsSource.HUGGINGFACE,
+        description=(
+            "huggingface (download at start), s3 (streamed from the project's bucket), s3-mountpoint "
+            "(the bucket mounted read-only) or ebs-snapshot (a volume per pod from "
+            "weights.snapshotId)."
+        ),
+    )
     snapshot_id: str | None = Field(
         None,
         pattern=r"^snap-[0-9a-f]{8,17}$",
@@ -595,21 +706,25 @@ class WeightsSettings(_Group):
     )
     fast_snapshot_restore: Boolean = Field(
         False,
-        description="Enable EBS fast snapshot restore on the weights snapshot in the cluster's zones.",
+        description=(
+            "EBS fast snapshot restore on the weights snapshot (ebs-snapshot only; billed per zone-hour)."
+        ),
     )
     retain_bucket: Boolean = Field(
         True,
         description=(
-            "Keep the bucket of staged weights (weights.source s3 or s3-mountpoint) when the stack is "
-            "destroyed or the bucket replaced; false deletes it with its objects."
+            "Keep the bucket of staged weights (weights.source s3 or s3-mountpoint) when the stack is"
+            " destroyed or the bucket replaced; false deletes it with its objects."
         ),
     )
     # Customer-managed KMS key for the weights bucket.
     kms_key_arn: str | None = Field(
         None,
         pattern=r"^arn:aws[a-z-]*:kms:[a-z]{2}(-[a-z]+)+-[0-9]:[0-9]{12}:key/[0-9a-f-]{36}$",
-        description="KMS key (ARN) of the weights: the project's bucket is encrypted with it, and the "
-        "weights roles may use it (also for your own bucket's SSE-KMS objects).",
+        description=(
+            "KMS key (ARN) of the weights: the project's bucket is encrypted with it, and the weights"
+            " roles may use it (also for your own bucket's SSE-KMS objects)."
+        ),
     )
 
 
@@ -633,8 +748,8 @@ class ImageSettings(_Group):
         max_length=255,
         pattern=_REGISTRY,
         description=(
-            "Registry (host and optional path) that replaces docker.io for the vLLM image: a "
-            "mirror, or an ECR pull-through cache for Docker Hub "
+            "Registry (host and optional path) that replaces docker.io for the vLLM image: a mirror, "
+            "or an ECR pull-through cache for Docker Hub "
             "(<account>.dkr.ecr.<region>.amazonaws.com/<prefix>). Unset: anonymous Docker Hub pulls."
         ),
     )
@@ -659,9 +774,15 @@ DOCKER_HUB_WARNING = (
 class AssumeRole(_Group):
     """One entry of ``aws:assumeRoles`` (pulumi-aws 7 provider config), assumed in order."""
 
-    role_arn: IamRoleArn
-    session_name: str | None = Field(None, pattern=r"^[A-Za-z0-9_+=,.@-]{2,64}$")
-    external_id: str | None = Field(None, pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$")
+    role_arn: IamRoleArn = Field(description="The IAM role to assume.")
+    session_name: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_+=,.@-]{2,64}$", description="The session name of the assumed role."
+    )
+    external_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_+=,.@:/-]{2,1224}$",
+        description="The external id the role's trust policy requires.",
+    )
     duration: str | None = Field(
         None, pattern=r"^([0-9]{1,2}h)?([0-9]{1,3}m)?([0-9]{1,5}s)?$", description="Go duration, 15m to 12h."
     )
@@ -675,16 +796,24 @@ class AssumeRole(_Group):
 
 
 class AwsSettings(_Group):
-    """The ``aws:*`` provider settings this program honours, in the explicit AWS provider it
-    builds and in preflight's boto3 session alike (``aws:region`` is ``Settings.region``)."""
+    """``aws:*``: the AWS provider settings honoured (the component: with create_aws_provider only).
 
-    profile: str | None = Field(None, pattern=r"^[A-Za-z0-9_.+@=,-]{1,64}$")
-    assume_roles: Annotated[list[AssumeRole], _DISTINCT, _AS_LIST] = Field(default_factory=list, max_length=5)
+    The program applies them to the explicit AWS provider it builds and to preflight's boto3
+    session alike (``aws:region`` is ``Settings.region``)."""
+
+    profile: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9_.+@=,-]{1,64}$",
+        description="The AWS shared-config profile the provider uses.",
+    )
+    assume_roles: Annotated[list[AssumeRole], _DISTINCT, _AS_LIST] = Field(
+        default_factory=list, max_length=5, description="Roles the provider assumes, in order."
+    )
     allowed_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(
-        default_factory=list, max_length=100
+        default_factory=list, max_length=100, description="The provider refuses any other AWS account."
     )
     forbidden_account_ids: Annotated[list[AccountId], _DISTINCT, _AS_LIST] = Field(
-        default_factory=list, max_length=100
+        default_factory=list, max_length=100, description="The provider refuses these AWS accounts."
     )
 
 
@@ -693,7 +822,10 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    compute_mode: ComputeMode = ComputeMode.AUTO_MODE
+    compute_mode: ComputeMode = Field(
+        ComputeMode.AUTO_MODE,
+        description="Where GPU nodes come from, auto-mode (EKS Auto Mode) or karpenter (self-managed).",
+    )
     model: ModelSettings = Field(default_factory=ModelSettings)
     gpu: GpuSettings = Field(default_factory=GpuSettings)
     autoscaling: AutoscalingSettings = Field(default_factory=AutoscalingSettings)
@@ -704,8 +836,19 @@ class Settings(BaseModel):
     network: NetworkSettings = Field(default_factory=NetworkSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     image: ImageSettings = Field(default_factory=ImageSettings)
-    kubernetes_version: str = DEFAULT_KUBERNETES_VERSION
-    region: str = DEFAULT_REGION
+    kubernetes_version: str = Field(
+        DEFAULT_KUBERNETES_VERSION,
+        description=(
+            "EKS Kubernetes minor version of the cluster the program creates (1.32 to 1.34: the "
+            "minors the pinned AMI release has images for)."
+        ),
+    )
+    region: str = Field(
+        DEFAULT_REGION,
+        description=(
+            "AWS region (the stack's aws:region; a component given your AWS provider takes the provider's)."
+        ),
+    )
     aws: AwsSettings = Field(default_factory=AwsSettings)
     stack: str = "dev"
     # Settings that are valid but have no effect or are risky, shown by every command.
@@ -716,9 +859,26 @@ class Settings(BaseModel):
     # Refused only on a stack's first deployment (nothing can route into a VPC that does not exist yet).
     first_run_blockers: tuple[str, ...] = ()
     # Secret config values, as the loader found them (Pulumi secret Outputs, never plain strings).
-    hf_token: object | None = Field(None, exclude=True, repr=False)
-    api_key: object | None = Field(None, exclude=True, repr=False)
-    grafana_admin_password: object | None = Field(None, exclude=True, repr=False)
+    hf_token: object | None = Field(
+        None,
+        exclude=True,
+        repr=False,
+        description=(
+            "Hugging Face token for gated or private repositories (a secret: pulumi config set "
+            "--secret hfToken)."
+        ),
+    )
+    api_key: object | None = Field(
+        None,
+        exclude=True,
+        repr=False,
+        description=(
+            "Bearer key the endpoint requires (a secret; generated when unset and endpoint.auth is api-key)."
+        ),
+    )
+    grafana_admin_password: object | None = Field(
+        None, exclude=True, repr=False, description="Grafana admin password (a secret; generated when unset)."
+    )
 
     @property
     def network_zones(self) -> int:

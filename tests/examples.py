@@ -6,9 +6,9 @@ import runpy
 from pathlib import Path
 from typing import Any
 
-from deepseek_eks.automation.mocks import ProgramLog, RecordingMocks
 from deepseek_eks.automation.render import run_stack_program
 from deepseek_eks.automation.stackfile import read_stack
+from deepseek_eks.testing.mocks import ProgramLog, RecordingMocks
 
 EXISTING = Path(__file__).resolve().parents[1] / "examples" / "existing-cluster"
 COMPUTE_MODES = ("auto-mode", "karpenter")

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from deepseek_eks.automation.twin.flow_matrix import selector_matches  # one LabelSelector matcher for both
+from deepseek_eks.twin.flow_matrix import selector_matches  # one LabelSelector matcher for both
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set on every namespace by the API server
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import yaml
 
-from deepseek_eks.automation.manifest_gate import schema_dir
-from deepseek_eks.automation.pins import HELM_CHARTS, helm_chart_snapshot
+from deepseek_eks.guardrails.manifest_gate import schema_dir
+from deepseek_eks.guardrails.pins import HELM_CHARTS, helm_chart_snapshot
 
 UPSTREAM = Path(__file__).resolve().parent.parent / "reference" / "upstream"
 

@@ -1,6 +1,6 @@
 """How accurately does the load tester measure? A benchmark script, not a test (it takes a minute).
 
-It starts the fake streaming server (automation/loadtest/fake_server.py) in a process of its own,
+It starts the fake streaming server (perf/loadtest/fake_server.py) in a process of its own,
 with a known TTFT and inter-token latency, runs the tester against it in closed loop at each
 concurrency, and prints measured against true throughput, TTFT and TPOT. "True" is the schedule
 (streams x tokens / end-to-end); "served" is what the server actually wrote over the run, which is
@@ -24,8 +24,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from deepseek_eks.automation.loadtest.fake_server import Pacing, serve
-from deepseek_eks.automation.loadtest.runner import Arrivals, Lengths, LoadTestConfig, run
+from deepseek_eks.perf.loadtest.fake_server import Pacing, serve
+from deepseek_eks.perf.loadtest.runner import Arrivals, Lengths, LoadTestConfig, run
 
 
 def _server(pacing: Pacing, pipe: Connection) -> None:

@@ -5,7 +5,7 @@ with the outputs the cloud would compute (ids, ARNs, the cluster's kubeconfig, a
 made up deterministically; a resource type or invoke it does not know fails loudly, naming it.
 ``run`` runs a zero-argument function as a Pulumi program under those mocks and returns what it
 registered. These are the mocks the project's own offline render and tests use
-(``deepseek_eks.automation.mocks``).
+(``deepseek_eks.testing.mocks``).
 
     from deepseek_eks.testing import run
 
@@ -19,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from deepseek_eks.automation.mocks import REGION, Recorded, RecordingMocks, UnmockedError, run_with_mocks
+from deepseek_eks.testing.mocks import REGION, Recorded, RecordingMocks, UnmockedError, run_with_mocks
 
 __all__ = ["Mocks", "Recorded", "UnmockedError", "run"]
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from deepseek_eks.automation.mocks import ACCOUNT_ID
 from deepseek_eks.automation.render import Construction
 from deepseek_eks.components.platform.network import access_log_writers
 from deepseek_eks.settings import SettingsError, parse_settings
+from deepseek_eks.testing.mocks import ACCOUNT_ID
 from tests.conftest import stack_config
 from tests.upstream import UPSTREAM
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from deepseek_eks.automation.mocks import RecordingMocks, UnmockedError
+from deepseek_eks.testing.mocks import RecordingMocks, UnmockedError
 from tests.conftest import stack_config
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pulumi
 import pytest
 
-from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.components import DeepSeekService
 from deepseek_eks.settings import PROJECT
+from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 
 ROOT = Path(__file__).resolve().parents[2]
 ARGS: dict[str, Any] = {"region": "us-east-1", "model": {"variant": "r1-distill-qwen-7b"}}

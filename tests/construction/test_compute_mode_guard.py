@@ -11,13 +11,13 @@ from typing import Any
 import pulumi
 import pytest
 
-from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.automation.render import run_stack_program
 from deepseek_eks.components import DeepSeekService, build
 from deepseek_eks.components.deployed_state import READ_STACK_RESOURCE_OUTPUTS
 from deepseek_eks.components.service import PROGRAM_SERVICE_NAME, TYPE
 from deepseek_eks.settings import PROJECT
 from deepseek_eks.settings.pulumi_source import load_settings
+from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 from tests.conftest import stack_config
 from tests.package.test_service import PROD_AS_ARGS as PROD
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from deepseek_eks.automation.mocks import ACCOUNT_ID
 from deepseek_eks.automation.render import Construction
+from deepseek_eks.testing.mocks import ACCOUNT_ID
 from tests.conftest import stack_config
 from tests.upstream import UPSTREAM
 

@@ -8,9 +8,9 @@ import math
 
 import pytest
 
-from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components import SizingError
+from deepseek_eks.guardrails.manifest_gate import check, schema_dir
 from deepseek_eks.settings import SettingsError
 from deepseek_eks.sizing.catalog import model_catalog
 from deepseek_eks.sizing.checkpoints import pinned_revision
@@ -781,7 +781,7 @@ def test_own_bucket_reader_may_only_list_and_read_that_prefix(repository: str, p
 
 
 def test_own_bucket_arn_is_in_the_accounts_partition(monkeypatch) -> None:
-    from deepseek_eks.automation import mocks
+    from deepseek_eks.testing import mocks
 
     govcloud = {
         "partition": "aws-us-gov",

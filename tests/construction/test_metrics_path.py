@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from deepseek_eks import promql
-from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components.monitoring.autoscaling import fallback_replicas
+from deepseek_eks.guardrails.manifest_gate import check, schema_dir
 from deepseek_eks.settings import parse_settings
 from tests.conftest import stack_config
 

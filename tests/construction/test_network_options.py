@@ -12,10 +12,10 @@ import json
 
 import pytest
 
-from deepseek_eks.automation.mocks import resource_id
 from deepseek_eks.automation.render import Construction
 from deepseek_eks.components.platform.iam_policies import assert_least_privilege
 from deepseek_eks.settings import SettingsError, parse_settings
+from deepseek_eks.testing.mocks import resource_id
 from tests.conftest import stack_config
 
 PRIVATE = "subnet-0aaaaaaaaaaaaaaa1,subnet-0aaaaaaaaaaaaaaa2"

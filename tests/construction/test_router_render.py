@@ -11,7 +11,6 @@ from pathlib import Path
 import yaml
 
 from deepseek_eks import promql
-from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.components.monitoring.autoscaling import (
     ScaleTarget,
     ScalingSpec,
@@ -19,6 +18,7 @@ from deepseek_eks.components.monitoring.autoscaling import (
     scaled_object,
 )
 from deepseek_eks.components.serving import router
+from deepseek_eks.guardrails.manifest_gate import check, schema_dir
 from deepseek_eks.settings import ScalingSignal
 from deepseek_eks.sizing import PlanRequest, plan
 from deepseek_eks.sizing.planner import VLLM_PORT

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.automation.render import run_stack_program
 from deepseek_eks.components import DeepSeekService, build
 from deepseek_eks.components.service import service_settings
 from deepseek_eks.settings import PROJECT, SettingsError
 from deepseek_eks.settings.pulumi_source import load_settings
+from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 from tests.conftest import stack_config
 
 

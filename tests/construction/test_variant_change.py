@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from deepseek_eks.automation.mocks import RecordingMocks
 from deepseek_eks.automation.render import run_stack_program
 from deepseek_eks.components import build
 from deepseek_eks.components.service import PROGRAM_SERVICE_NAME, TYPE
 from deepseek_eks.settings import PROJECT
 from deepseek_eks.settings.pulumi_source import load_settings
+from deepseek_eks.testing.mocks import RecordingMocks
 from tests.conftest import stack_config
 from tests.upstream import UPSTREAM
 

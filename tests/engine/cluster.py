@@ -1,5 +1,5 @@
 """What the existing-cluster example needs beyond the engine: the local kube-apiserver of Tier 0
-(``automation.twin``) with every vendored CRD installed, its kubeconfig, and the twin's stack
+(``deepseek_eks.twin``) with every vendored CRD installed, its kubeconfig, and the twin's stack
 transform (``twin/providers/transform.py``: local stub Helm charts, no readiness waits).
 """
 
@@ -40,10 +40,8 @@ CONTROLLERS = ",".join(
 def local_cluster(home: Path) -> Iterator[Path]:
     """Tier 0's etcd + kube-apiserver with the vendored CRDs, plus the kube-controller-manager
     controllers of ``CONTROLLERS``; yields an admin kubeconfig file."""
-    server = pytest.importorskip(
-        "deepseek_eks.automation.twin.server", reason="Tier 0 (automation/twin) is not in this tree"
-    )
-    from deepseek_eks.automation.twin import binaries, certs, crds
+    server = pytest.importorskip("deepseek_eks.twin.server", reason="Tier 0 (twin/) is not in this tree")
+    from deepseek_eks.twin import binaries, certs, crds
 
     captured: dict[str, Any] = {}
     generate = certs.generate

@@ -1,5 +1,5 @@
 """The stand-in ``aws`` and ``eks`` providers under the real Pulumi engine: custom resources and an
-invoke answered from automation/mocks.py's tables, and ``eks.Cluster`` constructed as the remote
+invoke answered from deepseek_eks/testing/mocks.py's tables, and ``eks.Cluster`` constructed as the remote
 component it is (the engine calls the ``eks`` plugin's Construct), with the kubeconfig of the local
 API server when one is given."""
 
@@ -14,7 +14,7 @@ import pulumi_eks as eks
 import pytest
 from pulumi import automation as auto
 
-from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS
+from deepseek_eks.testing.mocks import COMPUTED_OUTPUTS
 from tests.engine.engine import make_engine, standin
 
 LOCAL_KUBECONFIG = {
@@ -97,5 +97,5 @@ def test_a_type_the_tables_lack_fails_naming_the_table(tmp_path: Path) -> None:
         "dev",
         lambda: aws.ec2.Instance("box", ami="ami-0123456789abcdef0", instance_type="t3.micro"),
     )
-    with pytest.raises(auto.errors.CommandError, match=r"COMPUTED_OUTPUTS in automation/mocks\.py"):
+    with pytest.raises(auto.errors.CommandError, match=r"COMPUTED_OUTPUTS in deepseek_eks/testing/mocks\.py"):
         stack.preview()

@@ -12,7 +12,7 @@ import botocore.session
 import yaml
 from botocore.parsers import create_parser
 
-from deepseek_eks.automation.mocks import ACCOUNT_ID
+from deepseek_eks.testing.mocks import ACCOUNT_ID
 from tests.engine.test_engine_yaml_component import YAML_EXAMPLE
 from twin.providers import policy_analyzer, sts
 
@@ -65,7 +65,7 @@ def test_yaml_example_keeps_to_what_the_cli_and_pulumi_yaml_accept() -> None:
 
 
 def test_random_stand_in_serves_a_schema_for_every_random_type_it_answers() -> None:
-    from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS
+    from deepseek_eks.testing.mocks import COMPUTED_OUTPUTS
     from twin.providers.standin import SCHEMAS
 
     schema = json.loads(SCHEMAS["random"].read_text())

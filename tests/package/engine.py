@@ -16,7 +16,7 @@ from google.protobuf import empty_pb2
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import engine_pb2, engine_pb2_grpc, resource_pb2, resource_pb2_grpc
 
-from deepseek_eks.automation.mocks import RecordingMocks
+from deepseek_eks.testing.mocks import RecordingMocks
 
 
 class _MockMonitor(pulumi_mocks.MockMonitor):

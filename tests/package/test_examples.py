@@ -13,8 +13,8 @@ import jsonschema
 import pytest
 import yaml
 
-from deepseek_eks.automation.mocks import Recorded, RecordingMocks
 from deepseek_eks.automation.render import HELM_TOKENS, _file_name, _helm_release, kubernetes_manifest
+from deepseek_eks.testing.mocks import Recorded, RecordingMocks
 from tests.examples import COMPUTE_MODES, run_existing_cluster_example
 from tests.upstream import karpenter_well_known_aws_labels
 
@@ -235,7 +235,7 @@ def test_two_services_in_one_cluster_pass_every_policy_rule(two_services) -> Non
 
 def test_every_object_of_both_services_passes_the_manifest_gate(two_services) -> None:
     """kubernetes-validate --strict and the upstream CRD schemas, as for the example stacks."""
-    from deepseek_eks.automation.manifest_gate import check, schema_dir
+    from deepseek_eks.guardrails.manifest_gate import check, schema_dir
     from deepseek_eks.settings import Settings
 
     crd_dir = schema_dir()
@@ -278,8 +278,8 @@ def test_policies_name_every_vpc_block_and_the_clusters_own_service_cidr(two_ser
     (EC2 DescribeVpcs CidrBlockAssociationSet) and the cluster's service CIDR (EKS DescribeCluster
     kubernetesNetworkConfig), as the mocks answer them like AWS, instead of the primary block and
     EKS's defaults."""
-    from deepseek_eks.automation.mocks import EXISTING_SERVICE_CIDR, INVOKES
     from deepseek_eks.components.network_policies import EKS_SERVICE_CIDRS
+    from deepseek_eks.testing.mocks import EXISTING_SERVICE_CIDR, INVOKES
 
     vpc = INVOKES["aws:ec2/getVpc:getVpc"](type("Args", (), {"args": {"id": "vpc-x"}})(), "us-east-1")
     blocks = {a["cidrBlock"] for a in vpc["cidrBlockAssociations"]}

@@ -12,8 +12,8 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from deepseek_eks import DeepSeekService, DeepSeekServiceArgs
-from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.settings import PROJECT
+from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 
 AWS_PROVIDER = "pulumi:providers:aws"
 JOIN: DeepSeekServiceArgs = {

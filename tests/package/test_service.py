@@ -8,20 +8,14 @@ from typing import Any
 import pulumi
 import pytest
 
-from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.components import DeepSeekService, DeepSeekServiceArgs
-from deepseek_eks.components.service import (
-    PLACEMENT_KEYS,
-    GpuArgs,
-    ModelArgs,
-    ScalingArgs,
-    WeightsArgs,
-    camel,
-    service_settings,
-)
+from deepseek_eks.components.placement import PLACEMENT_KEYS
+from deepseek_eks.components.service import camel, service_settings
+from deepseek_eks.components.service_args import GpuArgs, ModelArgs, ScalingArgs, WeightsArgs
 from deepseek_eks.promql import ADAPTER_GPU_METRIC
 from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settings
 from deepseek_eks.settings.model import _GROUPS
+from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 from tests.conftest import stack_config
 
 PROD_AS_ARGS: DeepSeekServiceArgs = {

@@ -12,8 +12,8 @@ import pulumi
 import pytest
 
 from deepseek_eks import DeepSeekService
-from deepseek_eks.automation.mocks import RecordingMocks, run_with_mocks
 from deepseek_eks.testing import Mocks, run
+from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "component.md"
@@ -73,7 +73,7 @@ def test_mocks_is_a_pulumi_mocks_that_fails_loudly_on_an_unknown_type() -> None:
         run(program)
     # What a user of the installed package can do: subclass the kit's Mocks, not edit its files.
     assert "subclass of deepseek_eks.testing.Mocks" in str(raised.value)
-    assert "automation/mocks.py" not in str(raised.value)
+    assert "deepseek_eks/testing/mocks.py" not in str(raised.value)
 
 
 class EchoMocks(pulumi.runtime.Mocks):

@@ -1,8 +1,8 @@
 """Upgrading a stack to DeepSeekService moves no resource: every URN the example stacks had before
 (tests/data/urns_before_deepseek_service.json, recorded from the program that created the top-level
 components at the root) is either still registered or covered by an alias of a new resource. The
-URNs and aliases are the ones the recording mocks resolve as the engine does (automation/mocks.py),
-the same the URN snapshot check (automation/urns.py) uses."""
+URNs and aliases are the ones the recording mocks resolve as the engine does (deepseek_eks/testing/mocks.py),
+the same the URN snapshot check (guardrails/urns.py) uses."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.stackfile import read_stack, stack_names
-from deepseek_eks.automation.urns import run_resources
+from deepseek_eks.guardrails.urns import run_resources
+from deepseek_eks.testing.mocks import Recorded
 
 BEFORE = json.loads((Path(__file__).parents[1] / "data" / "urns_before_deepseek_service.json").read_text())
 

@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 
 from deepseek_eks import promql
-from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import render
-from deepseek_eks.automation.simulate.stack import (
+from deepseek_eks.components.build import size
+from deepseek_eks.guardrails.manifest_gate import check, schema_dir
+from deepseek_eks.perf.simulate.stack import (
     CONCURRENCY_TOTAL,
     CRON,
     KV_TOTAL,
     SEASONAL,
     autoscaler_from_objects,
 )
-from deepseek_eks.components.build import size
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
 

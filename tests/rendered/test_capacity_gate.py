@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from deepseek_eks.automation.manifest_gate import check, schema_dir
 from deepseek_eks.automation.render import render
+from deepseek_eks.guardrails.manifest_gate import check, schema_dir
 from tests.conftest import stack_config
 
 VARIANTS = {

@@ -11,15 +11,15 @@ import json
 
 import pytest
 
-from deepseek_eks.automation.manifest_gate import (
+from deepseek_eks.automation.render import Rendered, render
+from deepseek_eks.automation.stackfile import read_stack, stack_names
+from deepseek_eks.guardrails.manifest_gate import (
     DEFAULT_SCHEMA_DIR,
     CrdSchemasUnavailable,
     check,
     schema_dir,
     strictify,
 )
-from deepseek_eks.automation.render import Rendered, render
-from deepseek_eks.automation.stackfile import read_stack, stack_names
 from deepseek_eks.settings import parse_settings
 from tests.conftest import feature_configs
 

@@ -10,10 +10,10 @@ import pytest
 import deepseek_eks.components.platform.nodepools
 import deepseek_eks.components.serving.vllm  # noqa: F401
 from deepseek_eks import components
-from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.render import _prune, construct, unwrap_secrets
 from deepseek_eks.automation.stackfile import StackConfig, read_stack, stack_names
 from deepseek_eks.policy.rules import RESOURCE_RULES, STACK_RULES, Resource, violations
+from deepseek_eks.testing.mocks import Recorded
 from tests.conftest import routed_configs, stack_config
 
 # The module itself: ``components.build`` is the package's build() function.

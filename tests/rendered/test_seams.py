@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 import yaml
 
-from deepseek_eks.automation.loadtest import cli as loadtest_cli
 from deepseek_eks.components.required_flows import Flow, FlowEnd, required_flows
 from deepseek_eks.components.serving.router import ROUTER
+from deepseek_eks.perf.loadtest import cli as loadtest_cli
 from tests.netpol import Cluster, Endpoint, Host, Pod, Service, ServicePort, selector_matches
 from tests.rendered.test_network_policies import CASES, INTERNET_ADDRESS, Stack, host_in, stack
 from tests.upstream import chart_workloads, network_policy_facts

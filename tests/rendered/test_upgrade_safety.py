@@ -15,10 +15,10 @@ import pytest
 import deepseek_eks.components.namespaces
 import deepseek_eks.components.platform.karpenter  # noqa: F401
 from deepseek_eks import components
-from deepseek_eks.automation import diff as diff_module
-from deepseek_eks.automation import urns
-from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.stackfile import read_stack, stack_names
+from deepseek_eks.guardrails import diff as diff_module
+from deepseek_eks.guardrails import urns
+from deepseek_eks.testing.mocks import Recorded
 from tests.rendered.test_render import automation
 
 FACTS = urns.replace_on_change()

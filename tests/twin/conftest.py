@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from deepseek_eks.automation.render import HELM_TOKENS, kubernetes_manifest, render, write
-from deepseek_eks.automation.twin import missing_binaries
-from deepseek_eks.automation.twin.binaries import BUILD_HINT
-from deepseek_eks.automation.twin.server import Api, running_twin
+from deepseek_eks.twin import missing_binaries
+from deepseek_eks.twin.binaries import BUILD_HINT
+from deepseek_eks.twin.server import Api, running_twin
 from tests.conftest import stack_config
 from tests.examples import run_existing_cluster_example
 

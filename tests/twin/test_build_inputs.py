@@ -9,12 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from deepseek_eks.automation.manifest_gate import schema_dir
-from deepseek_eks.automation.twin import pinned_version
-from deepseek_eks.automation.twin.binaries import PROGRAMS, TWIN_DIR, binary_path
-from deepseek_eks.automation.twin.check import pods_of
-from deepseek_eks.automation.twin.crds import crd_objects
+from deepseek_eks.guardrails.manifest_gate import schema_dir
 from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
+from deepseek_eks.twin import pinned_version
+from deepseek_eks.twin.binaries import PROGRAMS, TWIN_DIR, binary_path
+from deepseek_eks.twin.check import pods_of
+from deepseek_eks.twin.crds import crd_objects
 from tests.upstream import UPSTREAM
 
 KUBERNETES_GO_MOD = UPSTREAM / "kubernetes-v1.34.12.go.mod"  # k8s.io/kubernetes@v1.34.12, module proxy

@@ -14,18 +14,18 @@ from unittest import mock
 import pytest
 import yaml
 
-from deepseek_eks.automation.twin import pinned_version
-from deepseek_eks.automation.twin.capacity import (
+from deepseek_eks.components.versions import KARPENTER
+from deepseek_eks.sizing.catalog import instance_catalog
+from deepseek_eks.twin import pinned_version
+from deepseek_eks.twin.capacity import (
     Capacity,
     CapacityReport,
     ephemeral_storage,
     kwok_nodepools,
     run_scenario,
 )
-from deepseek_eks.automation.twin.check import load_render
-from deepseek_eks.automation.twin.instance_types import aws_labels, instance_types_file
-from deepseek_eks.components.versions import KARPENTER
-from deepseek_eks.sizing.catalog import instance_catalog
+from deepseek_eks.twin.check import load_render
+from deepseek_eks.twin.instance_types import aws_labels, instance_types_file
 from tests.twin.conftest import render_stack
 from tests.upstream import UPSTREAM
 
@@ -178,7 +178,7 @@ def test_a_gpu_pool_without_a_gpu_limit_is_a_finding(tmp_path: Path) -> None:
         def create(self, obj: dict[str, Any]) -> None:
             """Nothing runs: the check must decide from the render alone."""
 
-    target = "deepseek_eks.automation.twin.capacity"
+    target = "deepseek_eks.twin.capacity"
     with (
         mock.patch(f"{target}.kwok_nodepools", return_value=(pools, [])),
         mock.patch(f"{target}._wait_pools_ready"),

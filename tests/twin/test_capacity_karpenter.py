@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from deepseek_eks.automation.stackfile import stack_names
-from deepseek_eks.automation.twin import missing_binaries
-from deepseek_eks.automation.twin.binaries import TIER0
-from deepseek_eks.automation.twin.capacity import PROGRAMS, check_capacity
-from deepseek_eks.automation.twin.server import TwinError
+from deepseek_eks.twin import missing_binaries
+from deepseek_eks.twin.binaries import TIER0
+from deepseek_eks.twin.capacity import PROGRAMS, check_capacity
+from deepseek_eks.twin.server import TwinError
 from tests.twin.conftest import render_stack, require_binaries
 
 BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok"
@@ -74,7 +74,7 @@ def test_the_real_provider_parses_the_generated_file_and_a_broken_one_is_named(t
         path.write_text(json.dumps([{"name": "g6e.12xlarge", "offerings": [{"Price": "cheap"}]}]))
 
     with (
-        mock.patch("deepseek_eks.automation.twin.capacity.instance_types_file", broken),
+        mock.patch("deepseek_eks.twin.capacity.instance_types_file", broken),
         pytest.raises(TwinError, match=r"Karpenter refused the instance-type file: .*could not parse JSON"),
     ):
         check_capacity(render_stack("dev", "karpenter", tmp_path))

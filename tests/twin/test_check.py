@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.manifest_gate import check as gate_check
-from deepseek_eks.automation.manifest_gate import schema_dir
 from deepseek_eks.automation.render import render as render_config
 from deepseek_eks.automation.render import write
 from deepseek_eks.automation.stackfile import stack_names
-from deepseek_eks.automation.twin import check_render, pinned_version
-from deepseek_eks.automation.twin.check import judge_render, load_render
-from deepseek_eks.automation.twin.snapshot import SNAPSHOT_DIR, sync
-from deepseek_eks.automation.twin.snapshot import render_stack as snapshot_render
+from deepseek_eks.guardrails.manifest_gate import check as gate_check
+from deepseek_eks.guardrails.manifest_gate import schema_dir
 from deepseek_eks.settings.model import DEFAULT_KUBERNETES_VERSION
+from deepseek_eks.twin import check_render, pinned_version
+from deepseek_eks.twin.check import judge_render, load_render
+from deepseek_eks.twin.snapshot import SNAPSHOT_DIR, sync
+from deepseek_eks.twin.snapshot import render_stack as snapshot_render
 from tests.conftest import routed_configs, stack_config
 from tests.examples import COMPUTE_MODES
 from tests.twin.conftest import render_example, render_stack, require_twin, write_objects

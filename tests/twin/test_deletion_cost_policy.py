@@ -16,13 +16,13 @@ from typing import Any
 import httpx
 import pytest
 
-from deepseek_eks.automation.twin.server import Api, Reply
 from deepseek_eks.components.serving.vllm import (
     APP,
     DELETION_COST_ANNOTATION,
     DELETION_COST_SCRIPT,
     deletion_cost_policy,
 )
+from deepseek_eks.twin.server import Api, Reply
 
 # One namespace per test: the twin runs no namespace controller, so a deleted namespace never goes.
 NAMESPACE = "deletion-cost-twin"

@@ -1,4 +1,4 @@
-"""The twin loop's flow matrix (``automation/twin/flow_matrix.py``): every flow of the required-flows
+"""The twin loop's flow matrix (``twin/flow_matrix.py``): every flow of the required-flows
 table, judged on the PolicyEndpoints the real EKS network-policy controller writes for a render
 folder, hosts included (their addresses from the render's networks).
 
@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from deepseek_eks.automation.render import render, write
-from deepseek_eks.automation.twin.flow_matrix import (
+from deepseek_eks.components.required_flows import required_flows
+from deepseek_eks.twin.flow_matrix import (
     Candidates,
     ClusterNetworks,
     FlowVerdict,
@@ -28,7 +29,6 @@ from deepseek_eks.automation.twin.flow_matrix import (
     host_candidates,
     load_render,
 )
-from deepseek_eks.components.required_flows import required_flows
 from tests.conftest import stack_config
 from tests.twin.test_policy_endpoints import require_controller
 

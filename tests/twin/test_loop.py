@@ -2,7 +2,7 @@
 
 Every program is the real one (kube-apiserver, kube-controller-manager's HPA, kube-scheduler, kwok,
 Karpenter's kwok provider, Prometheus, prometheus-adapter or KEDA, the EKS network-policy
-controller) but vLLM and the GPUs, played by the stand-in (automation/twin/standin.py). The command
+controller) but vLLM and the GPUs, played by the stand-in (twin/standin.py). The command
 asserts the scenario itself (exit 1 when an assertion fails); these tests run it as a user would and
 read its JSON, so a loop that stops asserting, or asserts the wrong numbers, fails here too.
 
@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
-from deepseek_eks.automation.twin import missing_binaries
-from deepseek_eks.automation.twin.binaries import TIER0
-from deepseek_eks.automation.twin.capacity import PROGRAMS
+from deepseek_eks.twin import missing_binaries
+from deepseek_eks.twin.binaries import TIER0
+from deepseek_eks.twin.capacity import PROGRAMS
 from tests.twin.conftest import require_binaries
 
 REQUIRED_BY = "DEEPSEEK_EKS_REQUIRE_LOOP"

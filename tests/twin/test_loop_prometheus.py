@@ -28,17 +28,17 @@ import pytest
 import yaml
 
 from deepseek_eks.automation.render import render, write
-from deepseek_eks.automation.twin import prometheus as prometheus_module
-from deepseek_eks.automation.twin.binaries import BinariesMissing
-from deepseek_eks.automation.twin.prometheus import (
+from deepseek_eks.twin import prometheus as prometheus_module
+from deepseek_eks.twin.binaries import BinariesMissing
+from deepseek_eks.twin.prometheus import (
     INSTALL_HINT,
     PROMETHEUS,
     PROMTOOL,
     Prometheus,
     running_prometheus,
 )
-from deepseek_eks.automation.twin.server import LOOPBACK, TwinError, free_port
-from deepseek_eks.automation.twin.standin import PodRef, StandIn
+from deepseek_eks.twin.server import LOOPBACK, TwinError, free_port
+from deepseek_eks.twin.standin import PodRef, StandIn
 from tests.conftest import stack_config
 from tests.twin.conftest import require_binaries
 

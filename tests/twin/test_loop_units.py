@@ -10,8 +10,8 @@ import yaml
 
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.stackfile import read_stack
-from deepseek_eks.automation.twin.check import load_render
-from deepseek_eks.automation.twin.loop import (
+from deepseek_eks.twin.check import load_render
+from deepseek_eks.twin.loop import (
     LoopInputError,
     compress_objects,
     kwok_loop_stages,
@@ -79,7 +79,7 @@ def test_kwok_stages_delay_nodes_and_pods(tmp_path: Path) -> None:
 def test_wake_needs_a_stack_that_scales_from_zero(monkeypatch: pytest.MonkeyPatch) -> None:
     """dev has minReplicas 1 and no router queue: the wake scenario is refused, naming the settings,
     before any program is needed."""
-    monkeypatch.setattr("deepseek_eks.automation.twin.loop.require_binaries", lambda programs: {})
+    monkeypatch.setattr("deepseek_eks.twin.loop.require_binaries", lambda programs: {})
     with pytest.raises(LoopInputError) as refused:
         run_loop("dev", "wake")
     message = str(refused.value)
@@ -94,6 +94,6 @@ def test_unknown_scenario_is_refused() -> None:
 def test_the_671b_path_is_refused_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
     """r1 scales a LeaderWorkerSet, whose controller the twin does not run: a clear refusal (exit 2),
     not a crash half-way."""
-    monkeypatch.setattr("deepseek_eks.automation.twin.loop.require_binaries", lambda programs: {})
+    monkeypatch.setattr("deepseek_eks.twin.loop.require_binaries", lambda programs: {})
     with pytest.raises(LoopInputError, match="LeaderWorkerSet"):
         run_loop("r1")

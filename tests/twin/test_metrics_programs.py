@@ -27,16 +27,16 @@ import pytest
 import yaml
 
 from deepseek_eks.automation.render import render, write
-from deepseek_eks.automation.twin import missing_binaries, netns
-from deepseek_eks.automation.twin.binaries import BUILD_HINT, TIER0
-from deepseek_eks.automation.twin.check import load_render
-from deepseek_eks.automation.twin.metrics_programs import (
+from deepseek_eks.twin import missing_binaries, netns
+from deepseek_eks.twin.binaries import BUILD_HINT, TIER0
+from deepseek_eks.twin.check import load_render
+from deepseek_eks.twin.metrics_programs import (
     CUSTOM_METRICS,
     EXTERNAL_METRICS,
     apiservice_available,
     metrics_programs,
 )
-from deepseek_eks.automation.twin.server import Api, _stop, free_port, running_twin
+from deepseek_eks.twin.server import Api, _stop, free_port, running_twin
 from tests.conftest import stack_config
 from tests.twin.conftest import require_binaries
 

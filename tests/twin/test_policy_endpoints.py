@@ -1,14 +1,14 @@
 """The seams, judged by the real EKS network-policy controller instead of a model of it.
 
 Each stack's render is written to a folder and handed to the flow matrix
-(``automation/twin/flow_matrix.py``): its namespaces, the charts' pods and Services (from their
+(``twin/flow_matrix.py``): its namespaces, the charts' pods and Services (from their
 sources, ``reference/upstream/chart-workloads.json``) and the program's own pods go to the twin's
 real kube-apiserver, which assigns the ClusterIPs; the pods get addresses through their status, as
 a kubelet would report them. The released controller
 (aws/amazon-network-policy-controller-k8s v1.1.10, ``twin/build.sh network-policy-controller``)
 then writes the PolicyEndpoints the EKS agent enforces, and every flow of the one required-flows
 table is judged on them as the agent judges it: at the client's interface, before DNAT, on the
-ClusterIP (``automation/twin/policy_endpoints.py``). Host flows (the control plane's interfaces,
+ClusterIP (``twin/policy_endpoints.py``). Host flows (the control plane's interfaces,
 the load-balancer subnets, the ``kubernetes`` Service, the Internet) are judged on the CIDRs the
 controller copies from ipBlocks, over the addresses the render's networks give those hosts. The
 load-test Job's flows are judged with the policies `loadtest --as-job` prints beside it, which
@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from deepseek_eks.automation.render import write
-from deepseek_eks.automation.twin import missing_binaries
-from deepseek_eks.automation.twin.binaries import TIER0
-from deepseek_eks.automation.twin.flow_matrix import FlowVerdict, failures, flow_matrix
-from deepseek_eks.automation.twin.policy_endpoints import CONTROLLER, admits
+from deepseek_eks.twin import missing_binaries
+from deepseek_eks.twin.binaries import TIER0
+from deepseek_eks.twin.flow_matrix import FlowVerdict, failures, flow_matrix
+from deepseek_eks.twin.policy_endpoints import CONTROLLER, admits
 from tests.rendered.test_network_policies import stack
 from tests.twin.conftest import require_binaries
 

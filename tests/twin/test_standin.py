@@ -1,4 +1,4 @@
-"""The vLLM/DCGM stand-in (automation/twin/standin.py): what it serves for a load, judged against
+"""The vLLM/DCGM stand-in (twin/standin.py): what it serves for a load, judged against
 each stack's own render (plan.json, the rendered queries), never against the stand-in's constants.
 Pure Python, no programs: it renders dev and prod offline once per module."""
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from deepseek_eks.automation.render import render, write
-from deepseek_eks.automation.twin.standin import PodRef, StandIn
+from deepseek_eks.twin.standin import PodRef, StandIn
 from tests.conftest import stack_config
 
 STACKS = ("dev", "prod")
@@ -164,7 +164,7 @@ def test_a_backlog_outlives_the_burst_and_drains_at_the_served_rate(renders: dic
 
 def test_a_queue_stays_in_the_pod_that_took_it(renders: dict[str, Path]) -> None:
     """A pod that turns ready after the burst starts with an empty queue; the first pod still drains
-    its own (the simulator routes the same way: automation/simulate/engine.py, per-pod queues)."""
+    its own (the simulator routes the same way: perf/simulate/engine.py, per-pod queues)."""
     now = [0.0]
     stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=lambda: now[0])
     mu = stand_in.planned_rps()

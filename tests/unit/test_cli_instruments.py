@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from deepseek_eks.automation import cli
-from deepseek_eks.automation.loadtest import cli as loadtest_cli
-from deepseek_eks.automation.simulate import cli as simulate_cli
+from deepseek_eks.perf.loadtest import cli as loadtest_cli
+from deepseek_eks.perf.simulate import cli as simulate_cli
 
 ROOT = Path(__file__).parents[2]
 

@@ -1,5 +1,8 @@
 """No import cycles among the project's own modules: the import graph of the ``deepseek_eks``
-package (its subpackages are the checkout's top-level folders) is acyclic.
+package (its subpackages are the checkout's top-level folders) is acyclic. And the folders keep
+their layers: the component package (components/, and the pure settings/, sizing/, promql/ it
+builds on) imports nothing from operations (automation/), the performance instruments (perf/),
+the guardrails (guardrails/) or the twin (twin/).
 
 The graph is read from the source with ``ast``, every ``import`` and ``from ... import`` counted
 wherever it stands: at module level, inside a function (a deferred import still ties the two
@@ -18,8 +21,21 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "deepseek_eks"
-# The package's subpackages as the checkout holds them (deepseek_eks/<name> in a wheel).
-FOLDERS = ("automation", "components", "policy", "promql", "settings", "sizing")
+
+
+def _setup_folders() -> tuple[str, ...]:
+    """setup.py's ``FOLDERS``: the package's subpackages as the checkout holds them (deepseek_eks/<name>
+    in a wheel), read from the one place that declares them."""
+    for node in ast.parse((ROOT / "setup.py").read_text()).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "FOLDERS" for t in node.targets):
+            return tuple(ast.literal_eval(node.value))
+    raise AssertionError("setup.py declares no FOLDERS")
+
+
+FOLDERS = _setup_folders()
+# What the component package is made of, and the folders that build on it but never under it.
+LIBRARY = ("components", "settings", "sizing", "promql")
+TOOLING = ("automation", "perf", "guardrails", "twin")
 
 
 def _modules() -> dict[str, Path]:
@@ -128,3 +144,23 @@ def test_no_import_cycle_among_the_projects_modules() -> None:
         " <-> ".join(c) + ": " + "; ".join(f"{m} -> {sorted(edges[m] & set(c))}" for m in c) for c in found
     ]
     assert not found, f"{len(found)} import cycle(s):\n" + "\n".join(detail)
+
+
+def _folder(module: str) -> str:
+    """``deepseek_eks.components.build`` -> ``components`` ("" for the package's own modules)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_the_component_package_imports_no_tooling() -> None:
+    assert set(LIBRARY) | set(TOOLING) <= set(FOLDERS), "a layer names a folder setup.py does not package"
+    offending = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph().items()
+        if _folder(module) in LIBRARY
+        for target in targets
+        if _folder(target) in TOOLING
+    )
+    assert not offending, "the component package imports operations, perf, guardrails or twin:\n" + "\n".join(
+        offending
+    )

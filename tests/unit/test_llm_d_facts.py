@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from deepseek_eks.automation.manifest_gate import check, schema_dir
+from deepseek_eks.guardrails.manifest_gate import check, schema_dir
 
 ROOT = Path(__file__).parents[2]
 LLM_D = ROOT / "reference/upstream/llm-d"

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.loadtest import cli
-from deepseek_eks.automation.loadtest.fake_server import Pacing, ServerLog, listen, serve
-from deepseek_eks.automation.loadtest.metrics import is_good, parse_goodput, summary, tpot_s
-from deepseek_eks.automation.loadtest.runner import (
+from deepseek_eks.perf.loadtest import cli
+from deepseek_eks.perf.loadtest.fake_server import Pacing, ServerLog, listen, serve
+from deepseek_eks.perf.loadtest.metrics import is_good, parse_goodput, summary, tpot_s
+from deepseek_eks.perf.loadtest.runner import (
     VERIFIED_STREAMS,
     Arrivals,
     Lengths,
@@ -28,8 +28,8 @@ from deepseek_eks.automation.loadtest.runner import (
     run,
     split_events,
 )
-from deepseek_eks.automation.simulate.replica import load_calibration
-from deepseek_eks.automation.stats import percentile
+from deepseek_eks.perf.simulate.replica import load_calibration
+from deepseek_eks.perf.stats import percentile
 
 FIRST_TOKEN_S = 0.200
 PER_TOKEN_S = 0.020
@@ -356,7 +356,7 @@ def test_job_refuses_what_vllm_bench_serve_cannot_run(capsys: pytest.CaptureFixt
     ],
 )
 def test_the_job_refuses_a_url_its_policies_would_drop(url: str, reachable: bool) -> None:
-    from deepseek_eks.automation.loadtest.job import url_problem
+    from deepseek_eks.perf.loadtest.job import url_problem
 
     assert (url_problem(url, "deepseek") is None) is reachable
 
@@ -393,7 +393,7 @@ def test_vllm_bench_result_becomes_calibration_points(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "bench.log"
-    from deepseek_eks.automation.loadtest.job import RESULT_MARKER
+    from deepseek_eks.perf.loadtest.job import RESULT_MARKER
 
     # The Job's log: vllm bench serve's own output, then the marked result line.
     log.write_text("Starting...\n" + RESULT_MARKER + json.dumps(bench_result(32, in_flight=30)) + "\n")

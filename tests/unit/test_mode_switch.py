@@ -1,5 +1,5 @@
 """An in-place computeMode switch is refused (automation/mode_switch.py), and ``diff --set`` shows
-what a setting change would create, replace and delete (automation/diff.py), against the facts in
+what a setting change would create, replace and delete (guardrails/diff.py), against the facts in
 reference/upstream/compute-mode-switch.json and replace-on-change.json."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ from typing import Any
 
 import pytest
 
-from deepseek_eks.automation import cli, urns
+from deepseek_eks.automation import cli
 from deepseek_eks.automation.api import AutomationError
-from deepseek_eks.automation.diff import MODE_SWITCH_FACTS, resource_changes
-from deepseek_eks.automation.mocks import Recorded
 from deepseek_eks.automation.mode_switch import preflight_check, switch_refusal
 from deepseek_eks.automation.preflight import Status
+from deepseek_eks.guardrails import urns
+from deepseek_eks.guardrails.diff import MODE_SWITCH_FACTS, resource_changes
+from deepseek_eks.testing.mocks import Recorded
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = json.loads(MODE_SWITCH_FACTS.read_text())["facts"]

@@ -1,4 +1,4 @@
-"""`python -m automation pins --check` (automation/pins.py) against a fake PyPI and Go module proxy
+"""`python -m automation pins --check` (guardrails/pins.py) against a fake PyPI and Go module proxy
 on 127.0.0.1: no test here reaches the network."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation import pins
-from deepseek_eks.automation.pins import DriftTarget, Registries, Upstream
+from deepseek_eks.guardrails import pins
+from deepseek_eks.guardrails.pins import DriftTarget, Registries, Upstream
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from deepseek_eks.automation.api import read_config
-from deepseek_eks.automation.mocks import ProgramLog
 from deepseek_eks.automation.render import render
 from deepseek_eks.settings import parse_settings
+from deepseek_eks.testing.mocks import ProgramLog
 from tests.examples import COMPUTE_MODES, run_existing_cluster_example
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from deepseek_eks.automation.simulate.bench import (
+from deepseek_eks.perf.simulate.bench import (
     BEGIN,
     CANDIDATES,
     END,
@@ -15,7 +15,7 @@ from deepseek_eks.automation.simulate.bench import (
     rewrite,
     robustness_rows,
 )
-from deepseek_eks.automation.simulate.run import (
+from deepseek_eks.perf.simulate.run import (
     REACTIVE_BASELINE,
     ReactiveBaseline,
     Run,

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.simulate.engine import SimConfig, Simulation
-from deepseek_eks.automation.simulate.hpa import Behavior
-from deepseek_eks.automation.simulate.run import (
+from deepseek_eks.perf.simulate.engine import SimConfig, Simulation
+from deepseek_eks.perf.simulate.hpa import Behavior
+from deepseek_eks.perf.simulate.run import (
     ATTAINMENT_GOAL,
     ORACLE,
     REACTIVE_BASELINE,
@@ -30,7 +30,7 @@ from deepseek_eks.automation.simulate.run import (
     reactive_plan,
     simulate,
 )
-from deepseek_eks.automation.simulate.stack import (
+from deepseek_eks.perf.simulate.stack import (
     GPU_PER_POD,
     LEAST_OUTSTANDING,
     RANDOM,
@@ -40,7 +40,7 @@ from deepseek_eks.automation.simulate.stack import (
     guides,
     routing,
 )
-from deepseek_eks.automation.simulate.traffic import LengthProfile, Request
+from deepseek_eks.perf.simulate.traffic import LengthProfile, Request
 from deepseek_eks.settings.schedule import Cron, CronError, ScheduledFloor
 from tests.unit.test_simulate_engine import fixed_config
 
@@ -189,7 +189,7 @@ def test_reactive_plan_does_not_see_ahead() -> None:
 @pytest.fixture(scope="module")
 def prod_step() -> tuple:
     inputs = load_stack("prod")
-    from deepseek_eks.automation.simulate.replica import published_curve
+    from deepseek_eks.perf.simulate.replica import published_curve
 
     curve = published_curve(inputs.plan)
     spec = TraceSpec(profile="step", hours=12, seed=5, lengths=LengthProfile(200, 300))
@@ -301,7 +301,7 @@ def test_schedule_is_active_when_the_next_end_comes_before_the_next_start() -> N
 
 
 def test_a_schedule_raises_the_floor_in_the_simulation() -> None:
-    from deepseek_eks.automation.simulate.stack import CRON, CRON_TARGET
+    from deepseek_eks.perf.simulate.stack import CRON, CRON_TARGET
 
     floor = ScheduledFloor("0 1 * * *", "0 2 * * *", "UTC", 3)
     spec = AutoscalerSpec(

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.simulate.engine import TIMELINE_STEP_S, SimConfig, Simulation, StartupTimes
-from deepseek_eks.automation.simulate.hpa import Behavior
-from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve
-from deepseek_eks.automation.simulate.stack import CONCURRENCY_TOTAL, QUEUE_TOTAL, AutoscalerSpec, MetricSpec
-from deepseek_eks.automation.simulate.traffic import LengthProfile, Request, generate
+from deepseek_eks.perf.simulate.engine import TIMELINE_STEP_S, SimConfig, Simulation, StartupTimes
+from deepseek_eks.perf.simulate.hpa import Behavior
+from deepseek_eks.perf.simulate.replica import ReplicaModel, ThroughputCurve
+from deepseek_eks.perf.simulate.stack import CONCURRENCY_TOTAL, QUEUE_TOTAL, AutoscalerSpec, MetricSpec
+from deepseek_eks.perf.simulate.traffic import LengthProfile, Request, generate
 
 NO_LIMIT = 10**9
 SCHEDULER_FACTS = (
@@ -161,7 +161,7 @@ def test_cost_counts_every_node_second() -> None:
 
 
 def test_p95_ttft_over_time_buckets_by_arrival() -> None:
-    from deepseek_eks.automation.simulate.run import p95_ttft_over_time
+    from deepseek_eks.perf.simulate.run import p95_ttft_over_time
 
     # One server at 100 tok/s, 100-token requests: 1 s each. Two at t=0 (the second waits 1 s),
     # one alone at t=700.

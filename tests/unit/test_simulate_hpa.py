@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.simulate.hpa import (
+from deepseek_eks.perf.simulate.hpa import (
     Behavior,
     HorizontalController,
     KedaActivation,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from deepseek_eks.automation.simulate import replay
-from deepseek_eks.automation.simulate.cli import parser
-from deepseek_eks.automation.simulate.traffic import (
+from deepseek_eks.perf.simulate import replay
+from deepseek_eks.perf.simulate.cli import parser
+from deepseek_eks.perf.simulate.traffic import (
     PROFILES,
     LengthProfile,
     Request,

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from deepseek_eks import promql
-from deepseek_eks.automation.simulate.engine import SimConfig, Simulation, StartupTimes
-from deepseek_eks.automation.simulate.hpa import Behavior
-from deepseek_eks.automation.simulate.prefixes import reuse_share
-from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve
-from deepseek_eks.automation.simulate.router import (
+from deepseek_eks.perf.simulate.engine import SimConfig, Simulation, StartupTimes
+from deepseek_eks.perf.simulate.hpa import Behavior
+from deepseek_eks.perf.simulate.prefixes import reuse_share
+from deepseek_eks.perf.simulate.replica import ReplicaModel, ThroughputCurve
+from deepseek_eks.perf.simulate.router import (
     EndpointIndex,
     EndpointView,
     PrefixCache,
@@ -24,13 +24,13 @@ from deepseek_eks.automation.simulate.router import (
     pick,
     saturation,
 )
-from deepseek_eks.automation.simulate.stack import (
+from deepseek_eks.perf.simulate.stack import (
     ROUTER_DEMAND,
     AutoscalerSpec,
     MetricSpec,
     from_scaled_object,
 )
-from deepseek_eks.automation.simulate.traffic import LengthProfile, Request, generate
+from deepseek_eks.perf.simulate.traffic import LengthProfile, Request, generate
 from tests.unit.test_simulate_engine import fixed_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -260,8 +260,8 @@ def test_plan_reports_the_routing_whatif() -> None:
 
 
 def test_the_compare_whatif_runs_the_stack_with_and_without_the_router() -> None:
-    from deepseek_eks.automation.simulate.routing import whatif
-    from deepseek_eks.automation.simulate.run import TraceSpec, load_stack
+    from deepseek_eks.perf.simulate.routing import whatif
+    from deepseek_eks.perf.simulate.run import TraceSpec, load_stack
 
     result = whatif("dev", TraceSpec(profile="diurnal", hours=1.0, seed=2))
     keda = load_stack("dev", {"autoscaling.signal": "concurrency"})
@@ -282,8 +282,8 @@ def test_the_what_ifs_router_queue_autoscaler_is_the_one_the_program_renders() -
     """The what-if derives router-queue from the stack's concurrency ScaledObject; now that
     routing.kind llm-d renders, that derivation must equal the rendered router-queue ScaledObject
     (trigger, threshold, activation, floor, polling, cooldown, behavior) for each floor it runs."""
-    from deepseek_eks.automation.simulate.routing import router_queue_autoscaler
-    from deepseek_eks.automation.simulate.run import load_stack
+    from deepseek_eks.perf.simulate.routing import router_queue_autoscaler
+    from deepseek_eks.perf.simulate.run import load_stack
 
     concurrency = load_stack("dev", {"autoscaling.signal": "concurrency"})
     for floor in (1, 0):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from deepseek_eks.automation.simulate.history import DemandHistory
-from deepseek_eks.automation.simulate.replica import published_curve
-from deepseek_eks.automation.simulate.run import TraceSpec, build_trace, demand_history, load_stack, simulate
-from deepseek_eks.automation.simulate.stack import SEASONAL
-from deepseek_eks.automation.simulate.traffic import STEP_HOURS
+from deepseek_eks.perf.simulate.history import DemandHistory
+from deepseek_eks.perf.simulate.replica import published_curve
+from deepseek_eks.perf.simulate.run import TraceSpec, build_trace, demand_history, load_stack, simulate
+from deepseek_eks.perf.simulate.stack import SEASONAL
+from deepseek_eks.perf.simulate.traffic import STEP_HOURS
 
 
 def test_the_peak_of_a_window_is_its_largest_sample_and_0_where_it_holds_none() -> None:

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from deepseek_eks.automation.render import render
-from deepseek_eks.automation.simulate import cli
-from deepseek_eks.automation.simulate.hpa import Behavior
-from deepseek_eks.automation.simulate.run import TraceSpec, build_trace, compare, load_stack, simulate
-from deepseek_eks.automation.simulate.stack import GPU_TOTAL, QUEUE_TOTAL, duration_s
-from deepseek_eks.automation.simulate.traffic import LengthProfile, TraceError, read_csv
+from deepseek_eks.perf.simulate import cli
+from deepseek_eks.perf.simulate.hpa import Behavior
+from deepseek_eks.perf.simulate.run import TraceSpec, build_trace, compare, load_stack, simulate
+from deepseek_eks.perf.simulate.stack import GPU_TOTAL, QUEUE_TOTAL, duration_s
+from deepseek_eks.perf.simulate.traffic import LengthProfile, TraceError, read_csv
 
 from ..conftest import stack_config
 
@@ -80,7 +80,7 @@ def short_trace(inputs, seed: int = 5):
 
 
 def _curve(inputs):
-    from deepseek_eks.automation.simulate.replica import published_curve
+    from deepseek_eks.perf.simulate.replica import published_curve
 
     return published_curve(inputs.plan)
 
@@ -217,7 +217,7 @@ def test_cli_bad_input_exits_2(args: list[str], message: str, capsys: pytest.Cap
 
 
 def test_dcgm_collection_interval_from_chart_values() -> None:
-    from deepseek_eks.automation.simulate.stack import stack_facts
+    from deepseek_eks.perf.simulate.stack import stack_facts
 
     def collect(values: dict) -> float:
         return stack_facts([], {"dcgm-exporter": {"values": values}}).gpu_collect_s
@@ -230,7 +230,7 @@ def test_dcgm_collection_interval_from_chart_values() -> None:
 
 
 def test_pod_start_follows_the_plan_breakdown_when_present() -> None:
-    from deepseek_eks.automation.simulate.run import startup_times
+    from deepseek_eks.perf.simulate.run import startup_times
 
     plan = {
         "startup_seconds": 900,
@@ -247,9 +247,9 @@ def test_default_rate_is_the_load_the_ceiling_was_set_for() -> None:
     # the TTFT SLO for 99 % of requests (capacity planning's M/M/c model, one queue per replica as
     # the round-robin load balancer routes), so twice the ceiling means twice the default load
     # (1.5 saturated replicas' worth, the old default, ignored the ceiling).
-    from deepseek_eks.automation.simulate.replica import ReplicaModel, plan_limits
-    from deepseek_eks.automation.simulate.run import default_rate
-    from deepseek_eks.automation.simulate.traffic import rate_function
+    from deepseek_eks.perf.simulate.replica import ReplicaModel, plan_limits
+    from deepseek_eks.perf.simulate.run import default_rate
+    from deepseek_eks.perf.simulate.traffic import rate_function
     from deepseek_eks.sizing.capacity import highest_rate, service_model
 
     low = load_stack("dev", {"autoscaling.maxReplicas": "2"})

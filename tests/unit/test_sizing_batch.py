@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from deepseek_eks.automation.simulate import engine
-from deepseek_eks.automation.simulate.traffic import LengthProfile
+from deepseek_eks.perf.simulate import engine
+from deepseek_eks.perf.simulate.traffic import LengthProfile
 from deepseek_eks.sizing import performance
 from deepseek_eks.sizing.performance import (
     PLAN_OUTPUT_TOKENS,

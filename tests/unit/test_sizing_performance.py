@@ -140,7 +140,7 @@ def test_kv_cache_limits_the_running_batch_and_flags_preemption() -> None:
 
 
 def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
-    from deepseek_eks.automation.simulate.replica import ReplicaModel, ThroughputCurve, published_curve
+    from deepseek_eks.perf.simulate.replica import ReplicaModel, ThroughputCurve, published_curve
     from deepseek_eks.sizing.planner import plan
 
     sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
@@ -158,7 +158,7 @@ def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
 
 @pytest.mark.parametrize("variant", list(model_catalog()))
 def test_every_plan_the_planner_accepts_can_be_simulated(variant: str) -> None:
-    from deepseek_eks.automation.simulate.replica import ReplicaModel, published_curve
+    from deepseek_eks.perf.simulate.replica import ReplicaModel, published_curve
     from deepseek_eks.sizing.planner import plan
 
     families = tuple(instance_catalog().families)
@@ -305,7 +305,7 @@ def test_fp8_kv_cache_halves_the_bytes_a_step_reads_and_is_planned_only_with_fp8
 
 
 def test_the_simulator_times_a_plan_with_its_kv_cache_dtype() -> None:
-    from deepseek_eks.automation.simulate.replica import plan_hardware
+    from deepseek_eks.perf.simulate.replica import plan_hardware
     from deepseek_eks.sizing import KvCacheDtype, PlanRequest, plan
 
     fp8 = plan(PlanRequest("r1-distill-qwen-7b", ("g6",), kv_cache_dtype="fp8")).to_dict()

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from deepseek_eks.automation.stats import percentile
+from deepseek_eks.perf.stats import percentile
 
 
 def test_linear_interpolation_between_closest_ranks() -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from deepseek_eks.automation import pins as pin_inventory
-from deepseek_eks.automation.manifest_gate import schema_dir
 from deepseek_eks.components import versions
+from deepseek_eks.guardrails import pins as pin_inventory
+from deepseek_eks.guardrails.manifest_gate import schema_dir
 from deepseek_eks.settings.model import SUPPORTED_KUBERNETES_VERSIONS
 from deepseek_eks.sizing import instance_catalog
 from deepseek_eks.sizing.nodes import ENI_LIMITS, eni_limited_pods, kube_reserved_memory_mib
@@ -75,7 +75,7 @@ def test_unknown_instance_type_names_the_table_to_extend() -> None:
         eni_limited_pods("g7.xlarge")
 
 
-# --- pin hygiene: `python -m automation pins` (automation/pins.py) ------------------------------
+# --- pin hygiene: `python -m automation pins` (guardrails/pins.py) ------------------------------
 
 
 def test_every_pin_moves_with_its_reference_data() -> None:

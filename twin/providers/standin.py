@@ -1,6 +1,6 @@
 """Stand-in ``aws``, ``eks`` and ``random`` resource providers for the real Pulumi engine (issue 24,
 Tier 1): gRPC ``ResourceProvider`` servers the engine starts as ``pulumi-resource-<name>`` from
-``PATH``, answering from the tables the offline mocks use (``automation/mocks.py``:
+``PATH``, answering from the tables the offline mocks use (``deepseek_eks/testing/mocks.py``:
 ``COMPUTED_OUTPUTS``, ``INVOKES``, ``resource_id``), so the engine, the state file and the diff are
 real while AWS is not.
 
@@ -39,9 +39,9 @@ from pulumi.runtime.mocks import MockCallArgs, MockResourceArgs
 from pulumi.runtime.proto import plugin_pb2, provider_pb2_grpc
 from pulumi.runtime.proto import provider_pb2 as proto
 
-from deepseek_eks.automation.mocks import COMPUTED_OUTPUTS, INVOKES, REGION, MockContext, resource_id
+from deepseek_eks.testing.mocks import COMPUTED_OUTPUTS, INVOKES, REGION, MockContext, resource_id
 
-# The repository root, which the launchers put on PYTHONPATH (for automation.mocks).
+# The repository root, which the launchers put on PYTHONPATH (for deepseek_eks.testing.mocks).
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("aws", "eks", "random")
 KUBECONFIG_ENV = "DEEPSEEK_EKS_TWIN_KUBECONFIG"
@@ -103,7 +103,7 @@ def unknown_type(token: str, name: str) -> UnknownTokenError:
     """The error for a resource type the tables lack, naming the table to extend."""
     return UnknownTokenError(
         f"the twin's stand-in provider has no outputs for {token!r} ({name}): add them to "
-        "COMPUTED_OUTPUTS in automation/mocks.py"
+        "COMPUTED_OUTPUTS in deepseek_eks/testing/mocks.py"
     )
 
 
@@ -222,7 +222,7 @@ class StandInServicer(ProviderServicer):
         if request.tok not in INVOKES:
             raise UnknownTokenError(
                 f"the twin's stand-in provider has no answer for invoke {request.tok!r}: add it to "
-                "INVOKES in automation/mocks.py"
+                "INVOKES in deepseek_eks/testing/mocks.py"
             )
         answer = INVOKES[request.tok](MockCallArgs(request.tok, _to_dict(request.args), ""), self.region)
         return proto.InvokeResponse(**{"return": _to_struct(answer)})

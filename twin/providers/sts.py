@@ -2,7 +2,8 @@
 the caller's credentials with ``sts:GetCallerIdentity`` before anything else, and no AWS is reachable
 here. boto3 sends STS calls to ``AWS_ENDPOINT_URL_STS`` when it is set (botocore's service-specific
 endpoint variable), so ``running_sts()`` serves that one call on a loopback port, answering with the
-account of the offline mocks (``automation/mocks.py`` ``ACCOUNT_ID``) and refusing every other action.
+account of the offline mocks (``deepseek_eks/testing/mocks.py`` ``ACCOUNT_ID``) and refusing every
+other action.
 
 The reply is shaped as botocore's STS model reads it (protocol ``query``, API 2011-06-15, result
 wrapper ``GetCallerIdentityResult`` with UserId, Account, Arn: botocore/data/sts/2011-06-15/
@@ -18,7 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs
 from xml.sax.saxutils import escape
 
-from deepseek_eks.automation.mocks import ACCOUNT_ID
+from deepseek_eks.testing.mocks import ACCOUNT_ID
 
 ENDPOINT_ENV = "AWS_ENDPOINT_URL_STS"
 NAMESPACE = "https://sts.amazonaws.com/doc/2011-06-15/"

@@ -1,2 +1,0 @@
-"""Streaming load tester for OpenAI-compatible endpoints: ``python -m automation loadtest`` or
-``asyncio.run(automation.loadtest.runner.run(LoadTestConfig(...)))``; see runner.py."""

@@ -1,0 +1,316 @@
+"""python -m automation loadtest --url URL --model NAME ...: a streaming load test.
+
+Examples:
+  open loop, Poisson at 2 req/s for 5 minutes:
+    python -m automation loadtest --url http://localhost:8000 --model r1-distill-llama-70b \\
+        --arrivals poisson --rate 2 --duration 300 --out out.json
+  closed loop, 16 clients, 200 requests (a calibration point for simulate --calibration):
+    python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
+  the same in the cluster with vllm bench serve, then its result as calibration points:
+    python -m automation loadtest --url http://SERVICE --model ... --arrivals closed --concurrency 16 \\
+        --requests 200 --as-job | kubectl apply -f -
+    kubectl -n deepseek logs job/vllm-loadtest > bench.log
+    python -m automation loadtest --from-vllm-bench bench.log --max-num-seqs 64 --out calibration.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .metrics import GoodputError, parse_goodput
+from .runner import (
+    ARRIVALS,
+    LENGTH_PROFILES,
+    Arrivals,
+    Lengths,
+    LoadTestConfig,
+    LoadTestError,
+    print_progress,
+    run,
+)
+
+API_KEY_ENV = "VLLM_API_KEY"
+
+
+HELP = "streaming load test of an OpenAI-compatible endpoint (or a Job that runs it in the cluster)"
+
+
+def parser() -> argparse.ArgumentParser:
+    """The load tester's own command line (python -m perf.loadtest)."""
+    p = argparse.ArgumentParser(
+        prog="python -m automation loadtest",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The load tester's options, on its own parser or on python -m automation's subcommand."""
+    p.add_argument("--url", help="base URL of the OpenAI-compatible server")
+    p.add_argument("--model", help="served model name (the stack's model.variant)")
+    p.add_argument(
+        "--arrivals",
+        choices=ARRIVALS,
+        default="poisson",
+        help="how requests start: at --rate (constant, poisson), by --schedule, or --concurrency (closed)",
+    )
+    p.add_argument("--rate", type=float, default=1.0, help="requests/s for constant and poisson")
+    p.add_argument("--schedule", default="", help="start_s:rate_rps steps, e.g. 0:1,60:4,120:0")
+    p.add_argument("--concurrency", type=int, default=1, help="clients for --arrivals closed")
+    p.add_argument("--requests", type=int, help="stop after this many requests")
+    p.add_argument("--duration", type=float, help="stop starting requests after this many seconds")
+    p.add_argument("--profile", choices=sorted(LENGTH_PROFILES), default="reasoning", help="length profile")
+    p.add_argument("--prompt-tokens", type=int, help="mean prompt tokens (overrides the profile)")
+    p.add_argument("--output-tokens", type=int, help="mean output tokens (overrides the profile)")
+    p.add_argument(
+        "--lengths",
+        choices=("fixed", "exponential"),
+        default="fixed",
+        help="token counts per request: the means exactly, or exponentially around them (default fixed)",
+    )
+    p.add_argument("--timeout", type=float, default=600.0, help="whole request, seconds (default 600)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, help="TCP/TLS connect, seconds")
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        default=300.0,
+        help="longest silence between bytes, first token included, seconds (default 300)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=1024,
+        help="open loop: connections at once (closed loop uses --concurrency)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed of arrivals and lengths (default 1)")
+    p.add_argument(
+        "--api-key-env", default=API_KEY_ENV, help=f"env var holding the API key (default {API_KEY_ENV})"
+    )
+    p.add_argument("--no-ignore-eos", action="store_true", help="let the model stop early")
+    p.add_argument(
+        "--goodput",
+        nargs="+",
+        default=[],
+        metavar="KEY:MS",
+        help="SLOs for goodput as vllm bench serve takes them: ttft, tpot or e2el in milliseconds",
+    )
+    p.add_argument(
+        "--max-num-seqs",
+        type=int,
+        help="the plan's max_num_seqs: a calibration point above it is flagged (it measures saturation)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the full report as one JSON document on stdout (the summary goes to stderr)",
+    )
+    p.add_argument("--out", type=Path, metavar="FILE", help="write the full report (JSON) to FILE")
+    p.add_argument(
+        "--png", type=Path, help="plot TTFT and end-to-end latency over the run (needs matplotlib)"
+    )
+    p.add_argument("--quiet", action="store_true", help="no live progress line")
+    job = p.add_argument_group("in-cluster run (vllm bench serve in the pinned vLLM image)")
+    job.add_argument(
+        "--as-job", action="store_true", help="print a Job that runs this test with vllm bench serve"
+    )
+    job.add_argument("--namespace", default="deepseek", help="namespace of the Job (default deepseek)")
+    job.add_argument(
+        "--job-deadline", type=int, help="seconds before the Job is stopped (default: from the bounds)"
+    )
+    job.add_argument("--image", help="another image with vLLM's bench CLI (default: the pinned vLLM image)")
+    job.add_argument(
+        "--tokenizer",
+        help="Hugging Face repository or path of the model's tokenizer, which vllm bench serve needs for "
+        "its prompts (default: the variant's repository in the model catalog)",
+    )
+    job.add_argument(
+        "--from-vllm-bench",
+        type=Path,
+        metavar="FILE",
+        help="convert a vllm bench serve result (its JSON, or the Job's log) into calibration points",
+    )
+
+
+def tokenizer_for(args: argparse.Namespace) -> str | None:
+    """--tokenizer, or the catalog's Hugging Face repository of the served variant (None if the
+    variant is not in the catalog)."""
+    if args.tokenizer:
+        return str(args.tokenizer)
+    from deepseek_eks.sizing.catalog import model_catalog
+
+    spec = model_catalog().get(args.model)
+    return None if spec is None else spec.hf_repo
+
+
+def print_job(args: argparse.Namespace, config: LoadTestConfig) -> None:
+    import yaml
+
+    from .job import bench_args, manifests
+
+    deadline = args.job_deadline
+    if deadline is None:
+        # Until the last request may start, plus its timeout and five minutes to schedule the pod.
+        deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
+    job = manifests(
+        bench_args(config, tokenizer_for(args), args.namespace), args.namespace, deadline, args.image
+    )
+    print(yaml.safe_dump_all(job, sort_keys=False), end="")
+
+
+def _schedule(text: str) -> tuple[tuple[float, float], ...]:
+    steps = []
+    for item in filter(None, text.split(",")):
+        start, sep, rate = item.partition(":")
+        try:
+            steps.append((float(start), float(rate)))
+        except ValueError:
+            raise LoadTestError(f"--schedule item {item!r}: expected start_s:rate_rps") from None
+        if not sep:
+            raise LoadTestError(f"--schedule item {item!r}: expected start_s:rate_rps")
+    return tuple(steps)
+
+
+def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
+    """The test that ``args`` describe; a LoadTestError naming the option that is wrong."""
+    missing = [flag for flag in ("--url", "--model") if not getattr(args, flag[2:])]
+    if missing:
+        raise LoadTestError(
+            f"{' and '.join(missing)} required (or --from-vllm-bench FILE to convert a result)"
+        )
+    try:
+        goodput = tuple(parse_goodput(args.goodput).items())
+    except GoodputError as error:
+        raise LoadTestError(str(error)) from None
+    prompt, output = LENGTH_PROFILES[args.profile]
+    return LoadTestConfig(
+        url=args.url,
+        model=args.model,
+        arrivals=Arrivals(args.arrivals, args.rate, _schedule(args.schedule), args.concurrency),
+        lengths=Lengths(args.prompt_tokens or prompt, args.output_tokens or output, args.lengths),
+        max_requests=args.requests,
+        duration_s=args.duration,
+        timeout_s=args.timeout,
+        connect_timeout_s=args.connect_timeout,
+        read_timeout_s=args.read_timeout,
+        max_connections=args.max_connections,
+        seed=args.seed,
+        api_key=os.environ.get(args.api_key_env) or None,
+        ignore_eos=not args.no_ignore_eos,
+        goodput_ms=goodput,
+        max_num_seqs=args.max_num_seqs,
+    )
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    req = report["requests"]
+    lines = [
+        f"requests       {req['sent']} sent, {req['completed']} completed, {req['failed']} failed "
+        f"in {report['elapsed_s']:.1f} s ({report['achieved_rps']:.2f} req/s, "
+        f"max {report['max_in_flight']} in flight)",
+        f"output         {report['output_tokens']} tokens, {report['output_tokens_per_s']:.1f} tok/s",
+    ]
+    for name in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
+        s = report[name]
+        if s["count"]:
+            lines.append(
+                f"{name[:-2].upper():<14} mean {s['mean']:.3f} s  p50 {s['p50']:.3f} s  "
+                f"p95 {s['p95']:.3f} s  p99 {s['p99']:.3f} s  (n={s['count']})"
+            )
+    if report["goodput"]:
+        g = report["goodput"]
+        slos = " ".join(f"{k}:{v:g}" for k, v in g["slo_ms"].items())
+        lines.append(
+            f"goodput        {g['request_goodput_rps']:.2f} req/s ({g['good_requests']} within {slos} ms)"
+        )
+    if report["errors"]:
+        lines.append("errors         " + ", ".join(f"{k} {v}" for k, v in report["errors"].items()))
+    lines += [f"warning        {w}" for w in report["warnings"]]
+    return lines
+
+
+def plot(report: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    rows = [r for r in report["timeline"] if r["error"] is None]
+    fig, ax = plt.subplots(figsize=(10, 4))
+    ax.scatter([r["start_s"] for r in rows], [r["e2e_s"] for r in rows], s=6, label="end-to-end")
+    ax.scatter([r["start_s"] for r in rows], [r["ttft_s"] for r in rows], s=6, label="TTFT")
+    failed = [r["start_s"] for r in report["timeline"] if r["error"]]
+    if failed:
+        ax.scatter(failed, [0] * len(failed), marker="x", color="red", label="failed")
+    ax.set_xlabel("request start, s")
+    ax.set_ylabel("seconds")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def main(argv: list[str]) -> int:
+    return run_command(parser().parse_args(argv))
+
+
+def convert_bench(args: argparse.Namespace) -> int:
+    """--from-vllm-bench: the result as calibration points, on stdout or in --out."""
+    from .job import calibration_from_bench, read_bench_result
+
+    path: Path = args.from_vllm_bench
+    try:
+        text = path.read_text()
+    except OSError as error:
+        raise LoadTestError(f"--from-vllm-bench {path}: {error.strerror}") from None
+    report = calibration_from_bench(read_bench_result(text, str(path)), path.name, args.max_num_seqs)
+    for warning in report["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+    document = json.dumps(report, indent=2) + "\n"
+    if args.out:
+        args.out.write_text(document)
+        print(f"wrote {args.out}", file=sys.stderr)
+    else:
+        print(document, end="")
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the load test (or print its Job, or convert a vllm bench serve result) as parsed by
+    ``add_arguments``; the exit code."""
+    try:
+        if args.from_vllm_bench:
+            return convert_bench(args)
+        config = config_from_args(args)
+        if args.as_job:
+            print_job(args, config)
+            return 0
+    except (LoadTestError, ValueError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    result = asyncio.run(run(config, None if args.quiet else print_progress))
+    if not args.quiet:
+        sys.stderr.write("\n")
+    human = sys.stderr if args.json else sys.stdout  # --json keeps stdout for the one document
+    print("\n".join(summary_lines(result)), file=human)
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.out}", file=human)
+    if args.png:
+        print(
+            f"wrote {args.png}" if plot(result, args.png) else "matplotlib is not installed: no PNG",
+            file=human,
+        )
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return 1 if result["requests"]["completed"] == 0 else 0

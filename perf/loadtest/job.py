@@ -1,0 +1,305 @@
+"""The load test as a Kubernetes Job inside the cluster, run by the pinned vLLM image's own
+``vllm bench serve`` (a maintained generator, next to the service it measures), and the conversion
+of its result into the simulator's calibration points.
+
+Flags and result fields are vLLM 0.33.0's (reference/upstream/vllm-bench-serve/): the Job runs
+``vllm bench serve --backend openai-chat --endpoint /v1/chat/completions`` on the ``random``
+dataset with ``--save-result`` into an emptyDir, then prints the result JSON on one log line after
+``RESULT_MARKER``, so ``kubectl logs job/vllm-loadtest > bench.log`` carries it out of the finished
+pod and ``python -m automation loadtest --from-vllm-bench bench.log`` turns it into ``points``.
+
+``vllm bench serve`` builds its random prompts with the model's tokenizer (``main_async`` loads
+``--tokenizer``), so the pod needs the tokenizer files: from the Hugging Face Hub (egress to
+huggingface.co) or a path the image has. The API key, when the stack has one, comes from the
+Secret the vLLM pods read, as ``OPENAI_API_KEY`` (what vllm bench serve sends, optional).
+
+The service's namespace is closed by default (``default-deny``), and vLLM admits port 8000 only
+from the load balancer's subnets and Prometheus. So the Job comes with two NetworkPolicies: one
+lets its pod resolve names, download the tokenizer (443) and reach vLLM's pods on 8000; the other
+lets vLLM admit it. The egress peer selects vLLM's pods with the vLLM Service's own selector, so
+the EKS network-policy agent, which judges a Service's ClusterIP before DNAT, admits the Service
+address too (the ``loadtest-*`` flows of ``components/required_flows.json``). Delete them with the
+Job (``kubectl delete -f`` the same output).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+from urllib.parse import urlsplit
+
+from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
+from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_labels
+from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
+from deepseek_eks.sizing.planner import VLLM_PORT
+
+from .runner import LoadTestConfig, LoadTestError, point_warnings
+
+NAME = "vllm-loadtest"
+RESULTS_DIR = "/results"  # emptyDir: --result-dir
+RESULT_FILE = "result.json"
+TMP_DIR = "/tmp"  # emptyDir: HOME and caches (the tokenizer download, vLLM's and Triton's caches)
+SCRATCH_LIMIT = "1Gi"
+RUN_AS = 10001  # as the vLLM pods (deepseek_eks/components/serving/vllm.py RUN_AS_USER)
+RESULT_MARKER = "VLLM_BENCH_RESULT "
+# vllm bench serve reads the key from this variable (endpoint_request_func.py, _get_headers).
+BENCH_API_KEY_ENV = "OPENAI_API_KEY"
+
+
+def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | None = None) -> list[str]:
+    """``vllm bench serve``'s arguments for ``config`` and the model's ``tokenizer`` (None:
+    unknown), for a Job in ``namespace`` (its URL is checked against the Job's policies); a
+    LoadTestError naming every option it cannot express."""
+    problems = []
+    if namespace is not None and (problem := url_problem(config.url, namespace)):
+        problems.append(problem)
+    if tokenizer is None:
+        problems.append(
+            f"--model {config.model!r} is not a catalog variant, so the Job's tokenizer is unknown: "
+            "give --tokenizer with its Hugging Face repository or a path in the image"
+        )
+    if config.arrivals.mode not in ("closed", "poisson"):
+        problems.append(
+            f"--arrivals {config.arrivals.mode}: the Job (vllm bench serve) runs closed (--max-concurrency) "
+            "or poisson (--request-rate) arrivals; use one of those, or run it locally without --as-job"
+        )
+    if config.max_requests is None or config.duration_s is not None:
+        problems.append(
+            "--duration: vllm bench serve stops after a request count; give --requests N (and no --duration)"
+        )
+    if config.lengths.distribution != "fixed":
+        problems.append("--lengths exponential: the Job's random dataset uses fixed lengths; drop --lengths")
+    if problems or tokenizer is None:
+        raise LoadTestError("; ".join(problems))
+    args = ["--backend", "openai-chat", "--endpoint", "/v1/chat/completions"]
+    args += ["--base-url", config.url, "--model", tokenizer, "--served-model-name", config.model]
+    args += ["--tokenizer", tokenizer, "--dataset-name", "random"]
+    args += ["--random-input-len", str(config.lengths.prompt_tokens)]
+    args += ["--random-output-len", str(config.lengths.output_tokens)]
+    args += ["--num-prompts", str(config.max_requests), "--seed", str(config.seed)]
+    if config.arrivals.mode == "closed":
+        args += ["--max-concurrency", str(config.arrivals.concurrency)]  # --request-rate stays inf
+    else:
+        args += ["--request-rate", str(config.arrivals.rate_rps), "--burstiness", "1.0"]  # Poisson
+    if config.ignore_eos:
+        args.append("--ignore-eos")
+    if config.goodput_ms:
+        args += ["--goodput", *(f"{k}:{v:g}" for k, v in config.goodput_ms)]
+    args += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,95,99"]
+    args += ["--save-result", "--result-dir", RESULTS_DIR, "--result-filename", RESULT_FILE, "--disable-tqdm"]
+    if config.max_num_seqs is not None:
+        args += ["--metadata", f"max_num_seqs={config.max_num_seqs}"]
+    return args
+
+
+def command(args: list[str]) -> list[str]:
+    """The container command: vllm bench serve with ``args`` ("$@", so no shell quoting applies),
+    then the saved result on one marked log line."""
+    result = f"{RESULTS_DIR}/{RESULT_FILE}"
+    script = f'vllm bench serve "$@" && printf "%s%s\\n" "{RESULT_MARKER}" "$(cat {result})"'
+    return ["sh", "-c", script, "loadtest", *args]
+
+
+JOB_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "deepseek-eks"}
+
+
+def url_problem(url: str, namespace: str) -> str | None:
+    """Why the Job's policies would not let it reach ``url`` (None: they do): they admit vLLM's
+    in-cluster Service and HTTPS, not plain HTTP to anything else."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    service = {APP, f"{APP}.{namespace}", f"{APP}.{namespace}.svc", f"{APP}.{namespace}.svc.cluster.local"}
+    if parts.scheme == "https" or (parts.scheme == "http" and host in service):
+        return None
+    return (
+        f"--url {url}: the Job's NetworkPolicies let it reach only the vLLM Service of namespace "
+        f"{namespace} (http://{APP}.{namespace}.svc.cluster.local) or an HTTPS endpoint; give one of "
+        "those, or run the load test locally against any other address"
+    )
+
+
+def network_policies(namespace: str) -> list[dict[str, Any]]:
+    """The two NetworkPolicies the Job needs in the service's closed namespace (module docstring)."""
+    vllm_pods = {"podSelector": {"matchLabels": selector_labels()}}
+    job_pods = {"podSelector": {"matchLabels": dict(JOB_LABELS)}}
+    port = [{"port": VLLM_PORT, "protocol": "TCP"}]
+
+    def policy(name: str, selector: dict[str, str], **spec: Any) -> dict[str, Any]:
+        return {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(JOB_LABELS)},
+            "spec": {"podSelector": {"matchLabels": selector}, **spec},
+        }
+
+    return [
+        policy(
+            NAME,
+            dict(JOB_LABELS),
+            policyTypes=["Ingress", "Egress"],
+            ingress=[],
+            egress=[*egress_rules(pod_identity=False, https=True), {"to": [vllm_pods], "ports": port}],
+        ),
+        policy(
+            f"{APP}-from-loadtest",
+            selector_labels(),
+            policyTypes=["Ingress"],
+            ingress=[{"from": [job_pods], "ports": port}],
+        ),
+    ]
+
+
+def manifests(
+    args: list[str], namespace: str, deadline_s: int, image: str | None = None
+) -> list[dict[str, Any]]:
+    """The Job running ``vllm bench serve`` with ``args``, and the NetworkPolicies it needs; it
+    gives up after ``deadline_s`` seconds. ``image``: another image with vLLM (default: the pinned
+    vLLM image)."""
+    labels = JOB_LABELS
+    container = {
+        "name": "loadtest",
+        "image": image or image_reference(VLLM_IMAGE, digest=VLLM_IMAGE_DIGEST),
+        "command": command(args),
+        "env": [
+            {"name": "HOME", "value": TMP_DIR},
+            {"name": "HF_HOME", "value": f"{TMP_DIR}/hf"},
+            {"name": "XDG_CACHE_HOME", "value": f"{TMP_DIR}/.cache"},
+            {"name": "TMPDIR", "value": TMP_DIR},
+            {
+                "name": BENCH_API_KEY_ENV,
+                "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET, "key": API_KEY_KEY, "optional": True}},
+            },
+        ],
+        # vllm bench serve is one asyncio process (aiohttp): one core for it, one for imports
+        # and the tokenizer; the vLLM package imports torch, hence the memory.
+        "resources": {
+            "requests": {"cpu": "2", "memory": "4Gi"},
+            "limits": {"cpu": "2", "memory": "4Gi"},
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": RUN_AS,
+            "runAsGroup": RUN_AS,
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": "results", "mountPath": RESULTS_DIR},
+            {"name": "tmp", "mountPath": TMP_DIR},
+        ],
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": NAME, "namespace": namespace, "labels": dict(labels)},
+        "spec": {
+            "backoffLimit": 0,  # a load test is not retried: a second run would skew the figures
+            "activeDeadlineSeconds": deadline_s,
+            "ttlSecondsAfterFinished": 86400,
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "results", "emptyDir": {"sizeLimit": "64Mi"}},
+                        {"name": "tmp", "emptyDir": {"sizeLimit": SCRATCH_LIMIT}},
+                    ],
+                },
+            },
+        },
+    }
+    return [*network_policies(namespace), job]
+
+
+def read_bench_result(text: str, name: str) -> dict[str, Any]:
+    """The result JSON of vllm bench serve from ``text``: the file --save-result wrote, or the
+    Job's log (its last ``RESULT_MARKER`` line). A LoadTestError naming ``name`` if neither."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        marked = [line for line in text.splitlines() if line.startswith(RESULT_MARKER)]
+        if not marked:
+            raise LoadTestError(
+                f"--from-vllm-bench {name}: neither a vllm bench serve result JSON nor a Job log with a "
+                f"{RESULT_MARKER.strip()} line (kubectl logs job/{NAME} > FILE)"
+            ) from None
+        try:
+            data = json.loads(marked[-1][len(RESULT_MARKER) :])
+        except ValueError as error:
+            raise LoadTestError(f"--from-vllm-bench {name}: the result line is not JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise LoadTestError(f"--from-vllm-bench {name}: expected one JSON object, got {type(data).__name__}")
+    return data
+
+
+def calibration_from_bench(
+    result: dict[str, Any], name: str, max_num_seqs: int | None = None
+) -> dict[str, Any]:
+    """A calibration report (``points`` as perf/simulate/replica.py load_calibration reads
+    them) from a vllm bench serve result; fields per reference/upstream/vllm-bench-serve/result-fields.json.
+
+    The point's concurrency is the mean number of requests in flight by Little's law (the sum of
+    ``latencies`` over ``duration``), as the local tester computes it; without ``latencies`` it is
+    ``max_concurrency``. Its throughput is ``output_throughput`` (total output tokens / duration).
+    """
+    missing = [k for k in ("duration", "completed", "output_throughput") if k not in result]
+    if missing:
+        raise LoadTestError(
+            f"--from-vllm-bench {name}: not a vllm bench serve result (no {', '.join(missing)})"
+        )
+    duration = float(result["duration"])
+    latencies = [x for x in result.get("latencies") or [] if isinstance(x, int | float) and x > 0]
+    if latencies and duration > 0:
+        concurrency = max(1, round(sum(latencies) / duration))
+    elif result.get("max_concurrency"):
+        concurrency = int(result["max_concurrency"])
+    else:
+        raise LoadTestError(
+            f"--from-vllm-bench {name}: no latencies and no max_concurrency, so the point has no "
+            "concurrency; run vllm bench serve with --max-concurrency"
+        )
+    if max_num_seqs is None and result.get("max_num_seqs") is not None:  # the Job's --metadata
+        max_num_seqs = int(result["max_num_seqs"])
+    # The configured cap bounds what was in flight; without one, vLLM's max_concurrent_requests
+    # (requests active in the busiest one-second bucket) is an upper bound.
+    peak = int(result.get("max_concurrency") or result.get("max_concurrent_requests") or concurrency)
+    warnings = point_warnings(concurrency, peak, max_num_seqs)
+    if result.get("failed"):
+        warnings.append(f"{result['failed']} of {result['completed'] + result['failed']} requests failed")
+    tokens_per_s = float(result["output_throughput"])
+    summaries = {
+        metric: {
+            key: result[f"{key}_{metric}_ms"] / 1000
+            for key in ("mean", "median", "p90", "p95", "p99")
+            if isinstance(result.get(f"{key}_{metric}_ms"), int | float)
+        }
+        for metric in ("ttft", "tpot", "itl", "e2el")
+    }
+    goodput = result.get("request_goodput")
+    return {
+        "source": f"vllm bench serve ({result.get('backend')}, {name})",
+        "elapsed_s": duration,
+        "requests": {"completed": result["completed"], "failed": result.get("failed", 0)},
+        "output_tokens_per_s": round(tokens_per_s, 3),
+        "request_throughput_rps": result.get("request_throughput"),
+        "request_goodput_rps": goodput
+        if isinstance(goodput, int | float) and not math.isnan(goodput)
+        else None,
+        **{f"{metric}_s": s for metric, s in summaries.items() if s},
+        "warnings": warnings,
+        "points": [
+            {
+                "concurrency": concurrency,
+                "output_tokens_per_s": round(tokens_per_s, 3),
+                "max_in_flight": peak,
+                "source": "vllm bench serve",
+                "warnings": warnings,
+            }
+        ],
+    }
