@@ -36,6 +36,7 @@ from .performance import (
     Hardware,
     PerformanceError,
     SchedulerLimits,
+    allreduce_bus_efficiency,
     allreduce_latency_s,
     default_max_num_batched_tokens,
     default_max_num_seqs,
@@ -101,6 +102,7 @@ def point_from_json(p: dict, efficiencies: Efficiencies) -> Point:
         efficiencies,
         allreduce_latency_s(p["family"], tp),
         bool(p["async_scheduling"]),
+        link_efficiency=allreduce_bus_efficiency(p["family"], tp),
     )
     cuda = _cuda_mib(p["gpu"])
     free = budget_bytes_per_gpu(cuda, DEFAULT_GPU_MEMORY_UTILIZATION) - weight_bytes_per_gpu(model, q, tp, pp)

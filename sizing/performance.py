@@ -8,14 +8,15 @@ another in the step's CUDA graph, so their times add; none is assumed to hide an
     t = host + gemm + attention + all-reduce
     gemm      = max(weight bytes / (bandwidth x eff_bw), 2 x active params x tokens / (peak x eff_c))
     attention = max(KV bytes read / (bandwidth x eff_kv), attention FLOPs / (peak x eff_c))
-    all-reduce (TP > 1) = 2 x layers x (latency of the link + ring bytes / link bandwidth)
+    all-reduce (TP > 1) = 2 x layers x (latency of the link + ring bytes / (link bandwidth x share))
     host      = fixed per step + per sequence (bounded: ``PER_SEQUENCE_BOUND_S``)
 
 - weight bytes: what each GPU holds (for the MoE model, the share of routed experts the step's
   tokens touch); KV bytes: the cached context of every scheduled token;
 - attention FLOPs: QK^T and AV, 4 x layers x heads x head_dim per (token, context) pair;
 - the all-reduce latency is per interconnect, cited (``allreduce_latency_s``): vLLM's custom
-  all-reduce on NVLink/NVSwitch, NCCL over PCIe beyond two GPUs;
+  all-reduce on NVLink/NVSwitch, NCCL over PCIe beyond two GPUs; so is the share of the link the
+  payload moves at (``allreduce_bus_efficiency``: NCCL's ring over PCIe reaches ~57 % of it);
 - pipeline parallel: the batch flows through PP stages one after another, each stage holding 1/PP of
   the layers, plus an activation hand-off between nodes per stage boundary.
 
@@ -50,7 +51,7 @@ BLOCK_SIZE = 16
 # Request lengths the plan's throughput figures are quoted at: DeepSeek-R1 emitted ~1,162 completion
 # tokens on a sample reasoning prompt (Microsoft Azure HPC blog, "Performance analysis of DeepSeek
 # R1 AI inference using vLLM on ND-H100-v5"); prompts are a chat turn with context, assumed 500.
-# The simulator's default traffic imports them (automation/simulate/traffic.py).
+# The simulator's default traffic imports them (perf/simulate/traffic.py).
 PLAN_PROMPT_TOKENS = 500
 PLAN_OUTPUT_TOKENS = 1162
 
@@ -65,7 +66,7 @@ SERVER_PATH_S = 0.0075
 # - NVLink/NVSwitch: vLLM's custom all-reduce runs where the GPUs are fully connected
 #   (vllm 0.33.0 vllm/distributed/device_communicators/custom_all_reduce.py:509
 #   ``should_custom_ar``); NCCL's NVLS on 2x H100 measured ~6 us for small messages with CUDA
-#   graphs (NVIDIA/nccl issue #1259, all_reduce_perf, 2024-04-22).
+#   graphs (NVIDIA/nccl#1259, all_reduce_perf, 2024-04-22).
 # - PCIe, more than two GPUs: vLLM disables its custom all-reduce (custom_all_reduce.py:267-270,
 #   "not supported on more than two PCIe-only GPUs") and NCCL runs it: 19.4-24.2 us for 4-32 KB
 #   inside a CUDA graph on 4 PCIe GPUs (haohervchb/sglang-V100 pull request #2, table "NCCL (PXB)").
@@ -74,6 +75,25 @@ SERVER_PATH_S = 0.0075
 ALLREDUCE_LATENCY_NVLINK_S = 6e-6
 ALLREDUCE_LATENCY_PCIE_NCCL_S = 22e-6
 ALLREDUCE_LATENCY_PCIE_TWO_GPUS_S = 7.2e-6
+
+# The payload's transfer time over PCIe when NCCL runs the all-reduce (more than two GPUs): NCCL's
+# ring does not move data at the link's line rate. The same table (4 ranks, fp16, PCIe Gen3 x16
+# behind one switch) grows from 24.2 us at 32 KB to 83.5 us at 384 KB: 352 KiB more in 59.3 us, of
+# which a ring moves 2(n-1)/n = 1.5x per GPU, i.e. 9.1 GB/s of the link's 16 GB/s per direction.
+# That share of the link is applied to the instance's own PCIe link (Gen4: 32 GB/s). NVLink
+# (vLLM's custom all-reduce) and two PCIe GPUs keep the link figure.
+PCIE_NCCL_TABLE = ((32 * 1024, 24.2e-6), (384 * 1024, 83.5e-6))
+PCIE_NCCL_TABLE_LINK_GB_S = 16.0
+PCIE_NCCL_TABLE_RANKS = 4
+
+
+def pcie_nccl_bus_efficiency() -> float:
+    """The share of its PCIe link NCCL's ring all-reduce reached in the cited table (about 0.57)."""
+    (s0, t0), (s1, t1) = PCIE_NCCL_TABLE
+    n = PCIE_NCCL_TABLE_RANKS
+    bus_bytes_per_s = 2.0 * (n - 1) / n * (s1 - s0) / (t1 - t0)
+    return bus_bytes_per_s / (PCIE_NCCL_TABLE_LINK_GB_S * 1e9)
+
 
 # The host's per-sequence work per step (scheduling, sampling, detokenizing) is bounded: vLLM V1
 # keeps a persistent batch and updates it incrementally (vllm/v1/worker/gpu_input_batch.py), so a
@@ -85,8 +105,8 @@ PER_SEQUENCE_BOUND_S = 20e-6
 # Async scheduling: vLLM's scheduler runs one step ahead, preparing step N+1 on the host while the
 # GPU executes step N (vllm-project/vllm pull request #19970, "Implement Async Scheduling",
 # 2025-06-23: "overlapping scheduling with model execution"). It became the default when nothing
-# incompatible is set (pull request #27614, in the plan of issue #27679 opened 2025-10-28; pull
-# request #31998 of 2026-01-08 extended the default to speculative decoding). vLLM 0.33.0
+# incompatible is set (vllm-project/vllm#27614, in the plan of vllm-project/vllm#27679 opened
+# 2025-10-28; pull request #31998 of 2026-01-08 extended the default to speculative decoding). vLLM 0.33.0
 # (vllm/config/vllm.py ``VllmConfig.__post_init__``, the ``async_scheduling is None`` branch)
 # enables it unless pipeline parallelism (``v1_async_sched_incompat``), a pooling model or an
 # executor without support (the uni- and multiprocess executors have it) rules it out.
@@ -174,6 +194,22 @@ def allreduce_latency_s(family: str, tensor_parallel: int) -> float:
 
 
 @cache
+def allreduce_bus_efficiency(family: str, tensor_parallel: int) -> float:
+    """Share of the link's bandwidth an all-reduce's payload moves at among ``tensor_parallel``
+    GPUs of one ``family`` instance: NCCL over PCIe beyond two GPUs reaches the cited table's share
+    (``pcie_nccl_bus_efficiency``); NVLink/NVSwitch and two PCIe GPUs (vLLM's custom all-reduce)
+    the link figure."""
+    if tensor_parallel <= 2:
+        return 1.0
+    links = read_data("gpu_specs.json")["interconnects"]
+    if family not in links:
+        raise PerformanceError(f"no interconnect figure for instance family {family!r}")
+    if "nvlink" in links[family]["kind"].lower():
+        return 1.0
+    return pcie_nccl_bus_efficiency()
+
+
+@cache
 def between_nodes_gb_s() -> float:
     return float(read_data("gpu_specs.json")["between_nodes"]["gb_s"])
 
@@ -247,6 +283,8 @@ class Hardware:
     async_scheduling: bool = True
     # vLLM --kv-cache-dtype: the bytes every cached token costs to hold and to read.
     kv_cache_dtype: KvCacheDtype = KvCacheDtype.AUTO
+    # Share of ``link_gb_s`` an all-reduce's payload moves at (``allreduce_bus_efficiency``).
+    link_efficiency: float = 1.0
 
     @property
     def gpus(self) -> int:
@@ -292,6 +330,7 @@ def hardware(
         allreduce_latency_s(instance.family, tensor_parallel),
         async_scheduling_default(pipeline_parallel),
         kv_cache_dtype,
+        allreduce_bus_efficiency(instance.family, tensor_parallel),
     )
 
 
@@ -324,9 +363,10 @@ def _stage_time(
     comm_s = 0.0
     if tp > 1:
         # Two all-reduces per layer (after attention and after the MLP), ring: 2(tp-1)/tp of the
-        # activation bytes cross each GPU's link, after the link's latency.
+        # activation bytes cross each GPU's link, at the share of it the collective reaches
+        # (``link_efficiency``: NCCL over PCIe), after the link's latency.
         size = tokens * m.hidden_size * ACTIVATION_BYTES
-        per = 2.0 * (tp - 1) / tp * size / (hw.link_gb_s * 1e9)
+        per = 2.0 * (tp - 1) / tp * size / (hw.link_gb_s * 1e9 * hw.link_efficiency)
         per += hw.link_latency_s + e.allreduce_latency_s
         comm_s = 2.0 * layers * per
     return gemm_s + attention_s + comm_s
@@ -365,7 +405,7 @@ def step_seconds(
     return max(host, gpu) if hw.async_scheduling else host + gpu
 
 
-# The simulator's preemption model (automation/simulate/engine.py ``Simulation._schedule_step``,
+# The simulator's preemption model (perf/simulate/engine.py ``Simulation._schedule_step``,
 # after vLLM 0.33.0's ``Scheduler.schedule``): the running sequences are preempted while the KV
 # blocks they hold, ``kv_blocks`` of their tokens, exceed the cache's blocks. The planner sizes
 # ``--max-num-seqs`` with the same function (``preemption_probability``).
@@ -402,7 +442,7 @@ def preemption_probability(
 ) -> float:
     """The chance that ``batch`` running sequences outgrow the KV cache, so that the simulator's
     scheduler (and vLLM's) preempts one, when lengths follow the simulator's default draw
-    (automation/simulate/traffic.py ``LengthProfile``: prompt and output exponential with these
+    (perf/simulate/traffic.py ``LengthProfile``: prompt and output exponential with these
     means).
 
     A sequence running at a random instant holds its prompt and the output generated so far. The

@@ -312,3 +312,60 @@ def test_the_simulator_times_a_plan_with_its_kv_cache_dtype() -> None:
     assert plan_hardware(fp8).kv_cache_dtype is KvCacheDtype.FP8
     auto = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()
     assert plan_hardware(auto).kv_cache_dtype is KvCacheDtype.AUTO
+
+
+def test_nccl_over_pcie_moves_the_payload_at_the_cited_share_of_the_link() -> None:
+    # The PCIe all-reduce table cited for NCCL's latency (4 ranks, PCIe Gen3 x16, 16 GB/s a
+    # direction) grows 59.3 us from 32 KB to 384 KB: a ring moves 1.5x that payload per GPU, so
+    # 9.1 GB/s, 57 % of the link. NVLink (custom all-reduce) and two PCIe GPUs keep the link figure.
+    share = (384 - 32) * 1024 * 1.5 / (83.5e-6 - 24.2e-6) / 16e9
+    assert performance.pcie_nccl_bus_efficiency() == pytest.approx(share)
+    assert 0.55 < share < 0.6
+    model = model_catalog()["r1-distill-llama-70b"]
+    catalog = instance_catalog().instances
+    pcie4 = hardware(model, Quantization.BF16, catalog["g6e.12xlarge"], 4)
+    assert pcie4.link_efficiency == pytest.approx(share)
+    assert hardware(model, Quantization.BF16, catalog["g6e.12xlarge"], 2).link_efficiency == 1.0
+    assert hardware(model, Quantization.BF16, catalog["p5.48xlarge"], 4).link_efficiency == 1.0
+    # The step pays the slower payload on both all-reduces of every layer, nothing else.
+    gpu_only = pcie4.with_efficiencies(replace(pcie4.efficiencies, step_overhead_s=0.0, per_sequence_s=0.0))
+    line_rate = replace(gpu_only, link_efficiency=1.0)
+    tokens = 64
+    ring = 2 * 3 / 4 * tokens * model.hidden_size * 2 / (pcie4.link_gb_s * 1e9)
+    extra = 2 * model.num_hidden_layers * ring * (1 / share - 1)
+    slower = performance.step_seconds(gpu_only, tokens, tokens * 600) - performance.step_seconds(
+        line_rate, tokens, tokens * 600
+    )
+    assert slower == pytest.approx(extra, rel=1e-6)
+
+
+def test_vetting_rule_client_cpu_is_applied_to_every_point() -> None:
+    # measurements.json vetting.client_cpu: a point whose client would spend half a core or more
+    # parsing its streamed tokens (tokens/s x the client's cited CPU per chunk) is harness-limited;
+    # every point is judged by it, an unnamed client at the costliest cited figure.
+    vetting = json.loads((ROOT / "sizing/data/measurements.json").read_text())["vetting"]["client_cpu"]
+    cost = {k: v["value"] for k, v in vetting["per_chunk_cpu_s"].items()}
+    assert all(v["source"] for v in vetting["per_chunk_cpu_s"].values())
+    assert cost["not stated"] == max(cost.values())
+    limited = set()
+    for p in MEASUREMENTS:
+        load = p["output_tokens_per_second"] * cost[p["client"]]
+        if "rule client_cpu" in p.get("excluded", ""):
+            assert load >= vetting["threshold_cores"], p["id"]
+            limited.add(p["id"])
+        elif "excluded" not in p:
+            assert load < vetting["threshold_cores"], p["id"]
+    assert limited == {"llama8b-h100-c16"}
+    # An excluded point keeps its split: it is not moved, only left out.
+    assert next(p for p in MEASUREMENTS if p["id"] == "llama8b-h100-c16")["split"] == "held_out"
+
+
+def test_inferencebench_points_record_the_harness_lengths() -> None:
+    # InferenceBench's chatbot-short asks every request for max_tokens=128 (plugin.py) over ten
+    # one-line builtin prompts: 128 out and ~45 in (with Llama-3.1's chat template), not 128/256.
+    sweep = [p for p in MEASUREMENTS if p["id"].startswith("llama8b-h100-")]
+    assert {p["concurrency"] for p in sweep} == {1, 4, 16}
+    for p in sweep:
+        assert p["output_tokens"] == 128 and p["prompt_tokens"] == 45, p["id"]
+        assert "lengths_assumed" not in p and "max_tokens=128" in p["lengths_source"], p["id"]
+        assert p["split"] == "held_out" and p["client"] == "litellm-sync-stream", p["id"]
