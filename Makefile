@@ -7,10 +7,12 @@ OUT    ?= build/rendered
 
 .PHONY: venv checkov-venv docs-venv docs generate render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity twin-loop
 
-$(VENV)/.installed: requirements.txt requirements-pins.txt requirements-dev.txt pyproject.toml setup.py
+# Every dependency from its hash-locked transitive set (tools/lock_requirements.py), then the project
+# itself, editable: pip refuses an editable requirement in hash-checking mode, so it goes alone.
+$(VENV)/.installed: requirements-lock.txt requirements.txt requirements-pins.txt requirements-dev.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-lock.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
 venv: $(VENV)/.installed ## create .venv: pinned runtime and test dependencies, and the project itself (editable)
@@ -19,7 +21,7 @@ venv: $(VENV)/.installed ## create .venv: pinned runtime and test dependencies, 
 CHECKOV_VENV := .venv-checkov
 $(CHECKOV_VENV)/.installed: requirements-checkov.txt
 	$(PYTHON) -m venv $(CHECKOV_VENV)
-	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-checkov.txt
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-checkov.txt
 	touch $@
 
 checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov for the security scan
@@ -28,7 +30,7 @@ checkov-venv: $(CHECKOV_VENV)/.installed ## create .venv-checkov for the securit
 DOCS_VENV := .venv-docs
 $(DOCS_VENV)/.installed: requirements-docs.txt
 	$(PYTHON) -m venv $(DOCS_VENV)
-	$(DOCS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-docs.txt
+	$(DOCS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check --require-hashes -r requirements-docs.txt
 	touch $@
 
 docs-venv: $(DOCS_VENV)/.installed ## create .venv-docs for the documentation site
@@ -61,10 +63,10 @@ twin-build: ## build the twin's binaries from the Go module proxy (once; cached 
 	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
 	twin/build-engine.sh
 
-twin: venv twin-build ## build the twin, judge every render against it (Tier 0), run stacks through the real engine (Tier 1)
+twin: venv twin-build ## build the twin, judge every render against it, run stacks through the real engine
 	DEEPSEEK_EKS_REQUIRE_TOOLS=1 DEEPSEEK_EKS_REQUIRE_ENGINE=1 DEEPSEEK_EKS_REQUIRE_SEAMS=1 $(PY) -m pytest -q tests/twin tests/engine
 
-twin-capacity: venv ## Tier 2: the real Karpenter (kwok provider) on dev's and prod's NodePools (docs/verification-twin.md)
+twin-capacity: venv ## capacity: the real Karpenter (kwok provider) on dev's and prod's NodePools (docs/verification-twin.md)
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok
 	DEEPSEEK_EKS_REQUIRE_CAPACITY=1 $(PY) -m pytest -q tests/twin/test_capacity.py tests/twin/test_capacity_karpenter.py
 

@@ -1,7 +1,7 @@
 """The one import package, ``deepseek_eks``, from the checkout's top-level folders.
 
-The project keeps the folders it is specified with (components/, settings/, sizing/, ...; DESIGN.md
-"Layout") and ships them inside ``deepseek_eks``: each folder is the package directory of its
+The project keeps the folders it is specified with (components/, settings/, sizing/, ...; docs/layout.md)
+and ships them inside ``deepseek_eks``: each folder is the package directory of its
 subpackage (``deepseek_eks.components`` is ``components/``), and its subpackages are found in it,
 so a new folder with an ``__init__.py`` is packaged without a list to keep. The rest of the
 configuration is in pyproject.toml.

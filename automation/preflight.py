@@ -93,7 +93,7 @@ def _number(value: float) -> str:
 NETWORK_ERRORS = (AwsConnectionError, HTTPClientError)
 CREDENTIALS = "credentials"
 API_ACCESS = "api-access"
-# Exit code of a missing prerequisite (DESIGN.md: 3 for missing AWS credentials).
+# Exit code of a missing prerequisite (the CLI contract: 3 for missing AWS credentials).
 EXIT_MISSING_PREREQUISITE = 3
 EXIT_INVALID_SETTINGS = 2
 

@@ -31,14 +31,14 @@ from .monitoring.autoscaling import (
     scheduled_floors,
     seasonal_lead_s,
 )
-from .monitoring.observability import Observability, ObservabilityArgs, ObservabilityOptions
+from .monitoring.observability import Observability, ObservabilityInputs, ObservabilityOptions
 from .namespaces import Namespaces, NamespacesArgs, NamespaceSpec
 from .network_policies import ClusterCidrs, chart_policies, network_policy_resources
 from .platform.capacity import EBS_CSI_DRIVERS, AutoModeCapacity, AutoModeCapacityArgs, CapacityArgs
 from .platform.cluster import Cluster, ClusterArgs, project_kms_key
 from .platform.iam_policies import pull_through_cache_policy
 from .platform.karpenter import KarpenterCapacity, KarpenterCapacityArgs
-from .platform.network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkArgs, invoke_field
+from .platform.network import ACCESS_LOGS_DAYS, ACCESS_LOGS_PREFIX, Network, NetworkInputs, invoke_field
 from .platform.nodepools import (
     AUTO_MODE_DEFAULT_EPHEMERAL_GIB,
     has_on_demand_floor,
@@ -318,7 +318,7 @@ def _network(s: _Service) -> Network:
     net = settings.network
     network = Network(
         f"{scope.prefix}network",
-        NetworkArgs(
+        NetworkInputs(
             cluster_name=name,
             region=settings.region,
             tags=tags,
@@ -575,7 +575,7 @@ def _observability(
     obs = settings.observability
     observability = Observability(
         f"{scope.prefix}observability",
-        ObservabilityArgs(
+        ObservabilityInputs(
             namespace=MONITORING_NAMESPACE,
             host_namespace=NODE_MONITORING_NAMESPACE,
             scope=queries,
@@ -650,7 +650,7 @@ def _autoscaling(
         opts=k8s_opts,
     )
     if scope.shared_addons and autoscaling.keda:
-        # KEDA's namespace (its chart creates it) closed like the monitoring ones (issue 23 item 5).
+        # KEDA's namespace (its chart creates it) closed like the monitoring ones.
         network_policy_resources(
             f"{scope.prefix}keda-netpol",
             lambda cidrs: chart_policies(

@@ -15,7 +15,7 @@ CLI_EXTRA = {
     "httpx": "httpx",
     "pulumi_policy": "pulumi-policy",
 }
-MISSING_PREREQUISITE = 3  # DESIGN.md's exit code for a missing prerequisite
+MISSING_PREREQUISITE = 3  # the CLI contract's exit code for a missing prerequisite
 
 
 def _run(load: Callable[[], Callable[[list[str] | None], int]]) -> NoReturn:

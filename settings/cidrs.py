@@ -38,7 +38,7 @@ Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 # addresses, and the largest single allocations are /8s (0.45 % of the public space each); a set
 # past the line admits a sixteenth of every internet host, so it is refused as the internet
 # itself would be. Well below half on purpose: at half, six /3-to-/6 blocks covering 49 % of IPv4
-# but nearly all of its public space were accepted (issue 37).
+# but nearly all of its public space were accepted.
 WORLD_OPEN_SHARE = Fraction(1, 16)
 WORLD_OPEN_LINE = "1/16 of them, 6.25 %"
 

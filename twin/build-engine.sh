@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Build the real Pulumi engine pieces of the twin (issue 24, Tier 1) from the Go module proxy,
+# Build the real Pulumi engine pieces of the twin from the Go module proxy,
 # only those missing from the cache:
 #   pulumi                      github.com/pulumi/pulumi/pkg/v3 cmd/pulumi      (twin/go/pulumi)
 #   pulumi-resource-kubernetes  github.com/pulumi/pulumi-kubernetes/provider/v4 (twin/go/pulumi-resource-kubernetes)

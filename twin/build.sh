@@ -3,7 +3,7 @@
 # missing from the cache. Usage: twin/build.sh [NAME...]
 #   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok karpenter-kwok
 #         prometheus-adapter network-policy-controller keda-operator keda-metrics-apiserver
-#         (the autoscaling loop, issue 33)
+#         (the autoscaling loop)
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -53,7 +53,7 @@ build_one() {
     kwok) # its consts.Version is spelled without the leading v upstream
       version="$kwok_version"; module="$here/go/kwok"; pkg="sigs.k8s.io/kwok/cmd/kwok"
       ldflags="-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}" ;;
-    karpenter-kwok) # Karpenter core's kwok cloud provider (Tier 2, capacity); no version stamps
+    karpenter-kwok) # Karpenter core's kwok cloud provider (capacity); no version stamps
       # are read by it at run time, so none are set.
       version="$karpenter_version"; module="$here/go/karpenter"; pkg="sigs.k8s.io/karpenter/kwok"; ldflags="-s -w" ;;
     prometheus-adapter) # serves custom.metrics.k8s.io from Prometheus with the render's rules

@@ -169,7 +169,7 @@ class _Judge:
             if not self.send(obj, dry_run=not real):
                 continue
             if kind == "Namespace":
-                # kube-controller-manager makes each namespace's `default` account; Tier 0 runs none,
+                # kube-controller-manager makes each namespace's `default` account; the plain twin runs none,
                 # and ServiceAccount admission refuses a pod whose account does not exist.
                 account = {"name": "default", "namespace": obj["metadata"]["name"]}
                 default_sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": account}

@@ -192,7 +192,7 @@ def _loop(args: argparse.Namespace) -> int:
         return 2
     except (BinariesMissing, TwinError) as error:
         # NetworkUnavailable (netns.py) is a TwinError for a missing capability: exit 3 like a
-        # missing program (DESIGN.md: 3 when a twin program is missing).
+        # missing program (the CLI contract: 3 when a twin program is missing).
         from .netns import NetworkUnavailable
 
         if isinstance(error, TwinError) and not isinstance(error, NetworkUnavailable):

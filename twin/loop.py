@@ -738,7 +738,7 @@ def prepare(
         )
     compressed, rewrites = compress_objects(objects, factor)
     report.rewrites += rewrites
-    # A replica's start on a new node: the plan's stages (DESIGN.md: the start-up for a new node
+    # A replica's start on a new node: the plan's stages (the plan contract: the start-up for a new node
     # is their sum); the node's launch played by kwok's node stage, the rest by its pod stage.
     breakdown = {k: float(v) for k, v in plan["startup_breakdown"].items()}
     startup = {

@@ -43,7 +43,7 @@ MAX_STABILIZATION_S = 3600
 # The slower compute mode's node and pull (a whole image, no SOCI), whatever the stack runs.
 NODE_AND_IMAGE_S = NODE_READY_S["karpenter"] + IMAGE_PULL_S["karpenter"]
 
-# ---- a metrics gap never scales in (issue 31 §4; facts: reference/upstream/metrics-path-facts.json)
+# ---- a metrics gap never scales in (facts: reference/upstream/metrics-path-facts.json)
 #
 # KEDA's prometheus scaler reads an empty result, or NaN, as 0 unless ignoreNullValues is false
 # (keda v2.20.2 pkg/scalers/prometheus_scaler.go: `default=true`; ExecutePromQuery returns 0, or

@@ -300,7 +300,7 @@ def dashboard(board: promql.Dashboard) -> dict[str, Any]:
 
 
 @dataclass
-class ObservabilityArgs:
+class ObservabilityInputs:
     """Inputs of ``Observability``."""
 
     namespace: str
@@ -345,7 +345,7 @@ class Observability(pulumi.ComponentResource):
     grafana_admin_password: pulumi.Output[str]
     """Grafana's admin password (secret)."""
 
-    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: ObservabilityInputs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Observability", name, None, opts)
         deps = list(args.depends_on or [])
         after = pulumi.ResourceOptions(parent=self, depends_on=deps)
@@ -413,7 +413,7 @@ class Observability(pulumi.ComponentResource):
                 )
         self.register_outputs({"prometheusUrl": self.prometheus_url})
 
-    def _network_policies(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
+    def _network_policies(self, name: str, args: ObservabilityInputs, opts: pulumi.ResourceOptions) -> None:
         """Both monitoring namespaces closed by default and opened for their workloads alone."""
 
         def build(cidrs: ClusterCidrs) -> list[dict[str, Any]]:
@@ -428,7 +428,7 @@ class Observability(pulumi.ComponentResource):
 
         network_policy_resources(name, build, args.cluster_cidrs, opts)
 
-    def _service_monitoring(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions) -> None:
+    def _service_monitoring(self, name: str, args: ObservabilityInputs, opts: pulumi.ResourceOptions) -> None:
         """What belongs to this service alone: vLLM scraping and its alert rules, in its namespace;
         with the router, its scraping and alert rules too."""
         for kind, manifest in (

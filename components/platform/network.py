@@ -111,7 +111,7 @@ def plan_subnets(vpc_cidr: str, zones: int) -> SubnetPlan:
 
 
 @dataclass
-class NetworkArgs:
+class NetworkInputs:
     """Inputs of ``Network``."""
 
     cluster_name: str
@@ -168,7 +168,7 @@ class Network(pulumi.ComponentResource):
     access_logs_bucket: pulumi.Output[str] | None
     """The bucket the ALB writes its access logs to (None without ``access_logs_days``)."""
 
-    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworkInputs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("deepseek-eks:index:Network", name, None, opts)
         if args.vpc_id:
             self.vpc_id = pulumi.Output.from_input(args.vpc_id)
@@ -205,7 +205,7 @@ class Network(pulumi.ComponentResource):
             }
         )
 
-    def _create(self, name: str, args: NetworkArgs) -> None:
+    def _create(self, name: str, args: NetworkInputs) -> None:
         child = pulumi.ResourceOptions(parent=self)
         plan = plan_subnets(args.vpc_cidr, args.availability_zones)
         zones = aws.get_availability_zones_output(
@@ -271,7 +271,7 @@ class Network(pulumi.ComponentResource):
         self.load_balancer_subnet_ids = []
         self.internal_load_balancer_cidrs = pulumi.Output.from_input(list(plan.load_balancer))
 
-    def _flow_logs(self, name: str, args: NetworkArgs) -> None:
+    def _flow_logs(self, name: str, args: NetworkInputs) -> None:
         """All of the VPC's traffic to a CloudWatch log group kept a year, written by a role only
         the flow-logs service can assume, allowed to write that group only (pulumi-aws FlowLog,
         CloudWatch example: principal vpc-flow-logs.amazonaws.com, the logs:* write actions)."""
@@ -301,7 +301,7 @@ class Network(pulumi.ComponentResource):
             opts=child,
         )
 
-    def _access_logs(self, name: str, args: NetworkArgs, days: int) -> pulumi.Output[str]:
+    def _access_logs(self, name: str, args: NetworkInputs, days: int) -> pulumi.Output[str]:
         """A private bucket the ALB may write its logs to, under ACCESS_LOGS_PREFIX/AWSLogs/<this
         account>/ only. SSE-S3: the only server-side encryption ALB access logs support (ELB User
         Guide, enable-access-logging.html). Kept when the stack goes (audit records); its
@@ -341,7 +341,7 @@ class Network(pulumi.ComponentResource):
         public_subnet: aws.ec2.Subnet,
         vpc: aws.ec2.Vpc,
         igw: aws.ec2.InternetGateway,
-        args: NetworkArgs,
+        args: NetworkInputs,
     ) -> aws.ec2.RouteTable:
         """A NAT gateway in ``public_subnet`` and the private route table through it; zone 0 keeps
         the names the single NAT gateway always had, so turning the option on only adds."""
@@ -383,7 +383,7 @@ class Network(pulumi.ComponentResource):
         vpc: aws.ec2.Vpc,
         route_tables: list[aws.ec2.RouteTable],
         tier_tags: dict[str, str],
-        args: NetworkArgs,
+        args: NetworkInputs,
     ) -> list[aws.ec2.Subnet]:
         """One subnet per AZ, no public IPs on launch, the i-th on the i-th route table (or the
         only one)."""

@@ -382,7 +382,7 @@ class Inference(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self),
             create_namespace=True,
         )
-        # The controller's namespace (its chart creates it), closed (issue 23 item 5).
+        # The controller's namespace (its chart creates it), closed like the monitoring ones.
         network_policy_resources(
             f"{name}-lws-netpol",
             lambda cidrs: chart_policies(

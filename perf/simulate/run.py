@@ -35,7 +35,7 @@ SIGNALS = ("gpu-utilization", "queue-depth", "combined", "kv-cache", "concurrenc
 CLOCK_ORIGIN_S = 1767571200.0
 ORACLE = "oracle"
 FIXED = "fixed:"
-# The goal a run is judged by (issue 22): the TTFT SLO met for at least 99 % of requests.
+# The goal a run is judged by: the TTFT SLO met for at least 99 % of requests.
 ATTAINMENT_GOAL = 0.99
 
 # A plan without ``startup_breakdown`` (an older plan.json): the planner's own node and image

@@ -194,7 +194,7 @@ def autoscaler_from_objects(objects: Sequence[Mapping[str, Any]], label: str) ->
     )
 
 
-# ---- the seed guides' autoscalers (reference/upstream/seed-guides/guides.json) --------------
+# ---- the published guides' autoscalers (reference/upstream/seed-guides/guides.json) --------------
 
 
 GUIDE_HPA_GPU = "guide:hpa-gpu"

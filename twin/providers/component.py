@@ -1,5 +1,5 @@
 """Our component provider (``provider/__main__.py``, DeepSeekService) as the plugin
-``pulumi-resource-deepseek-eks`` on the engine's ``PATH`` (issue 24, Tier 1).
+``pulumi-resource-deepseek-eks`` on the engine's ``PATH`` (the real engine).
 
 ``provider/PulumiPlugin.yaml`` names the Python runtime, so the engine would start the provider
 through the Python language host, which the Go module proxy does not serve (twin/build-engine.sh).

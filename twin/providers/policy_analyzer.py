@@ -1,5 +1,5 @@
-"""Our policy pack (``policy/``) as a binary analyzer plugin, for the twin's engine (issue 24,
-Tier 1), which has no ``pulumi-language-python`` host to start a Python pack with.
+"""Our policy pack (``policy/``) as a binary analyzer plugin, for the twin's engine (the
+real engine), which has no ``pulumi-language-python`` host to start a Python pack with.
 
 Facts (reference/upstream/pulumi-engine-twin.json ``policy_packs``): the v3.274.0 CLI starts a pack
 folder only through its runtime's language host (pulumi pkg/v3 ``resource/plugin/analyzer_plugin.go``

@@ -1,5 +1,5 @@
-"""Stand-in ``aws``, ``eks`` and ``random`` resource providers for the real Pulumi engine (issue 24,
-Tier 1): gRPC ``ResourceProvider`` servers the engine starts as ``pulumi-resource-<name>`` from
+"""Stand-in ``aws``, ``eks`` and ``random`` resource providers for the real Pulumi engine (the
+real engine): gRPC ``ResourceProvider`` servers the engine starts as ``pulumi-resource-<name>`` from
 ``PATH``, answering from the tables the offline mocks use (``deepseek_eks/testing/mocks.py``:
 ``COMPUTED_OUTPUTS``, ``INVOKES``, ``resource_id``), so the engine, the state file and the diff are
 real while AWS is not.

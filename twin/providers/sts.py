@@ -1,4 +1,4 @@
-"""A stand-in AWS STS endpoint for the twin (issue 24, Tier 1): ``python -m automation up`` checks
+"""A stand-in AWS STS endpoint for the twin (the real engine): ``python -m automation up`` checks
 the caller's credentials with ``sts:GetCallerIdentity`` before anything else, and no AWS is reachable
 here. boto3 sends STS calls to ``AWS_ENDPOINT_URL_STS`` when it is set (botocore's service-specific
 endpoint variable), so ``running_sts()`` serves that one call on a loopback port, answering with the

@@ -1,4 +1,4 @@
-"""The twin's one change to a program's resources (issue 24, Tier 1), shared by the Python programs
+"""The twin's one change to a program's resources (the real engine), shared by the Python programs
 (a stack transform) and the component provider (a transform on each DeepSeekService it constructs),
 and only in ways the twin needs: a Helm release's chart becomes a local stub chart of the same name
 and version (no chart repository is reachable; ``repositoryOpts`` dropped, not atomic), and every

@@ -1,6 +1,6 @@
 // Wrapper module: pins the released Karpenter core (sigs.k8s.io/karpenter, the version
 // components/versions.py pins) and builds its kwok cloud provider main package
-// (sigs.k8s.io/karpenter/kwok), the real provisioner the twin's Tier 2 runs against the real
+// (sigs.k8s.io/karpenter/kwok), the real provisioner the twin's capacity check runs against the real
 // kube-apiserver (twin/build.sh karpenter-kwok). karpenter's go.mod has no replace
 // directives, so nothing else needs pinning here.
 module deepseek-eks/twin/karpenter

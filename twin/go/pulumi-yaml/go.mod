@@ -1,5 +1,5 @@
 // Wrapper module that builds the Pulumi YAML language host (github.com/pulumi/pulumi-yaml v1.25.0,
-// cmd/pulumi-language-yaml) from the Go module proxy, for the twin's real engine (issue 24).
+// cmd/pulumi-language-yaml) from the Go module proxy, for the twin's real engine.
 // pulumi-yaml v1.25.0's go.mod has no replace directives and pins pkg/v3 and sdk/v3 v3.206.0; the
 // host needs that pkg: against v3.274.0 (our CLI's) it does not compile (pkg/pulumiyaml/packages.go:
 // "too many arguments in call to plugin.NewContextWithRoot"). A language host speaks gRPC to the
