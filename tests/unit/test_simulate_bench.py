@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from deepseek_eks.perf.simulate.bench import (
     BEGIN,
     CANDIDATES,
@@ -176,3 +178,30 @@ def test_every_candidate_says_whether_it_keeps_the_seasonal_floor() -> None:
                 stack,
                 label,
             )
+
+
+def test_seeds_run_as_tasks_and_a_plan_without_figures_shows_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deepseek_eks.perf.simulate import bench
+
+    def fake(stack: str, trace: str, hours: float, seed: int) -> bench.Result:
+        if stack == "r1":
+            return bench.Result(stack, trace, skipped="no figures")
+        return bench.Result(stack, trace, rate_rps=float(seed))
+
+    monkeypatch.setattr(bench, "_run_one", fake)
+    per_seed = bench.run_seeds(["dev", "r1"], ["step", "bursty"], 1.0, [1, 2])
+    assert [(r.stack, r.trace, r.rate_rps) for r in per_seed[2]] == [
+        ("dev", "step", 2.0),
+        ("dev", "bursty", 2.0),
+        ("r1", "step", 0.0),
+    ]
+    assert per_seed[1][0].rate_rps == 1.0
+
+
+def test_jobs_must_be_positive() -> None:
+    from deepseek_eks.perf.simulate import bench
+
+    with pytest.raises(SystemExit):
+        bench.main(["--jobs", "0"])
