@@ -587,7 +587,7 @@ def run_preflight(
         ssm = ssm_client or session.client("ssm", region_name=region, config=_CLIENT_CONFIG)
         checks.append(_check_ami_release(ssm, settings.kubernetes_version, pinned_ami_release()))
 
-    addons = weights_addons(settings.weights.source.value)
+    addons = weights_addons(settings.weights.source)
     if addons:
         eks = session.client("eks", region_name=region, config=_CLIENT_CONFIG)
         checks += [_check_addon(eks, n, v, settings.kubernetes_version) for n, v in addons.items()]

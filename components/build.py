@@ -18,6 +18,7 @@ from deepseek_eks.settings.model import EndpointAuth, RoutingKind
 from deepseek_eks.settings.names import stack_cluster_name
 from deepseek_eks.sizing import Infeasible, SizingPlan, plan
 from deepseek_eks.sizing.cli import summary_lines
+from deepseek_eks.sizing.planner import STAGED_SOURCES
 
 from .deployed_state import COMPUTE_MODE_OUTPUT, WEIGHTS_LOCATION_OUTPUT, WEIGHTS_VOLUME_OUTPUT
 from .labels import aws_tags, common_labels
@@ -214,9 +215,9 @@ def _image_pull_access(
 def weights_bucket_kept(settings: Settings) -> bool:
     """Whether destroy keeps a bucket of the project's own with the weights (weights.retainBucket, on
     by default), i.e. one the program stages into: s3 or s3-mountpoint without an s3:// repository."""
-    staged = settings.weights.source.value in ("s3", "s3-mountpoint") and not (
-        settings.model.repository or ""
-    ).startswith("s3://")
+    staged = settings.weights.source in STAGED_SOURCES and not (settings.model.repository or "").startswith(
+        "s3://"
+    )
     return staged and settings.weights.retain_bucket
 
 
@@ -535,7 +536,7 @@ def _inference(
             region=settings.region,
             labels=labels,
             image=image_reference(VLLM_IMAGE, settings.image.registry, VLLM_IMAGE_DIGEST),
-            weights_source=settings.weights.source.value,
+            weights_source=settings.weights.source,
             retain_weights_bucket=settings.weights.retain_bucket,
             snapshot_id=settings.weights.snapshot_id,
             previous_weights_location=scope.previous.get(WEIGHTS_LOCATION_OUTPUT) or None,

@@ -16,7 +16,7 @@ from typing import Any
 
 import pulumi
 
-from deepseek_eks.settings import PROJECT
+from deepseek_eks.settings import PROJECT, ComputeMode
 
 READ_STACK_RESOURCE_OUTPUTS = "pulumi:pulumi:readStackResourceOutputs"
 COMPUTE_MODE_OUTPUT = "computeMode"
@@ -82,7 +82,7 @@ def switch_refusal(
         "names under new URNs, so their creation fails with AlreadyExists)"
         + (
             " and turning Auto Mode off terminates every Auto Mode node and deletes its load balancers"
-            if deployed == "auto-mode"
+            if deployed == ComputeMode.AUTO_MODE
             else ""
         )
         + f". Keep {deployed!r} on this stack; to move, deploy a new stack with {setting.split(':')[-1]} "

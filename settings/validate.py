@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from deepseek_eks.sizing import KvCacheDtype, Quantization, instance_catalog, model_catalog
 from deepseek_eks.sizing.checkpoints import known_checkpoint
+from deepseek_eks.sizing.planner import STAGED_SOURCES
 
 from .arns import arn_problem
 from .exposure import api_access, endpoint_access
@@ -898,7 +899,7 @@ def _weights_kms_problems(weights: WeightsSettings, invalid: set[str]) -> list[P
     """The key is used only where the weights are in S3; elsewhere it would be silently ignored."""
     if not weights.kms_key_arn or not _usable(invalid, "weights.source"):
         return []
-    if weights.source in (WeightsSource.S3, WeightsSource.S3_MOUNTPOINT):
+    if weights.source in STAGED_SOURCES:
         return []
     return [
         Problem(

@@ -97,6 +97,11 @@ class WeightsSource(StrEnum):
     EBS_SNAPSHOT = "ebs-snapshot"  # a volume per pod from a snapshot `automation bake-weights` made
 
 
+STAGED_SOURCES = frozenset({WeightsSource.S3, WeightsSource.S3_MOUNTPOINT})
+"""The sources read from an S3 bucket (the project's, where the stager copies the weights, unless
+model.repository is an s3:// prefix of yours)."""
+
+
 # The plain strings (``sizing --weights-source`` choices); the settings model uses the enum itself.
 WEIGHTS_SOURCES = tuple(s.value for s in WeightsSource)
 

@@ -23,7 +23,9 @@ from deepseek_eks.sizing.planner import (
     NODE_READY_S,
     SNAPSHOT_VOLUME_IOPS,
     SNAPSHOT_VOLUME_THROUGHPUT_MIBPS,
+    STAGED_SOURCES,
     STANDARD_PULL_S,
+    WeightsSource,
 )
 
 from ..helm import helm_release
@@ -130,7 +132,7 @@ class InferenceArgs:
     retain_weights_bucket: bool = True
     """``weights.retainBucket``: keep the staged-weights bucket (and its settings) on destroy and
     replacement; False deletes it with its objects."""
-    weights_source: str = "huggingface"
+    weights_source: WeightsSource = WeightsSource.HUGGINGFACE
     """``weights.source``: ``s3`` stages the weights into an encrypted bucket and streams them from
     there; ``s3-mountpoint`` mounts that bucket read-only; with an ``s3://`` repository in the plan
     both read your own bucket in place instead (no bucket, no stager); ``ebs-snapshot`` gives each
@@ -219,7 +221,7 @@ class Inference(pulumi.ComponentResource):
         )
         workload_deps: list[pulumi.Resource] = list(args.depends_on) + list(args.placement.depends_on)
         model_uri, cache_bucket, weights_volume = self._weights_source(workload_deps)
-        streamed = args.weights_source == "s3"
+        streamed = args.weights_source == WeightsSource.S3
 
         workload = Workload(
             namespace="",  # filled below: the namespace is an Output
@@ -331,11 +333,11 @@ class Inference(pulumi.ComponentResource):
         self.weights_bucket = None
         self.weights_location: pulumi.Output[str] = pulumi.Output.from_input("")
         self.weights_volume = weights_volume_identity(args.weights_source, plan, args.snapshot_id)
-        streamed = args.weights_source == "s3"
+        streamed = args.weights_source == WeightsSource.S3
         repository = plan.request.repository or plan.model.hf_repo
         # The commit the model catalog pins for this repository (None: staged at main, resolved then).
         self._revision = pinned_revision(plan.model.variant, repository)
-        if args.weights_source in ("s3", "s3-mountpoint"):
+        if args.weights_source in STAGED_SOURCES:
             own = s3_location(plan.request.repository or "")
             weights = self._own_bucket(*own) if own else self._staged_bucket()
             self.weights_bucket = weights.name
@@ -357,7 +359,7 @@ class Inference(pulumi.ComponentResource):
                 model_uri = WEIGHTS_MOUNT_PATH
                 claim = weights_object_name(WEIGHTS_CLAIM, self.weights_volume)
                 weights_volume = {"persistentVolumeClaim": {"claimName": claim, "readOnly": True}}
-        elif args.weights_source == "ebs-snapshot":
+        elif args.weights_source == WeightsSource.EBS_SNAPSHOT:
             snapshot, weights_volume = self._snapshot_volume()
             workload_deps.append(snapshot)
             model_uri = WEIGHTS_MOUNT_PATH
@@ -840,12 +842,13 @@ class Inference(pulumi.ComponentResource):
         )
 
 
-def weights_addons(weights_source: str) -> dict[str, str]:
+def weights_addons(weights_source: WeightsSource | str) -> dict[str, str]:
     """The EKS add-ons (name -> pinned version) a weights source installs; preflight checks that
     EKS offers each pinned version."""
-    if weights_source == "s3-mountpoint":
+    source = WeightsSource(weights_source)  # a value outside the set is an error, not "none"
+    if source == WeightsSource.S3_MOUNTPOINT:
         return {MOUNTPOINT_S3_CSI_ADDON: MOUNTPOINT_S3_CSI_ADDON_VERSION}
-    if weights_source == "ebs-snapshot":
+    if source == WeightsSource.EBS_SNAPSHOT:
         return {SNAPSHOT_CONTROLLER_ADDON: SNAPSHOT_CONTROLLER_ADDON_VERSION}
     return {}
 
@@ -1113,14 +1116,17 @@ def staged_prefix(plan: SizingPlan) -> str:
     return f"{plan.model.variant}/" + (f"{revision}/" if revision else "")
 
 
-def weights_volume_identity(weights_source: str, plan: SizingPlan, snapshot_id: str | None) -> str:
+def weights_volume_identity(
+    weights_source: WeightsSource | str, plan: SizingPlan, snapshot_id: str | None
+) -> str:
     """What the pods' weights volume holds, for the sources that give vLLM a volume (the bucket's
     prefix under Mountpoint, the snapshot for ebs-snapshot; "" for the others): a change of it
     is a new volume, which the deployed one cannot become in place."""
-    if weights_source == "s3-mountpoint":
+    source = WeightsSource(weights_source)
+    if source == WeightsSource.S3_MOUNTPOINT:
         own = s3_location(plan.request.repository or "")
         return f"s3://{own[0]}/{own[1]}" if own else f"project-bucket/{staged_prefix(plan)}"
-    if weights_source == "ebs-snapshot":
+    if source == WeightsSource.EBS_SNAPSHOT:
         return snapshot_id or ""
     return ""
 
