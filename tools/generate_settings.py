@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import textwrap
+import types
 import typing
 from collections.abc import Iterator
 from enum import Enum
@@ -41,6 +42,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from deepseek_eks.components import arg_types, placement
+from deepseek_eks.components.service import camel, snake
 from deepseek_eks.components.service_doc import default as model_default
 from deepseek_eks.components.wiring import WIRING
 from deepseek_eks.settings.model import (
@@ -77,7 +79,7 @@ ARGS_NAMES: dict[type[BaseModel], str] = {
 # Settings' own fields the component takes as arguments, besides its groups: the others (stack,
 # warnings, blockers) are the program's, not the user's.
 TOP_LEVEL = ("compute_mode", "kubernetes_version", "region")
-SECRETS = tuple("".join(f"_{c.lower()}" if c.isupper() else c for c in key) for key in SECRET_KEYS)
+SECRETS = tuple(snake(key) for key in SECRET_KEYS)
 NUMBER_NOTE = '# project config has no "number" type; parsed as a float by the settings'
 
 
@@ -110,7 +112,7 @@ def _plain(annotation: Any) -> Any:
         origin = typing.get_origin(annotation)
         if origin is typing.Annotated:
             annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, __import__("types").UnionType):
+        elif origin in (typing.Union, types.UnionType):
             members = [a for a in typing.get_args(annotation) if a is not type(None)]
             if len(members) != 1:
                 raise TypeError(f"cannot type {annotation!r} as one argument")
@@ -236,10 +238,7 @@ def _config_entries() -> Iterator[tuple[str, FieldInfo]]:
     """(config key, model field) of every setting in the project namespace, in the model's order."""
     keys = set(known_keys())
     for name in ("compute_mode", "kubernetes_version"):
-        yield (
-            "".join(p if i == 0 else p[:1].upper() + p[1:] for i, p in enumerate(name.split("_"))),
-            (Settings.model_fields[name]),
-        )
+        yield camel(name), Settings.model_fields[name]
     for group, model in _GROUPS.items():
         for field in model.model_fields.values():
             key = f"{group}.{field.alias}"
@@ -274,9 +273,8 @@ def project_config() -> str:
             f"    description: {_yaml_scalar(field.description)}",
             f"    default: {_yaml_scalar(shown)}",
         ]
-    for key in SECRET_KEYS:
-        snake = "".join(f"_{c.lower()}" if c.isupper() else c for c in key)
-        undeclared.append(f"#   {key}: {Settings.model_fields[snake].description}")
+    for key, name in zip(SECRET_KEYS, SECRETS, strict=True):
+        undeclared.append(f"#   {key}: {Settings.model_fields[name].description}")
     intro = (
         "# Every setting with a default, as the settings model declares it. The engine merges these into"
         " each stack's config by path, and so does the offline reader (automation/stackfile.py):"

@@ -128,20 +128,13 @@ class Result:
     rate_share: float = 1.0  # of the default rate (servable_rate)
 
 
-def run_all(
-    stacks: Sequence[str], traces: Sequence[str], hours: float, seed: int, jobs: int = 1
-) -> list[Result]:
-    """``--compare`` for every stack and trace at the rate its ``maxReplicas`` can serve
-    (``servable_rate``), in ``jobs`` worker processes; progress on stderr. A stack whose plan has
-    no throughput figures is listed once, with the reason."""
-    return run_seeds(stacks, traces, hours, (seed,), jobs)[seed]
-
-
 def run_seeds(
     stacks: Sequence[str], traces: Sequence[str], hours: float, seeds: Sequence[int], jobs: int = 1
 ) -> dict[int, list[Result]]:
-    """``run_all`` for each seed, every (seed, stack, trace) one task: they share nothing (each
-    loads its stack and draws its own trace), so ``jobs`` processes run them side by side."""
+    """``--compare`` for every seed, stack and trace at the rate the stack's ``maxReplicas`` can
+    serve (``servable_rate``), each (seed, stack, trace) one task: they share nothing (each loads
+    its stack and draws its own trace), so ``jobs`` processes run them side by side. Progress on
+    stderr; a stack whose plan has no throughput figures is listed once, with the reason."""
     tasks = [(stack, trace, hours, seed) for seed in seeds for stack in stacks for trace in traces]
     if jobs > 1:
         with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -28,7 +28,7 @@ def test_the_lock_holds_every_declared_pin_at_its_version(lock: str) -> None:
 @pytest.mark.parametrize("lock", sorted(LOCKS))
 def test_every_locked_distribution_has_a_hash(lock: str) -> None:
     text = (ROOT / lock).read_text()
-    assert text.startswith(header(lock, LOCKS[lock])), f"{lock} was not written by tools/lock_requirements.py"
+    assert text.startswith(header(LOCKS[lock])), f"{lock} was not written by tools/lock_requirements.py"
     unhashed = [name for name, (_, hashes) in locked_pins(lock).items() if hashes == 0]
     assert not unhashed, f"{lock}: entries without a hash: {unhashed}"
     assert "-e " not in text and "-r " not in text
