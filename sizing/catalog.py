@@ -119,6 +119,11 @@ class InstanceType:
     vcpu: int
     memory_mib: int
     efa_supported: bool
+    # The default network card's bandwidth (EC2 NetworkCards[].BaselineBandwidthInGbps and
+    # PeakBandwidthInGbps): "up to" sizes hold the baseline and burst to the peak on network I/O
+    # credits for a limited time (EC2 user guide, "Amazon EC2 instance network bandwidth").
+    network_baseline_gbps: float
+    network_peak_gbps: float
     instance_storage_gb: int
     offered_in_region: dict[str, bool] = field(default_factory=dict)
     on_demand_usd_per_hour: dict[str, float | None] = field(default_factory=dict)

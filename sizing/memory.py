@@ -166,6 +166,14 @@ def largest_linear_bytes_per_gpu(model: ModelSpec, tp: int) -> int:
     return math.ceil(max(gate_up, qkv) / tp) * ACTIVATION_BYTES
 
 
+def largest_checkpoint_tensor_bytes(model: ModelSpec) -> int:
+    """Bytes of the checkpoint's biggest single tensor, counted at 16 bits (an upper bound for an
+    FP8 checkpoint): the embedding (or LM head, vocab x hidden) or an MLP projection (intermediate x
+    hidden; checkpoints keep gate, up and down as separate tensors)."""
+    intermediate = max(model.intermediate_size, model.moe_intermediate_size)
+    return max(model.vocab_size, intermediate) * model.hidden_size * ACTIVATION_BYTES
+
+
 # Online FP8 layers in flight at once while loading. vLLM 0.33.0 creates an online-FP8 layer's
 # weight on the meta device, materializes it in the checkpoint's 16-bit dtype when its first shard
 # arrives and quantizes it once all of its shards are in

@@ -16,6 +16,7 @@ The rules, in order:
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -41,6 +42,7 @@ from .memory import (
     download_bytes,
     is_online_quantization,
     kv_bytes_per_token_per_gpu,
+    largest_checkpoint_tensor_bytes,
     load_peak_bytes_per_gpu,
     tensor_parallel_refusal,
     weight_bytes,
@@ -54,8 +56,10 @@ from .performance import (
     Hardware,
     SchedulerLimits,
     SteadyState,
+    allreduce_bus_efficiency,
     default_max_num_batched_tokens,
     hardware,
+    interconnect_gb_s,
     preemption_probability,
     roofline,
     steady_state,
@@ -157,6 +161,26 @@ IMAGE_PULL_S = {
 # doubled for the page cache.
 HF_DOWNLOAD_GIB_PER_S = 0.046
 S3_STREAM_GIB_PER_S = 10_420_633_176 / 5.023344 / 2**30
+# That rate is one streaming process's. A replica of several GPUs runs one process per GPU, and two
+# more bounds apply:
+# - The node's network: the default card's peak bandwidth (catalog network_peak_gbps, from EC2
+#   DescribeInstanceTypes). "Up to" sizes reach it on network I/O credits, for "a limited time,
+#   typically from 5 to 60 minutes", and an instance has the most credits at launch (EC2 user
+#   guide, "Amazon EC2 instance network bandwidth"): a new node's first minutes are at the peak.
+#   S3 through the VPC's gateway endpoint is traffic within the Region, which "can utilize the
+#   full network bandwidth" (same page).
+# - Without distributed streaming every process reads every file: vLLM 0.33.0's runai_streamer
+#   passes is_distributed=False unless --model-loader-extra-config sets {"distributed": true}
+#   (vllm/model_executor/model_loader/runai_streamer_loader.py ``RunaiModelStreamerLoader``,
+#   weight_utils.py ``runai_safetensors_weights_iterator``), and runai-model-streamer 0.15.7 then
+#   keeps its own distributed mode off (distributed_streamer.py ``set_is_distributed``). The NIC
+#   carries the checkpoint once per GPU. With it, the processes of one node divide the files and
+#   broadcast their shares to each other over NCCL (runai-model-streamer docs/src/usage.md,
+#   "Distributed streaming", local mode), so each GPU also receives (n-1)/n of the checkpoint over
+#   its interconnect, at the share of the link NCCL reaches there (performance.py). That needs
+#   staging buffers of twice the largest tensor on each GPU (same section).
+# Facts: reference/upstream/cold-start-facts.json runai_distributed_streaming.
+DISTRIBUTED_STREAMING_STAGING_TENSORS = 2
 DISK_LOAD_GIB_PER_S = 0.25
 # vLLM's default safetensors loader read Llama-3-8B (~15 GB) in 48.0 s even from a local gp3 volume
 # (NVIDIA blog "Reducing cold start latency ... Run:ai Model Streamer", g5.12xlarge): ~0.29 GiB/s.
@@ -340,7 +364,7 @@ PLAN_FIELD_DOCS: dict[str, str] = {
     "(activations, CUDA graphs, NCCL), the largest over the pool's types.",
     "runtime_overhead_source": "calibrated (from your vLLM log) or model (the built-in estimate).",
     "load_peak_gib_per_gpu": "Peak memory per GPU while loading (online FP8 quantization holds two "
-    "16-bit layers at once).",
+    "16-bit layers at once; distributed streaming stages twice the largest tensor).",
     "gpus_per_replica": "GPUs one replica uses (tensor × pipeline parallel).",
     "tensor_parallel_size": "vLLM --tensor-parallel-size.",
     "pipeline_parallel_size": "vLLM --pipeline-parallel-size (above 1 only for r1-671b across nodes).",
@@ -539,13 +563,49 @@ class SizingPlan:
         weights_gib = weight_bytes(self.model, self.quantization) / GIB
         source = self.request.weights_source
         if source == "s3":
-            return weights_gib / S3_STREAM_GIB_PER_S
+            return self.streamed_weights_seconds(weights_gib)
         if source == "s3-mountpoint":
             return weights_gib / DEFAULT_LOADER_GIB_PER_S
         if source == "ebs-snapshot":
             rate = DEFAULT_LOADER_GIB_PER_S if self.request.fast_snapshot_restore else SNAPSHOT_INIT_GIB_PER_S
             return self.checkpoint_gib / rate
         return self.weights_download_gib / HF_DOWNLOAD_GIB_PER_S + weights_gib / DISK_LOAD_GIB_PER_S
+
+    @property
+    def distributed_streaming(self) -> bool:
+        """Whether the GPUs of a replica divide the streamed checkpoint between them (vLLM's
+        runai_streamer ``distributed`` option; rates and sources above S3_STREAM_GIB_PER_S): with
+        S3 weights, on one node, more than one GPU, and room on each GPU for the staging buffers
+        beside the weights while loading."""
+        fit = self.chosen
+        if self.request.weights_source != "s3" or fit.nodes > 1 or fit.tensor_parallel < 2:
+            return False
+        staging = DISTRIBUTED_STREAMING_STAGING_TENSORS * largest_checkpoint_tensor_bytes(self.model)
+        return fit.load_peak_per_gpu + staging <= fit.instance.cuda_memory_mib * 1024**2
+
+    @property
+    def load_peak_per_gpu(self) -> int:
+        """Peak memory per GPU while loading: the chosen fit's, plus distributed streaming's staging
+        buffers where it is on."""
+        staging = 0
+        if self.distributed_streaming:
+            staging = DISTRIBUTED_STREAMING_STAGING_TENSORS * largest_checkpoint_tensor_bytes(self.model)
+        return self.chosen.load_peak_per_gpu + staging
+
+    def streamed_weights_seconds(self, weights_gib: float) -> float:
+        """Seconds to stream ``weights_gib`` from S3 into a replica's GPUs on one node: one
+        streaming process per GPU at the cited per-process rate, within the node's network, and,
+        with distributed streaming, the broadcast of each GPU's share to the others."""
+        fit = self.chosen
+        ranks = fit.tensor_parallel  # processes on one node (pipeline stages are on other nodes)
+        network_gib_s = fit.instance.network_peak_gbps * 1e9 / 8 / GIB
+        if not self.distributed_streaming:
+            return weights_gib / min(S3_STREAM_GIB_PER_S, network_gib_s / ranks)
+        read = weights_gib / min(ranks * S3_STREAM_GIB_PER_S, network_gib_s)
+        family = fit.instance.family
+        link_gib_s = interconnect_gb_s(family) * 1e9 * allreduce_bus_efficiency(family, ranks) / GIB
+        broadcast = weights_gib * (ranks - 1) / ranks / link_gib_s
+        return max(read, broadcast)
 
     @property
     def compile_cache(self) -> bool:
@@ -631,6 +691,8 @@ class SizingPlan:
             args += ["--kv-cache-dtype", "fp8"]
         if self.request.weights_source == "s3":
             args += ["--load-format", "runai_streamer"]
+        if self.distributed_streaming:
+            args += ["--model-loader-extra-config", json.dumps({"distributed": True})]
         revision = pinned_revision(self.model.variant, self.repository or "")
         if revision and self.request.weights_source == "huggingface":
             # vLLM downloads from the Hub itself: the weights and tokenizer at the catalog's commit
@@ -659,7 +721,7 @@ class SizingPlan:
             "gpu_cuda_memory_gib_per_gpu": round(self.chosen.instance.cuda_memory_gib, 2),
             "runtime_overhead_gib_per_gpu": round(max(f.overhead_per_gpu for f in self.fits) / GIB, 2),
             "runtime_overhead_source": "calibrated" if self.chosen.overhead_calibrated else "model",
-            "load_peak_gib_per_gpu": round(self.chosen.load_peak_per_gpu / GIB, 2),
+            "load_peak_gib_per_gpu": round(self.load_peak_per_gpu / GIB, 2),
             "gpus_per_replica": self.gpus_per_replica,
             "tensor_parallel_size": self.tensor_parallel_size,
             "pipeline_parallel_size": self.pipeline_parallel_size,

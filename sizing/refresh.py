@@ -32,6 +32,8 @@ _HARDWARE_FIELDS: tuple[str, ...] = (
     "vcpu",
     "memory_mib",
     "efa_supported",
+    "network_baseline_gbps",
+    "network_peak_gbps",
 )
 
 
@@ -107,6 +109,10 @@ def _with_live_hardware(bundled: InstanceType, info: dict[str, Any]) -> tuple[In
             gpu_model = model
         elif model != bundled.gpu_model:
             held_back.append(Drift(bundled.name, "gpu_model", bundled.gpu_model, model))
+    # The network card pods use: the default one (a type with several lists each).
+    network = info.get("NetworkInfo", {})
+    cards = network.get("NetworkCards") or [{}]
+    card = cards[min(int(network.get("DefaultNetworkCardIndex", 0)), len(cards) - 1)]
     # CUDA's figure follows the GPU model (EC2's memory figure is never the budget).
     cuda = cuda_memory_table().get(gpu_memory_key(gpu_model, gpu_memory_mib))
     live = replace(
@@ -117,7 +123,9 @@ def _with_live_hardware(bundled: InstanceType, info: dict[str, Any]) -> tuple[In
         cuda_memory_mib=cuda["cuda_total_mib"] if cuda else bundled.cuda_memory_mib,
         vcpu=int(info["VCpuInfo"]["DefaultVCpus"]),
         memory_mib=int(info["MemoryInfo"]["SizeInMiB"]),
-        efa_supported=bool(info.get("NetworkInfo", {}).get("EfaSupported", False)),
+        efa_supported=bool(network.get("EfaSupported", False)),
+        network_baseline_gbps=float(card.get("BaselineBandwidthInGbps", bundled.network_baseline_gbps)),
+        network_peak_gbps=float(card.get("PeakBandwidthInGbps", bundled.network_peak_gbps)),
     )
     return live, held_back
 

@@ -60,12 +60,13 @@ COMMAND = "python tools/bench_autoscaling.py"
 # busy-hours floor, and with the seasonal floor (yesterday's and last week's demand one start-up
 # ahead) instead of a schedule written by hand. The bounds stay the stack's, so the trace (sized
 # from maxReplicas) is the same for every candidate.
-# Each candidate names its seasonal floor: the example stacks set autoscaling.seasonal, and a
-# candidate without it would silently inherit the floor.
-NO_FLOOR = {"autoscaling.seasonal": "false"}
+# Each candidate names the settings the example stacks change from their defaults (the seasonal
+# floor, the KV-cache target): a candidate without them would silently inherit the stack's.
+NO_FLOOR = {"autoscaling.seasonal": "false", "autoscaling.targetKvCacheUsage": "0.85"}
 QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1", **NO_FLOOR}
 CONCURRENCY = {"autoscaling.signal": "concurrency", **NO_FLOOR}
 SEASONAL = {"autoscaling.seasonal": "true"}
+KV_04 = {"autoscaling.targetKvCacheUsage": "0.4"}
 
 
 def _busy_hours(replicas: int) -> str:
@@ -73,18 +74,19 @@ def _busy_hours(replicas: int) -> str:
 
 
 def _concurrency_candidates(busy_hours_floor: int) -> dict[str, dict[str, str]]:
-    """The concurrency signal's candidates, the same for every stack but for the floor."""
+    """The concurrency signal's candidates, the same for every stack but for the floor. The
+    example stacks' own setting (KV 0.4 with the seasonal floor) is their default row; its
+    neighbours change one thing each."""
     default = f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}"
     return {
         default: CONCURRENCY,
         "concurrency 0.85": {**CONCURRENCY, "autoscaling.targetConcurrencyShare": "0.85"},
-        f"{default}, KV 0.4": {**CONCURRENCY, "autoscaling.targetKvCacheUsage": "0.4"},
+        f"{default}, KV 0.4": {**CONCURRENCY, **KV_04},
         f"{default}, {busy_hours_floor} from 08:00 to 20:00": {
             **CONCURRENCY,
             "autoscaling.schedule": _busy_hours(busy_hours_floor),
         },
         f"{default}, seasonal": {**CONCURRENCY, **SEASONAL},
-        f"{default}, KV 0.4, seasonal": {**CONCURRENCY, "autoscaling.targetKvCacheUsage": "0.4", **SEASONAL},
     }
 
 

@@ -7,7 +7,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import yaml
 
+from deepseek_eks.automation.stackfile import PROJECT_ROOT
 from deepseek_eks.perf.simulate.bench import (
     BEGIN,
     CANDIDATES,
@@ -169,15 +171,23 @@ def test_the_bursts_are_judged_at_97_percent_and_1_5x_the_oracle_every_other_tra
     assert not beats_goal_first(own, guide_at_100)
 
 
-def test_every_candidate_says_whether_it_keeps_the_seasonal_floor() -> None:
-    """The example stacks set autoscaling.seasonal: a candidate that left it out would inherit the
-    floor and be judged as what its label does not say."""
+def test_every_candidate_names_what_the_example_stacks_change() -> None:
+    """The example stacks set autoscaling.seasonal and targetKvCacheUsage: a candidate that left
+    either out would inherit the stack's value and be judged as what its label does not say."""
     for stack, candidates in CANDIDATES.items():
+        config = yaml.safe_load((PROJECT_ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+        changed = {k.removeprefix("deepseek-eks:") for k in config} & {
+            "autoscaling.seasonal",
+            "autoscaling.targetKvCacheUsage",
+        }
+        assert changed == {"autoscaling.seasonal", "autoscaling.targetKvCacheUsage"}, stack
         for label, overrides in candidates.items():
             assert overrides.get("autoscaling.seasonal") == ("true" if "seasonal" in label else "false"), (
                 stack,
                 label,
             )
+            kv = overrides.get("autoscaling.targetKvCacheUsage")
+            assert kv == ("0.4" if "KV 0.4" in label else "0.85"), (stack, label)
 
 
 def test_seeds_run_as_tasks_and_a_plan_without_figures_shows_once(

@@ -4,7 +4,12 @@ the engine's output."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import math
+from functools import cache
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -289,13 +294,16 @@ def test_startup_budget_follows_the_weight_source() -> None:
     assert hf.startup_probe_seconds == math.ceil(
         (math.ceil(weights_gib / 0.046 + weights_gib / 0.25) + uncached_engine_s()) * 1.5
     )
-    # S3: the Run:ai streamer at the EKS guide's rate (10.4 GB in 5.02 s) straight to the GPUs.
-    guide = cold_start_facts()["eks_guide_load_serve_model"]
-    streamer_gib_s = guide["checkpoint_bytes"] / guide["streamer_load_s"] / GIB
-    assert s3.startup_breakdown["weights"] == math.ceil(weights_gib / streamer_gib_s)
+    # S3: the Run:ai streamer at the EKS guide's rate (10.4 GB in 5.02 s) per GPU, the four GPUs of
+    # the g6e.12xlarge each streaming a quarter (distributed streaming) within its 100 Gbps.
+    streamer_gib_s = streamer_rate_gib_s()
+    assert s3.chosen.tensor_parallel == 4 and s3.distributed_streaming
+    network_gib_s = ec2_network_card(s3.instance_type)["PeakBandwidthInGbps"] * 1e9 / 8 / GIB
+    assert 4 * streamer_gib_s < network_gib_s
+    assert s3.startup_breakdown["weights"] == math.ceil(weights_gib / (4 * streamer_gib_s))
     # The probe still waits for an uncached engine: the service's first replica compiles.
     assert s3.startup_probe_seconds == max(
-        300, math.ceil((math.ceil(weights_gib / streamer_gib_s) + uncached_engine_s()) * 1.5)
+        300, math.ceil((math.ceil(weights_gib / (4 * streamer_gib_s)) + uncached_engine_s()) * 1.5)
     )
     small = feasible(plan(PlanRequest("r1-distill-qwen-1.5b", ("g6",), weights_source="s3")))
     assert small.startup_probe_seconds == 300  # the floor
@@ -340,6 +348,76 @@ def test_startup_breakdown_has_every_stage_for_every_source(source: str, mode: s
     assert p.startup_probe_seconds == max(300, math.ceil((stages["weights"] + uncached_engine_s()) * 1.5))
     assert p.rollout_seconds > p.startup_seconds
     assert p.to_dict()["startup_breakdown"] == stages
+
+
+def streamer_rate_gib_s() -> float:
+    """One Run:ai streaming process's rate from S3: the EKS guide's 10.4 GB in 5.02 s."""
+    guide = cold_start_facts()["eks_guide_load_serve_model"]
+    return float(guide["checkpoint_bytes"] / guide["streamer_load_s"] / GIB)
+
+
+@cache
+def ec2_instance_types() -> dict[str, Any]:
+    """EC2 DescribeInstanceTypes as moto 5.2.5 ships it (the catalog's hardware source)."""
+    import moto
+
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    data: dict[str, Any] = json.loads(gzip.decompress(path.read_bytes()))
+    return data
+
+
+def ec2_network_card(instance_type: str) -> dict[str, Any]:
+    info = ec2_instance_types()[instance_type]["NetworkInfo"]
+    card: dict[str, Any] = info["NetworkCards"][info.get("DefaultNetworkCardIndex", 0)]
+    return card
+
+
+def test_the_catalog_network_bandwidth_is_ec2s_default_card() -> None:
+    for name, instance in instance_catalog().instances.items():
+        card = ec2_network_card(name)
+        assert instance.network_baseline_gbps == card["BaselineBandwidthInGbps"], name
+        assert instance.network_peak_gbps == card["PeakBandwidthInGbps"], name
+
+
+def test_a_replica_of_several_gpus_divides_the_streamed_checkpoint_between_them() -> None:
+    """vLLM 0.33.0 streams every file to every GPU unless the runai_streamer's ``distributed``
+    option is on; with it each GPU reads its share, so the node's NIC carries the checkpoint once."""
+    facts = cold_start_facts()["runai_distributed_streaming"]
+    p = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",), weights_source="s3")))
+    assert p.chosen.tensor_parallel == 4
+    args = p.vllm_args
+    config = json.loads(args[args.index("--model-loader-extra-config") + 1])
+    assert set(config) <= set(facts["allowed_extra_config_keys"]) and config["distributed"] is True
+    assert facts["distributed_default"] is False  # so leaving it out streams the checkpoint 4 times
+    # Staging buffers of twice the largest tensor (the 70B's embedding, from its config.json) sit
+    # beside the weights on each GPU while loading.
+    cfg = model_configs()["deepseek-ai/DeepSeek-R1-Distill-Llama-70B"]
+    largest = max(cfg["vocab_size"], cfg["intermediate_size"]) * cfg["hidden_size"] * 2
+    staging = facts["staging_largest_tensor_multiple"] * largest
+    assert p.to_dict()["load_peak_gib_per_gpu"] == round((p.chosen.load_peak_per_gpu + staging) / GIB, 2)
+    assert p.to_dict()["load_peak_gib_per_gpu"] < cuda_gpu_memory_gib()["L40S"]
+    # Without it (one GPU, another source) nothing is added.
+    for request in (
+        PlanRequest("r1-distill-qwen-7b", ("g6",), weights_source="s3"),
+        PlanRequest("r1-distill-llama-70b", ("g6e",), weights_source="s3-mountpoint"),
+        PlanRequest("r1-distill-llama-70b", ("g6e",)),
+    ):
+        other = feasible(plan(request))
+        assert "--model-loader-extra-config" not in other.vllm_args and not other.distributed_streaming
+        assert other.to_dict()["load_peak_gib_per_gpu"] == round(other.chosen.load_peak_per_gpu / GIB, 2)
+
+
+def test_streamed_weights_are_bounded_by_the_nodes_network() -> None:
+    """One GPU on an "up to 10 Gigabit" g6.xlarge streams at the NIC's peak (a new instance has
+    its burst credits), below the streamer's own rate."""
+    p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), weights_source="s3")))
+    assert p.instance_type == "g6.xlarge"
+    card = ec2_network_card("g6.xlarge")
+    assert card["BaselineBandwidthInGbps"] < card["PeakBandwidthInGbps"]
+    network_gib_s = card["PeakBandwidthInGbps"] * 1e9 / 8 / GIB
+    assert network_gib_s < streamer_rate_gib_s()
+    weights_gib = p.to_dict()["weights_gib"]
+    assert 0 <= p.startup_breakdown["weights"] - weights_gib / network_gib_s < 1  # whole seconds, up
 
 
 def test_auto_mode_with_s3_weights_starts_in_minutes() -> None:
