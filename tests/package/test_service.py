@@ -24,7 +24,9 @@ PROD_AS_ARGS: DeepSeekServiceArgs = {
     "compute_mode": "karpenter",
     "model": ModelArgs(variant="r1-distill-llama-70b", max_model_len=32768, min_full_length_sequences=2),
     "gpu": GpuArgs(instance_families=["g6e", "p5"], capacity_types=["spot", "on-demand"]),
-    "autoscaling": ScalingArgs(signal="concurrency", seasonal=True, min_replicas=2, max_replicas=4),
+    "autoscaling": ScalingArgs(
+        signal="concurrency", seasonal=True, target_kv_cache_usage=0.4, min_replicas=2, max_replicas=4
+    ),
     # Pulumi.prod.yaml streams the weights from the project's bucket (a cold start of minutes).
     "weights": WeightsArgs(source="s3"),
     "api_key": "not-a-real-key",

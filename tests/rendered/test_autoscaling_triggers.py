@@ -47,7 +47,9 @@ def _objects(**overrides: str) -> tuple[list[dict], str]:
 
 @pytest.fixture(scope="module")
 def kv_and_schedule() -> tuple[list[dict], str]:
-    return _objects(autoscaling__signal="kv-cache", autoscaling__schedule=SCHEDULE)
+    return _objects(
+        autoscaling__signal="kv-cache", autoscaling__schedule=SCHEDULE, autoscaling__targetKvCacheUsage="0.8"
+    )
 
 
 def test_kv_cache_and_schedule_render_one_valid_scaled_object(kv_and_schedule) -> None:
@@ -58,7 +60,7 @@ def test_kv_cache_and_schedule_render_one_valid_scaled_object(kv_and_schedule) -
     assert check(scaled, version, schema_dir()) == []
     kv, first, second = scaled["spec"]["triggers"]
     assert kv["type"] == "prometheus" and promql.VLLM_KV_CACHE_USAGE in kv["metadata"]["query"]
-    assert float(kv["metadata"]["threshold"]) == 0.85
+    assert float(kv["metadata"]["threshold"]) == 0.8
     for trigger in (first, second):
         assert trigger["type"] == "cron"
         assert sorted(trigger["metadata"]) == sorted(CRON_FACTS["metadata"])
@@ -121,14 +123,18 @@ def test_component_users_set_the_same_settings_in_python_spelling() -> None:
 
 
 def test_concurrency_renders_a_valid_scaled_object_at_a_share_of_the_planned_batch() -> None:
-    objects, version = _objects(autoscaling__signal="concurrency", autoscaling__targetConcurrencyShare="0.6")
+    objects, version = _objects(
+        autoscaling__signal="concurrency",
+        autoscaling__targetConcurrencyShare="0.6",
+        autoscaling__targetKvCacheUsage="0.75",
+    )
     scaled = [o for o in objects if o["kind"] == "ScaledObject"]
     assert len(scaled) == 1 and not [o for o in objects if o["kind"] == "HorizontalPodAutoscaler"]
     assert check(scaled[0], version, schema_dir()) == []
     trigger, kv = scaled[0]["spec"]["triggers"]
     # Beside it, the KV cache: the capacity that binds first when outputs are long.
     assert (
-        promql.VLLM_KV_CACHE_USAGE in kv["metadata"]["query"] and float(kv["metadata"]["threshold"]) == 0.85
+        promql.VLLM_KV_CACHE_USAGE in kv["metadata"]["query"] and float(kv["metadata"]["threshold"]) == 0.75
     )
     query = trigger["metadata"]["query"]
     assert promql.VLLM_RUNNING in query and promql.VLLM_WAITING in query

@@ -122,9 +122,12 @@ def test_type_without_gpu_keeps_bundled_gpu_fields(ec2: Any) -> None:
     got = refreshed.instances["m5.large"]
     assert (got.gpu_model, got.gpu_count, got.gpu_memory_mib) == ("A10G", 1, 22888)
     assert (got.vcpu, got.memory_mib) == (2, 8192)
+    # m5.large is "Up to 10 Gigabit" on a 0.75 Gbps baseline (g5.xlarge: 2.5).
+    assert (got.network_baseline_gbps, got.network_peak_gbps) == (0.75, 10.0)
     assert drifts == [
         Drift("m5.large", "vcpu", 4, 2),
         Drift("m5.large", "memory_mib", 16384, 8192),
+        Drift("m5.large", "network_baseline_gbps", 2.5, 0.75),
         Drift("m5.large", "gpu_info", "1x A10G", None),
     ]
 

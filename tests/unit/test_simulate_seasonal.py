@@ -26,8 +26,11 @@ def test_the_peak_of_a_window_is_its_largest_sample_and_0_where_it_holds_none() 
 @pytest.fixture(scope="module")
 def dev_step():
     spec = TraceSpec(profile="step", hours=24, seed=1)
-    base = load_stack("dev", {"autoscaling.signal": "concurrency", "autoscaling.seasonal": "false"})
-    seasonal = load_stack("dev", {"autoscaling.signal": "concurrency", "autoscaling.seasonal": "true"})
+    # The KV-cache trigger at the setting's default, so that the concurrency trigger alone moves
+    # the count before the step (the example stack's 0.4 asks for a replica earlier by itself).
+    signal = {"autoscaling.signal": "concurrency", "autoscaling.targetKvCacheUsage": "0.85"}
+    base = load_stack("dev", {**signal, "autoscaling.seasonal": "false"})
+    seasonal = load_stack("dev", {**signal, "autoscaling.seasonal": "true"})
     curve = published_curve(base.plan)
     trace, duration, rate = build_trace(spec, base, curve)
     return spec, base, seasonal, curve, trace, duration, rate
