@@ -580,16 +580,19 @@ class SizingPlan:
         fit = self.chosen
         if self.request.weights_source != "s3" or fit.nodes > 1 or fit.tensor_parallel < 2:
             return False
-        staging = DISTRIBUTED_STREAMING_STAGING_TENSORS * largest_checkpoint_tensor_bytes(self.model)
-        return fit.load_peak_per_gpu + staging <= fit.instance.cuda_memory_mib * 1024**2
+        peak = fit.load_peak_per_gpu + self.streaming_staging_bytes
+        return peak <= fit.instance.cuda_memory_mib * 1024**2
+
+    @property
+    def streaming_staging_bytes(self) -> int:
+        """Distributed streaming's staging buffers on each GPU: twice the largest tensor."""
+        return DISTRIBUTED_STREAMING_STAGING_TENSORS * largest_checkpoint_tensor_bytes(self.model)
 
     @property
     def load_peak_per_gpu(self) -> int:
         """Peak memory per GPU while loading: the chosen fit's, plus distributed streaming's staging
         buffers where it is on."""
-        staging = 0
-        if self.distributed_streaming:
-            staging = DISTRIBUTED_STREAMING_STAGING_TENSORS * largest_checkpoint_tensor_bytes(self.model)
+        staging = self.streaming_staging_bytes if self.distributed_streaming else 0
         return self.chosen.load_peak_per_gpu + staging
 
     def streamed_weights_seconds(self, weights_gib: float) -> float:
