@@ -109,10 +109,10 @@ def _with_live_hardware(bundled: InstanceType, info: dict[str, Any]) -> tuple[In
             gpu_model = model
         elif model != bundled.gpu_model:
             held_back.append(Drift(bundled.name, "gpu_model", bundled.gpu_model, model))
-    # The network card pods use: the default one (a type with several lists each).
+    # The network card pods use: the default one (types with several cards list each of them).
     network = info.get("NetworkInfo", {})
     cards = network.get("NetworkCards") or [{}]
-    card = cards[min(int(network.get("DefaultNetworkCardIndex", 0)), len(cards) - 1)]
+    card = cards[int(network.get("DefaultNetworkCardIndex", 0))]
     # CUDA's figure follows the GPU model (EC2's memory figure is never the budget).
     cuda = cuda_memory_table().get(gpu_memory_key(gpu_model, gpu_memory_mib))
     live = replace(

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
-from deepseek_eks.settings.model import DEFAULT_CONCURRENCY_SHARE
+from deepseek_eks.settings.model import DEFAULT_CONCURRENCY_SHARE, AutoscalingSettings
 
 from .replica import NoThroughputData, ThroughputCurve, published_curve
 from .run import (
@@ -62,9 +62,10 @@ COMMAND = "python tools/bench_autoscaling.py"
 # from maxReplicas) is the same for every candidate.
 # Each candidate names the settings the example stacks change from their defaults (the seasonal
 # floor, the KV-cache target): a candidate without them would silently inherit the stack's.
-NO_FLOOR = {"autoscaling.seasonal": "false", "autoscaling.targetKvCacheUsage": "0.85"}
-QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1", **NO_FLOOR}
-CONCURRENCY = {"autoscaling.signal": "concurrency", **NO_FLOOR}
+_KV_DEFAULT = AutoscalingSettings.model_fields["target_kv_cache_usage"].default
+SETTING_DEFAULTS = {"autoscaling.seasonal": "false", "autoscaling.targetKvCacheUsage": f"{_KV_DEFAULT:g}"}
+QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1", **SETTING_DEFAULTS}
+CONCURRENCY = {"autoscaling.signal": "concurrency", **SETTING_DEFAULTS}
 SEASONAL = {"autoscaling.seasonal": "true"}
 KV_04 = {"autoscaling.targetKvCacheUsage": "0.4"}
 
@@ -104,7 +105,7 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
             "autoscaling.schedule": _busy_hours(4),
         },
         "combined, queue 1, GPU 90 %": {
-            **NO_FLOOR,
+            **SETTING_DEFAULTS,
             "autoscaling.signal": "combined",
             "autoscaling.queueDepthPerReplica": "1",
             "autoscaling.targetGpuUtilization": "90",
