@@ -68,7 +68,8 @@ EVICTION_HARD_MEMORY_MIB = 100
 
 # What our own GPU-node DaemonSets request together: VPC CNI, kube-proxy, Pod Identity agent,
 # EBS CSI node, NVIDIA device plugin, DCGM exporter and node-exporter. Each requests 10-250m and
-# 50-512 MiB in their charts; this rounds their sum up so a new small agent still fits.
+# 50-512 MiB in their charts; this rounds their sum up so a new small agent still fits, such as
+# the image pre-pull's idle container in Karpenter mode (10m, 16 MiB: components/platform/image_prepull.py).
 DAEMONSET_RESERVE_MILLICORES = 1000
 DAEMONSET_RESERVE_MIB = 2048
 

@@ -128,7 +128,9 @@ MAX_DRAIN_S = 3600
 #   a minute after the node is Ready (cloudpilot-ai/karpenter-provider-gcp#148: measured on GCP; no
 #   figure per EC2 GPU family was found), before which Karpenter does not count the node initialized
 #   (aws/karpenter-provider-aws#1914): 90 + 60. Facts: cold-start-facts.json karpenter_gpu_registration.
-NODE_READY_S = {"auto-mode": 30, "karpenter": 90 + 60}
+KARPENTER_LAUNCH_S = 90
+GPU_REGISTRATION_S = 60
+NODE_READY_S = {"auto-mode": 30, "karpenter": KARPENTER_LAUNCH_S + GPU_REGISTRATION_S}
 # Image, by compute mode (settings' computeMode values), both with SOCI parallel pull/unpack:
 # - auto-mode: EKS Auto Mode turns on SOCI parallel pull for G and P instances (EKS user guide,
 #   ml-node-pools; since its November 19, 2025 change, on those with local NVMe: facts
@@ -153,6 +155,18 @@ IMAGE_PULL_S = {
     "auto-mode": math.ceil(VLLM_IMAGE_COMPRESSED_GB / SOCI_PULL_GB_PER_S),
     "karpenter": math.ceil(VLLM_IMAGE_COMPRESSED_GB / AL2023_SOCI_PULL_GB_PER_S),
 }
+# What of the pull a replica does not wait for, by compute mode. On Karpenter's nodes the image
+# pre-pull DaemonSet (components/platform/image_prepull.py) starts pulling the vLLM image once the
+# node is Ready, which is while the device plugin registers the GPUs (the node "may show as ready
+# but still require about a minute to allocate GPU resources", karpenter_gpu_registration); the
+# replica is scheduled only when nvidia.com/gpu appears, and its own pull of the same image finds
+# it pulled or waits for the rest (AL2023's kubelet pulls in parallel, nodeadm
+# internal/kubelet/config.go ``SerializeImagePulls: false``; containerd's CRI lets one pull fetch
+# and unpack a layer while others wait for it, v1.7.29 ``unpackDuplicationSuppressor``). Auto
+# Mode's published node figure runs from Nominated to the pod Scheduled on the node, with no split
+# at Ready, so no overlap is claimed there and no DaemonSet runs.
+# Facts: cold-start-facts.json image_prepull.
+IMAGE_PULL_HIDDEN_S = {"auto-mode": 0, "karpenter": GPU_REGISTRATION_S}
 # Weights. Hugging Face downloads: a 10.4 GB model took 3-5 min to stage through a pod (EKS user
 # guide, ml-inference-load-serve-model), ~50 MB/s. S3 with the Run:ai streamer: the same guide's
 # g6e.4xlarge (20 Gbps) loaded the 10.4 GB in 5.02 s ("Model loading took ... 5.02 seconds"):
@@ -622,16 +636,31 @@ class SizingPlan:
     @property
     def startup_breakdown(self) -> dict[str, int]:
         """Estimated seconds of each cold-start stage of a replica on a new node: GPU node ready,
-        image pulled, weights loaded, engine compiled and warmed up (rates cited above). The
-        engine's torch.compile is the cached figure where ``compile_cache`` holds: only the
-        service's very first replica on a GPU model compiles from scratch."""
+        image pulled, weights loaded, engine compiled and warmed up (rates cited above). The image
+        stage is what the replica still waits for: with ``image_prepull`` the pull starts while the
+        GPUs register. The engine's torch.compile is the cached figure where ``compile_cache``
+        holds: only the service's very first replica on a GPU model compiles from scratch."""
         engine = CACHED_COMPILE_AND_WARMUP_S if self.compile_cache else COMPILE_AND_WARMUP_S
+        mode = self._stage_mode
         return {
-            "node": NODE_READY_S.get(self.request.compute_mode, NODE_READY_S["karpenter"]),
-            "image": IMAGE_PULL_S.get(self.request.compute_mode, IMAGE_PULL_S["karpenter"]),
+            "node": NODE_READY_S[mode],
+            # Only what is left of the pull once the GPUs are registered (IMAGE_PULL_HIDDEN_S).
+            "image": max(0, IMAGE_PULL_S[mode] - IMAGE_PULL_HIDDEN_S[mode]),
             "weights": math.ceil(self.weights_load_seconds),
             "engine": engine,
         }
+
+    @property
+    def image_prepull(self) -> bool:
+        """Whether the service's GPU nodes run the image pre-pull DaemonSet, which pulls the vLLM
+        image from the moment a node is Ready, while its GPUs register (Karpenter mode,
+        components/platform/image_prepull.py); the image stage counts only the rest of the pull."""
+        return IMAGE_PULL_HIDDEN_S[self._stage_mode] > 0
+
+    @property
+    def _stage_mode(self) -> str:
+        """The compute mode whose cold-start figures apply: Karpenter's for any other value."""
+        return self.request.compute_mode if self.request.compute_mode in NODE_READY_S else "karpenter"
 
     @property
     def startup_seconds(self) -> int:
@@ -751,6 +780,7 @@ class SizingPlan:
             "weights_volume_gib": self.weights_volume_gib if r.weights_source == "ebs-snapshot" else None,
             "fast_snapshot_restore_hourly_usd": self.fast_snapshot_restore_hourly_usd,
             "compile_cache": self.compile_cache,
+            "image_prepull": self.image_prepull,
             "warm_spare_nodes": r.warm_spare_nodes,
             "warm_spare_hourly_usd": self.warm_spare_hourly_usd,
             "warm_spare_node_hourly_usd": round(self.chosen.node_usd_per_hour, 4),

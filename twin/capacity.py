@@ -14,7 +14,10 @@ replica at a time, and reads what Karpenter decided (its NodeClaims):
 - limits: each pool stops at its ``nvidia.com/gpu`` limit; one replica past every limit stays
   Pending with no NodeClaim;
 - taints: a pod without the GPU toleration gets a node of the general pool, never a GPU node,
-  even while the GPU nodes have room for it.
+  even while the GPU nodes have room for it;
+- daemonsets: each DaemonSet of the render (the vLLM image pre-pull), created before any replica as
+  a deployment does, has one pod bound on every node that runs a replica and none elsewhere, placed
+  by the real DaemonSet controller and scheduler beside vLLM on nodes Karpenter sized.
 
 What it does not prove: AWS (launches, capacity, spot interruptions, prices), the EC2NodeClass,
 Karpenter's AWS provider (its instance-type data, its overhead and ephemeral-storage arithmetic:
@@ -209,6 +212,8 @@ def kubeconfig(api: Api, folder: Path) -> Path:
 # The node lifecycle controller lifts the not-ready taint the API server puts on every new Node
 # (TaintNodesByCondition) once kwok reports it Ready; without it no pod ever binds.
 NODE_CONTROLLERS = ("node-lifecycle-controller",)
+# The capacity scenario also runs the render's DaemonSets.
+CAPACITY_CONTROLLERS = (*NODE_CONTROLLERS, "daemonset-controller")
 
 
 def kwok_stages() -> list[Path]:
@@ -308,8 +313,10 @@ class Capacity:
     def nodeclaims(self) -> list[dict[str, Any]]:
         return list(self.api.call("GET", NODECLAIMS).body.get("items") or [])
 
-    def pods(self, namespace: str) -> list[dict[str, Any]]:
-        return list(self.api.call("GET", f"/api/v1/namespaces/{namespace}/pods").body.get("items") or [])
+    def pods(self, namespace: str, *, daemonsets: bool = False) -> list[dict[str, Any]]:
+        """The pods of ``namespace``: those a DaemonSet owns with ``daemonsets``, else the others."""
+        items = self.api.call("GET", f"/api/v1/namespaces/{namespace}/pods").body.get("items") or []
+        return [p for p in items if _owned_by_daemonset(p) is daemonsets]
 
     def create(self, obj: dict[str, Any]) -> None:
         reply = self.api.apply(obj, dry_run=False)
@@ -347,13 +354,16 @@ class Capacity:
             f"karpenter log:\n{_tail(self.programs['karpenter'].log, 5)}"
         )
 
-    def placement(self, namespace: str) -> dict[str, dict[str, str]]:
-        """Each pod of ``namespace`` -> its node's pool, type and capacity type ('' while Pending)."""
+    def placement(self, namespace: str, *, daemonsets: bool = False) -> dict[str, dict[str, str]]:
+        """Each pod of ``namespace`` (see ``pods``) -> its node and the node's pool, type and
+        capacity type ('' while Pending)."""
         nodes = {n["metadata"]["name"]: n["metadata"].get("labels", {}) for n in self._nodes()}
         out = {}
-        for pod in self.pods(namespace):
-            labels = nodes.get(pod["spec"].get("nodeName", ""), {})
+        for pod in self.pods(namespace, daemonsets=daemonsets):
+            node = pod["spec"].get("nodeName", "")
+            labels = nodes.get(node, {})
             out[pod["metadata"]["name"]] = {
+                "node": node,
                 "pool": labels.get(NODEPOOL_LABEL, ""),
                 "type": labels.get(INSTANCE_TYPE_LABEL, ""),
                 "capacity": labels.get(CAPACITY_TYPE, ""),
@@ -362,6 +372,10 @@ class Capacity:
 
     def _nodes(self) -> list[dict[str, Any]]:
         return list(self.api.call("GET", "/api/v1/nodes").body.get("items") or [])
+
+
+def _owned_by_daemonset(pod: dict[str, Any]) -> bool:
+    return any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences") or [])
 
 
 def _gpus(pod: dict[str, Any]) -> int:
@@ -439,6 +453,10 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
         return
     workload = next(o for o in objects if o.get("kind") in WORKLOAD_KINDS and any(map(_gpus, pods_of(o))))
     namespace = workload["metadata"]["namespace"]
+    # As a deployment has them before its replicas: Karpenter counts their requests on new nodes.
+    daemonsets = [o for o in objects if o.get("kind") == "DaemonSet"]
+    for daemonset in daemonsets:
+        capacity.create(daemonset)
     gpu_pools = sorted((p for p in pools.values() if p.tainted), key=lambda p: -p.weight)
     per_replica = sum(map(_gpus, replica_pods(workload, 0)))
     unlimited = [p.name for p in gpu_pools if p.gpu_limit is None]
@@ -507,6 +525,49 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
             f"({pods_per_replica} pod(s)) refused by the limits"
         )
     _taint_probe(capacity, pools)
+    _daemonset_probe(capacity, daemonsets, namespace)
+
+
+def _daemonset_probe(capacity: Capacity, daemonsets: list[dict[str, Any]], namespace: str) -> None:
+    """Each DaemonSet has one pod on every node that runs a replica pod, and none elsewhere."""
+    replica_nodes = {w["node"] for w in capacity.placement(namespace).values() if w["node"]}
+    for daemonset in daemonsets:
+        name = daemonset["metadata"]["name"]
+        deadline = time.monotonic() + STEP_TIMEOUT_S
+        while True:
+            capacity.alive()
+            on = _daemonset_nodes(capacity, daemonset)
+            if set(on) >= replica_nodes or time.monotonic() > deadline:
+                break
+            time.sleep(1)
+        capacity.report.observed.append(
+            f"DaemonSet/{name}: {len(on)} pod(s) bound, on {len(set(on) & replica_nodes)} of the "
+            f"{len(replica_nodes)} replica node(s)"
+        )
+        missing = sorted(replica_nodes - set(on))
+        if missing:
+            capacity.report.findings.append(
+                f"DaemonSet/{name}: no pod bound on replica node(s) {missing} within {STEP_TIMEOUT_S:.0f} s"
+            )
+        elsewhere = sorted(set(on) - replica_nodes)
+        if elsewhere:
+            capacity.report.findings.append(
+                f"DaemonSet/{name}: pods on node(s) without a replica: {elsewhere}"
+            )
+        doubled = sorted({n for n in on if on.count(n) > 1})
+        if doubled:
+            capacity.report.findings.append(f"DaemonSet/{name}: more than one pod on {doubled}")
+
+
+def _daemonset_nodes(capacity: Capacity, daemonset: dict[str, Any]) -> list[str]:
+    """The nodes the pods of ``daemonset`` are bound to, one entry per bound pod."""
+    selector = daemonset["spec"]["selector"]["matchLabels"].items()
+    pods = capacity.pods(daemonset["metadata"]["namespace"], daemonsets=True)
+    return sorted(
+        p["spec"]["nodeName"]
+        for p in pods
+        if p["spec"].get("nodeName") and selector <= (p["metadata"].get("labels") or {}).items()
+    )
 
 
 def _taint_probe(capacity: Capacity, pools: dict[str, Pool]) -> None:
@@ -570,7 +631,7 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
         try:
             with running_twin() as api:
                 install_crds(api)
-                with controllers(api, folder, types) as programs:
+                with controllers(api, folder, types, kcm_controllers=CAPACITY_CONTROLLERS) as programs:
                     run_scenario(Capacity(api, programs, report), render)
         finally:
             if keep is not None:

@@ -37,6 +37,7 @@ from typing import Any
 import yaml
 
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
+from deepseek_eks.components.platform.warm_spare import WARM_SPARE  # placeholders that talk to nothing
 from deepseek_eks.components.required_flows import Flow, FlowEnd, required_flows
 from deepseek_eks.components.serving.router import ROUTER
 from deepseek_eks.perf.loadtest.job import JOB_LABELS
@@ -88,7 +89,6 @@ NOT_PUBLIC = (
 # Where the twin's API server allocates ClusterIPs (server.py's --service-cluster-ip-range), when it
 # does not say itself.
 TWIN_SERVICE_CIDR = "10.96.0.0/16"
-WARM_SPARE = "warm-spare"  # components/platform/warm_spare.py: placeholders that talk to nothing
 
 
 @dataclass(frozen=True)

@@ -81,7 +81,8 @@ LOOP_CONTROLLERS = (
 # reason: NetworkPolicy (judged by the flow matrix on the network-policy controller's output, not
 # enforced here: no node agent), Ingress/IngressClass (no load-balancer controller: the scenario's
 # load goes to the stand-in), PodMonitor/PrometheusRule (the Prometheus config is generated from
-# them: prometheus.py), NodePool (rewritten for kwok first).
+# them: prometheus.py), NodePool (rewritten for kwok first), DaemonSet (the image pre-pull: kwok
+# pulls no image, and where its pods land is twin capacity's check).
 APPLIED_KINDS = {
     "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
     "ConfigMap", "Secret", "PriorityClass", "StorageClass", "Service", "Deployment",

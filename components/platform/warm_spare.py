@@ -23,19 +23,14 @@ from ..serving.vllm import (
     Workload,
     checkov_annotations,
     container_security_context,
-    pod_security_context,
     pod_share,
     server_container,
 )
 from ..versions import PAUSE_IMAGE, PAUSE_IMAGE_DIGEST, image_reference
+from .image_prepull import IMAGE_HOLDER_RESOURCES, closed_network_policy, holder_pod_spec, image_holder
 
 WARM_SPARE = "gpu-warm-spare"
 WARM_SPARE_PRIORITY = -10
-# The idle container that keeps the vLLM image on the warm node asks for next to nothing.
-IMAGE_HOLDER_RESOURCES = {
-    "requests": {"cpu": "10m", "memory": "16Mi"},
-    "limits": {"cpu": "10m", "memory": "16Mi"},
-}
 
 
 def priority_class(labels: dict[str, str], prefix: str = "") -> dict[str, Any]:
@@ -87,14 +82,9 @@ def placeholder_deployment(
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {
-                    "priorityClassName": priority_class_name,
-                    "automountServiceAccountToken": False,
-                    "enableServiceLinks": False,
-                    "nodeSelector": dict(workload.node_selector),
-                    "tolerations": [dict(t) for t in workload.tolerations],
                     # Evicted at once: there is nothing to drain.
-                    "terminationGracePeriodSeconds": 0,
-                    "securityContext": pod_security_context(),
+                    **holder_pod_spec(workload),
+                    "priorityClassName": priority_class_name,
                     "containers": [
                         {
                             "name": "hold",
@@ -106,14 +96,7 @@ def placeholder_deployment(
                         # vLLM's own image, idle: the warm node pulls it and keeps it in use, so a
                         # replica that takes the placeholder's place skips the image stage as well
                         # as the node's (sizing/planner.py warm_node_startup_breakdown).
-                        {
-                            "name": "image",
-                            "image": workload.image,
-                            "imagePullPolicy": "IfNotPresent",
-                            "command": ["sleep", "infinity"],
-                            "resources": {k: dict(v) for k, v in holder.items()},
-                            "securityContext": container_security_context(),
-                        },
+                        image_holder(workload.image, holder),
                     ],
                 },
             },
@@ -123,14 +106,4 @@ def placeholder_deployment(
 
 def placeholder_network_policy(workload: Workload) -> dict[str, Any]:
     """Placeholders talk to nothing and accept nothing."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": WARM_SPARE, "namespace": workload.namespace, "labels": workload.labels},
-        "spec": {
-            "podSelector": {"matchLabels": {"app.kubernetes.io/name": WARM_SPARE}},
-            "policyTypes": ["Ingress", "Egress"],
-            "ingress": [],
-            "egress": [],
-        },
-    }
+    return closed_network_policy(workload, WARM_SPARE)

@@ -33,6 +33,7 @@ from ..manifests import TopLevelCustomResource
 from ..monitoring.autoscaling import ScaleTarget
 from ..network_policies import ClusterCidrs, chart_policies, network_policy_resources, with_api_egress
 from ..platform.capacity import GpuPlacement
+from ..platform.image_prepull import IMAGE_PREPULL, closed_network_policy, prepull_daemonset
 from ..platform.nodepools import SERVING_POD_ANNOTATIONS
 from ..platform.pod_identity import ServiceAccountRef, pod_identity_role
 from ..platform.warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
@@ -300,6 +301,8 @@ class Inference(pulumi.ComponentResource):
         self.endpoint_host = self._front(ns_workload, svc, multi_node)
         if args.warm_spare_nodes:
             self._warm_spares(ns_workload)
+        if args.plan.image_prepull:
+            self._image_prepull(ns_workload)
         if args.max_replicas > 1:
             pdb = ns_workload.apply(disruption_budget)
             k8s.policy.v1.PodDisruptionBudget(
@@ -671,6 +674,27 @@ class Inference(pulumi.ComponentResource):
         closed = workload.apply(placeholder_network_policy)
         k8s.networking.v1.NetworkPolicy(
             f"{name}-warm-spare-netpol",
+            metadata=closed["metadata"],
+            spec=closed["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+        )
+
+    def _image_prepull(self, workload: pulumi.Output[Workload]) -> None:
+        """The DaemonSet that pulls the vLLM image onto each GPU node while its GPUs register, and
+        its (closed) NetworkPolicy."""
+        name, args = self._name, self._args
+        daemonset = workload.apply(prepull_daemonset)
+        k8s.apps.v1.DaemonSet(
+            f"{name}-image-prepull",
+            metadata=daemonset["metadata"],
+            spec=daemonset["spec"],
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*args.depends_on, *args.placement.depends_on]
+            ),
+        )
+        closed = workload.apply(lambda w: closed_network_policy(w, IMAGE_PREPULL))
+        k8s.networking.v1.NetworkPolicy(
+            f"{name}-image-prepull-netpol",
             metadata=closed["metadata"],
             spec=closed["spec"],
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),

@@ -612,6 +612,60 @@ def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
     assert closed["spec"]["ingress"] == [] and closed["spec"]["egress"] == []
 
 
+@pytest.mark.parametrize(("stack", "mode"), [("prod", None), ("r1", None), ("dev", "karpenter")])
+def test_karpenter_gpu_nodes_pull_the_vllm_image_while_their_gpus_register(
+    stack: str, mode: str | None
+) -> None:
+    """Karpenter's GPU node is Ready about a minute before nvidia.com/gpu appears and the replica
+    can be scheduled there (cold-start-facts.json image_prepull): a DaemonSet on the same nodes
+    starts the image pull at Ready, and the plan's image stage counts only the rest."""
+    rendered = render(stack_config(stack, **({"computeMode": mode} if mode else {})))
+    assert gate(rendered) == []
+    obj = workload(rendered)
+    vllm_pod = pod_of(obj)
+    (prepull,) = [o for o in rendered.objects() if o["kind"] == "DaemonSet"]
+    pod = prepull["spec"]["template"]["spec"]
+    # On exactly the replica's nodes: its selector and its tolerations (the GPU taint).
+    assert pod["nodeSelector"] == vllm_pod["nodeSelector"] and pod["tolerations"] == vllm_pod["tolerations"]
+    assert prepull["metadata"]["namespace"] == obj["metadata"]["namespace"]
+    # The server's own image, pulled the way the server pulls it, and nothing else on the node.
+    (holder,) = pod["containers"]
+    assert not pod.get("initContainers")
+    assert (holder["image"], holder["imagePullPolicy"]) == (
+        server(obj)["image"],
+        server(obj)["imagePullPolicy"],
+    )
+    assert "nvidia.com/gpu" not in holder["resources"]["requests"]
+    assert cpu_millicores(holder["resources"]["requests"]["cpu"]) <= 10
+    assert pod["automountServiceAccountToken"] is False
+    # It talks to nothing: the node pulls the image, not the pod.
+    (closed,) = [
+        o
+        for o in rendered.objects()
+        if o["kind"] == "NetworkPolicy"
+        and o["spec"]["podSelector"] == {"matchLabels": prepull["spec"]["selector"]["matchLabels"]}
+    ]
+    assert closed["spec"]["ingress"] == [] and closed["spec"]["egress"] == []
+    assert set(closed["spec"]["policyTypes"]) == {"Ingress", "Egress"}
+    # The plan counts the pull less the GPU registration it overlaps.
+    facts = cold_start_facts()
+    blueprint = facts["karpenter_soci"]["blueprint"]
+    pull_s = facts["vllm_openai_image_compressed_gb"]["gb"] / (
+        blueprint["image_size_bytes"] / 1e9 / blueprint["al2023_soci_pull_s"]
+    )
+    registration_s = facts["karpenter_gpu_registration"]["gpu_registration_s"]
+    assert rendered.plan["startup_breakdown"]["image"] == pytest.approx(pull_s - registration_s, abs=1.5)
+    assert rendered.plan["image_prepull"] is True
+
+
+def test_auto_mode_runs_no_image_prepull() -> None:
+    """Auto Mode's published node figure ends with the pod scheduled: no overlap is counted, and no
+    DaemonSet is run for one."""
+    rendered = render(stack_config("dev"))
+    assert not [o for o in rendered.objects() if o["kind"] == "DaemonSet"]
+    assert rendered.plan["image_prepull"] is False
+
+
 def test_no_warm_spares_by_default() -> None:
     rendered = render(stack_config("dev"))
     assert not [o for o in rendered.objects() if o["kind"] == "PriorityClass"]

@@ -3,7 +3,8 @@ NodePools (every stack file), against the real kube-apiserver, kube-scheduler an
 
 Each plan's replicas get NodeClaims of the types the plan allows, the on-demand floor pool is
 filled first (weight), each pool stops at its GPU limit (one replica past them stays Pending) and a
-pod without the GPU toleration goes to the general pool. With the weights inverted the floor
+pod without the GPU toleration goes to the general pool; the render's image pre-pull DaemonSet has a
+pod on every replica's node. With the weights inverted the floor
 replicas go to the cheaper spot pool, and the check says so.
 
 Without the binaries these tests skip with the build command; with DEEPSEEK_EKS_REQUIRE_CAPACITY=1
@@ -46,6 +47,10 @@ def test_karpenter_places_each_plans_replicas_as_the_plan_says(tmp_path: Path, s
     capacity_types = json.loads((render / "plan.json").read_text())["capacity_types"]
     assert ("-> gpu-inference-floor" in observed) == ({"spot", "on-demand"} <= set(capacity_types))
     assert "-> Pending" in observed and "no-gpu-toleration -> general" in observed
+    # The image pre-pull DaemonSet, placed by the real DaemonSet controller and scheduler, is on
+    # every node a replica runs on (a toleration or selector that missed them is a finding above).
+    (prepull,) = [line for line in report.observed if line.startswith("DaemonSet/vllm-image-prepull:")]
+    assert " 0 of " not in prepull
 
 
 def test_a_main_pool_weighted_above_the_floor_takes_the_floor_replicas(tmp_path: Path) -> None:
