@@ -415,6 +415,26 @@ def test_a_replica_of_several_gpus_divides_the_streamed_checkpoint_between_them(
         assert other.to_dict()["load_peak_gib_per_gpu"] == round(other.chosen.load_peak_per_gpu / GIB, 2)
 
 
+def test_distributed_streaming_stays_off_where_its_staging_buffers_would_not_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No catalogued fit lacks the room, so a checkpoint whose largest tensor alone fills a GPU
+    stands in: the option is left off, nothing is added to the load peak, and every GPU streams
+    the whole checkpoint (the weights stage at one process's rate each)."""
+    from deepseek_eks.sizing import planner
+
+    p = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",), weights_source="s3")))
+    assert p.distributed_streaming  # the room is there for the real tensors
+    gpu_bytes = p.chosen.instance.cuda_memory_mib * 1024**2
+    monkeypatch.setattr(planner, "largest_checkpoint_tensor_bytes", lambda model: gpu_bytes // 2)
+    assert p.chosen.load_peak_per_gpu + gpu_bytes > gpu_bytes  # staging (2 x half a GPU) cannot fit
+    assert not p.distributed_streaming
+    assert "--model-loader-extra-config" not in p.vllm_args
+    assert p.load_peak_per_gpu == p.chosen.load_peak_per_gpu
+    weights_gib = p.to_dict()["weights_gib"]
+    assert p.startup_breakdown["weights"] == math.ceil(weights_gib / streamer_rate_gib_s())
+
+
 def test_streamed_weights_are_bounded_by_the_nodes_network() -> None:
     """One GPU on an "up to 10 Gigabit" g6.xlarge streams at the NIC's peak (a new instance has
     its burst credits), below the streamer's own rate."""
