@@ -40,7 +40,8 @@ POLLING_INTERVAL_S = 15
 MAX_STABILIZATION_S = 3600
 # Node launch, GPU registration and image pull come before the container's own start-up (the
 # plan's startup_breakdown stages, each from a published figure).
-# The slower compute mode's node and pull (a whole image, no SOCI), whatever the stack runs.
+# Karpenter's node and its whole SOCI pull, whatever the stack runs: the slower compute mode's, and
+# without the pre-pull's overlap, since a window too long only holds a replica a little longer.
 NODE_AND_IMAGE_S = NODE_READY_S["karpenter"] + IMAGE_PULL_S["karpenter"]
 
 # ---- a metrics gap never scales in (facts: reference/upstream/metrics-path-facts.json)
