@@ -116,6 +116,15 @@ def cold_start_facts() -> dict[str, Any]:
     return data
 
 
+def karpenter_image_pull_s() -> float:
+    """Seconds to pull the ~12 GB vllm/vllm-openai image on a Karpenter AL2023 node with SOCI
+    parallel mode, at the karpenter-blueprints measured rate (``cold-start-facts.json``)."""
+    facts = cold_start_facts()
+    blueprint = facts["karpenter_soci"]["blueprint"]
+    gb_per_s = blueprint["image_size_bytes"] / 1e9 / blueprint["al2023_soci_pull_s"]
+    return float(facts["vllm_openai_image_compressed_gb"]["gb"] / gb_per_s)
+
+
 @cache
 def network_policy_facts() -> dict[str, Any]:
     """Where the API server and its callbacks sit for NetworkPolicy on EKS: the default service

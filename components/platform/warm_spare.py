@@ -27,7 +27,7 @@ from ..serving.vllm import (
     server_container,
 )
 from ..versions import PAUSE_IMAGE, PAUSE_IMAGE_DIGEST, image_reference
-from .image_prepull import IMAGE_HOLDER_RESOURCES, closed_network_policy, holder_pod_spec, image_holder
+from .image_prepull import IMAGE_HOLDER_RESOURCES, holder_pod_spec, image_holder
 
 WARM_SPARE = "gpu-warm-spare"
 WARM_SPARE_PRIORITY = -10
@@ -102,8 +102,3 @@ def placeholder_deployment(
             },
         },
     }
-
-
-def placeholder_network_policy(workload: Workload) -> dict[str, Any]:
-    """Placeholders talk to nothing and accept nothing."""
-    return closed_network_policy(workload, WARM_SPARE)

@@ -36,7 +36,7 @@ from ..platform.capacity import GpuPlacement
 from ..platform.image_prepull import IMAGE_PREPULL, closed_network_policy, prepull_daemonset
 from ..platform.nodepools import SERVING_POD_ANNOTATIONS
 from ..platform.pod_identity import ServiceAccountRef, pod_identity_role
-from ..platform.warm_spare import placeholder_deployment, placeholder_network_policy, priority_class
+from ..platform.warm_spare import WARM_SPARE, placeholder_deployment, priority_class
 from ..versions import (
     LEADER_WORKER_SET,
     MOUNTPOINT_S3_CSI_ADDON,
@@ -671,13 +671,7 @@ class Inference(pulumi.ComponentResource):
                 parent=self, depends_on=[*args.depends_on, *args.placement.depends_on, priority]
             ),
         )
-        closed = workload.apply(placeholder_network_policy)
-        k8s.networking.v1.NetworkPolicy(
-            f"{name}-warm-spare-netpol",
-            metadata=closed["metadata"],
-            spec=closed["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
-        )
+        self._closed_network_policy(workload, "warm-spare", WARM_SPARE)
 
     def _image_prepull(self, workload: pulumi.Output[Workload]) -> None:
         """The DaemonSet that pulls the vLLM image onto each GPU node while its GPUs register, and
@@ -692,12 +686,16 @@ class Inference(pulumi.ComponentResource):
                 parent=self, depends_on=[*args.depends_on, *args.placement.depends_on]
             ),
         )
-        closed = workload.apply(lambda w: closed_network_policy(w, IMAGE_PREPULL))
+        self._closed_network_policy(workload, "image-prepull", IMAGE_PREPULL)
+
+    def _closed_network_policy(self, workload: pulumi.Output[Workload], suffix: str, app_name: str) -> None:
+        """``{name}-{suffix}-netpol``: the pods labelled ``app_name`` accept nothing and reach nothing."""
+        closed = workload.apply(lambda w: closed_network_policy(w, app_name))
         k8s.networking.v1.NetworkPolicy(
-            f"{name}-image-prepull-netpol",
+            f"{self._name}-{suffix}-netpol",
             metadata=closed["metadata"],
             spec=closed["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self._args.depends_on)),
         )
 
     def _addon(self, suffix: str) -> list[pulumi.Resource]:

@@ -12,7 +12,7 @@ from deepseek_eks import promql
 from deepseek_eks.automation.render import Rendered, render
 from deepseek_eks.components.monitoring.autoscaling import behavior
 from tests.conftest import stack_config
-from tests.upstream import cold_start_facts
+from tests.upstream import karpenter_image_pull_s
 
 SCOPE = promql.Scope(namespace="deepseek", model_name="r1-distill-qwen-7b")
 
@@ -155,8 +155,6 @@ def test_multi_node_replicas_scale_the_leader_worker_set() -> None:
 def test_scale_down_window_is_capped_by_the_hpa_api() -> None:
     # The container's 300 s plus a Karpenter GPU node (30-90 s launch + ~60 s GPU registration) and
     # the ~12 GB image pulled with SOCI parallel mode on AL2023 at the blueprint's measured rate.
-    soci = cold_start_facts()["karpenter_soci"]["blueprint"]
-    image_gb = cold_start_facts()["vllm_openai_image_compressed_gb"]["gb"]
-    image_s = math.ceil(image_gb / (soci["image_size_bytes"] / 1e9 / soci["al2023_soci_pull_s"]))
+    image_s = math.ceil(karpenter_image_pull_s())
     assert behavior(300)["scaleDown"]["stabilizationWindowSeconds"] == 300 + (90 + 60) + image_s
     assert behavior(10_000)["scaleDown"]["stabilizationWindowSeconds"] == 3600

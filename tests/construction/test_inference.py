@@ -15,7 +15,13 @@ from deepseek_eks.settings import SettingsError
 from deepseek_eks.sizing.catalog import model_catalog
 from deepseek_eks.sizing.checkpoints import pinned_revision
 from tests.conftest import stack_config
-from tests.upstream import cold_start_facts, mountpoint_csi_facts, nlb_facts, serving_facts
+from tests.upstream import (
+    cold_start_facts,
+    karpenter_image_pull_s,
+    mountpoint_csi_facts,
+    nlb_facts,
+    serving_facts,
+)
 from tests.upstream_platform import platform_facts
 
 
@@ -648,13 +654,10 @@ def test_karpenter_gpu_nodes_pull_the_vllm_image_while_their_gpus_register(
     assert closed["spec"]["ingress"] == [] and closed["spec"]["egress"] == []
     assert set(closed["spec"]["policyTypes"]) == {"Ingress", "Egress"}
     # The plan counts the pull less the GPU registration it overlaps.
-    facts = cold_start_facts()
-    blueprint = facts["karpenter_soci"]["blueprint"]
-    pull_s = facts["vllm_openai_image_compressed_gb"]["gb"] / (
-        blueprint["image_size_bytes"] / 1e9 / blueprint["al2023_soci_pull_s"]
+    registration_s = cold_start_facts()["karpenter_gpu_registration"]["gpu_registration_s"]
+    assert rendered.plan["startup_breakdown"]["image"] == pytest.approx(
+        karpenter_image_pull_s() - registration_s, abs=1.5
     )
-    registration_s = facts["karpenter_gpu_registration"]["gpu_registration_s"]
-    assert rendered.plan["startup_breakdown"]["image"] == pytest.approx(pull_s - registration_s, abs=1.5)
     assert rendered.plan["image_prepull"] is True
 
 

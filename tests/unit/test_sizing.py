@@ -30,7 +30,7 @@ from deepseek_eks.sizing.memory import (
     weight_bytes,
 )
 from deepseek_eks.sizing.nodes import kube_reserved_millicores, pod_room
-from tests.upstream import cold_start_facts, cuda_gpu_memory_gib, model_configs
+from tests.upstream import cold_start_facts, cuda_gpu_memory_gib, karpenter_image_pull_s, model_configs
 from tests.upstream_platform import eni_limited_pods, platform_facts
 
 MIB = 1024**2
@@ -334,11 +334,9 @@ def test_startup_breakdown_has_every_stage_for_every_source(source: str, mode: s
         # parallel pull on AL2023 at the blueprint's measured rate, for the ~12 GB image, started by
         # the pre-pull DaemonSet when the node is Ready: the replica, scheduled once the GPUs are
         # registered, waits only for what the pull takes beyond that minute.
-        blueprint = facts["karpenter_soci"]["blueprint"]
-        al2023_gb_s = blueprint["image_size_bytes"] / 1e9 / blueprint["al2023_soci_pull_s"]
         registration_s = facts["karpenter_gpu_registration"]["gpu_registration_s"]
         assert stages["node"] == 90 + registration_s
-        pull_s = facts["vllm_openai_image_compressed_gb"]["gb"] / al2023_gb_s
+        pull_s = karpenter_image_pull_s()
         assert pull_s < facts["standard_pull"]["upper_s"]
         assert stages["image"] == pytest.approx(max(0.0, pull_s - registration_s), abs=1.5)
         assert p.image_prepull
