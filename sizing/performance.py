@@ -501,6 +501,38 @@ def default_max_num_batched_tokens(cuda_memory_mib: int, gpu_model: str) -> int:
     return 2048
 
 
+def default_cuda_graph_capture_sizes(
+    max_num_seqs: int, max_num_batched_tokens: int, compute_capability: float
+) -> list[int]:
+    """The batch sizes vLLM 0.33.0 captures CUDA graphs for when none are configured
+    (vllm/config/vllm.py ``VllmConfig._set_cudagraph_sizes``, performance mode "balanced", no
+    speculative decoding so one token per decode request): 1, 2, 4, then every 8 below 256 and
+    every 16 from 256, up to min(2 x max_num_seqs, 512; 1024 on data-center Blackwell, compute
+    capability 10.x) and never above ``max_num_batched_tokens``, which is added itself where it falls
+    within that ceiling, as is ``max_num_seqs``."""
+    platform_ceiling = 1024 if math.floor(compute_capability) == 10 else 512
+    ceiling = min(max_num_seqs * 2, platform_ceiling)
+    sizes = {s for s in (1, 2, 4) if s <= ceiling}
+    sizes |= set(range(8, min(ceiling + 1, 256), 8)) | set(range(256, ceiling + 1, 16))
+    if max_num_batched_tokens <= ceiling:
+        sizes.add(max_num_batched_tokens)
+    if max_num_seqs <= ceiling:
+        sizes.add(max_num_seqs)
+    return sorted(s for s in sizes if s <= max_num_batched_tokens)
+
+
+def default_cuda_graph_count(
+    max_num_seqs: int, max_num_batched_tokens: int, compute_capability: float
+) -> int:
+    """How many CUDA graphs vLLM 0.33.0 captures by default: its default mode FULL_AND_PIECEWISE
+    (vllm/config/compilation.py ``cudagraph_mode``) captures a piecewise graph at every capture size
+    and a full graph for each decode-only batch of at most ``max_num_seqs`` requests
+    (vllm/v1/cudagraph_dispatcher.py ``initialize_cudagraph_keys``). Where the attention backend
+    cannot run full graphs vLLM captures fewer, so this is the most it captures."""
+    sizes = default_cuda_graph_capture_sizes(max_num_seqs, max_num_batched_tokens, compute_capability)
+    return len(sizes) + sum(1 for s in sizes if s <= max_num_seqs)
+
+
 def default_max_num_seqs(cuda_memory_mib: int, gpu_model: str) -> int:
     """vLLM 0.33.0's OpenAI-server default ``--max-num-seqs`` (vllm/engine/arg_utils.py
     ``EngineArgs.get_batch_defaults``, lines 2973-3006 of the PyPI wheel

@@ -57,6 +57,7 @@ from .performance import (
     SchedulerLimits,
     SteadyState,
     allreduce_bus_efficiency,
+    default_cuda_graph_count,
     default_max_num_batched_tokens,
     hardware,
     interconnect_gb_s,
@@ -210,18 +211,27 @@ SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
 # - torch.compile: 53-80 s uncached for 60-640 GB models; with the compiled artifacts fetched from
 #   S3 onto a new node, 16 s (65 s without) for a 67 GB model at TP 2 on p5.48xlarge (EKS user
 #   guide, ml-inference-fast-model-loading, "Pre-warm torch.compile cache on new nodes").
-# - the rest, which no cache removes: ~60 s of CUDA graph capture for Llama-70B FP8 at TP 8
-#   (vllm-project/vllm#19824); with a persisted compile cache a 3B model still took 17 s of graph
-#   capture and 59 s from start to its first answer (vllm-project/vllm#20264). 70 s is taken.
+# - CUDA graph capture, which no cache removes, takes a time per graph per layer: each graph is one
+#   warm-up and one captured forward pass over the rank's layers (vllm/v1/worker/gpu_model_runner.py
+#   ``_warmup_and_capture``, one warm-up in vLLM 0.9.1 and 0.33.0 alike). Fitted on
+#   vllm-project/vllm#19824's ~60 s for Llama-70B (80 layers) at TP 8 (June 2025), when vLLM 0.9.1
+#   captured 67 piecewise graphs whatever ``--max-num-seqs`` was (reference/upstream/vllm-0.33.0/
+#   FACTS.md): 60 / (67 x 80) s. Not fitted on, vllm-project/vllm#20264's 17 s for a 3B model
+#   (28 layers, 67 graphs, same month), which this predicts at 21 s. vLLM 0.33.0 captures far
+#   fewer by default: sizes up to twice ``--max-num-seqs``, a full graph besides for each decode
+#   size (sizing/performance.py ``default_cuda_graph_count``; its own log line says capture
+#   "usually takes 5~20 seconds").
+# - the rest, which no cache removes either (process start, memory profiling, KV cache, API server,
+#   first answer): vllm#20264's 59 s from start to first answer less its 0.9 s of weights and its
+#   34.11 s "init engine" (compile and capture): 24 s.
 # The uncached start is the slow end of both; with the cache (``compile_cache``: vLLM's
 # torch.compile and Triton caches restored from the weights bucket before vLLM starts and saved
 # there by the first replica, components/serving/vllm.py), torch.compile costs the cached 16 s.
 # Facts: reference/upstream/cold-start-facts.json.
 COMPILE_UNCACHED_S = 80
 COMPILE_CACHED_S = 16
-GRAPHS_AND_WARMUP_S = 70
-COMPILE_AND_WARMUP_S = COMPILE_UNCACHED_S + GRAPHS_AND_WARMUP_S
-CACHED_COMPILE_AND_WARMUP_S = COMPILE_CACHED_S + GRAPHS_AND_WARMUP_S
+CAPTURE_S_PER_GRAPH_LAYER = 60 / (67 * 80)
+ENGINE_REST_S = 24
 # The snapshot volume (weights.source ebs-snapshot): gp3 at its documented maximum of 1000 MiB/s
 # below 16,000 IOPS, which needs 4,000 IOPS (throughput at most 0.25 MiB/s per IOPS; EBS user
 # guide, "General Purpose SSD volumes", gp3), so the disk is never slower than the loader; ext4
@@ -634,13 +644,32 @@ class SizingPlan:
         return r.weights_source == "s3" and not own_bucket and self.nodes_per_replica == 1
 
     @property
+    def cuda_graph_capture_seconds(self) -> float:
+        """CUDA graph capture at start-up: vLLM's default graphs for the plan's ``--max-num-seqs``,
+        each over the layers of one pipeline stage, at the per-graph, per-layer time cited above."""
+        inst = self.chosen.instance
+        graphs = default_cuda_graph_count(
+            self.max_num_seqs,
+            default_max_num_batched_tokens(inst.cuda_memory_mib, inst.gpu_model),
+            inst.arch.compute_capability,
+        )
+        layers = math.ceil(self.model.num_hidden_layers / self.pipeline_parallel_size)
+        return graphs * layers * CAPTURE_S_PER_GRAPH_LAYER
+
+    def engine_seconds(self, *, cached: bool) -> int:
+        """The engine stage: torch.compile (the cached figure where the compile cache is restored),
+        CUDA graph capture and the rest of start-up to the first answer (figures cited above)."""
+        compile_s = COMPILE_CACHED_S if cached else COMPILE_UNCACHED_S
+        return compile_s + math.ceil(self.cuda_graph_capture_seconds) + ENGINE_REST_S
+
+    @property
     def startup_breakdown(self) -> dict[str, int]:
         """Estimated seconds of each cold-start stage of a replica on a new node: GPU node ready,
         image pulled, weights loaded, engine compiled and warmed up (rates cited above). The image
         stage is what the replica still waits for: with ``image_prepull`` the pull starts while the
         GPUs register. The engine's torch.compile is the cached figure where ``compile_cache``
         holds: only the service's very first replica on a GPU model compiles from scratch."""
-        engine = CACHED_COMPILE_AND_WARMUP_S if self.compile_cache else COMPILE_AND_WARMUP_S
+        engine = self.engine_seconds(cached=self.compile_cache)
         mode = self._stage_mode
         return {
             "node": NODE_READY_S[mode],
@@ -684,7 +713,7 @@ class SizingPlan:
         """How long a replica may take from container start to healthy (the startup probe): the
         weights and the uncached engine stage (the first replica compiles) with a margin."""
         weights = self.startup_breakdown["weights"]
-        return max(MIN_STARTUP_S, math.ceil((weights + COMPILE_AND_WARMUP_S) * STARTUP_MARGIN))
+        return max(MIN_STARTUP_S, math.ceil((weights + self.engine_seconds(cached=False)) * STARTUP_MARGIN))
 
     @property
     def rollout_seconds(self) -> int:

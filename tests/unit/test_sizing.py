@@ -279,11 +279,70 @@ def test_awq_on_t4_serves_in_float16() -> None:
     assert p.repository == "someone/r1-qwen-7b-awq"
 
 
-def uncached_engine_s() -> float:
-    """torch.compile at the slow end of the EKS guide's uncached runs, plus what no cache removes."""
+def vllm_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, blackwell: bool = False) -> list[int]:
+    """vLLM 0.33.0's default CUDA-graph capture sizes, built from the rule as read from its source
+    (cold-start-facts.json cuda_graph_capture.v0_33_0_rule), no speculative decoding."""
+    rule = cold_start_facts()["cuda_graph_capture"]["v0_33_0_rule"]
+    platform = rule["default_max_graph_size_data_center_blackwell" if blackwell else "default_max_graph_size"]
+    ceiling = min(
+        max_num_seqs * rule["decode_query_len_without_speculation"] * rule["ceiling_factor"], platform
+    )
+    sizes = [s for s in rule["small_sizes"] if s <= ceiling]
+    sizes += list(range(8, min(ceiling + 1, rule["step_8_below"]), 8))
+    sizes += list(range(rule["step_16_from"], ceiling + 1, 16))
+    assert rule["also_captured_when_within_ceiling"] == ["max_num_batched_tokens", "max_num_seqs"]
+    sizes += [n for n in (max_num_batched_tokens, max_num_seqs) if n <= ceiling]
+    return sorted({s for s in sizes if s <= max_num_batched_tokens})
+
+
+def engine_s(p: SizingPlan, cached: bool) -> int:
+    """torch.compile (the EKS guide's cached or slowest uncached run), then CUDA graph capture at
+    the time per graph per layer of vllm#19824 (60 s over 67 graphs of 80 layers) for vLLM 0.33.0's
+    default graphs (a piecewise one per capture size, a full one per decode size of at most
+    max-num-seqs, FULL_AND_PIECEWISE) over the model's layers, then what vllm#20264 took besides."""
     facts = cold_start_facts()
-    compile_s = facts["eks_guide_fast_model_loading"]["compile_uncached_s_max"]
-    return compile_s + facts["graphs_and_warmup_s"]["value"]
+    fast = facts["eks_guide_fast_model_loading"]
+    compile_s = fast["compile_cached_new_node_s"] if cached else fast["compile_uncached_s_max"]
+    capture = facts["cuda_graph_capture"]
+    fit = capture["fit"]
+    assert capture["v0_33_0_rule"]["cudagraph_mode_default"] == "FULL_AND_PIECEWISE"
+    sizes = vllm_capture_sizes(p.max_num_seqs, p.scheduler_limits.max_num_batched_tokens)
+    graphs = len(sizes) + len([s for s in sizes if s <= p.max_num_seqs])
+    layers = model_configs()[p.model.hf_repo]["num_hidden_layers"]
+    capture_s = fit["capture_s"] / (fit["graphs"] * fit["num_hidden_layers"]) * graphs * layers
+    return compile_s + math.ceil(capture_s) + facts["engine_rest_s"]["value"]
+
+
+def test_vllm_default_capture_sizes() -> None:
+    from deepseek_eks.sizing.performance import default_cuda_graph_capture_sizes, default_cuda_graph_count
+
+    for seqs, tokens in [(1, 2048), (3, 2048), (35, 8192), (40, 2048), (100, 2048), (300, 8192), (1024, 8192),
+                         (1024, 300), (200, 64)]:  # fmt: skip
+        expected = vllm_capture_sizes(seqs, tokens)
+        assert default_cuda_graph_capture_sizes(seqs, tokens, 9.0) == expected, (seqs, tokens)
+        assert default_cuda_graph_count(seqs, tokens, 9.0) == len(expected) + len(
+            [s for s in expected if s <= seqs]
+        )
+    # Data-center Blackwell (compute capability 10.0) raises the platform ceiling.
+    assert default_cuda_graph_capture_sizes(1024, 16384, 10.0) == vllm_capture_sizes(
+        1024, 16384, blackwell=True
+    )
+    assert max(default_cuda_graph_capture_sizes(1024, 16384, 9.0)) == 512
+    # vLLM 0.9.1, where the capture figure was measured, captured 67 sizes: 1, 2, 4, every 8 to 512.
+    june_2025 = [1, 2, 4, *range(8, 513, 8)]
+    assert len(june_2025) == cold_start_facts()["cuda_graph_capture"]["graphs_in_june_2025"]["value"]
+
+
+def test_capture_time_per_graph_and_layer_holds_out() -> None:
+    """Fitted on vllm#19824 (70B, 80 layers), the per-graph, per-layer time predicts vllm#20264's
+    3B model (28 layers, the same 67 graphs) within 30 % (21 s against 17 s): capture scales with
+    graphs x layers, not with model size alone."""
+    from deepseek_eks.sizing.planner import CAPTURE_S_PER_GRAPH_LAYER
+
+    capture = cold_start_facts()["cuda_graph_capture"]
+    held = capture["held_out"]
+    predicted = CAPTURE_S_PER_GRAPH_LAYER * held["graphs"] * held["num_hidden_layers"]
+    assert abs(predicted - held["capture_s"]) / held["capture_s"] < 0.3
 
 
 def test_startup_budget_follows_the_weight_source() -> None:
@@ -292,7 +351,7 @@ def test_startup_budget_follows_the_weight_source() -> None:
     weights_gib = 70_553_706_496 * 2 / GIB
     # HF: download at 0.046 GiB/s, then load from disk at 0.25 GiB/s, + the uncached engine, x1.5.
     assert hf.startup_probe_seconds == math.ceil(
-        (math.ceil(weights_gib / 0.046 + weights_gib / 0.25) + uncached_engine_s()) * 1.5
+        (math.ceil(weights_gib / 0.046 + weights_gib / 0.25) + engine_s(hf, cached=False)) * 1.5
     )
     # S3: the Run:ai streamer at the EKS guide's rate (10.4 GB in 5.02 s) per GPU, the four GPUs of
     # the g6e.12xlarge each streaming a quarter (distributed streaming) within its 100 Gbps.
@@ -303,7 +362,7 @@ def test_startup_budget_follows_the_weight_source() -> None:
     assert s3.startup_breakdown["weights"] == math.ceil(weights_gib / (4 * streamer_gib_s))
     # The probe still waits for an uncached engine: the service's first replica compiles.
     assert s3.startup_probe_seconds == max(
-        300, math.ceil((math.ceil(weights_gib / (4 * streamer_gib_s)) + uncached_engine_s()) * 1.5)
+        300, math.ceil((math.ceil(weights_gib / (4 * streamer_gib_s)) + engine_s(s3, cached=False)) * 1.5)
     )
     small = feasible(plan(PlanRequest("r1-distill-qwen-1.5b", ("g6",), weights_source="s3")))
     assert small.startup_probe_seconds == 300  # the floor
@@ -344,14 +403,14 @@ def test_startup_breakdown_has_every_stage_for_every_source(source: str, mode: s
         # replica's pull behind others rather than join the one under way.
         assert facts["image_prepull"]["al2023_parallel_pulls"]["serialize_image_pulls"] is False
     # Only streamed weights in the project's bucket keep a compile cache there.
-    fast = facts["eks_guide_fast_model_loading"]
-    compile_s = fast["compile_cached_new_node_s"] if source == "s3" else fast["compile_uncached_s_max"]
-    assert stages["engine"] == compile_s + facts["graphs_and_warmup_s"]["value"]
+    assert stages["engine"] == engine_s(p, cached=source == "s3")
     assert p.to_dict()["compile_cache"] is (source == "s3")
     # The start-up on a new node is the sum of the stages (DESIGN.md, Clarifications 2026-12-04).
     assert p.startup_seconds == sum(stages.values()) == p.to_dict()["startup_seconds"]
     # The probe covers the container's own stages, uncached; Pulumi's wait covers all of them.
-    assert p.startup_probe_seconds == max(300, math.ceil((stages["weights"] + uncached_engine_s()) * 1.5))
+    assert p.startup_probe_seconds == max(
+        300, math.ceil((stages["weights"] + engine_s(p, cached=False)) * 1.5)
+    )
     assert p.rollout_seconds > p.startup_seconds
     assert p.to_dict()["startup_breakdown"] == stages
 
