@@ -151,7 +151,8 @@ def concurrency_total(scope: Scope) -> str:
 
 # The step of the seasonal subquery: vLLM is scraped more often than this, and a start-up is
 # minutes, so a minute's resolution keeps a peak of a minute or more.
-SEASONAL_STEP = "1m"
+SEASONAL_STEP_S = 60
+SEASONAL_STEP = f"{SEASONAL_STEP_S // 60}m"
 
 
 def seasonal_demand(scope: Scope, period_s: int, lead_s: int) -> str:

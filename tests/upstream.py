@@ -116,6 +116,13 @@ def cold_start_facts() -> dict[str, Any]:
     return data
 
 
+def hpa_sync_period_s() -> int:
+    """kube-controller-manager's default --horizontal-pod-autoscaler-sync-period, in seconds, as
+    read from its source (``hpa-keda-controllers.json``)."""
+    data = json.loads((UPSTREAM / "hpa-keda-controllers.json").read_text())
+    return int(data["kubernetes"]["controller_flag_defaults"]["HorizontalPodAutoscalerSyncPeriod_s"])
+
+
 def karpenter_image_pull_s() -> float:
     """Seconds to pull the ~12 GB vllm/vllm-openai image on a Karpenter AL2023 node with SOCI
     parallel mode, at the karpenter-blueprints measured rate (``cold-start-facts.json``)."""

@@ -36,6 +36,9 @@ KEDA_OPERATOR_LABELS = {"app": "keda-operator"}
 KEDA_METRICS_SERVER_LABELS = {"app": "keda-operator-metrics-apiserver"}
 # How often KEDA reads the triggers (and so notices the first queued request of a service at zero).
 POLLING_INTERVAL_S = 15
+# How often the HPA controller reconciles (kube-controller-manager
+# --horizontal-pod-autoscaler-sync-period, default 15 s; reference/upstream/hpa-keda-controllers.json).
+HPA_SYNC_PERIOD_S = 15
 # The HPA API's longest stabilization window.
 MAX_STABILIZATION_S = 3600
 # Node launch, GPU registration and image pull come before the container's own start-up (the
@@ -97,9 +100,13 @@ def hpa_name(signal: ScalingSignal, schedule: tuple[ScheduledFloor, ...] = (), s
 
 
 def seasonal_lead_s(startup_seconds: int) -> int:
-    """How far ahead the seasonal triggers look: a replica's start-up on a new node (the plan's
-    ``startup_seconds``), in whole minutes (the subquery's step), at least one."""
-    return max(1, math.ceil(startup_seconds / 60)) * 60
+    """How far ahead the seasonal triggers look, so that a replica asked for when the floor reads
+    yesterday's rise is ready when today's comes: a replica's start-up on a new node (the plan's
+    ``startup_seconds``) plus how late the floor can act on a rise, up to one step of the subquery
+    (a rise shows at its next whole minute, promql.SEASONAL_STEP_S) and one HPA sync before the
+    Deployment is scaled (HPA_SYNC_PERIOD_S); in whole minutes, the subquery's step."""
+    step = promql.SEASONAL_STEP_S
+    return math.ceil((startup_seconds + step + HPA_SYNC_PERIOD_S) / step) * step
 
 
 def behavior(startup_seconds: int) -> dict[str, Any]:

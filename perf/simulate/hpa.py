@@ -45,7 +45,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-SYNC_PERIOD_S = 15.0
+from deepseek_eks.components.monitoring.autoscaling import HPA_SYNC_PERIOD_S
+
+SYNC_PERIOD_S = float(HPA_SYNC_PERIOD_S)
 DEFAULT_TOLERANCE = 0.1
 DEFAULT_DOWNSCALE_STABILIZATION_S = 300
 MAX_PERIOD_S = 1800  # HPAScalingPolicy.periodSeconds upper bound (API validation)

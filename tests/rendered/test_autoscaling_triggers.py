@@ -24,6 +24,7 @@ from deepseek_eks.perf.simulate.stack import (
 )
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
+from tests.upstream import hpa_sync_period_s
 
 ROOT = Path(__file__).parents[2]
 CRON_FACTS = json.loads((ROOT / "reference/upstream/hpa-keda-controllers.json").read_text())["keda"][
@@ -197,9 +198,10 @@ def test_the_concurrency_signal_uses_the_kv_target_without_a_warning() -> None:
 
 def test_seasonal_adds_yesterdays_and_last_weeks_demand_one_start_up_ahead() -> None:
     """Two more prometheus triggers beside the signal's, valid against KEDA's schema, each reading
-    the demand of one period back over the next start-up (the plan's, rounded up to the query's
-    one-minute step) at the concurrency signal's per-replica target; the simulator reads the
-    same windows back from the rendered queries."""
+    the demand of one period back over the next start-up (the plan's, plus the query's one-minute
+    step and one HPA sync, by which the floor can act late, rounded up to the step) at the
+    concurrency signal's per-replica target; the simulator reads the same windows back from the
+    rendered queries."""
     config = stack_config("dev", autoscaling__signal="concurrency", autoscaling__seasonal="true")
     settings = parse_settings(config.values, config.secret_keys, config.stack)
     objects = render(config).objects()
@@ -216,7 +218,10 @@ def test_seasonal_adds_yesterdays_and_last_weeks_demand_one_start_up_ahead() -> 
         # Never empty (KEDA would hold the replicas on the error): no history reads 0.
         assert meta["query"].endswith(" or vector(0)") and meta["ignoreNullValues"] == "false"
         lead, offset = (int(x) for x in re.search(r"\[(\d+)s:1m\] offset (\d+)s", meta["query"]).groups())
-        assert startup <= lead < startup + 60 and lead % 60 == 0
+        # A rise of yesterday's demand shows at the subquery's next minute, and the HPA acts on it
+        # at its next sync (kube-controller-manager's default period, from its source).
+        reaction = 60 + hpa_sync_period_s()
+        assert startup + reaction <= lead < startup + reaction + 60 and lead % 60 == 0
         windows[trigger["name"]] = (offset + lead, lead)
     assert windows == {
         "seasonal-day": (86_400, windows["seasonal-day"][1]),
