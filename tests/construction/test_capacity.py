@@ -191,6 +191,10 @@ def test_karpenter_gpu_nodes_pull_with_soci_parallel_mode(prod: Construction) ->
     assert parts[0]["apiVersion"] == "node.eks.aws/v1alpha1"
     assert parts[0]["spec"]["featureGates"] == {soci["nodeadm"]["feature_gate"]: True}
     assert soci["nodeadm"]["min_ami_release"] < AL2023_AMI_RELEASE  # vYYYYMMDD sorts by date
+    # The kubelet keeps nodeadm's parallel image pulls (no kubelet config of ours overrides them),
+    # so the replica's pull joins the pre-pull DaemonSet's rather than queueing behind it.
+    assert cold_start_facts()["image_prepull"]["al2023_parallel_pulls"]["serialize_image_pulls"] is False
+    assert "serializeImagePulls" not in parts[0]["spec"].get("kubelet", {}).get("config", {})
     # Every GPU type of the plan is above nodeadm's threshold, or the gate would be ignored.
     catalog = instance_catalog().instances
     for name in prod.result.plan.instance_types:
