@@ -647,11 +647,10 @@ class SizingPlan:
     def cuda_graph_capture_seconds(self) -> float:
         """CUDA graph capture at start-up: vLLM's default graphs for the plan's ``--max-num-seqs``,
         each over the layers of one pipeline stage, at the per-graph, per-layer time cited above."""
-        inst = self.chosen.instance
         graphs = default_cuda_graph_count(
             self.max_num_seqs,
-            default_max_num_batched_tokens(inst.cuda_memory_mib, inst.gpu_model),
-            inst.arch.compute_capability,
+            self.scheduler_limits.max_num_batched_tokens,
+            self.chosen.instance.arch.compute_capability,
         )
         layers = math.ceil(self.model.num_hidden_layers / self.pipeline_parallel_size)
         return graphs * layers * CAPTURE_S_PER_GRAPH_LAYER
