@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from deepseek_eks.sizing import KvCacheDtype, Quantization, instance_catalog, model_catalog
-from deepseek_eks.sizing.checkpoints import known_checkpoint
-from deepseek_eks.sizing.planner import STAGED_SOURCES
+from deepseek_eks.sizing.checkpoints import known_checkpoint, prequantized_format
+from deepseek_eks.sizing.planner import STAGED_SOURCES, served_quantization
 
 from .arns import arn_problem
 from .exposure import api_access, endpoint_access
@@ -603,6 +603,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             )
         )
     out += _kv_cache_dtype_problems(model, groups["gpu"].instance_families, invalid)
+    out += _prequantized_repository_problems(model, invalid)
     repository = model.repository
     hf_repository = repository and not repository.startswith(S3_SCHEME)
     hf_repository = hf_repository and _usable(invalid, "model.repository")
@@ -720,6 +721,27 @@ def _scale_from_zero_problems(
             )
         )
     return out
+
+
+def _prequantized_repository_problems(model: ModelSettings, invalid: set[str]) -> list[Problem]:
+    """A catalogued pre-quantized checkpoint holds one format: vLLM refuses to start when
+    ``--quantization`` names another (vllm/config/model.py ``ModelConfig._verify_quantization``)."""
+    if not (_usable(invalid, "model.repository") and _usable(invalid, "model.quantization")):
+        return []
+    held = prequantized_format(model.variant.value, model.repository)
+    spec = model_catalog()[model.variant.value]
+    wanted = served_quantization(model.quantization, spec, model.repository).value
+    if held is None or held == wanted:
+        return []
+    return [
+        Problem(
+            f"{PROJECT}:model.quantization",
+            model.quantization.value,
+            f"model.repository {model.repository} holds {held} weights (sizing/data/checkpoints.json) and "
+            f"vLLM refuses to serve them as {wanted}: set model.quantization {held}, or name a "
+            f"repository with {wanted} weights",
+        )
+    ]
 
 
 def s3_location(repository: str) -> tuple[str, str] | None:

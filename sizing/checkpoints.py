@@ -15,8 +15,8 @@ def _data(name: str) -> Any:
 
 
 @cache
-def _table() -> dict[str, dict[str, dict[str, str]]]:
-    table: dict[str, dict[str, dict[str, str]]] = _data("checkpoints.json")["checkpoints"]
+def _table() -> dict[str, dict[str, dict[str, Any]]]:
+    table: dict[str, dict[str, dict[str, Any]]] = _data("checkpoints.json")["checkpoints"]
     return table
 
 
@@ -24,6 +24,18 @@ def known_checkpoint(variant: str, quantization: str) -> str | None:
     """The public repository serving ``variant`` pre-quantized as ``quantization``, if one is known."""
     entry = _table().get(variant, {}).get(quantization)
     return entry["repository"] if entry else None
+
+
+def prequantized_format(variant: str, repository: str | None) -> str | None:
+    """The quantization ``repository`` already holds for ``variant`` when it is a catalogued
+    pre-quantized checkpoint (its name or a former name), else None: an uncatalogued repository is
+    taken to hold the variant's own 16-bit checkpoint."""
+    if not repository:
+        return None
+    for quantization, entry in _table().get(variant, {}).items():
+        if repository in (entry["repository"], *entry.get("aliases", ())):
+            return quantization
+    return None
 
 
 @cache

@@ -108,16 +108,17 @@ def replicated_bytes(model: ModelSpec, quantization: Quantization) -> int:
     )
 
 
-def download_bytes(model: ModelSpec, quantization: Quantization) -> int:
+def download_bytes(model: ModelSpec, quantization: Quantization, prequantized: bool = False) -> int:
     """Bytes of checkpoint files a replica downloads before loading.
 
     FP8 on a distill is vLLM's online quantization of the bf16 checkpoint, so the bf16 files are
-    what is downloaded; AWQ is a pre-quantized checkpoint of about the in-memory size.
+    what is downloaded, unless the repository is a pre-quantized FP8 checkpoint (``prequantized``);
+    AWQ and pre-quantized FP8 checkpoints are about their in-memory size.
     """
     q = quantization.resolve(model)
     if model.checkpoint_dtype == "fp8" and q is Quantization.FP8 and model.checkpoint_bytes:
         return model.checkpoint_bytes
-    if q is Quantization.AWQ_INT4:
+    if q is Quantization.AWQ_INT4 or (q is Quantization.FP8 and prequantized):
         return weight_bytes(model, q)
     return (model.parameters + model.mtp_parameters) * 2
 
@@ -184,16 +185,20 @@ def largest_checkpoint_tensor_bytes(model: ModelSpec) -> int:
 ONLINE_QUANT_LAYERS_IN_FLIGHT = 2
 
 
-def is_online_quantization(model: ModelSpec, quantization: Quantization) -> bool:
-    """FP8 of a 16-bit checkpoint: vLLM quantizes it while loading."""
-    return quantization.resolve(model) is Quantization.FP8 and model.checkpoint_dtype != "fp8"
+def is_online_quantization(model: ModelSpec, quantization: Quantization, prequantized: bool = False) -> bool:
+    """FP8 of a 16-bit checkpoint: vLLM quantizes it while loading. Not for the model's own FP8
+    checkpoint, nor for a repository that is already quantized (``prequantized``)."""
+    fp8 = quantization.resolve(model) is Quantization.FP8
+    return fp8 and model.checkpoint_dtype != "fp8" and not prequantized
 
 
-def load_peak_bytes_per_gpu(model: ModelSpec, quantization: Quantization, tp: int, pp: int) -> int:
+def load_peak_bytes_per_gpu(
+    model: ModelSpec, quantization: Quantization, tp: int, pp: int, prequantized: bool = False
+) -> int:
     """Peak weight memory of one GPU while vLLM loads the model: the final weights plus, for online
     FP8, the 16-bit copies of the layers being quantized."""
     final = weight_bytes_per_gpu(model, quantization, tp, pp)
-    if not is_online_quantization(model, quantization):
+    if not is_online_quantization(model, quantization, prequantized):
         return final
     return final + ONLINE_QUANT_LAYERS_IN_FLIGHT * largest_linear_bytes_per_gpu(model, tp)
 

@@ -32,7 +32,7 @@ from .catalog import (
     model_catalog,
     unknown_family_message,
 )
-from .checkpoints import known_checkpoint, pinned_revision
+from .checkpoints import known_checkpoint, pinned_revision, prequantized_format
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
@@ -267,6 +267,37 @@ def planned_max_num_seqs(
     return max(min_full_length_sequences, lo, 1)
 
 
+# vLLM 0.33.0's online FP8 shorthands (vllm/config/quantization.py ``_ONLINE_SHORTHANDS``):
+# fp8_per_channel scales each output channel of a weight and each token of an activation, the layout
+# of llm-compressor's FP8_DYNAMIC recipe that the published distill evaluations measured
+# (vllm/model_executor/layers/quantization/online/fp8.py ``Fp8PtpcOnlineLinearMethod``); it refuses
+# the weight-only Marlin kernel that GPUs without FP8 tensor cores fall back to, so those run
+# fp8_per_tensor (one scale per weight), which Marlin serves.
+ONLINE_FP8_NATIVE = "fp8_per_channel"
+ONLINE_FP8_WEIGHT_ONLY = "fp8_per_tensor"
+
+
+def online_fp8_flag(fp8_tensor_cores: bool) -> str:
+    """``--quantization`` for vLLM's online FP8 of a 16-bit checkpoint on a GPU with or without FP8
+    tensor cores."""
+    return ONLINE_FP8_NATIVE if fp8_tensor_cores else ONLINE_FP8_WEIGHT_ONLY
+
+
+def served_quantization(quantization: Quantization, model: ModelSpec, repository: str | None) -> Quantization:
+    """``auto`` is the served checkpoint's own format: a catalogued pre-quantized repository's, else
+    the variant's (``Quantization.resolve``)."""
+    held = prequantized_format(model.variant, repository)
+    if quantization is Quantization.AUTO and held:
+        return Quantization(held)
+    return quantization.resolve(model)
+
+
+def is_prequantized(model: ModelSpec, quantization: Quantization, repository: str | None) -> bool:
+    """Whether ``repository`` is a catalogued checkpoint already quantized as ``quantization``
+    (sizing/data/checkpoints.json)."""
+    return prequantized_format(model.variant, repository) == quantization.resolve(model).value
+
+
 class PlanError(ValueError):
     """A request the sizing engine cannot turn into any plan (unknown variant or family)."""
 
@@ -339,6 +370,8 @@ class Fit:
     overhead_calibrated: bool = False
     # Replicas sharing one node when a replica uses fewer GPUs than the node has (packing).
     replicas_per_node: int = 1
+    # --quantization for vLLM's online FP8 of a 16-bit checkpoint on this GPU, else None.
+    quantization_flag: str | None = None
 
     @property
     def nodes(self) -> int:
@@ -361,9 +394,9 @@ class Fit:
         return PodRoom(room.millicores // k, room.memory_mib // k)
 
     @property
-    def args_key(self) -> tuple[int, int, str]:
+    def args_key(self) -> tuple[int, int, str, str | None]:
         """Types with the same key run the same vLLM arguments."""
-        return (self.tensor_parallel, self.pipeline_parallel, self.dtype)
+        return (self.tensor_parallel, self.pipeline_parallel, self.dtype, self.quantization_flag)
 
 
 @dataclass(frozen=True)
@@ -542,9 +575,15 @@ class SizingPlan:
         return f"{self.room.memory_mib // 1024}Gi"
 
     @property
+    def checkpoint_prequantized(self) -> bool:
+        """Whether the served repository already holds the planned quantization (a catalogued
+        pre-quantized checkpoint): vLLM then reads the checkpoint's own quantization config."""
+        return is_prequantized(self.model, self.quantization, self.repository)
+
+    @property
     def checkpoint_gib(self) -> float:
         """Size of the checkpoint files (what staging to S3 copies)."""
-        return download_bytes(self.model, self.quantization) / GIB
+        return download_bytes(self.model, self.quantization, self.checkpoint_prequantized) / GIB
 
     @property
     def weights_download_gib(self) -> float:
@@ -743,10 +782,10 @@ class SizingPlan:
             "--max-num-seqs", str(self.max_num_seqs),
             "--dtype", fit.dtype,
         ]  # fmt: skip
-        if is_online_quantization(self.model, self.quantization):
-            # vLLM 0.33.0 maps a bare `fp8` on a 16-bit checkpoint to this with a deprecation warning
-            # (vllm/model_executor/model_loader/weight_utils.py ``get_quant_config``).
-            args += ["--quantization", "fp8_per_tensor"]
+        if fit.quantization_flag:
+            # Never for a pre-quantized checkpoint: a flag that differs from its quant_method makes
+            # vLLM refuse to start (vllm/config/model.py ``ModelConfig._verify_quantization``).
+            args += ["--quantization", fit.quantization_flag]
         if self.request.kv_cache_dtype is KvCacheDtype.FP8:
             args += ["--kv-cache-dtype", "fp8"]
         if self.request.weights_source == "s3":
@@ -924,12 +963,14 @@ def evaluate(
         return Rejection(instance, f"{instance.name} leaves too little CPU/RAM for the vLLM pod{share}")
     budget = budget_bytes_per_gpu(instance.cuda_memory_mib, request.gpu_memory_utilization)
     exposed = instance.cuda_memory_mib * 1024**2
+    prequantized = is_prequantized(model, q, request.repository)
+    online = is_online_quantization(model, q, prequantized)
     multi_node = model.moe and instance.efa_supported and packed == 1
     stages = range(1, MAX_PIPELINE_STAGES + 1) if multi_node else (1,)
     reason = ""
     for pp in stages:
         weights = weight_bytes_per_gpu(model, q, tp, pp)
-        load_peak = load_peak_bytes_per_gpu(model, q, tp, pp)
+        load_peak = load_peak_bytes_per_gpu(model, q, tp, pp, prequantized)
         measured = calibration.overhead_bytes(
             request.calibration_file,
             model.variant,
@@ -962,6 +1003,7 @@ def evaluate(
         # vLLM's --dtype auto serves a bf16 checkpoint in float16 where the GPU has no bf16
         # (vllm/config/model.py ``_resolve_auto_dtype``); the plan states it explicitly.
         dtype = "bfloat16" if arch.bf16 else "float16"
+        flag = online_fp8_flag(arch.fp8) if online else None
         return Fit(
             instance,
             tp,
@@ -975,6 +1017,7 @@ def evaluate(
             load_peak,
             measured is not None,
             packed,
+            flag,
         )
     return Rejection(instance, reason)
 
@@ -1066,7 +1109,7 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
     """Size one replica of ``request.variant`` on the allowed families."""
     catalog = catalog or instance_catalog()
     model = _resolve(request, catalog)
-    q = request.quantization.resolve(model)
+    q = served_quantization(request.quantization, model, request.repository)
     fits, rejections = _fits(model, q, request, catalog)
     if not fits:
         reasons = tuple(_family_reason(f, rejections) for f in request.families)
@@ -1080,12 +1123,21 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
     rooms = [f.room for f in pool]
     room = PodRoom(min(r.millicores for r in rooms), min(r.memory_mib for r in rooms))
     warnings = []
-    if request.weights_source == "huggingface" and download_bytes(model, q) > 200 * GIB:
+    prequantized = is_prequantized(model, q, request.repository)
+    if request.weights_source == "huggingface" and download_bytes(model, q, prequantized) > 200 * GIB:
         warnings.append(
             "weights over 200 GiB download slowly from Hugging Face: weights.source s3 starts faster"
         )
     if q is Quantization.AWQ_INT4 and not request.repository and not known_checkpoint(model.variant, q.value):
         warnings.append("awq-int4 needs a pre-quantized AWQ checkpoint: set model.repository")
+    if chosen.quantization_flag and request.repository:
+        warnings.append(
+            f"model.repository {request.repository} is loaded as a 16-bit checkpoint that vLLM "
+            f"quantizes to FP8 while loading (--quantization {chosen.quantization_flag}); if it is "
+            "already quantized (its config.json has a quantization_config), vLLM refuses to start on "
+            "that flag: name a "
+            "16-bit checkpoint, or a catalogued FP8 one (docs/sizing.md, FP8 weights)"
+        )
     warnings += _precision_warnings(model, q, chosen)
     if chosen.nodes > 1:
         warnings.append(
@@ -1237,7 +1289,7 @@ def suggest(request: PlanRequest, catalog: InstanceCatalog | None = None) -> lis
     """Changes that would make an infeasible request feasible, cheapest option of each kind."""
     catalog = catalog or instance_catalog()
     model = _resolve(request, catalog)
-    current = request.quantization.resolve(model)
+    current = served_quantization(request.quantization, model, request.repository)
     out: list[str] = []
 
     for q in (Quantization.FP8, Quantization.AWQ_INT4, Quantization.BF16):

@@ -30,6 +30,15 @@ def vllm_serve_flags(version: str = "0.33.0") -> dict[str, dict[str, Any]]:
 
 
 @cache
+def vllm_quantization_check(version: str = "0.33.0") -> dict[str, Any]:
+    """How vLLM reconciles ``--quantization`` with a checkpoint's own quantization_config
+    (``ModelConfig._verify_quantization``): whether a mismatch refuses to start, and which methods may
+    claim a checkpoint for another flag value."""
+    data: dict[str, Any] = json.loads((UPSTREAM / f"vllm-{version}" / "quantization-check.json").read_text())
+    return data
+
+
+@cache
 def vllm_metric_names(version: str = "0.33.0") -> frozenset[str]:
     lines = (UPSTREAM / f"vllm-{version}" / "metric-names.txt").read_text().splitlines()
     return frozenset(line.strip() for line in lines if line.strip() and not line.startswith("#"))

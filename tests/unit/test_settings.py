@@ -215,6 +215,17 @@ def test_awq_needs_a_repository() -> None:
     assert "pre-quantized AWQ" in found[f"{P}model.repository"]
 
 
+def test_a_catalogued_checkpoint_under_another_quantization_names_both_settings() -> None:
+    fp8_checkpoint = "neuralmagic/DeepSeek-R1-Distill-Llama-70B-FP8-dynamic"  # the former name
+    base = {f"{P}model.variant": "r1-distill-llama-70b", f"{P}model.repository": fp8_checkpoint}
+    message = problems({**base, f"{P}model.quantization": "awq-int4"})[f"{P}model.quantization"]
+    assert fp8_checkpoint in message and "set model.quantization fp8" in message
+    assert "as bf16" in problems({**base, f"{P}model.quantization": "bf16"})[f"{P}model.quantization"]
+    # auto is the served checkpoint's own format: the catalogued repository's.
+    assert parse_settings(base).model.repository == fp8_checkpoint
+    assert parse_settings({**base, f"{P}model.quantization": "fp8"}).model.repository == fp8_checkpoint
+
+
 @pytest.mark.parametrize("source", ["s3", "s3-mountpoint"])
 def test_s3_repository_is_your_own_bucket_read_by_s3_or_s3_mountpoint(source: str) -> None:
     s = parse_settings({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": source})

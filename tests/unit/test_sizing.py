@@ -30,7 +30,13 @@ from deepseek_eks.sizing.memory import (
     weight_bytes,
 )
 from deepseek_eks.sizing.nodes import kube_reserved_millicores, pod_room
-from tests.upstream import cold_start_facts, cuda_gpu_memory_gib, karpenter_image_pull_s, model_configs
+from tests.upstream import (
+    cold_start_facts,
+    cuda_gpu_memory_gib,
+    karpenter_image_pull_s,
+    model_configs,
+    vllm_quantization_check,
+)
 from tests.upstream_platform import eni_limited_pods, platform_facts
 
 MIB = 1024**2
@@ -171,8 +177,67 @@ def test_fp8_runs_weight_only_on_ampere_for_dense_models_and_natively_on_ada() -
     assert isinstance(moe, Infeasible) and moe.reasons[0].startswith("p4de: A100 has no native FP8 kernels")
     p = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), quantization=Quantization.FP8)))
     assert not any("Marlin" in w for w in p.warnings)
-    # A bare `fp8` on a bf16 checkpoint is deprecated in 0.33.0 for this explicit online scheme.
-    assert p.vllm_args[p.vllm_args.index("--quantization") + 1] == "fp8_per_tensor"
+    # With FP8 tensor cores: the online scheme laid out as llm-compressor's FP8_DYNAMIC checkpoints,
+    # which the published distill evaluations measured; on the Marlin fallback, one it accepts.
+    shorthands = vllm_quantization_check()["online_fp8"]["shorthands"]
+    native = shorthands[_quantization_flag(p)]
+    assert native.get("layout") == "llm-compressor FP8_DYNAMIC"
+    assert shorthands[_quantization_flag(on_a10g)]["runs_on_marlin_weight_only"]
+    # One node pool, one set of arguments: an FP8-core type and a Marlin one never share a pool.
+    mixed = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g5", "g6"), quantization=Quantization.FP8)))
+    pool_gpus = {instance_catalog().instances[t].gpu_model for t in mixed.instance_types}
+    assert len(pool_gpus & {"A10G"}) == 0 or len(pool_gpus & {"L4"}) == 0
+
+
+def _quantization_flag(p: SizingPlan) -> str | None:
+    args = p.vllm_args
+    return args[args.index("--quantization") + 1] if "--quantization" in args else None
+
+
+def _fp8_checkpoints() -> list[tuple[str, str, str]]:
+    """(variant, repository name or former name, quant_method) of every catalogued FP8 checkpoint:
+    the formats as their model cards state them (sources in the file)."""
+    table = json.loads(Path("sizing/data/checkpoints.json").read_text())["checkpoints"]
+    return [
+        (variant, name, entry["quant_method"])
+        for variant, entries in table.items()
+        for kind, entry in entries.items()
+        if kind == "fp8"
+        for name in (entry["repository"], *entry.get("aliases", ()))
+    ]
+
+
+@pytest.mark.parametrize(("variant", "repository", "quant_method"), _fp8_checkpoints())
+def test_a_prequantized_fp8_checkpoint_starts_on_what_vllm_reads_from_it(
+    variant: str, repository: str, quant_method: str
+) -> None:
+    check = vllm_quantization_check()
+    p = feasible(plan(PlanRequest(variant, ("g6e",), quantization=Quantization.FP8, repository=repository)))
+    flag = _quantization_flag(p)
+    # vLLM 0.33.0 refuses to start when the flag differs from the checkpoint's quant_method and no
+    # override method claims it; with no flag it reads the checkpoint's own method.
+    assert check["mismatch_raises"] and check["no_flag_uses_checkpoint_method"]
+    assert flag is None or flag == quant_method or flag in check["overrides"], flag
+    assert not any("model.repository" in w for w in p.warnings)
+    # Its files are the FP8 weights, not the 16-bit ones vLLM quantizes online; nothing is buffered
+    # at 16 bits while loading.
+    sixteen_bit = feasible(plan(PlanRequest(variant, ("g6e",), quantization=Quantization.BF16)))
+    assert p.checkpoint_gib < 0.6 * sixteen_bit.checkpoint_gib
+    assert p.chosen.load_peak_per_gpu == p.chosen.weights_per_gpu
+    # auto is the served checkpoint's own format.
+    auto = feasible(plan(PlanRequest(variant, ("g6e",), repository=repository)))
+    assert auto.quantization is Quantization.FP8 and auto.vllm_args == p.vllm_args
+
+
+def test_an_uncatalogued_repository_under_fp8_is_quantized_online_and_the_plan_says_so() -> None:
+    fp8 = Quantization.FP8
+    request = PlanRequest("r1-distill-qwen-7b", ("g6",), quantization=fp8, repository="acme/r1-7b")
+    own = feasible(plan(request))
+    assert _quantization_flag(own) == "fp8_per_channel"  # L4 has FP8 tensor cores
+    (warning,) = [w for w in own.warnings if "model.repository" in w]
+    assert "acme/r1-7b" in warning and "refuses to start" in warning
+    default = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",), quantization=Quantization.FP8)))
+    assert not any("model.repository" in w for w in default.warnings)
 
 
 def test_r1_671b_spans_two_p5_nodes_but_one_p5en() -> None:
