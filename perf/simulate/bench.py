@@ -61,23 +61,37 @@ COMMAND = "python tools/bench_autoscaling.py"
 # ahead) instead of a schedule written by hand. The bounds stay the stack's, so the trace (sized
 # from maxReplicas) is the same for every candidate.
 # Each candidate names the settings the example stacks change from their defaults (the seasonal
-# floor, the KV-cache target): a candidate without them would silently inherit the stack's.
+# floor, the KV-cache target, the concurrency share): a candidate without them would silently
+# inherit the stack's.
 _KV_DEFAULT = AutoscalingSettings.model_fields["target_kv_cache_usage"].default
-SETTING_DEFAULTS = {"autoscaling.seasonal": "false", "autoscaling.targetKvCacheUsage": f"{_KV_DEFAULT:g}"}
+SETTING_DEFAULTS = {
+    "autoscaling.seasonal": "false",
+    "autoscaling.targetKvCacheUsage": f"{_KV_DEFAULT:g}",
+    "autoscaling.targetConcurrencyShare": f"{DEFAULT_CONCURRENCY_SHARE:g}",
+}
 QUEUE_1 = {"autoscaling.signal": "queue-depth", "autoscaling.queueDepthPerReplica": "1", **SETTING_DEFAULTS}
 CONCURRENCY = {"autoscaling.signal": "concurrency", **SETTING_DEFAULTS}
 SEASONAL = {"autoscaling.seasonal": "true"}
 KV_04 = {"autoscaling.targetKvCacheUsage": "0.4"}
+# dev's own setting (Pulumi.dev.yaml): a lower share of the batch for the bursts, and the KV-cache
+# trigger at 0.6, late enough that the reasoning traces' long outputs do not hold a fleet for a
+# cache that is not yet full.
+DEV_SHARE_KV = {"autoscaling.targetConcurrencyShare": "0.6", "autoscaling.targetKvCacheUsage": "0.6"}
+DEV_OWN = {**CONCURRENCY, **SEASONAL, **DEV_SHARE_KV}
+PROD_OWN = {**CONCURRENCY, **SEASONAL, **KV_04}
 
 
 def _busy_hours(replicas: int) -> str:
     return f'[{{"start": "0 8 * * *", "end": "0 20 * * *", "replicas": {replicas}}}]'
 
 
-def _concurrency_candidates(busy_hours_floor: int) -> dict[str, dict[str, str]]:
-    """The concurrency signal's candidates, the same for every stack but for the floor. The
-    example stacks' own setting (KV 0.4 with the seasonal floor) is their default row; its
-    neighbours change one thing each."""
+def _concurrency_candidates(
+    busy_hours_floor: int, others: dict[str, dict[str, str]]
+) -> dict[str, dict[str, str]]:
+    """The concurrency signal's candidates, the same for every stack but for the floor and
+    ``others``: the other example stack's own setting (each stack's own is its default row: prod's
+    KV 0.4 with the seasonal floor, dev's share 0.6 and KV 0.6 with it). The rest change one thing
+    each from the setting's defaults."""
     default = f"concurrency {DEFAULT_CONCURRENCY_SHARE:g}"
     return {
         default: CONCURRENCY,
@@ -88,6 +102,7 @@ def _concurrency_candidates(busy_hours_floor: int) -> dict[str, dict[str, str]]:
             "autoscaling.schedule": _busy_hours(busy_hours_floor),
         },
         f"{default}, seasonal": {**CONCURRENCY, **SEASONAL},
+        **others,
     }
 
 
@@ -95,7 +110,7 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
     "dev": {
         "queue-depth 1": QUEUE_1,
         "queue-depth 1, 2 from 08:00 to 20:00": {**QUEUE_1, "autoscaling.schedule": _busy_hours(2)},
-        **_concurrency_candidates(2),
+        **_concurrency_candidates(2, {"concurrency 0.7, seasonal, KV 0.4": PROD_OWN}),
     },
     "prod": {
         "queue-depth 1": QUEUE_1,
@@ -110,7 +125,7 @@ CANDIDATES: dict[str, dict[str, dict[str, str]]] = {
             "autoscaling.queueDepthPerReplica": "1",
             "autoscaling.targetGpuUtilization": "90",
         },
-        **_concurrency_candidates(3),
+        **_concurrency_candidates(3, {"concurrency 0.6, seasonal, KV 0.6": DEV_OWN}),
     },
 }
 

@@ -176,18 +176,25 @@ def test_every_candidate_names_what_the_example_stacks_change() -> None:
     either out would inherit the stack's value and be judged as what its label does not say."""
     for stack, candidates in CANDIDATES.items():
         config = yaml.safe_load((PROJECT_ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
-        changed = {k.removeprefix("deepseek-eks:") for k in config} & {
+        named = {
             "autoscaling.seasonal",
             "autoscaling.targetKvCacheUsage",
+            "autoscaling.targetConcurrencyShare",
         }
-        assert changed == {"autoscaling.seasonal", "autoscaling.targetKvCacheUsage"}, stack
+        changed = {k.removeprefix("deepseek-eks:") for k in config} & named
+        assert changed <= named and "autoscaling.seasonal" in changed, stack
         for label, overrides in candidates.items():
             assert overrides.get("autoscaling.seasonal") == ("true" if "seasonal" in label else "false"), (
                 stack,
                 label,
             )
             kv = overrides.get("autoscaling.targetKvCacheUsage")
-            assert kv == ("0.4" if "KV 0.4" in label else "0.85"), (stack, label)
+            assert kv == next((k for k in ("0.4", "0.6") if f"KV {k}" in label), "0.85"), (stack, label)
+            share = overrides.get("autoscaling.targetConcurrencyShare")
+            assert share == next((c for c in ("0.6", "0.85") if f"concurrency {c}" in label), "0.7"), (
+                stack,
+                label,
+            )
 
 
 def test_seeds_run_as_tasks_and_a_plan_without_figures_shows_once(
