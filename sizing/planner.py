@@ -1135,8 +1135,7 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
             f"model.repository {request.repository} is loaded as a 16-bit checkpoint that vLLM "
             f"quantizes to FP8 while loading (--quantization {chosen.quantization_flag}); if it is "
             "already quantized (its config.json has a quantization_config), vLLM refuses to start on "
-            "that flag: name a "
-            "16-bit checkpoint, or a catalogued FP8 one (docs/sizing.md, FP8 weights)"
+            "that flag: name a 16-bit checkpoint, or a catalogued FP8 one (docs/sizing.md, FP8 weights)"
         )
     warnings += _precision_warnings(model, q, chosen)
     if chosen.nodes > 1:

@@ -182,7 +182,7 @@ def test_every_candidate_names_what_the_example_stacks_change() -> None:
             "autoscaling.targetConcurrencyShare",
         }
         changed = {k.removeprefix("deepseek-eks:") for k in config} & named
-        assert changed <= named and "autoscaling.seasonal" in changed, stack
+        assert "autoscaling.seasonal" in changed, stack
         for label, overrides in candidates.items():
             assert overrides.get("autoscaling.seasonal") == ("true" if "seasonal" in label else "false"), (
                 stack,

@@ -186,7 +186,7 @@ def test_fp8_runs_weight_only_on_ampere_for_dense_models_and_natively_on_ada() -
     # One node pool, one set of arguments: an FP8-core type and a Marlin one never share a pool.
     mixed = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g5", "g6"), quantization=Quantization.FP8)))
     pool_gpus = {instance_catalog().instances[t].gpu_model for t in mixed.instance_types}
-    assert len(pool_gpus & {"A10G"}) == 0 or len(pool_gpus & {"L4"}) == 0
+    assert not {"A10G", "L4"} <= pool_gpus
 
 
 def _quantization_flag(p: SizingPlan) -> str | None:
@@ -197,7 +197,8 @@ def _quantization_flag(p: SizingPlan) -> str | None:
 def _fp8_checkpoints() -> list[tuple[str, str, str]]:
     """(variant, repository name or former name, quant_method) of every catalogued FP8 checkpoint:
     the formats as their model cards state them (sources in the file)."""
-    table = json.loads(Path("sizing/data/checkpoints.json").read_text())["checkpoints"]
+    data = Path(__file__).resolve().parents[2] / "sizing" / "data" / "checkpoints.json"
+    table = json.loads(data.read_text())["checkpoints"]
     return [
         (variant, name, entry["quant_method"])
         for variant, entries in table.items()
