@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
@@ -1105,6 +1106,63 @@ def _family_reason(family: str, rejections: list[Rejection]) -> str:
     return f"{family}: {best.reason}"
 
 
+def _engine_text(fit: Fit) -> str:
+    """The vLLM arguments that keep two fits out of one node pool, as a reader compares them."""
+    flag = f", --quantization {fit.quantization_flag}" if fit.quantization_flag else ""
+    return f"TP {fit.tensor_parallel} PP {fit.pipeline_parallel}, {fit.dtype}{flag}"
+
+
+def families_left_out(
+    request: PlanRequest,
+    fits: list[Fit],
+    rejections: list[Rejection],
+    pool: tuple[Fit, ...],
+    usd_per_million: Callable[[Fit], float],
+) -> list[str]:
+    """A warning for each family of ``gpu.instanceFamilies`` whose types the node pool never
+    launches, so that an allowed family is never dropped without a word: either none of its types
+    serves the variant, or its cheapest fit needs other vLLM arguments or another pod size than the
+    pool's (one Deployment runs one set of arguments and one pod size) and costs more at
+    ``maxReplicas`` than the type the plan chose (``fits`` are sorted cheapest first). Its price
+    per million output tokens (``usd_per_million``) is given beside the pool's: a type dearer by
+    the hour can be cheaper by the token, which matters to a busy service."""
+    chosen = pool[0]
+    pooled = {f.instance.family for f in pool}
+    warnings = []
+    for family in dict.fromkeys(request.families):
+        if family in pooled:
+            continue
+        own = [f for f in fits if f.instance.family == family]
+        if not own:
+            why = _family_reason(family, rejections).removeprefix(f"{family}: ")
+            warnings.append(
+                f"gpu.instanceFamilies lists {family}, but none of its types serves "
+                f"{request.variant}: {why}; the node pool never launches it"
+            )
+            continue
+        best = own[0]
+        differences = []
+        if best.args_key != chosen.args_key:
+            differences.append(f"runs {_engine_text(best)} where the pool runs {_engine_text(chosen)}")
+        if best.replicas_per_node != chosen.replicas_per_node:
+            differences.append(
+                f"packs {best.replicas_per_node} replicas per node where the pool packs "
+                f"{chosen.replicas_per_node}, so its pod would have another size"
+            )
+        at_max = request.max_replicas
+        by_token = f"${usd_per_million(best):,.2f} per million output tokens"
+        by_token += f" against ${usd_per_million(chosen):,.2f}"
+        warnings.append(
+            f"gpu.instanceFamilies lists {family}, but the node pool never launches it: its cheapest "
+            f"fit, {best.instance.name}, {' and '.join(differences)}, and one Deployment runs one set "
+            f"of vLLM arguments and one pod size; the plan chose {chosen.instance.name}, "
+            f"${chosen.node_usd_per_hour * chosen.nodes_for(at_max):,.2f}/h at autoscaling.maxReplicas "
+            f"{at_max} against ${best.node_usd_per_hour * best.nodes_for(at_max):,.2f}/h ({by_token} "
+            f"at saturation). Remove {family} from gpu.instanceFamilies, or list it alone to plan on it"
+        )
+    return warnings
+
+
 def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> SizingPlan | Infeasible:
     """Size one replica of ``request.variant`` on the allowed families."""
     catalog = catalog or instance_catalog()
@@ -1138,6 +1196,13 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
             "that flag: name a 16-bit checkpoint, or a catalogued FP8 one (docs/sizing.md, FP8 weights)"
         )
     warnings += _precision_warnings(model, q, chosen)
+    price_source = _price_source(catalog, request.region, request.capacity_types)
+
+    def usd_per_million(fit: Fit) -> float:
+        alone = SizingPlan(request, model, q, (fit,), fit.room, price_source, ())
+        return alone.usd_per_million_output_tokens
+
+    warnings += families_left_out(request, fits, rejections, pool, usd_per_million)
     if chosen.nodes > 1:
         warnings.append(
             f"one replica spans {chosen.nodes} nodes and NCCL between them runs over TCP sockets, not "
@@ -1152,7 +1217,7 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
         quantization=q,
         fits=pool,
         room=room,
-        price_source=_price_source(catalog, request.region, request.capacity_types),
+        price_source=price_source,
         warnings=tuple(warnings),
     )
     served = sized.repository

@@ -23,7 +23,7 @@ PROD_AS_ARGS: DeepSeekServiceArgs = {
     "region": "us-east-1",
     "compute_mode": "karpenter",
     "model": ModelArgs(variant="r1-distill-llama-70b", max_model_len=32768, min_full_length_sequences=2),
-    "gpu": GpuArgs(instance_families=["g6e", "p5"], capacity_types=["spot", "on-demand"]),
+    "gpu": GpuArgs(instance_families=["g6e"], capacity_types=["spot", "on-demand"]),
     "autoscaling": ScalingArgs(
         signal="concurrency", seasonal=True, target_kv_cache_usage=0.4, min_replicas=2, max_replicas=4
     ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
+from deepseek_eks.sizing import PlanRequest, Quantization, SizingPlan, plan
 from deepseek_eks.sizing.catalog import instance_catalog
 from deepseek_eks.sizing.nodes import pod_room
 
@@ -56,3 +56,44 @@ def test_node_disk_holds_every_packed_pods_ephemeral_storage() -> None:
     k = packed.chosen.replicas_per_node
     pod = _resources(packed, packed.gpus_per_replica)["requests"]["ephemeral-storage"]
     assert k > 1 and k * int(pod.rstrip("Gi")) <= packed.ephemeral_storage_gib
+
+
+def _left_out(p: SizingPlan, family: str) -> list[str]:
+    return [w for w in p.warnings if w.startswith(f"gpu.instanceFamilies lists {family},")]
+
+
+def test_an_allowed_family_the_pool_cannot_run_is_named_with_its_reason() -> None:
+    # The 70B distill: g6e.12xlarge runs one TP-4 replica a node; p5.48xlarge would pack two, a
+    # pod of another size, so one node pool cannot hold both. Each plan alone says what it is.
+    both = _plan("r1-distill-llama-70b", ("g6e", "p5"), max_replicas=4)
+    g6e = _plan("r1-distill-llama-70b", ("g6e",), max_replicas=4)
+    p5 = _plan("r1-distill-llama-70b", ("p5",), max_replicas=4)
+    assert {f.instance.family for f in both.fits} == {"g6e"}
+    assert g6e.chosen.replicas_per_node != p5.chosen.replicas_per_node
+    (warning,) = _left_out(both, "p5")
+    assert p5.instance_type in warning and f"packs {p5.chosen.replicas_per_node} replicas" in warning
+    at_max = [q.to_dict()["hourly_usd_at_max"] for q in (p5, g6e)]
+    assert all(f"${usd:,.2f}/h" in warning for usd in at_max)
+    assert f"${p5.usd_per_million_output_tokens:,.2f} per million" in warning
+    assert not _left_out(both, "g6e")
+
+
+def test_a_family_that_serves_nothing_is_named_with_why() -> None:
+    both = _plan("r1-distill-llama-70b", ("g6e", "g4dn"), max_replicas=4)
+    refused = plan(PlanRequest("r1-distill-llama-70b", ("g4dn",), max_replicas=4))
+    assert not refused.feasible
+    (why,) = refused.to_dict()["reasons"]
+    (warning,) = _left_out(both, "g4dn")
+    assert why.removeprefix("g4dn: ") in warning and "never launches" in warning
+
+
+def test_fp8_names_the_flag_that_splits_g5_from_g6_and_pooled_families_are_silent() -> None:
+    fp8 = _plan("r1-distill-qwen-7b", ("g6", "g5"), quantization=Quantization.FP8, max_replicas=2)
+    g5 = _plan("r1-distill-qwen-7b", ("g5",), quantization=Quantization.FP8, max_replicas=2)
+    (warning,) = _left_out(fp8, "g5")
+    assert f"--quantization {g5.chosen.quantization_flag}" in warning
+    assert f"--quantization {fp8.chosen.quantization_flag}" in warning
+    bf16 = _plan("r1-distill-qwen-7b", ("g6", "g5"), max_replicas=2)
+    assert {f.instance.family for f in bf16.fits} == {"g6", "g5"} and not any(
+        w.startswith("gpu.instanceFamilies") for w in bf16.warnings
+    )
