@@ -1131,11 +1131,20 @@ def snapshot_weights(
 
 
 def staged_prefix(plan: SizingPlan) -> str:
-    """The key prefix the project's bucket holds this plan's weights under: one per variant and
-    pinned commit, so a new pin stages beside the old copy instead of over it."""
+    """The key prefix the project's bucket holds this plan's weights under: one per variant,
+    repository and pinned commit, so a new pin or another ``model.repository`` (an FP8 or AWQ
+    checkpoint of the same variant) stages beside the old copy instead of over it. Over it, the
+    stager would refuse (``claim_prefix``: the prefix's marker names another repository) and
+    ``pulumi up`` would fail until someone emptied the prefix. The variant's own repository keeps
+    the plain ``<variant>/`` it always had; another one gets a sibling, ``<variant>--<org>--<name>/``
+    (Hugging Face names hold no ``/`` beyond the one between organisation and name), never a
+    folder below ``<variant>/``, so neither read role's ``<prefix>*`` grant covers the other's."""
     repository = plan.request.repository or plan.model.hf_repo
     revision = pinned_revision(plan.model.variant, repository)
-    return f"{plan.model.variant}/" + (f"{revision}/" if revision else "")
+    base = plan.model.variant
+    if repository != plan.model.hf_repo:
+        base += "--" + repository.replace("/", "--")
+    return f"{base}/" + (f"{revision}/" if revision else "")
 
 
 def weights_volume_identity(

@@ -400,3 +400,33 @@ def test_stream_resumes_by_skipping_objects_already_uploaded(
     s3.put_object(Bucket=BUCKET, Key=PREFIX + "config.json", Body=FILES["config.json"])
     sw.stream(REPO, REVISION, tmp_path, BUCKET, PREFIX, s3)
     assert sorted(hub.downloaded) == ["model-00001-of-00002.safetensors", "tokenizer/tokenizer.json"]
+
+
+def test_another_repository_of_the_variant_stages_beside_the_default_not_over_it(
+    s3: Any, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stack that served the 8B distill from S3 and sets model.repository to a catalogued FP8
+    checkpoint of it: the deployment's prefix for the new repository must not be the one the
+    default's marker claims, or the stager refuses it and pulumi up fails."""
+    from deepseek_eks.components.serving.inference import staged_prefix
+    from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
+    from deepseek_eks.sizing.checkpoints import known_checkpoint
+
+    fp8_repository = known_checkpoint("r1-distill-llama-8b", "fp8")
+    assert fp8_repository
+    plans = []
+    for repository in (None, fp8_repository):
+        request = PlanRequest("r1-distill-llama-8b", ("g6e",), weights_source="s3", repository=repository)
+        planned = plan(request)
+        assert isinstance(planned, SizingPlan)
+        plans.append(planned)
+    default, other = (staged_prefix(p) for p in plans)
+    default_repository = plans[0].model.hf_repo
+    # Neither is a folder of the other: each read role's <prefix>* grant covers only its own.
+    assert not default.startswith(other) and not other.startswith(default)
+
+    sw.stage(tree, BUCKET, default, default_repository, REVISION, s3)
+    monkeypatch.setattr(sw, "download", lambda repo, revision, workdir: tree)
+    assert sw.main(argv(repo=fp8_repository, prefix=other)) == 0
+    assert sw.is_staged(BUCKET, other, fp8_repository, REVISION, s3)
+    assert sw.is_staged(BUCKET, default, default_repository, REVISION, s3)
