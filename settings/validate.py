@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from deepseek_eks.sizing import KvCacheDtype, Quantization, instance_catalog, model_catalog
-from deepseek_eks.sizing.checkpoints import known_checkpoint, prequantized_format
+from deepseek_eks.sizing.checkpoints import catalogued_variant, known_checkpoint, prequantized_format
 from deepseek_eks.sizing.planner import STAGED_SOURCES, served_quantization
 
 from .arns import arn_problem
@@ -603,6 +603,7 @@ def _cross_field_problems(groups: Mapping[str, Any], invalid: set[str]) -> tuple
             )
         )
     out += _kv_cache_dtype_problems(model, groups["gpu"].instance_families, invalid)
+    out += _repository_variant_problems(model, invalid)
     out += _prequantized_repository_problems(model, invalid)
     repository = model.repository
     hf_repository = repository and not repository.startswith(S3_SCHEME)
@@ -721,6 +722,27 @@ def _scale_from_zero_problems(
             )
         )
     return out
+
+
+def _repository_variant_problems(model: ModelSettings, invalid: set[str]) -> list[Problem]:
+    """A repository the catalogs know to hold another variant's weights: the plan would size the
+    pods, GPUs and cache for ``model.variant`` while vLLM loaded the other model (the 70B's 131 GiB
+    on the 7B's one L4), failing only when the first pod ran out of memory."""
+    if not (_usable(invalid, "model.repository", "model.variant") and model.repository):
+        return []
+    own = {variant: spec.hf_repo for variant, spec in model_catalog().items()}
+    holds = catalogued_variant(model.repository, own)
+    if holds is None or holds == model.variant.value:
+        return []
+    return [
+        Problem(
+            f"{PROJECT}:model.repository",
+            model.repository,
+            f"holds the weights of {holds} (sizing/data/models.json, checkpoints.json), not of "
+            f"model.variant {model.variant.value}: set model.variant {holds}, or name a repository "
+            f"of {model.variant.value}'s weights",
+        )
+    ]
 
 
 def _prequantized_repository_problems(model: ModelSettings, invalid: set[str]) -> list[Problem]:

@@ -26,6 +26,30 @@ def known_checkpoint(variant: str, quantization: str) -> str | None:
     return entry["repository"] if entry else None
 
 
+def catalogued_variant(repository: str, own_repositories: dict[str, str]) -> str | None:
+    """The variant whose weights ``repository`` holds when the catalogs know it: a variant's own
+    repository (``own_repositories``: variant -> its Hugging Face repository, models.json) or a
+    pre-quantized checkpoint under its name or a former one (checkpoints.json); else None (a
+    fine-tune or mirror of the user's, which nothing here can judge). Case is ignored: a name that
+    differs from a catalogued one only in case can mean that model or none, never another."""
+    wanted = repository.casefold()
+    for variant, name in [*own_repositories.items(), *prequantized_repositories()]:
+        if name.casefold() == wanted:
+            return variant
+    return None
+
+
+def prequantized_repositories() -> list[tuple[str, str]]:
+    """(variant, repository) for each catalogued pre-quantized checkpoint, under its name and each
+    former name."""
+    return [
+        (variant, name)
+        for variant, formats in _table().items()
+        for entry in formats.values()
+        for name in (entry["repository"], *entry.get("aliases", ()))
+    ]
+
+
 def prequantized_format(variant: str, repository: str | None) -> str | None:
     """The quantization ``repository`` already holds for ``variant`` when it is a catalogued
     pre-quantized checkpoint (its name or a former name), else None: an uncatalogued repository is

@@ -226,6 +226,42 @@ def test_a_catalogued_checkpoint_under_another_quantization_names_both_settings(
     assert parse_settings({**base, f"{P}model.quantization": "fp8"}).model.repository == fp8_checkpoint
 
 
+def _catalogued_repositories() -> list[tuple[str, str]]:
+    """(variant, repository) for every repository the catalogs name: each variant's own, each
+    pre-quantized checkpoint and each of its former names."""
+    from deepseek_eks.sizing import model_catalog
+    from deepseek_eks.sizing.checkpoints import prequantized_repositories
+
+    return [
+        (variant, spec.hf_repo) for variant, spec in model_catalog().items()
+    ] + prequantized_repositories()
+
+
+@pytest.mark.parametrize(("holds", "repository"), _catalogued_repositories())
+def test_a_catalogued_repository_of_another_variant_is_refused_naming_both(
+    holds: str, repository: str
+) -> None:
+    from deepseek_eks.sizing import model_catalog
+
+    other = next(v for v in model_catalog() if v != holds)
+    for given in (repository, repository.upper()):
+        found = problems({f"{P}model.variant": other, f"{P}model.repository": given})
+        message = found[f"{P}model.repository"]
+        assert f"holds the weights of {holds}" in message and f"set model.variant {holds}" in message
+        assert f"not of model.variant {other}" in message
+    # Under its own variant the same repository is no such problem.
+    try:
+        own = parse_settings({f"{P}model.variant": holds, f"{P}model.repository": repository})
+    except SettingsError as error:
+        assert all("holds the weights of" not in p.message for p in error.problems)
+    else:
+        assert own.model.repository == repository
+
+
+def test_an_uncatalogued_repository_is_taken_as_the_variants_own() -> None:
+    assert parse_settings({f"{P}model.repository": "my-org/r1-qwen-7b-finetune"}).model.repository
+
+
 @pytest.mark.parametrize("source", ["s3", "s3-mountpoint"])
 def test_s3_repository_is_your_own_bucket_read_by_s3_or_s3_mountpoint(source: str) -> None:
     s = parse_settings({f"{P}model.repository": "s3://my-bucket/r1", f"{P}weights.source": source})
