@@ -349,6 +349,8 @@ class Orchestrator:
 
             for line in summary_lines(prepared.plan):
                 self.print(line)
+            # The summary shows the plan's warnings; the program logs them again on each run.
+            self._warned.update(prepared.plan.warnings)
             self.check_cli()
             for warning in prepared.settings.warnings:
                 self._warn(warning)

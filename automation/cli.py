@@ -195,7 +195,8 @@ def _render(args: argparse.Namespace, out: Output) -> int:
     prepared = _prepared(args, out)
     rendered = render(prepared.config)
     for warning in rendered.warnings:  # the program's own: those of the settings were shown above
-        out.warn(warning)
+        if warning not in rendered.sizing.warnings:  # the plan's: its summary below shows them
+            out.warn(warning)
     root = write(rendered, args.out)
     for line in summary_lines(rendered.sizing):
         out.line(line)

@@ -326,6 +326,13 @@ class DeepSeekService(pulumi.ComponentResource):
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
             _refuse_routed_multi_node(name, settings, sizing_plan, as_config=not args)
+            # The plan's warnings (one replica, a family the node pool leaves out, ...) at preview
+            # and up too, not only in `automation plan`: as the settings' warnings are, named as
+            # the args wrote them, and as the stack file writes them for the stack program.
+            for warning in sizing_plan.warnings:
+                pulumi.log.warn(
+                    f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}" if args else warning
+                )
             self.result: BuildResult = build_service(self, wired or settings, sizing_plan, scope)
         except ValueError as error:
             # Every error names the service (SizingError and the rest keep their types).

@@ -16,6 +16,8 @@ joined = {"cluster_name": config.require("clusterName"), "node_role_name": confi
 compute_mode = config.get("computeMode") or "auto-mode"
 network = {"vpc_id": config.require("vpcId"), "private_subnet_ids": config.require_object("privateSubnetIds")}
 on_this_cluster = pulumi.ResourceOptions(providers={"kubernetes": cluster})
+# One replica each at the floor, the cheapest services that work: each warns at preview what
+# losing its node costs (a cold start without service); min_replicas 2 keeps one serving.
 
 team_a = DeepSeekService(
     "team-a",

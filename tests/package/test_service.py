@@ -419,3 +419,30 @@ def test_joining_auto_mode_needs_the_node_role_when_the_plan_needs_a_larger_disk
     joined = {**JOIN["existing_cluster"], "node_role_name": "platform-auto-mode-node"}
     (node_class,) = _manifests(_joining({**big, "existing_cluster": joined}), "NodeClass").values()  # type: ignore[typeddict-item]
     assert node_class["spec"]["role"] == "platform-auto-mode-node"
+
+
+def test_the_plans_warnings_are_logged_at_preview_in_the_args_spelling() -> None:
+    """A family the node pool never launches, one replica at the floor: what `automation plan`
+    warns a stack's user about, the component says at preview and up, named as the args wrote it."""
+    from deepseek_eks.testing.mocks import ProgramLog
+
+    args: DeepSeekServiceArgs = {
+        **PROD_AS_ARGS,
+        "gpu": GpuArgs(instance_families=["g6e", "p5"], capacity_types=["spot", "on-demand"]),
+        "autoscaling": ScalingArgs(signal="concurrency", min_replicas=1, max_replicas=4),
+    }
+    log = ProgramLog()
+    run_with_mocks(
+        lambda: {"variant": DeepSeekService("deepseek", args).variant},
+        RecordingMocks(region="us-east-1"),
+        project=PROJECT,
+        stack="prod",
+        config={},
+        secret_keys=[],
+        log=log,
+    )
+    said = [w for w in log.warnings if w.startswith("DeepSeekService 'deepseek': ")]
+    left_out = 'gpu={"instance_families": ...} lists p5, but the node pool never launches it'
+    assert any(left_out in w for w in said)
+    assert any('autoscaling={"min_replicas": ...} = 1: whenever one replica' in w for w in said)
+    assert not any("gpu.instanceFamilies" in w or "autoscaling.minReplicas" in w for w in said)

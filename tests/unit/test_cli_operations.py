@@ -319,13 +319,20 @@ def test_each_warning_is_shown_once_per_command(pulumi: Any) -> None:
     """The CLI shows the stack's settings warnings before anything runs; the program logs them
     again on each of its runs (up's preview, then the update), and may log warnings of its own:
     each appears once, the engine's colour directives aside."""
+    from deepseek_eks.automation.api import read_config
+    from deepseek_eks.components.build import size
+    from deepseek_eks.settings import parse_settings
     from deepseek_eks.settings.model import DOCKER_HUB_WARNING
 
+    config = read_config("dev", {})
+    # The plan's own warnings: the summary shows them, and the program logs them on each run.
+    (planned, *_) = size(parse_settings(config.values, config.secret_keys, "dev")).warnings
     stack = "urn:pulumi:dev::deepseek-eks::pulumi:pulumi:Stack::deepseek-eks-dev"
     own = "DeepSeekService 'deepseek': switching compute mode as allowed."
     logged = [
         standin.diag(f"<{{%reset%}}>{DOCKER_HUB_WARNING}<{{%reset%}}>\n", stack, "warning"),
         standin.diag(f"<{{%reset%}}>{own}<{{%reset%}}>\n", stack, "warning"),
+        standin.diag(f"<{{%reset%}}>{planned}<{{%reset%}}>\n", stack, "warning"),
     ]
     pulumi.scenario["preview"] = {"events": [*preview_events()[:-1], *logged, preview_events()[-1]]}
     pulumi.scenario["up"] = {"events": [*up_events()[:-1], *logged, up_events()[-1]]}
@@ -334,4 +341,5 @@ def test_each_warning_is_shown_once_per_command(pulumi: Any) -> None:
     said = done.stdout + done.stderr
     assert said.count("image.registry is unset") == 1, said
     assert said.count(own) == 1, said
+    assert said.count(planned) == 1, said
     assert "%reset%" not in said

@@ -90,6 +90,11 @@ EXAMPLE_KEPT = (
         "the example joins the user's own VPC: which subnets only load balancers use is the user's "
         "network to decide, and the warning says what to create and set",
     ),
+    (
+        'autoscaling={"min_replicas": ...} = 1: whenever one replica is all there is',
+        "each team's service is the cheapest that works, one replica at the floor; the example says "
+        "so above the services, and the warning says what a second replica buys",
+    ),
 )
 
 

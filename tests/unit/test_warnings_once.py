@@ -66,3 +66,20 @@ def test_commands_that_render_to_compare_repeat_no_warning(argv: tuple[str, ...]
     for stack in ("dev", "prod", "r1"):
         for message in _settings(stack).warnings:
             assert said.count(message) <= 1, f"{argv[0]} repeats: {message}\n{said}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("plan", "--stack", "dev"), ("render", "--stack", "dev", "--out", "{tmp}")],
+    ids=lambda argv: argv[0],
+)
+def test_the_plan_s_warnings_are_said_once(argv: tuple[str, ...], tmp_path: Path) -> None:
+    """The program logs the plan's warnings too (the component, at preview and up), and render
+    runs the program: its summary shows them, the program's log does not repeat them."""
+    from deepseek_eks.components.build import size
+
+    said = _said(*(a.replace("{tmp}", str(tmp_path)) for a in argv))
+    messages = size(_settings("dev")).warnings
+    assert messages, "dev's plan warns about nothing: this test would prove nothing"
+    for message in messages:
+        assert said.count(message) == 1, f"{argv[0]}: {said.count(message)} times: {message}\n{said}"
