@@ -1137,8 +1137,9 @@ def staged_prefix(plan: SizingPlan) -> str:
     stager would refuse (``claim_prefix``: the prefix's marker names another repository) and
     ``pulumi up`` would fail until someone emptied the prefix. The variant's own repository keeps
     the plain ``<variant>/`` it always had; another one gets a sibling, ``<variant>--<org>--<name>/``
-    (Hugging Face names hold no ``/`` beyond the one between organisation and name), never a
-    folder below ``<variant>/``, so neither read role's ``<prefix>*`` grant covers the other's."""
+    (a repo id holds one ``/`` and never ``--``: settings/names.py ``hf_repo_id_problem``, as the
+    Hub's validator, so no two repositories share it), never a folder below ``<variant>/``, so
+    neither read role's ``<prefix>*`` grant covers the other's."""
     repository = plan.request.repository or plan.model.hf_repo
     revision = pinned_revision(plan.model.variant, repository)
     base = plan.model.variant
