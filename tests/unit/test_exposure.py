@@ -336,9 +336,16 @@ def test_hugging_face_ids_the_hub_refuses_are_refused(repository: str) -> None:
 
 
 def test_hugging_face_ids_the_hub_accepts_are_accepted() -> None:
-    for repository in ("deepseek-ai/DeepSeek-R1", "casperhansen/deepseek-r1-distill-llama-70b-awq"):
+    # Each under the variant whose weights it holds (another variant's catalogued repository is
+    # refused for that reason, not its form: test_settings.py).
+    for variant, repository in (
+        ("r1-671b", "deepseek-ai/DeepSeek-R1"),
+        ("r1-distill-llama-70b", "casperhansen/deepseek-r1-distill-llama-70b-awq"),
+        ("r1-distill-qwen-7b", "my-org/r1-qwen-7b.finetune_v2"),
+    ):
         assert hub_accepts(repository)
-        assert parse_settings({f"{P}model.repository": repository}).model.repository == repository
+        config = {f"{P}model.variant": variant, f"{P}model.repository": repository}
+        assert parse_settings(config).model.repository == repository
 
 
 def test_non_routable_vpc_ranges_and_zero_retention_are_refused() -> None:
