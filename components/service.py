@@ -317,7 +317,7 @@ class DeepSeekService(pulumi.ComponentResource):
                 _warn_unreachable_api(name, settings.deploy_blockers)
             if args:  # the stack program's settings log their own (settings/pulumi_source.py)
                 for warning in settings.warnings:
-                    pulumi.log.warn(f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}")
+                    _log_warning(name, warning, as_args=True)
             scope = dataclasses.replace(
                 self._scope(name, args, own_provider, aws_provider), previous=previous or {}
             )
@@ -330,9 +330,7 @@ class DeepSeekService(pulumi.ComponentResource):
             # and up too, not only in `automation plan`: as the settings' warnings are, named as
             # the args wrote them, and as the stack file writes them for the stack program.
             for warning in sizing_plan.warnings:
-                pulumi.log.warn(
-                    f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}" if args else warning
-                )
+                _log_warning(name, warning, as_args=bool(args))
             self.result: BuildResult = build_service(self, wired or settings, sizing_plan, scope)
         except ValueError as error:
             # Every error names the service (SizingError and the rest keep their types).
@@ -540,6 +538,12 @@ ROUTED_MULTI_NODE = (
     f"(with an autoscaling.signal other than router-queue and autoscaling.minReplicas 1 or more) "
     "for this variant"
 )
+
+
+def _log_warning(name: str, warning: str, *, as_args: bool) -> None:
+    """A warning at preview and up: for args, named by the service and in the spelling the args
+    were written in; for the stack program, as its stack file spells it."""
+    pulumi.log.warn(f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}" if as_args else warning)
 
 
 def _refuse_routed_multi_node(name: str, settings: Settings, plan: SizingPlan, *, as_config: bool) -> None:

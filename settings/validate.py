@@ -730,8 +730,7 @@ def _repository_variant_problems(model: ModelSettings, invalid: set[str]) -> lis
     on the 7B's one L4), failing only when the first pod ran out of memory."""
     if not (_usable(invalid, "model.repository", "model.variant") and model.repository):
         return []
-    own = {variant: spec.hf_repo for variant, spec in model_catalog().items()}
-    holds = catalogued_variant(model.repository, own)
+    holds = catalogued_variant(model.repository)
     if holds is None or holds == model.variant.value:
         return []
     return [

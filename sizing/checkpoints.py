@@ -8,6 +8,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from .catalog import model_catalog
+
 
 def _data(name: str) -> Any:
     data = resources.files(__package__ or "sizing").joinpath("data", name)
@@ -26,14 +28,15 @@ def known_checkpoint(variant: str, quantization: str) -> str | None:
     return entry["repository"] if entry else None
 
 
-def catalogued_variant(repository: str, own_repositories: dict[str, str]) -> str | None:
+def catalogued_variant(repository: str) -> str | None:
     """The variant whose weights ``repository`` holds when the catalogs know it: a variant's own
-    repository (``own_repositories``: variant -> its Hugging Face repository, models.json) or a
-    pre-quantized checkpoint under its name or a former one (checkpoints.json); else None (a
-    fine-tune or mirror of the user's, which nothing here can judge). Case is ignored: a name that
-    differs from a catalogued one only in case can mean that model or none, never another."""
+    repository (models.json) or a pre-quantized checkpoint under its name or a former one
+    (checkpoints.json); else None (a fine-tune or mirror of the user's, which nothing here can
+    judge). Case is ignored: a name that differs from a catalogued one only in case can mean that
+    model or none, never another."""
     wanted = repository.casefold()
-    for variant, name in [*own_repositories.items(), *prequantized_repositories()]:
+    own = [(variant, spec.hf_repo) for variant, spec in model_catalog().items()]
+    for variant, name in [*own, *prequantized_repositories()]:
         if name.casefold() == wanted:
             return variant
     return None

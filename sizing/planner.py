@@ -387,6 +387,10 @@ class Fit:
         """Nodes that ``replicas`` replicas occupy, packed ``replicas_per_node`` to a node."""
         return math.ceil(replicas / self.replicas_per_node) * self.nodes
 
+    def hourly_usd_for(self, replicas: int) -> float:
+        """What the nodes of ``replicas`` replicas cost an hour (whole nodes, however packed)."""
+        return self.node_usd_per_hour * self.nodes_for(replicas)
+
     @property
     def room(self) -> PodRoom:
         """CPU and memory one replica's pod may request: its share of what the node leaves."""
@@ -862,12 +866,8 @@ class SizingPlan:
             "max_replicas": r.max_replicas,
             "replica_hourly_usd": self.replica_hourly_usd,
             "replicas_per_node": self.chosen.replicas_per_node,
-            "hourly_usd_at_min": round(
-                self.chosen.node_usd_per_hour * self.chosen.nodes_for(r.min_replicas), 4
-            ),
-            "hourly_usd_at_max": round(
-                self.chosen.node_usd_per_hour * self.chosen.nodes_for(r.max_replicas), 4
-            ),
+            "hourly_usd_at_min": round(self.chosen.hourly_usd_for(r.min_replicas), 4),
+            "hourly_usd_at_max": round(self.chosen.hourly_usd_for(r.max_replicas), 4),
             "price_source": self.price_source,
             **self._throughput_fields(),
             "warnings": list(self.warnings),
@@ -1089,7 +1089,7 @@ def _fits(
     # share it (at maxReplicas); then per replica.
     fits.sort(
         key=lambda f: (
-            f.node_usd_per_hour * f.nodes_for(request.max_replicas),
+            f.hourly_usd_for(request.max_replicas),
             f.replica_usd_per_hour,
             f.instance.name,
         )
@@ -1156,8 +1156,8 @@ def families_left_out(
             f"gpu.instanceFamilies lists {family}, but the node pool never launches it: its cheapest "
             f"fit, {best.instance.name}, {' and '.join(differences)}, and one Deployment runs one set "
             f"of vLLM arguments and one pod size; the plan chose {chosen.instance.name}, "
-            f"${chosen.node_usd_per_hour * chosen.nodes_for(at_max):,.2f}/h at autoscaling.maxReplicas "
-            f"{at_max} against ${best.node_usd_per_hour * best.nodes_for(at_max):,.2f}/h ({by_token} "
+            f"${chosen.hourly_usd_for(at_max):,.2f}/h at autoscaling.maxReplicas "
+            f"{at_max} against ${best.hourly_usd_for(at_max):,.2f}/h ({by_token} "
             f"at saturation). Remove {family} from gpu.instanceFamilies, or list it alone to plan on it"
         )
     return warnings
@@ -1271,7 +1271,7 @@ CEILING_WARNING_USD_PER_HOUR = 1000.0
 
 def ceiling_cost_warning(p: SizingPlan) -> str | None:
     """What the GPU nodes cost at autoscaling.maxReplicas, when that is extreme."""
-    hourly = p.chosen.node_usd_per_hour * p.chosen.nodes_for(p.request.max_replicas)
+    hourly = p.chosen.hourly_usd_for(p.request.max_replicas)
     if hourly < CEILING_WARNING_USD_PER_HOUR:
         return None
     return (
