@@ -217,6 +217,12 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"max {report['max_in_flight']} in flight)",
         f"output         {report['output_tokens']} tokens, {report['output_tokens_per_s']:.1f} tok/s",
     ]
+    point = report["points"][0]
+    if "prompt_tokens" in point:
+        lines.append(
+            f"lengths        mean {point['prompt_tokens']:g} prompt / {point['output_tokens']:g} output "
+            "tokens per completed request (the calibration point's)"
+        )
     for name in ("ttft_s", "tpot_s", "itl_s", "e2e_s"):
         s = report[name]
         if s["count"]:

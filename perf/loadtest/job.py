@@ -273,6 +273,27 @@ def calibration_from_bench(
     if result.get("failed"):
         warnings.append(f"{result['failed']} of {result['completed'] + result['failed']} requests failed")
     tokens_per_s = float(result["output_throughput"])
+    # The mean lengths of the completed requests: vLLM 0.33.0's calculate_metrics sums
+    # total_input_tokens (each request's prompt_len, which the chat client sets from the server's
+    # usage.prompt_tokens) and total_output_tokens over successful requests only, beside
+    # ``completed`` (vllm/benchmarks/serve.py lines 634-667 and 776-777,
+    # vllm/benchmarks/lib/endpoint_request_func.py lines 487-490; definitions.json "lengths").
+    completed = result["completed"]
+    lengths = (
+        {
+            "prompt_tokens": round(float(result["total_input_tokens"]) / completed, 1),
+            "output_tokens": round(float(result["total_output_tokens"]) / completed, 1),
+        }
+        if isinstance(completed, int)
+        and completed > 0
+        and all(isinstance(result.get(k), int | float) for k in ("total_input_tokens", "total_output_tokens"))
+        else {}
+    )
+    if not lengths:
+        warnings.append(
+            "no total_input_tokens/total_output_tokens over completed requests: the point states no "
+            "lengths, and simulate --calibration takes it at the planning lengths"
+        )
     summaries = {
         metric: {
             key: result[f"{key}_{metric}_ms"] / 1000
@@ -297,6 +318,7 @@ def calibration_from_bench(
             {
                 "concurrency": concurrency,
                 "output_tokens_per_s": round(tokens_per_s, 3),
+                **lengths,
                 "max_in_flight": peak,
                 "source": "vllm bench serve",
                 "warnings": warnings,

@@ -168,6 +168,9 @@ class RequestResult:
     itl_s: list[float] = field(default_factory=list)
     e2e_s: float | None = None
     output_tokens: int = 0
+    # The prompt's tokens as the server counted them (usage.prompt_tokens: the chat template
+    # included), else the length asked for.
+    prompt_tokens: int = 0
     error: str | None = None
 
 
@@ -250,6 +253,7 @@ async def _one(
     last_token: float | None = None
     chunks_with_text = 0
     usage_tokens: int | None = None
+    usage_prompt: int | None = None
     done = False
     streaming = False
     whole = start + config.timeout_s
@@ -285,6 +289,7 @@ async def _one(
                             data = json.loads(payload)
                             if data.get("usage"):
                                 usage_tokens = data["usage"].get("completion_tokens")
+                                usage_prompt = data["usage"].get("prompt_tokens")
                             choices = data.get("choices")
                             if choices and streamed_output(choices[0].get("delta") or {}):
                                 if last_token is None:
@@ -302,6 +307,7 @@ async def _one(
         # E2EL as vllm bench serve measures it: request start to the last token's event.
         result.e2e_s = last_token - start
         result.output_tokens = usage_tokens if usage_tokens is not None else chunks_with_text
+        result.prompt_tokens = usage_prompt if usage_prompt is not None else prompt
     except (
         TimeoutError,
         StreamCut,
@@ -468,6 +474,16 @@ def report(
         good, rate = goodput_rps(slos, timed, elapsed_s)
         goodput = {"slo_ms": slos, "good_requests": good, "request_goodput_rps": round(rate, 4)}
     concurrency = max(1, round(mean_concurrency))
+    # The mean lengths of the completed requests: the replica model's refit of this point
+    # (simulate --calibration) times it at these, not at the planning lengths.
+    lengths = (
+        {
+            "prompt_tokens": round(sum(r.prompt_tokens for r in ok) / len(ok), 1),
+            "output_tokens": round(output_tokens / len(ok), 1),
+        }
+        if ok
+        else {}
+    )
     # Streams the tester timed at once: open-loop arrivals beyond the pool wait in the client.
     streams = min(max_in_flight, config.connections())
     warnings = point_warnings(concurrency, streams, config.max_num_seqs)
@@ -493,6 +509,7 @@ def report(
             {
                 "concurrency": concurrency,
                 "output_tokens_per_s": round(tokens_per_s, 3),
+                **lengths,
                 "max_in_flight": max_in_flight,
                 "source": "automation loadtest",
                 "warnings": warnings,

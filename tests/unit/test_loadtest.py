@@ -25,6 +25,7 @@ from deepseek_eks.perf.loadtest.runner import (
     LoadTestError,
     next_arrival_gap,
     point_warnings,
+    request_body,
     run,
     split_events,
 )
@@ -101,7 +102,10 @@ async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, st
             await writer.drain()
             if behaviour == "cut" and k == 2:
                 return  # connection closes mid-stream
-        writer.write(_chunk(_event({"choices": [], "usage": {"completion_tokens": tokens}})))
+        # usage as vLLM sends it; this server counts a prompt's tokens as its content's words.
+        prompt = len(body["messages"][0]["content"].split())
+        usage = {"prompt_tokens": prompt, "completion_tokens": tokens}
+        writer.write(_chunk(_event({"choices": [], "usage": usage})))
         writer.write(_chunk(b"data: [DONE]\r\n\r\n") + b"0\r\n\r\n")
         await writer.drain()
     finally:
@@ -282,6 +286,15 @@ def test_cli_writes_json_that_calibrates_the_simulator(
     curve = load_calibration(out)
     assert curve.points[0][0] == 3
     assert curve.points[0][1] == json.loads(out.read_text())["output_tokens_per_s"]
+    # The point carries its requests' mean lengths, so the refit times it at those: the output
+    # from usage.completion_tokens (the server streams max_tokens), the prompt as the server
+    # counted it (usage.prompt_tokens: this server counts the content's words), not the 20 asked for.
+    config = LoadTestConfig(url="http://127.0.0.1:1", model="ok", max_requests=3)
+    bodies = [json.loads(request_body(config, i, 20, 10)) for i in range(3)]
+    counted = [len(b["messages"][0]["content"].split()) for b in bodies]
+    (measured,) = curve.measurements
+    assert measured.lengths_stated and measured.output_tokens == 10
+    assert measured.prompt_tokens == pytest.approx(sum(counted) / 3) and measured.prompt_tokens != 20
 
 
 def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
@@ -375,6 +388,7 @@ def bench_result(concurrency: int, in_flight: float, duration: float = 100.0) ->
         duration=duration,
         completed=40,
         failed=0,
+        total_input_tokens=40 * 512,
         total_output_tokens=40_000,
         output_throughput=400.0,
         request_throughput=0.4,
@@ -406,6 +420,13 @@ def test_vllm_bench_result_becomes_calibration_points(
     assert report["request_goodput_rps"] == 0.3
     curve = load_calibration(out)  # the simulator reads it
     assert curve.points == ((30, 400.0),)
+    # Its requests' mean lengths: vLLM's totals over the completed requests (definitions.json).
+    assert (
+        "successful requests only"
+        in json.loads((REFERENCE / "definitions.json").read_text())["lengths"]["definition"]
+    )
+    assert (report["points"][0]["prompt_tokens"], report["points"][0]["output_tokens"]) == (512.0, 1000.0)
+    assert curve.measurements[0].lengths_stated
     # Above max_num_seqs and beyond the verified streams: flagged in the JSON and on stderr.
     (tmp_path / "big.json").write_text(json.dumps(bench_result(200, in_flight=180)))
     assert cli.main(["--from-vllm-bench", str(tmp_path / "big.json"), "--max-num-seqs", "64"]) == 0

@@ -156,6 +156,84 @@ def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
     assert 0.4 < ratio < 0.65
 
 
+def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Path) -> None:
+    """A load test run at other lengths than the plan's (here vllm bench serve's usual 1,024 in /
+    128 out, prefill-heavy) calibrates the replica at those lengths: the refit then predicts the
+    planning lengths' throughput of the same replica. Taken at the planning lengths instead, the
+    prefill-heavy rates read as a slower replica (about a sixth too slow here)."""
+    from deepseek_eks.perf.simulate.replica import (
+        ReplicaModel,
+        assumed_lengths,
+        load_calibration,
+        plan_hardware,
+        plan_limits,
+    )
+    from deepseek_eks.sizing.planner import plan
+
+    d = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()
+    hw, limits = plan_hardware(d), plan_limits(d)
+    e = hw.efficiencies
+    # The replica measured: slower HBM and a dearer host step than the bundled fit says.
+    truth = hw.with_efficiencies(
+        replace(e, bandwidth=e.bandwidth * 0.7, step_overhead_s=e.step_overhead_s * 2)
+    )
+    points = [
+        {
+            "concurrency": c,
+            "output_tokens_per_s": steady_state(truth, limits, c, 1024, 128).output_tokens_per_second,
+            "prompt_tokens": 1024,
+            "output_tokens": 128,
+        }
+        for c in (1, 4, 16, 32)
+    ]
+    report = tmp_path / "bench.json"
+    report.write_text(json.dumps({"points": points}))
+    limits_at_plan = SchedulerLimits(d["max_num_seqs"], limits.max_num_batched_tokens, d["kv_cache_tokens"])
+    expected = steady_state(truth, limits_at_plan, d["max_num_seqs"], 500, 1162).output_tokens_per_second
+    curve = load_calibration(report)
+    assert assumed_lengths(curve) == [] and "state no lengths" not in curve.source
+    assert ReplicaModel.from_plan(d, curve).saturated_tokens_per_s() == pytest.approx(expected, rel=0.05)
+    # The same points without their lengths (a report from before they were recorded): taken at
+    # the planning lengths, flagged, and the refit misses.
+    report.write_text(
+        json.dumps({"points": [{k: p[k] for k in ("concurrency", "output_tokens_per_s")} for p in points]})
+    )
+    old = load_calibration(report)
+    assert assumed_lengths(old) == [1, 4, 16, 32] and "4 of 4 points state no lengths" in old.source
+    assert ReplicaModel.from_plan(d, old).saturated_tokens_per_s() < 0.9 * expected
+
+
+def test_a_calibration_point_with_half_its_lengths_or_a_bad_one_is_refused(tmp_path: Path) -> None:
+    from deepseek_eks.perf.simulate.replica import CalibrationError, load_calibration
+
+    report = tmp_path / "r.json"
+    for point, words in (
+        ({"prompt_tokens": 500}, "only one of prompt_tokens and output_tokens"),
+        ({"prompt_tokens": 500, "output_tokens": -3}, "output_tokens must be a positive number"),
+        ({"prompt_tokens": "many", "output_tokens": 9}, "prompt_tokens must be a positive number"),
+    ):
+        report.write_text(json.dumps({"points": [{"concurrency": 8, "output_tokens_per_s": 80.0, **point}]}))
+        with pytest.raises(CalibrationError, match=words):
+            load_calibration(report)
+
+
+def test_repeated_calibration_points_all_enter_the_refit(tmp_path: Path) -> None:
+    """Two reports at one concurrency (a repeat run, or other lengths) are both kept for the refit;
+    the curve's point there is their mean, where before the last one silently replaced the first."""
+    from deepseek_eks.perf.simulate.replica import load_calibration
+
+    report = tmp_path / "runs.json"
+    one = {"concurrency": 8, "output_tokens_per_s": 80.0, "prompt_tokens": 500, "output_tokens": 1000}
+    two = {**one, "output_tokens_per_s": 100.0, "prompt_tokens": 2000}
+    report.write_text(json.dumps([{"points": [one]}, {"points": [two]}]))
+    curve = load_calibration(report)
+    assert curve.points == ((8, 90.0),)
+    assert [(m.prompt_tokens, m.output_tokens_per_s) for m in curve.measurements] == [
+        (500, 80.0),
+        (2000, 100.0),
+    ]
+
+
 @pytest.mark.parametrize("variant", list(model_catalog()))
 def test_every_plan_the_planner_accepts_can_be_simulated(variant: str) -> None:
     from deepseek_eks.perf.simulate.replica import ReplicaModel, published_curve
