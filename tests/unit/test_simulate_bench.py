@@ -20,6 +20,7 @@ from deepseek_eks.perf.simulate.bench import (
     robustness_rows,
 )
 from deepseek_eks.perf.simulate.run import (
+    ORACLE_AT_MIN_REPLICAS,
     REACTIVE_BASELINE,
     ReactiveBaseline,
     Run,
@@ -100,15 +101,19 @@ def test_rewrite_replaces_only_the_generated_section(tmp_path: Path) -> None:
     assert fresh.read_text().endswith(f"{BEGIN}\nt\n{END}\n") and "# Only prose" in fresh.read_text()
 
 
-def _result(seed_attainment: float, seed_hours: float, hpa_gpu: float = 0.9) -> Result:
+def _result(
+    seed_attainment: float, seed_hours: float, hpa_gpu: float = 0.9, floored_hours: float | None = None
+) -> Result:
     """dev on step (judged at 99 % and 1.3x) with the oracle at 100 GPU-h and guides it beats or
-    not."""
+    not; with ``floored_hours``, also the oracle held to minReplicas, after the oracle."""
     runs = [
         run("dev: gpu-utilization", seed_attainment, seed_hours),
         run("guide:keda-queue", 0.5, 200),
         run("guide:hpa-gpu", hpa_gpu, 300),
         run("oracle", 0.995, 100),
     ]
+    if floored_hours is not None:
+        runs.append(run(ORACLE_AT_MIN_REPLICAS, 0.995, floored_hours))
     return Result("dev", "step", tuple(Run(s, None) for s in runs))  # type: ignore[arg-type]
 
 
@@ -126,12 +131,28 @@ def test_robustness_rows_give_the_range_and_the_seeds_that_meet_the_goal() -> No
         "2 of 3",
         "1 of 3",
         "1 of 3",
+        "-",  # minReplicas 1: no oracle held to a floor
+        "-",
     ]
     # A guide at exactly 100 %: nothing below it beats it by DESIGN.md's relation; goal-first,
     # the cheaper run at 99.5 % does.
     per_seed = {1: [_result(0.995, 120, hpa_gpu=1.0)], 2: [_result(0.995, 110, hpa_gpu=1.0)]}
     (row,) = robustness_rows(per_seed)[2:]
-    assert [c.strip() for c in row.strip("|").split("|")][-2:] == ["0 of 2", "2 of 2"]
+    assert [c.strip() for c in row.strip("|").split("|")][-4:-2] == ["0 of 2", "2 of 2"]
+
+
+def test_a_floor_above_one_is_judged_against_the_oracle_held_to_it_too() -> None:
+    """Where the stack's minReplicas is above 1, the same run is judged again against the oracle
+    held to that floor: a run at 1.4x the plain oracle (it may drop to one replica) and 1.12x the
+    floored one misses the goal against the first and meets it against the second."""
+    per_seed = {1: [_result(0.995, 140, floored_hours=125)], 2: [_result(0.995, 120, floored_hours=120)]}
+    (row,) = robustness_rows(per_seed)[2:]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[4:] == ["1.20-1.40", "2 of 2", "1 of 2", "1 of 2", "1.00-1.12", "2 of 2"]
+    (goal,) = goal_rows(per_seed[1])[2:]
+    cells = [c.strip() for c in goal.strip("|").split("|")]
+    assert cells[6:] == ["1.40", "misses: 1.40x the oracle's GPU-hours > 1.3x", "1.12, meets the goal"]
+    assert goal_rows([_result(0.995, 140, floored_hours=105)])[2].endswith("| 1.33, misses |")
 
 
 def test_goal_rows_judge_the_reactive_baseline_with_its_setting() -> None:

@@ -17,6 +17,7 @@ from deepseek_eks.perf.simulate.hpa import Behavior
 from deepseek_eks.perf.simulate.run import (
     ATTAINMENT_GOAL,
     ORACLE,
+    ORACLE_AT_MIN_REPLICAS,
     REACTIVE_BASELINE,
     TraceSpec,
     build_trace,
@@ -210,6 +211,20 @@ def test_oracle_uses_no_more_gpu_hours_than_any_run_at_equal_attainment(prod_ste
     for run in others:
         if run.summary.ttft_slo_attainment >= best.summary.ttft_slo_attainment:
             assert best.summary.gpu_hours <= run.summary.gpu_hours, run.summary.label
+
+
+def test_the_oracle_held_to_min_replicas_never_plans_below_it(prod_step) -> None:
+    """prod keeps 2 replicas at least (its stack file says why): the oracle compare adds after the
+    plain one holds that floor from the first minute, so it pays at least the floor's GPU-hours,
+    which the plain oracle (free to drop to one) need not."""
+    inputs, curve, trace, duration = prod_step
+    floor = int(inputs.plan["min_replicas"])
+    assert floor == 2
+    held = oracle(inputs, trace, duration, curve, floor=floor, label=ORACLE_AT_MIN_REPLICAS).summary
+    assert held.label == ORACLE_AT_MIN_REPLICAS and held.autoscaler.startswith(f"{ORACLE_AT_MIN_REPLICAS}: ")
+    floor_gpu_hours = floor * int(inputs.plan["gpus_per_replica"]) * duration / 3600
+    assert held.gpu_hours >= floor_gpu_hours
+    assert oracle(inputs, trace, duration, curve).summary.gpu_hours < floor_gpu_hours
 
 
 def test_reactive_baseline_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_step) -> None:

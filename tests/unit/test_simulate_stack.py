@@ -12,7 +12,14 @@ import pytest
 from deepseek_eks.automation.render import render
 from deepseek_eks.perf.simulate import cli
 from deepseek_eks.perf.simulate.hpa import Behavior
-from deepseek_eks.perf.simulate.run import TraceSpec, build_trace, compare, load_stack, simulate
+from deepseek_eks.perf.simulate.run import (
+    ORACLE_AT_MIN_REPLICAS,
+    TraceSpec,
+    build_trace,
+    compare,
+    load_stack,
+    simulate,
+)
 from deepseek_eks.perf.simulate.stack import GPU_TOTAL, QUEUE_TOTAL, duration_s
 from deepseek_eks.perf.simulate.traffic import LengthProfile, TraceError, read_csv
 
@@ -130,8 +137,9 @@ def test_compare_is_reproducible_with_a_seed() -> None:
         "guide:keda-queue",
         "guide:hpa-gpu",
     ]
-    assert labels[7] == "fixed:1" and all(x.startswith("fixed:") for x in labels[7:-1])
-    assert labels[-1] == "oracle"
+    assert labels[7] == "fixed:1" and all(x.startswith("fixed:") for x in labels[7:-2])
+    # prod's minReplicas is 2: the oracle held to it joins after the oracle.
+    assert labels[-2:] == ["oracle", ORACLE_AT_MIN_REPLICAS]
 
 
 def test_csv_traces(tmp_path: Path) -> None:
@@ -162,7 +170,10 @@ def test_cli_compare_writes_table_and_json(tmp_path: Path, capsys: pytest.Captur
     printed = capsys.readouterr().out
     assert "guide:keda-queue" in printed and "$/M out tok" in printed
     report = json.loads((tmp_path / "prod.json").read_text())
-    assert report["seed"] == 3 and report["runs"][-1]["label"] == "oracle"
+    assert report["seed"] == 3 and [r["label"] for r in report["runs"][-2:]] == [
+        "oracle",
+        ORACLE_AT_MIN_REPLICAS,
+    ]
     assert "sizing/performance.py" in report["throughput_source"]  # the replica model
     png = tmp_path / "prod.png"
     try:
@@ -188,19 +199,24 @@ def test_cli_dev_runs_on_the_replica_model_and_a_calibration_overrides_it(
     )
     assert "no points" in capsys.readouterr().err
     measured = tmp_path / "loadtest.json"
-    measured.write_text(
-        json.dumps(
-            {
-                "points": [
-                    {"concurrency": 1, "output_tokens_per_s": 40},
-                    {"concurrency": 8, "output_tokens_per_s": 200},
-                ]
-            }
-        )
-    )
+    lengths = {"prompt_tokens": 1024, "output_tokens": 128}
+    points = [
+        {"concurrency": 1, "output_tokens_per_s": 40, **lengths},
+        {"concurrency": 8, "output_tokens_per_s": 200, **lengths},
+    ]
+    measured.write_text(json.dumps({"points": points}))
     args = ["--stack", "dev", "--hours", "1", "--calibration", str(measured), "--out", str(tmp_path)]
     assert cli.main(args) == 0
     assert json.loads((tmp_path / "dev.json").read_text())["throughput_source"] == "measured: loadtest.json"
+    assert "state no request lengths" not in capsys.readouterr().err
+    # A report from before the lengths were recorded: taken at the planning lengths, and said so.
+    measured.write_text(
+        json.dumps({"points": [{k: p[k] for k in ("concurrency", "output_tokens_per_s")} for p in points]})
+    )
+    assert cli.main(args) == 0
+    assert "points at concurrency 1, 8 state no request lengths" in capsys.readouterr().err
+    source = json.loads((tmp_path / "dev.json").read_text())["throughput_source"]
+    assert source == "measured: loadtest.json (2 of 2 points state no lengths: taken at 500 in / 1162 out)"
 
 
 @pytest.mark.parametrize(
