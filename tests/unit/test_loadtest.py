@@ -279,6 +279,7 @@ def test_cli_writes_json_that_calibrates_the_simulator(
     assert asyncio.run(go()) == 0
     printed = capsys.readouterr().out
     assert "TTFT" in printed and "3 completed" in printed
+    assert "lengths        mean " in printed and " / 10 output tokens per completed request" in printed
     pytest.importorskip("matplotlib")
     png = tmp_path / "report.png"
     assert cli.plot(json.loads(out.read_text()), png)
