@@ -34,7 +34,7 @@ from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_lab
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 from deepseek_eks.sizing.planner import VLLM_PORT
 
-from .runner import LoadTestConfig, LoadTestError, point_warnings
+from .runner import LoadTestConfig, LoadTestError, point_lengths, point_warnings
 
 NAME = "vllm-loadtest"
 RESULTS_DIR = "/results"  # emptyDir: --result-dir
@@ -278,15 +278,13 @@ def calibration_from_bench(
     # usage.prompt_tokens) and total_output_tokens over successful requests only, beside
     # ``completed`` (vllm/benchmarks/serve.py lines 634-667 and 776-777,
     # vllm/benchmarks/lib/endpoint_request_func.py lines 487-490; definitions.json "lengths").
+    prompt_total, output_total = result.get("total_input_tokens"), result.get("total_output_tokens")
     completed = result["completed"]
     lengths = (
-        {
-            "prompt_tokens": round(float(result["total_input_tokens"]) / completed, 1),
-            "output_tokens": round(float(result["total_output_tokens"]) / completed, 1),
-        }
+        point_lengths(prompt_total, output_total, completed)
         if isinstance(completed, int)
-        and completed > 0
-        and all(isinstance(result.get(k), int | float) for k in ("total_input_tokens", "total_output_tokens"))
+        and isinstance(prompt_total, int | float)
+        and isinstance(output_total, int | float)
         else {}
     )
     if not lengths:

@@ -456,6 +456,19 @@ def point_warnings(concurrency: int, max_in_flight: int, max_num_seqs: int | Non
     return out
 
 
+def point_lengths(prompt_tokens: float, output_tokens: float, completed: int) -> dict[str, float]:
+    """A calibration point's ``prompt_tokens`` and ``output_tokens``: the mean lengths of its
+    ``completed`` requests, from their totals (none without a completed request). The replica
+    model's refit of the point (simulate --calibration) times it at these, not at the planning
+    lengths."""
+    if completed <= 0:
+        return {}
+    return {
+        "prompt_tokens": round(prompt_tokens / completed, 1),
+        "output_tokens": round(output_tokens / completed, 1),
+    }
+
+
 def report(
     config: LoadTestConfig, results: list[RequestResult], elapsed_s: float, max_in_flight: int, busy_s: float
 ) -> dict[str, Any]:
@@ -474,16 +487,7 @@ def report(
         good, rate = goodput_rps(slos, timed, elapsed_s)
         goodput = {"slo_ms": slos, "good_requests": good, "request_goodput_rps": round(rate, 4)}
     concurrency = max(1, round(mean_concurrency))
-    # The mean lengths of the completed requests: the replica model's refit of this point
-    # (simulate --calibration) times it at these, not at the planning lengths.
-    lengths = (
-        {
-            "prompt_tokens": round(sum(r.prompt_tokens for r in ok) / len(ok), 1),
-            "output_tokens": round(output_tokens / len(ok), 1),
-        }
-        if ok
-        else {}
-    )
+    lengths = point_lengths(sum(r.prompt_tokens for r in ok), output_tokens, len(ok))
     # Streams the tester timed at once: open-loop arrivals beyond the pool wait in the client.
     streams = min(max_in_flight, config.connections())
     warnings = point_warnings(concurrency, streams, config.max_num_seqs)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
 from deepseek_eks.settings.model import DEFAULT_CONCURRENCY_SHARE, AutoscalingSettings
@@ -276,6 +277,17 @@ def _judged(r: Result) -> list[tuple[Summary, Summary, list[Summary], Summary | 
     return [(run, by_label[ORACLE], guide_runs, floored) for run in judged]
 
 
+class _SeedVerdict(NamedTuple):
+    """One seed's figures for a judged run (``robustness_rows``)."""
+
+    attainment: float
+    ratio: float  # GPU-hours over the oracle's
+    met: bool  # the whole goal, plain "beats"
+    met_goal_first: bool
+    ratio_at_floor: float | None  # over the oracle held to minReplicas; None where that is 1
+    met_at_floor: bool
+
+
 def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
     """One row per stack, trace and autoscaler over every seed: the range of its SLO attainment
     and of its GPU-hours over the oracle's, and on how many seeds it meets the SLO goal and the
@@ -287,8 +299,7 @@ def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
         "| x oracle at minReplicas | goal-first at minReplicas |",
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    Row = tuple[float, float, bool, bool, float | None, bool]
-    grouped: dict[tuple[str, str, str], list[Row]] = {}
+    grouped: dict[tuple[str, str, str], list[_SeedVerdict]] = {}
     for results in per_seed.values():
         for r in results:
             if not r.runs:
@@ -303,7 +314,7 @@ def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
                     judged, floored, guide_runs, beating, goal
                 )
                 grouped.setdefault((r.stack, r.trace, judged.label), []).append(
-                    (
+                    _SeedVerdict(
                         judged.ttft_slo_attainment,
                         _ratio(judged, best),
                         met,
@@ -313,16 +324,17 @@ def robustness_rows(per_seed: Mapping[int, Sequence[Result]]) -> list[str]:
                     )
                 )
     for (stack, trace, label), rows in grouped.items():
-        slo = [row[0] for row in rows]
-        cost = [row[1] for row in rows]
+        slo = [row.attainment for row in rows]
+        cost = [row.ratio for row in rows]
         slo_ok = sum(a >= goal_for(trace).attainment for a in slo)
-        whole = sum(row[2] for row in rows)
-        goal_first = sum(row[3] for row in rows)
+        whole = sum(row.met for row in rows)
+        goal_first = sum(row.met_goal_first for row in rows)
         n = len(rows)
-        floors = [row[4] for row in rows if row[4] is not None]
+        floors = [row.ratio_at_floor for row in rows if row.ratio_at_floor is not None]
         floor_cells = "| - | -"
         if len(floors) == n:
-            floor_cells = f"| {min(floors):.2f}-{max(floors):.2f} | {sum(row[5] for row in rows)} of {n}"
+            floor_met = sum(row.met_at_floor for row in rows)
+            floor_cells = f"| {min(floors):.2f}-{max(floors):.2f} | {floor_met} of {n}"
         lines.append(
             f"| {stack} | {trace} | {label} | {min(slo):.1%}-{max(slo):.1%} "
             f"| {min(cost):.2f}-{max(cost):.2f} | {slo_ok} of {n} | {whole} of {n} | {goal_first} of {n} "

@@ -188,8 +188,7 @@ def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Pat
     ]
     report = tmp_path / "bench.json"
     report.write_text(json.dumps({"points": points}))
-    limits_at_plan = SchedulerLimits(d["max_num_seqs"], limits.max_num_batched_tokens, d["kv_cache_tokens"])
-    expected = steady_state(truth, limits_at_plan, d["max_num_seqs"], 500, 1162).output_tokens_per_second
+    expected = steady_state(truth, limits, d["max_num_seqs"], 500, 1162).output_tokens_per_second
     curve = load_calibration(report)
     assert assumed_lengths(curve) == [] and "state no lengths" not in curve.source
     assert ReplicaModel.from_plan(d, curve).saturated_tokens_per_s() == pytest.approx(expected, rel=0.05)
