@@ -119,12 +119,25 @@ def _bundled_path() -> Path:
     return Path(str(resources.files(__package__ or "sizing").joinpath(BUNDLED)))
 
 
+def _is_load_test_report(data: object) -> bool:
+    """``python -m automation loadtest``'s report (or a list of them): ``points``, no ``entries``."""
+    reports = data if isinstance(data, list) else [data]
+    return any(isinstance(r, dict) and "points" in r and "entries" not in r for r in reports)
+
+
 @cache
 def load(path: str | None = None) -> dict[tuple[str, str, int, int], Calibration]:
     """The calibrations of ``path`` (default: the bundled ``sizing/data/calibration.json``)."""
     file = Path(path) if path else _bundled_path()
     try:
         data = json.loads(file.read_text(encoding="utf-8"))
+        if _is_load_test_report(data):
+            raise CalibrationError(
+                f"calibration file {file} is a load-test report (throughput points), not a runtime-overhead "
+                "calibration: give it to python -m automation simulate --calibration or python -m sizing "
+                "capacity --load-test. A runtime-overhead calibration comes from python -m sizing calibrate "
+                "(a vLLM start-up log)"
+            )
         entries = [Calibration(**e) for e in data["entries"]]
     except FileNotFoundError as e:
         raise CalibrationError(f"calibration file {file} does not exist") from e

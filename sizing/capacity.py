@@ -1,7 +1,8 @@
 """Capacity planning: how many replicas keep TTFT within the SLO at a given request rate.
 
     python -m sizing capacity --variant V --families f1,f2 --rate R [--peak-rate P]
-        --ttft-slo S [--prompt-tokens P --output-tokens O] [--quantization Q] [--json]
+        --ttft-slo S [--prompt-tokens P --output-tokens O] [--quantization Q]
+        [--load-test REPORT] [--json]
 
 Each replica is ``max_num_seqs`` slots (vLLM's running batch) fed from one queue; a slot holds a
 request for its output tokens x the inter-token latency at a full batch (the replica model, a
@@ -9,7 +10,9 @@ conservative service time). With Poisson arrivals and exponential service this i
 tail is Erlang C: P(wait > t) = C(c, a) exp(-(c mu - lambda) t). A replica count meets the SLO when
 P(prefill + wait > SLO) <= 5 % (the p95). The autoscaling signal is the simulator's choice
 (``python -m automation simulate --compare``); this only sizes the floor and ceiling:
-``minReplicas`` for ``--rate``, ``maxReplicas`` for ``--peak-rate``.
+``minReplicas`` for ``--rate``, ``maxReplicas`` for ``--peak-rate``. ``--load-test`` takes a load
+test of one replica of the plan (``python -m automation loadtest --out``) and refits the replica
+model to it (``sizing/measured.py``), so the counts rest on the measured speed.
 """
 
 from __future__ import annotations
@@ -19,9 +22,11 @@ import json
 import math
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from statistics import NormalDist
 
 from .catalog import GPU_FAMILIES, VARIANTS
+from .measured import LoadTestReportError, read_load_test, refit, unstated_lengths
 from .memory import Quantization
 from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
 from .planner import PlanError, PlanRequest, SizingPlan, plan
@@ -61,6 +66,8 @@ class Capacity:
     service_s: float
     prefill_s: float
     slots_per_replica: int
+    # Where the replica's speed comes from: the bundled fit, or the load test it was refitted to.
+    throughput_source: str
 
     def to_dict(self) -> dict:
         return {
@@ -71,6 +78,7 @@ class Capacity:
             "prefill_seconds": round(self.prefill_s, 3),
             "slots_per_replica": self.slots_per_replica,
             "slo_quantile": SLO_QUANTILE,
+            "throughput_source": self.throughput_source,
         }
 
 
@@ -149,14 +157,19 @@ def capacity(
     slo_s: float,
     prompt_tokens: int = PLAN_PROMPT_TOKENS,
     output_tokens: int = PLAN_OUTPUT_TOKENS,
+    measured: Hardware | None = None,
 ) -> Capacity:
-    """Recommended minReplicas (for ``rate``) and maxReplicas (for ``peak_rate``)."""
-    hw, limits = sized.hardware, sized.scheduler_limits
+    """Recommended minReplicas (for ``rate``) and maxReplicas (for ``peak_rate``); ``measured``
+    is the plan's replica refitted to a load test (``sizing/measured.py`` ``refit``), used in place
+    of the bundled fit."""
+    hw, limits = measured or sized.hardware, sized.scheduler_limits
     prefill, service, slots = service_model(hw, limits, prompt_tokens, output_tokens)
     lo = replicas_for(rate, slo_s, prefill, service, slots)
     hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
     saturated = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
-    return Capacity(max(1, lo), max(1, hi), saturated.requests_per_second, service, prefill, slots)
+    return Capacity(
+        max(1, lo), max(1, hi), saturated.requests_per_second, service, prefill, slots, hw.efficiencies.source
+    )
 
 
 def parser() -> argparse.ArgumentParser:
@@ -170,6 +183,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--ttft-slo", type=float, required=True, help="observability.ttftSloSeconds")
     p.add_argument("--prompt-tokens", type=int, default=PLAN_PROMPT_TOKENS)
     p.add_argument("--output-tokens", type=int, default=PLAN_OUTPUT_TOKENS)
+    p.add_argument(
+        "--load-test",
+        type=Path,
+        metavar="REPORT",
+        help="a load test of one replica of this plan (python -m automation loadtest --out REPORT): "
+        "the replica model is refitted to its points instead of the bundled fit",
+    )
     p.add_argument("--json", action="store_true")
     return p
 
@@ -195,6 +215,20 @@ def main(argv: list[str]) -> int:
             print(f"error: {problem}", file=sys.stderr)
         return 2
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+    measurements = None
+    if args.load_test is not None:
+        try:
+            measurements = read_load_test(args.load_test, "--load-test")
+        except LoadTestReportError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if unstated := unstated_lengths(measurements):
+            print(
+                f"warning: --load-test {args.load_test}: the points at concurrency "
+                f"{', '.join(map(str, unstated))} state no request lengths (a report from before "
+                f"2026-12-06): refitted as if at {PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out",
+                file=sys.stderr,
+            )
     try:
         sized = plan(
             PlanRequest(
@@ -204,7 +238,14 @@ def main(argv: list[str]) -> int:
         if not isinstance(sized, SizingPlan):
             print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
             return 1
-        cap = capacity(sized, args.rate, peak, args.ttft_slo, args.prompt_tokens, args.output_tokens)
+        measured = (
+            refit(sized.hardware, sized.scheduler_limits, measurements, f"measured: {args.load_test.name}")
+            if measurements
+            else None
+        )
+        cap = capacity(
+            sized, args.rate, peak, args.ttft_slo, args.prompt_tokens, args.output_tokens, measured
+        )
     except PlanError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -218,4 +259,6 @@ def main(argv: list[str]) -> int:
             f"on {sized.instance_type}: each replica {cap.slots_per_replica} slots of "
             f"{cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s at saturation"
         )
+        if measured is not None:
+            print(f"replica speed from {args.load_test} (the replica model refitted to its points)")
     return 0

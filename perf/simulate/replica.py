@@ -13,14 +13,19 @@ for curves with no plan behind them.
 from __future__ import annotations
 
 import bisect
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
-from deepseek_eks.sizing.fit import Point, fit_points
+from deepseek_eks.sizing.measured import (
+    LoadTestReportError,
+    Measurement,
+    read_load_test,
+    refit,
+    unstated_lengths,
+)
 from deepseek_eks.sizing.memory import KvCacheDtype, Quantization
 from deepseek_eks.sizing.performance import (
     PLAN_OUTPUT_TOKENS,
@@ -42,20 +47,6 @@ class CalibrationError(ValueError):
 class NoThroughputData(CalibrationError):
     """No throughput figures exist for the stack's plan: nothing is wrong with the input, the
     simulation cannot run until one is measured (``--calibration``)."""
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One measured point of a load test: the mean requests in flight, the output tokens/s, and
-    the mean prompt and output tokens of its completed requests (``lengths_stated`` False where
-    the report carries none and the planning lengths stand in for them)."""
-
-    concurrency: int
-    output_tokens_per_s: float
-    prompt_tokens: float
-    output_tokens: float
-    lengths_stated: bool
-    source: str
 
 
 @dataclass(frozen=True)
@@ -146,99 +137,41 @@ def calibrated_hardware(plan: Mapping[str, Any], curve: ThroughputCurve) -> Hard
     """The plan's hardware with efficiencies refitted to a measured curve (the user's load test
     overrides the bundled fit), each point at the mean lengths its requests had; a curve with no
     measurements (points only) is taken at the planning lengths."""
-    hw = plan_hardware(plan)
-    limits = plan_limits(plan)
     measured = curve.measurements or tuple(
         Measurement(c, t, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, False, curve.source)
         for c, t in curve.points
     )
-    points = [
-        Point(
-            f"c{m.concurrency}",
-            hw,
-            limits,
-            m.concurrency,
-            max(1, round(m.prompt_tokens)),
-            max(1, round(m.output_tokens)),
-            m.output_tokens_per_s,
-            m.source,
-        )
-        for m in measured
-    ]
-    return hw.with_efficiencies(fit_points(points, f"calibrated to {curve.source}", hw.efficiencies))
-
-
-def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
-    value = point.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{key} must be a positive number, got {value!r}")
-    return float(value)
+    return refit(plan_hardware(plan), plan_limits(plan), measured, curve.source)
 
 
 def load_calibration(path: Path) -> ThroughputCurve:
-    """A curve from JSON: ``{"points": [{"concurrency": n, "output_tokens_per_s": t,
-    "prompt_tokens": p, "output_tokens": o}, ...]}`` (a load-test report carries them) or a list
-    of load-test reports. ``prompt_tokens`` / ``output_tokens`` are the mean lengths of the
-    point's requests; reports written before 2026-12-06 have none, and their points are taken at
-    the planning lengths, which the curve's ``source`` and ``assumed_lengths`` say."""
+    """A curve from a load-test report (``sizing/measured.py`` ``read_load_test``: one report or
+    a list of them). Every point is kept, with its mean lengths, for the refit; the curve's points
+    are their mean per concurrency. Reports written before 2026-12-06 state no lengths, and their
+    points are taken at the planning lengths, which the curve's ``source`` and
+    ``assumed_lengths`` say."""
     try:
-        data: Any = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise CalibrationError(f"--calibration {path}: {e}") from None
-    reports = data if isinstance(data, list) else [data]
-    measured: list[Measurement] = []
-    for report in reports:
-        for p in report.get("points", []) if isinstance(report, dict) else []:
-            try:
-                concurrency, rate = int(p["concurrency"]), float(p["output_tokens_per_s"])
-            except (KeyError, TypeError, ValueError):
-                raise CalibrationError(
-                    f"--calibration {path}: each point needs concurrency and output_tokens_per_s"
-                ) from None
-            try:
-                prompt, output = _mean_tokens(p, "prompt_tokens"), _mean_tokens(p, "output_tokens")
-            except ValueError as error:
-                raise CalibrationError(
-                    f"--calibration {path}: point at concurrency {concurrency}: {error}"
-                ) from None
-            if (prompt is None) != (output is None):
-                raise CalibrationError(
-                    f"--calibration {path}: point at concurrency {concurrency} has only one of "
-                    "prompt_tokens and output_tokens; give both (the mean lengths of its requests) or neither"
-                )
-            stated = prompt is not None and output is not None
-            measured.append(
-                Measurement(
-                    concurrency,
-                    rate,
-                    prompt if prompt is not None else PLAN_PROMPT_TOKENS,
-                    output if output is not None else PLAN_OUTPUT_TOKENS,
-                    stated,
-                    str(p.get("source") or path.name),
-                )
-            )
-    if not measured:
-        raise CalibrationError(f"--calibration {path}: no points (expected a load-test JSON report)")
+        measured = read_load_test(path, "--calibration")
+    except LoadTestReportError as error:
+        raise CalibrationError(str(error)) from None
     by_concurrency: dict[int, list[float]] = {}
     for m in measured:
         by_concurrency.setdefault(m.concurrency, []).append(m.output_tokens_per_s)
     points = tuple((c, sum(rates) / len(rates)) for c, rates in sorted(by_concurrency.items()))
-    assumed = [m for m in measured if not m.lengths_stated]
+    assumed = unstated_lengths(measured)
     source = f"measured: {path.name}"
     if assumed:
         source += (
             f" ({len(assumed)} of {len(measured)} points state no lengths: taken at "
             f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out)"
         )
-    return ThroughputCurve(points, source, measurements=tuple(measured))
+    return ThroughputCurve(points, source, measurements=measured)
 
 
 def assumed_lengths(curve: ThroughputCurve) -> list[int]:
     """The concurrencies of ``curve``'s measured points that state no lengths (the refit takes
     them at the planning lengths): what ``simulate --calibration`` warns about."""
-    return [m.concurrency for m in curve.measurements if not m.lengths_stated]
+    return unstated_lengths(curve.measurements)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +21,7 @@ from deepseek_eks.sizing.capacity import (
     replicas_for,
 )
 from deepseek_eks.sizing.cli import main
+from deepseek_eks.sizing.performance import Hardware, SchedulerLimits
 
 
 def erlang_c_textbook(c: int, a: float) -> float:
@@ -110,3 +113,80 @@ def test_kv_slots_keep_the_running_batch_within_the_cache_at_the_slo_quantile(ou
     assert overflow(slots) <= 0.08
     by_mean_length = kv // (500 + output // 2)  # what a fixed-length closed loop would hold
     assert by_mean_length > slots and overflow(min(by_mean_length, limits.max_num_seqs)) > 0.3
+
+
+def _measured_report(
+    tmp_path: Path, truth: Hardware, limits: SchedulerLimits, lengths: tuple[int, int] = (1024, 128)
+) -> Path:
+    """A load-test report of a replica whose speed is ``truth``, at ``lengths`` (vllm bench serve's
+    usual prefill-heavy 1,024 / 128 by default), as python -m automation loadtest writes it."""
+    from deepseek_eks.sizing.performance import steady_state
+
+    prompt, output = lengths
+    points = [
+        {
+            "concurrency": c,
+            "output_tokens_per_s": steady_state(truth, limits, c, prompt, output).output_tokens_per_second,
+            "prompt_tokens": prompt,
+            "output_tokens": output,
+        }
+        for c in (1, 4, 16, 32)
+    ]
+    report = tmp_path / "loadtest.json"
+    report.write_text(json.dumps({"points": points}))
+    return report
+
+
+def test_capacity_rests_on_a_load_test_when_given_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replica measured slower than the bundled fit (HBM at 60 % of the fit's efficiency, a
+    dearer host step): --load-test refits the model to the report, and the replica counts are the
+    ones that replica needs, more than the bundled fit's."""
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    e = sized.hardware.efficiencies
+    truth = sized.hardware.with_efficiencies(
+        replace(e, bandwidth=e.bandwidth * 0.6, step_overhead_s=e.step_overhead_s * 2)
+    )
+    report = _measured_report(tmp_path, truth, sized.scheduler_limits)
+    expected = capacity(sized, 0.5, 3.0, 5.0, measured=truth)
+    bundled = capacity(sized, 0.5, 3.0, 5.0)
+    assert expected.max_replicas > bundled.max_replicas  # the case tells the two apart
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    assert main([*argv, "--peak-rate", "3", "--ttft-slo", "5", "--load-test", str(report), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["min_replicas"], out["max_replicas"]) == (expected.min_replicas, expected.max_replicas)
+    assert out["throughput_source"].startswith("calibrated to measured: loadtest.json")
+    assert out["replica_requests_per_second_at_saturation"] == pytest.approx(
+        expected.replica_requests_per_second, rel=0.05
+    )
+
+
+def test_capacity_refuses_a_file_that_is_not_a_load_test(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The runtime-overhead calibration (python -m sizing calibrate) handed to --load-test is named
+    as such, with where it belongs; and the load-test report handed to python -m sizing
+    --calibration, the other way round."""
+    overhead = tmp_path / "calibration.json"
+    overhead.write_text(json.dumps({"about": "runtime overhead", "entries": []}))
+    argv = [
+        "capacity",
+        "--variant",
+        "r1-distill-qwen-7b",
+        "--families",
+        "g6",
+        "--rate",
+        "0.5",
+        "--ttft-slo",
+        "5",
+    ]
+    assert main([*argv, "--load-test", str(overhead)]) == 2
+    err = capsys.readouterr().err
+    assert "is a runtime-overhead calibration" in err and "python -m sizing --calibration" in err
+    report = tmp_path / "loadtest.json"
+    report.write_text(json.dumps({"points": [{"concurrency": 4, "output_tokens_per_s": 100.0}]}))
+    assert main(["--variant", "r1-distill-qwen-7b", "--families", "g6", "--calibration", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert "is a load-test report" in err and "sizing capacity --load-test" in err

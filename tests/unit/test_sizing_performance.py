@@ -446,3 +446,14 @@ def test_inferencebench_points_record_the_harness_lengths() -> None:
         assert p["output_tokens"] == 128 and p["prompt_tokens"] == 45, p["id"]
         assert "lengths_assumed" not in p and "max_tokens=128" in p["lengths_source"], p["id"]
         assert p["split"] == "held_out" and p["client"] == "litellm-sync-stream", p["id"]
+
+
+def test_the_overhead_calibration_is_refused_as_a_load_test_naming_where_it_belongs(tmp_path: Path) -> None:
+    from deepseek_eks.perf.simulate.replica import CalibrationError, load_calibration
+
+    overhead = tmp_path / "calibration.json"
+    overhead.write_text(json.dumps({"about": "runtime overhead", "entries": []}))
+    with pytest.raises(
+        CalibrationError, match=r"is a runtime-overhead calibration .* python -m sizing --calibration"
+    ):
+        load_calibration(overhead)

@@ -1,0 +1,135 @@
+"""A load test's measured points, and the replica model refitted to them.
+
+``python -m automation loadtest --out FILE`` (or ``vllm bench serve`` read back with
+``--from-vllm-bench``) writes a report whose ``points`` are closed-loop measurements of one replica:
+concurrency, output tokens/s and the mean prompt and output tokens of the completed requests. This
+module reads them and refits the replica model's efficiencies (``sizing/fit.py``) to them on the
+plan's own hardware, each point at its own lengths. Every command that answers with the replica model
+can then answer with the user's measurement: ``python -m automation simulate --calibration`` and
+``python -m sizing capacity --load-test``.
+
+Not to be confused with ``python -m sizing --calibration``: that file is the runtime memory
+overhead read from a vLLM start-up log (``sizing/calibration.py``), and each reader names the other
+when handed the wrong one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .fit import Point, fit_points
+from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits
+
+
+class LoadTestReportError(ValueError):
+    """A file given as a load-test report is not one, or one of its points is unusable."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured point of a load test: the mean requests in flight, the output tokens/s, and
+    the mean prompt and output tokens of its completed requests (``lengths_stated`` False where
+    the report carries none and the planning lengths stand in for them)."""
+
+    concurrency: int
+    output_tokens_per_s: float
+    prompt_tokens: float
+    output_tokens: float
+    lengths_stated: bool
+    source: str
+
+
+def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
+    value = point.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ValueError(f"{key} must be a positive number, got {value!r}")
+    return float(value)
+
+
+def _measurement(point: Any, where: str, path: Path) -> Measurement:
+    try:
+        concurrency, rate = int(point["concurrency"]), float(point["output_tokens_per_s"])
+    except (KeyError, TypeError, ValueError):
+        raise LoadTestReportError(f"{where}: each point needs concurrency and output_tokens_per_s") from None
+    try:
+        prompt, output = _mean_tokens(point, "prompt_tokens"), _mean_tokens(point, "output_tokens")
+    except ValueError as error:
+        raise LoadTestReportError(f"{where}: point at concurrency {concurrency}: {error}") from None
+    if (prompt is None) != (output is None):
+        raise LoadTestReportError(
+            f"{where}: point at concurrency {concurrency} has only one of prompt_tokens and "
+            "output_tokens; give both (the mean lengths of its requests) or neither"
+        )
+    return Measurement(
+        concurrency,
+        rate,
+        prompt if prompt is not None else PLAN_PROMPT_TOKENS,
+        output if output is not None else PLAN_OUTPUT_TOKENS,
+        prompt is not None,
+        str(point.get("source") or path.name),
+    )
+
+
+def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
+    """Every point of a load-test report at ``path`` (one report, or a JSON list of them), each
+    with its lengths; a point without lengths (a report written before 2026-12-06) is taken at the
+    planning lengths and marked so. ``flag`` is the option that named the file, for the messages.
+    Raises LoadTestReportError naming the file and what is wrong with it, including when it is the
+    other kind of calibration (``python -m sizing calibrate``'s runtime overhead)."""
+    where = f"{flag} {path}"
+    try:
+        data: Any = json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise LoadTestReportError(f"{where}: {error}") from None
+    reports = data if isinstance(data, list) else [data]
+    if any(isinstance(r, dict) and "entries" in r and "points" not in r for r in reports):
+        raise LoadTestReportError(
+            f"{where} is a runtime-overhead calibration (written by python -m sizing calibrate from a "
+            "vLLM log), not a load-test report: give it to python -m sizing --calibration. A load-test "
+            "report comes from python -m automation loadtest --out FILE"
+        )
+    measured = tuple(
+        _measurement(point, where, path)
+        for report in reports
+        if isinstance(report, dict)
+        for point in report.get("points", [])
+    )
+    if not measured:
+        raise LoadTestReportError(
+            f"{where}: no points (expected a load-test report: python -m automation loadtest --out FILE)"
+        )
+    return measured
+
+
+def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
+    """The concurrencies of the points that state no lengths (taken at the planning lengths):
+    what the commands warn about."""
+    return [m.concurrency for m in measurements if not m.lengths_stated]
+
+
+def refit(
+    hw: Hardware, limits: SchedulerLimits, measurements: Sequence[Measurement], source: str
+) -> Hardware:
+    """``hw`` with efficiencies refitted to the measured points, each at the mean lengths its
+    requests had, under the scheduler limits the replica ran with (the plan's); the fit starts
+    from the bundled efficiencies, so few points move only what they measure."""
+    points = [
+        Point(
+            f"c{m.concurrency}",
+            hw,
+            limits,
+            m.concurrency,
+            max(1, round(m.prompt_tokens)),
+            max(1, round(m.output_tokens)),
+            m.output_tokens_per_s,
+            m.source,
+        )
+        for m in measurements
+    ]
+    return hw.with_efficiencies(fit_points(points, f"calibrated to {source}", hw.efficiencies))
