@@ -77,6 +77,8 @@ class Point:
     split: str = "fit"
     # A decode step at batch ``concurrency`` (the source's TPOT), not a closed loop's rate.
     decode_step: bool = False
+    # Requests' lengths drawn exponentially around the means (a load test's --lengths exponential).
+    exponential_lengths: bool = False
 
 
 def _cuda_mib(gpu: str) -> int:
@@ -142,7 +144,14 @@ def predicted(point: Point, eff: Efficiencies) -> float:
         n = point.concurrency
         context = n * (point.prompt_tokens + point.output_tokens / 2)
         return n / step_seconds(hw, n, context, context, n)
-    state = steady_state(hw, point.limits, point.concurrency, point.prompt_tokens, point.output_tokens)
+    state = steady_state(
+        hw,
+        point.limits,
+        point.concurrency,
+        point.prompt_tokens,
+        point.output_tokens,
+        exponential_lengths=point.exponential_lengths,
+    )
     return state.output_tokens_per_second
 
 

@@ -24,6 +24,10 @@ from typing import Any
 from .fit import Point, fit_points
 from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits
 
+# How a point's request lengths were drawn (its ``length_distribution``; absent: fixed, as every
+# report before 2026-12-06 ran): the load tester's --lengths choices (perf/loadtest/runner.py).
+LENGTH_DISTRIBUTIONS = ("fixed", "exponential")
+
 
 class LoadTestReportError(ValueError):
     """A file given as a load-test report is not one, or one of its points is unusable."""
@@ -41,6 +45,9 @@ class Measurement:
     output_tokens: float
     lengths_stated: bool
     source: str
+    # The point's requests had lengths drawn exponentially around those means (the report's
+    # ``length_distribution``), not all the same.
+    exponential_lengths: bool = False
 
 
 def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
@@ -61,6 +68,12 @@ def _measurement(point: Any, where: str, path: Path) -> Measurement:
         prompt, output = _mean_tokens(point, "prompt_tokens"), _mean_tokens(point, "output_tokens")
     except ValueError as error:
         raise LoadTestReportError(f"{where}: point at concurrency {concurrency}: {error}") from None
+    distribution = point.get("length_distribution", LENGTH_DISTRIBUTIONS[0])
+    if distribution not in LENGTH_DISTRIBUTIONS:
+        raise LoadTestReportError(
+            f"{where}: point at concurrency {concurrency}: length_distribution {distribution!r} is not "
+            f"one of {', '.join(LENGTH_DISTRIBUTIONS)}"
+        )
     if (prompt is None) != (output is None):
         raise LoadTestReportError(
             f"{where}: point at concurrency {concurrency} has only one of prompt_tokens and "
@@ -73,6 +86,7 @@ def _measurement(point: Any, where: str, path: Path) -> Measurement:
         output if output is not None else PLAN_OUTPUT_TOKENS,
         prompt is not None,
         str(point.get("source") or path.name),
+        distribution == "exponential",
     )
 
 
@@ -117,8 +131,9 @@ def refit(
     hw: Hardware, limits: SchedulerLimits, measurements: Sequence[Measurement], source: str
 ) -> Hardware:
     """``hw`` with efficiencies refitted to the measured points, each at the mean lengths its
-    requests had, under the scheduler limits the replica ran with (the plan's); the fit starts
-    from the bundled efficiencies, so few points move only what they measure."""
+    requests had and their distribution, under the scheduler limits the replica ran with (the
+    plan's); the fit starts from the bundled efficiencies, so few points move only what they
+    measure."""
     points = [
         Point(
             f"c{m.concurrency}",
@@ -129,6 +144,7 @@ def refit(
             max(1, round(m.output_tokens)),
             m.output_tokens_per_s,
             m.source,
+            exponential_lengths=m.exponential_lengths,
         )
         for m in measurements
     ]

@@ -577,13 +577,23 @@ def _blocks(tokens: float, block_size: int) -> int:
 
 
 def steady_state(
-    hw: Hardware, limits: SchedulerLimits, concurrency: int, prompt_tokens: int, output_tokens: int
+    hw: Hardware,
+    limits: SchedulerLimits,
+    concurrency: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    exponential_lengths: bool = False,
 ) -> SteadyState:
     """Throughput and latency of ``concurrency`` clients each sending a request of
-    ``prompt_tokens`` in / ``output_tokens`` out as soon as the last one finished.
+    ``prompt_tokens`` in / ``output_tokens`` out as soon as the last one finished; with
+    ``exponential_lengths``, requests whose lengths are drawn exponentially around those means
+    (``python -m automation loadtest --lengths exponential``, the simulator's traffic).
 
     Running sequences: at most ``max_num_seqs``, and as many as the KV blocks hold at their mean
-    length (prompt + half the output: in steady state the streams are spread over their lifetime).
+    length (prompt + half the output: in steady state the streams are spread over their lifetime;
+    with exponential lengths prompt + a whole mean output, because a running sequence is
+    length-biased and its generated part, seen at a random moment, is again exponential with the
+    mean output, as ``preemption_probability`` reasons).
     Each request's prompt is prefilled in chunks of what the step budget
     (``max_num_batched_tokens``) leaves after the other sequences' decodes, as vLLM's scheduler
     does (the simulator steps the same way): a cycle in which every running sequence emits its
@@ -595,26 +605,34 @@ def steady_state(
     if concurrency < 1 or prompt_tokens < 1 or output_tokens < 1:
         raise PerformanceError("concurrency, prompt and output tokens must be at least 1")
     bs = limits.block_size
-    mean_blocks = _blocks(prompt_tokens + output_tokens / 2, bs)
-    by_kv = limits.kv_blocks // mean_blocks
+    # Tokens a running sequence holds on average, and those a prefill token attends to: half its
+    # prompt when every prompt is as long; E[P^2] / 2E[P] = the mean prompt for exponential ones.
+    resident = prompt_tokens + (output_tokens if exponential_lengths else output_tokens / 2)
+    prefill_attended = prompt_tokens if exponential_lengths else prompt_tokens / 2
+    by_kv = limits.kv_blocks // _blocks(resident, bs)
     running = min(concurrency, limits.max_num_seqs, max(1, by_kv))
     limited_by = "concurrency"
     if running < concurrency:
         limited_by = "max_num_seqs" if running == limits.max_num_seqs else "kv_cache"
-    # Preemption happens when the running sequences at their full length outgrow the cache.
-    preempted = running * _blocks(prompt_tokens + output_tokens, bs) > limits.kv_blocks
-    context = running * (prompt_tokens + output_tokens / 2)
+    # Preemption happens when the running sequences at their full length outgrow the cache; with
+    # exponential lengths, when they do so at a random moment more than 1 % of the time.
+    preempted = (
+        preemption_probability(running, limits.kv_cache_tokens, prompt_tokens, output_tokens) > 0.01
+        if exponential_lengths
+        else running * _blocks(prompt_tokens + output_tokens, bs) > limits.kv_blocks
+    )
+    context = running * resident
     decode = step_seconds(hw, running, context, context, running)
     # A new prompt is prefilled in chunks of what the step budget leaves after the decodes.
     chunk = min(prompt_tokens, max(1, limits.max_num_batched_tokens - (running - 1)))
     chunks = math.ceil(prompt_tokens / chunk)
-    decode_context = (running - 1) * (prompt_tokens + output_tokens / 2)
+    decode_context = (running - 1) * resident
     per_chunk = step_seconds(
         hw,
         running - 1 + chunk,
         decode_context + prompt_tokens,
-        # Prefill tokens attend to their own prompt: on average to half of it.
-        decode_context + chunk * prompt_tokens / 2,
+        # Prefill tokens attend to their own prompt.
+        decode_context + chunk * prefill_attended,
         running,
     )
     chunk_steps = running * chunks

@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from deepseek_eks.sizing.measured import LENGTH_DISTRIBUTIONS
+
 from .metrics import GoodputError, parse_goodput
 from .runner import (
     ARRIVALS,
@@ -72,7 +74,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output-tokens", type=int, help="mean output tokens (overrides the profile)")
     p.add_argument(
         "--lengths",
-        choices=("fixed", "exponential"),
+        choices=LENGTH_DISTRIBUTIONS,
         default="fixed",
         help="token counts per request: the means exactly, or exponentially around them (default fixed)",
     )

@@ -514,6 +514,8 @@ def report(
                 "concurrency": concurrency,
                 "output_tokens_per_s": round(tokens_per_s, 3),
                 **lengths,
+                # How they were drawn: the refit times exponential lengths as such (sizing/measured.py).
+                "length_distribution": config.lengths.distribution,
                 "max_in_flight": max_in_flight,
                 "source": "automation loadtest",
                 "warnings": warnings,

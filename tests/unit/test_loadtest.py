@@ -296,6 +296,9 @@ def test_cli_writes_json_that_calibrates_the_simulator(
     (measured,) = curve.measurements
     assert measured.lengths_stated and measured.output_tokens == 10
     assert measured.prompt_tokens == pytest.approx(sum(counted) / 3) and measured.prompt_tokens != 20
+    # ...and how its lengths were drawn (here fixed, the default), which the refit times them by.
+    assert json.loads(out.read_text())["points"][0]["length_distribution"] == "fixed"
+    assert not measured.exponential_lengths
 
 
 def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import random
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from deepseek_eks.sizing.capacity import (
     replicas_for,
 )
 from deepseek_eks.sizing.cli import main
-from deepseek_eks.sizing.performance import Hardware, SchedulerLimits
+from tests.measured import load_test_points, slower_replica
 
 
 def erlang_c_textbook(c: int, a: float) -> float:
@@ -115,41 +114,18 @@ def test_kv_slots_keep_the_running_batch_within_the_cache_at_the_slo_quantile(ou
     assert by_mean_length > slots and overflow(min(by_mean_length, limits.max_num_seqs)) > 0.3
 
 
-def _measured_report(
-    tmp_path: Path, truth: Hardware, limits: SchedulerLimits, lengths: tuple[int, int] = (1024, 128)
-) -> Path:
-    """A load-test report of a replica whose speed is ``truth``, at ``lengths`` (vllm bench serve's
-    usual prefill-heavy 1,024 / 128 by default), as python -m automation loadtest writes it."""
-    from deepseek_eks.sizing.performance import steady_state
-
-    prompt, output = lengths
-    points = [
-        {
-            "concurrency": c,
-            "output_tokens_per_s": steady_state(truth, limits, c, prompt, output).output_tokens_per_second,
-            "prompt_tokens": prompt,
-            "output_tokens": output,
-        }
-        for c in (1, 4, 16, 32)
-    ]
-    report = tmp_path / "loadtest.json"
-    report.write_text(json.dumps({"points": points}))
-    return report
-
-
 def test_capacity_rests_on_a_load_test_when_given_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A replica measured slower than the bundled fit (HBM at 60 % of the fit's efficiency, a
-    dearer host step): --load-test refits the model to the report, and the replica counts are the
-    ones that replica needs, more than the bundled fit's."""
+    """A replica measured slower than the bundled fit (tests/measured.py): --load-test refits the
+    model to the report, and the replica counts are the ones that replica needs, more than the
+    bundled fit's."""
     sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
     assert isinstance(sized, SizingPlan)
-    e = sized.hardware.efficiencies
-    truth = sized.hardware.with_efficiencies(
-        replace(e, bandwidth=e.bandwidth * 0.6, step_overhead_s=e.step_overhead_s * 2)
-    )
-    report = _measured_report(tmp_path, truth, sized.scheduler_limits)
+    truth = slower_replica(sized.hardware)
+    report = tmp_path / "loadtest.json"
+    # At vllm bench serve's usual prefill-heavy 1,024 in / 128 out, not the planning lengths.
+    report.write_text(json.dumps({"points": load_test_points(truth, sized.scheduler_limits, 1024, 128)}))
     expected = capacity(sized, 0.5, 3.0, 5.0, measured=truth)
     bundled = capacity(sized, 0.5, 3.0, 5.0)
     assert expected.max_replicas > bundled.max_replicas  # the case tells the two apart

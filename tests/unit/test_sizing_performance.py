@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,12 +15,14 @@ from deepseek_eks.sizing import performance
 from deepseek_eks.sizing.catalog import gpu_memory_key, instance_catalog, model_catalog
 from deepseek_eks.sizing.memory import Quantization, weight_bytes_per_gpu
 from deepseek_eks.sizing.performance import (
+    Hardware,
     SchedulerLimits,
     default_max_num_batched_tokens,
     hardware,
     steady_state,
 )
 from deepseek_eks.sizing.planner import Fit, PlanRequest, evaluate
+from tests.measured import load_test_points, slower_replica
 
 ROOT = Path(__file__).resolve().parents[2]
 FACTS = json.loads((ROOT / "reference/upstream/vllm-scheduler/scheduler-facts.json").read_text())["facts"]
@@ -156,36 +159,25 @@ def test_a_load_test_calibration_overrides_the_bundled_fit() -> None:
     assert 0.4 < ratio < 0.65
 
 
+def _g6_plan_and_a_slower_replica(variant: str) -> tuple[dict, SchedulerLimits, Hardware]:
+    """The variant's plan on g6, its scheduler limits, and its replica as a load test might find
+    it (tests/measured.py)."""
+    from deepseek_eks.perf.simulate.replica import plan_hardware, plan_limits
+    from deepseek_eks.sizing.planner import plan
+
+    d = plan(PlanRequest(variant, ("g6",))).to_dict()
+    return d, plan_limits(d), slower_replica(plan_hardware(d))
+
+
 def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Path) -> None:
     """A load test run at other lengths than the plan's (here vllm bench serve's usual 1,024 in /
     128 out, prefill-heavy) calibrates the replica at those lengths: the refit then predicts the
     planning lengths' throughput of the same replica. Taken at the planning lengths instead, the
     prefill-heavy rates read as a slower replica (about a sixth too slow here)."""
-    from deepseek_eks.perf.simulate.replica import (
-        ReplicaModel,
-        assumed_lengths,
-        load_calibration,
-        plan_hardware,
-        plan_limits,
-    )
-    from deepseek_eks.sizing.planner import plan
+    from deepseek_eks.perf.simulate.replica import ReplicaModel, assumed_lengths, load_calibration
 
-    d = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()
-    hw, limits = plan_hardware(d), plan_limits(d)
-    e = hw.efficiencies
-    # The replica measured: slower HBM and a dearer host step than the bundled fit says.
-    truth = hw.with_efficiencies(
-        replace(e, bandwidth=e.bandwidth * 0.7, step_overhead_s=e.step_overhead_s * 2)
-    )
-    points = [
-        {
-            "concurrency": c,
-            "output_tokens_per_s": steady_state(truth, limits, c, 1024, 128).output_tokens_per_second,
-            "prompt_tokens": 1024,
-            "output_tokens": 128,
-        }
-        for c in (1, 4, 16, 32)
-    ]
+    d, limits, truth = _g6_plan_and_a_slower_replica("r1-distill-qwen-7b")
+    points = load_test_points(truth, limits, 1024, 128)
     report = tmp_path / "bench.json"
     report.write_text(json.dumps({"points": points}))
     expected = steady_state(truth, limits, d["max_num_seqs"], 500, 1162).output_tokens_per_second
@@ -457,3 +449,42 @@ def test_the_overhead_calibration_is_refused_as_a_load_test_naming_where_it_belo
         CalibrationError, match=r"is a runtime-overhead calibration .* python -m sizing --calibration"
     ):
         load_calibration(overhead)
+
+
+def test_a_calibration_with_exponential_lengths_is_refitted_as_such(tmp_path: Path) -> None:
+    """A load test with --lengths exponential (the simulator's own traffic) keeps more KV per
+    running sequence than one at fixed lengths of the same means: a running sequence is
+    length-biased and holds, on average, its prompt and a whole mean output, not half of one. The
+    refit times the points that way, and predicts the replica at the planning lengths within 5 %;
+    read as fixed lengths (what it did before), the heavier attention reads as a slower replica."""
+    from deepseek_eks.perf.simulate.replica import CalibrationError, ReplicaModel, load_calibration
+
+    d, limits, truth = _g6_plan_and_a_slower_replica("r1-distill-llama-8b")
+    points = load_test_points(truth, limits, 500, 1162, exponential_lengths=True)
+    report = tmp_path / "exponential.json"
+    report.write_text(json.dumps({"points": points}))
+    expected = steady_state(truth, limits, d["max_num_seqs"], 500, 1162).output_tokens_per_second
+    assert ReplicaModel.from_plan(d, load_calibration(report)).saturated_tokens_per_s() == pytest.approx(
+        expected, rel=0.05
+    )
+    report.write_text(json.dumps({"points": [{**p, "length_distribution": "fixed"} for p in points]}))
+    assert ReplicaModel.from_plan(d, load_calibration(report)).saturated_tokens_per_s() < 0.9 * expected
+    report.write_text(json.dumps({"points": [{**points[0], "length_distribution": "uniform"}]}))
+    with pytest.raises(
+        CalibrationError, match="length_distribution 'uniform' is not one of fixed, exponential"
+    ):
+        load_calibration(report)
+
+
+def test_exponential_lengths_hold_a_whole_mean_output_per_running_sequence() -> None:
+    """The running batch the KV cache admits: prompt + output / 2 tokens a sequence at fixed
+    lengths, prompt + output with exponential ones (the length bias ``preemption_probability``
+    reasons with)."""
+    model = model_catalog()["r1-distill-qwen-7b"]
+    hw = hardware(model, Quantization.BF16, instance_catalog().instances["g6.xlarge"], 1)
+    limits = SchedulerLimits(256, 2048, 16 * 10_000)
+    fixed = steady_state(hw, limits, 200, 500, 1000)
+    exponential = steady_state(hw, limits, 200, 500, 1000, exponential_lengths=True)
+    assert fixed.running == 160_000 // (16 * math.ceil(1000 / 16))  # 1,000 tokens each
+    assert exponential.running == 160_000 // (16 * math.ceil(1500 / 16))  # 1,500 tokens each
+    assert exponential.output_tokens_per_second < fixed.output_tokens_per_second
