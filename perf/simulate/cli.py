@@ -24,6 +24,7 @@ from .run import (
     demand_history,
     load_stack,
     plot,
+    preemption_lines,
     simulate,
     table,
 )
@@ -175,6 +176,8 @@ def _simulate(args: argparse.Namespace) -> int:
     for run_ in runs:
         print(f"  {run_.summary.autoscaler}")
     print(table([r.summary for r in runs]))
+    for line in preemption_lines([r.summary for r in runs]):
+        print(line)
     if args.compare:
         from . import routing
 

@@ -44,6 +44,7 @@ import itertools
 import random
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 # kv_blocks is the preemption model the planner sizes --max-num-seqs with (one function for both).
 from deepseek_eks.sizing.performance import BLOCK_SIZE, kv_blocks
@@ -51,6 +52,7 @@ from deepseek_eks.sizing.performance import BLOCK_SIZE, kv_blocks
 from .history import DemandHistory
 from .hpa import (
     SYNC_PERIOD_S,
+    Behavior,
     HorizontalController,
     KedaActivation,
     PodSample,
@@ -130,6 +132,28 @@ class SimConfig:
     # run adds its own minutes to a copy. None: a new service, no history (the triggers read 0).
     demand_history: DemandHistory | None = None
 
+    @classmethod
+    def fixed_fleet(cls, replica: ReplicaModel, replicas: int, **overrides: Any) -> SimConfig:
+        """``replicas`` replicas ready from t=0 that never scale, with no start-up and no price
+        unless ``overrides`` set them: for measuring replicas (queueing, preemption, routing),
+        not an autoscaler."""
+        values: dict[str, Any] = {
+            "autoscaler": AutoscalerSpec(
+                "fixed", "HorizontalPodAutoscaler", replicas, replicas, Behavior.from_spec(None), ()
+            ),
+            "replica": replica,
+            "startup": StartupTimes(0.0, 0.0, 0.0),
+            "vllm_scrape_s": 15.0,
+            "gpu_scrape_s": 15.0,
+            "termination_grace_s": 30.0,
+            "consolidate_after_s": 0.0,
+            "replica_hourly_usd": 0.0,
+            "gpus_per_replica": 1,
+            "fixed_replicas": replicas,
+        }
+        values.update(overrides)
+        return cls(**values)
+
 
 class _Req:
     __slots__ = (
@@ -145,6 +169,7 @@ class _Req:
         "output",
         "pre_done",
         "pre_target",
+        "preempted",
         "prompt",
         "status",
     )
@@ -160,6 +185,7 @@ class _Req:
         self.gen0 = 0  # output tokens generated before the current prefill (preemption)
         self.j = 0  # the pod's step count when this request's prefill completed
         self.epoch = 0  # bumped on preemption: stale finish entries are skipped
+        self.preempted = False  # preempted at least once (Outcome.preempted_requests)
         self.admit = -1.0
         self.first = -1.0
         self.finish = -1.0
@@ -265,6 +291,11 @@ class Outcome:
     output_tokens: int = 0
     prompt_tokens: int = 0  # of the requests admitted to a replica
     cached_prompt_tokens: int = 0  # of those, served from the replica's prefix cache
+    # vLLM's preemption by recompute (the KV cache ran out under the running batch): how often, and
+    # how many requests it hit at least once. A request readmitted into a still-full cache is often
+    # preempted again, so the first exceeds the second.
+    preemptions: int = 0
+    preempted_requests: int = 0
     ttft: list[float] = field(default_factory=list)
     served_arrivals: list[float] = field(default_factory=list)  # arrival time of each ttft entry
     queue_wait: list[float] = field(default_factory=list)
@@ -486,6 +517,10 @@ class Simulation:
         """vLLM ``_preempt_request``: the last running request frees its blocks and goes back to
         the head of the queue, to be recomputed (prompt plus what it generated so far)."""
         req = pod.running.pop()
+        self.out.preemptions += 1
+        if not req.preempted:
+            req.preempted = True
+            self.out.preempted_requests += 1
         if req in pod.prefilling:
             pod.prefilling.remove(req)
             pod.pre_cached -= req.pre_done

@@ -36,11 +36,10 @@ from deepseek_eks.sizing.memory import Quantization
 from deepseek_eks.sizing.performance import default_max_num_batched_tokens, default_max_num_seqs, hardware
 
 from ..stats import percentile
-from .engine import SimConfig, Simulation, StartupTimes
-from .hpa import Behavior
+from .engine import SimConfig, Simulation
 from .replica import ReplicaModel, ThroughputCurve
 from .router import RouterSpec
-from .stack import RANDOM, AutoscalerSpec
+from .stack import RANDOM
 from .traffic import Request
 
 PODS = 8
@@ -89,18 +88,10 @@ def config(router: RouterSpec | None) -> SimConfig:
     seqs = default_max_num_seqs(instance.cuda_memory_mib, instance.gpu_model)
     batched = default_max_num_batched_tokens(instance.cuda_memory_mib, instance.gpu_model)
     curve = ThroughputCurve(((1, 1.0),), "unused: the hardware model times each step")
-    fixed = AutoscalerSpec("fixed", "HorizontalPodAutoscaler", PODS, PODS, Behavior.from_spec(None), ())
-    return SimConfig(
-        autoscaler=fixed,
-        replica=ReplicaModel(curve, seqs, KV_CACHE_TOKENS, PREFIX_TOKENS * 4, hw, batched),
-        startup=StartupTimes(0.0, 0.0, 0.0),
-        vllm_scrape_s=15.0,
-        gpu_scrape_s=15.0,
-        termination_grace_s=30.0,
-        consolidate_after_s=0.0,
-        replica_hourly_usd=0.0,
+    return SimConfig.fixed_fleet(
+        ReplicaModel(curve, seqs, KV_CACHE_TOKENS, PREFIX_TOKENS * 4, hw, batched),
+        PODS,
         gpus_per_replica=2,
-        fixed_replicas=PODS,
         routing=RANDOM,
         router=router,
     )

@@ -163,6 +163,10 @@ class Summary:
     cost_usd: float
     usd_per_million_output_tokens: float
     output_tokens: int
+    # Requests vLLM preempted at least once (the running batch outgrew the KV cache), and the
+    # preemptions in all: a max_num_seqs too large for the cache shows here.
+    preempted_requests: int = 0
+    preemptions: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in self.__dict__.items()}
@@ -207,6 +211,8 @@ def summarize(out: Outcome, config: SimConfig, ttft_slo_s: float, queue_slo_s: f
         cost_usd=cost,
         usd_per_million_output_tokens=cost / out.output_tokens * 1e6 if out.output_tokens else math.inf,
         output_tokens=out.output_tokens,
+        preempted_requests=out.preempted_requests,
+        preemptions=out.preemptions,
     )
 
 
@@ -685,6 +691,17 @@ COLUMNS = (
     ("cost $", "cost_usd", "{:,.0f}"),
     ("$/M out tok", "usd_per_million_output_tokens", "{:.2f}"),
 )
+
+
+def preemption_lines(summaries: list[Summary]) -> list[str]:
+    """A line for each run whose replicas preempted requests (vLLM recomputes them: each costs a
+    re-prefill and stalls that stream), none where nothing was preempted."""
+    return [
+        f"preempted: {s.label}: {s.preempted_requests} of {s.requests} requests "
+        f"({s.preempted_requests / s.requests:.2%}), {s.preemptions} preemptions in all"
+        for s in summaries
+        if s.preempted_requests and s.requests
+    ]
 
 
 def table(summaries: list[Summary]) -> str:

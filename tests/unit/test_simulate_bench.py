@@ -243,3 +243,14 @@ def test_jobs_must_be_positive() -> None:
 
     with pytest.raises(SystemExit):
         bench.main(["--jobs", "0"])
+
+
+def test_a_run_that_preempted_gets_a_line_and_one_that_did_not_gets_none() -> None:
+    from deepseek_eks.perf.simulate.run import preemption_lines
+
+    calm = replace(BASE, label="calm")
+    thrashing = replace(BASE, label="thrashing", preempted_requests=3, preemptions=11)
+    assert preemption_lines([calm, thrashing]) == [
+        "preempted: thrashing: 3 of 100 requests (3.00%), 11 preemptions in all"
+    ]
+    assert thrashing.as_dict()["preempted_requests"] == 3 and thrashing.as_dict()["preemptions"] == 11

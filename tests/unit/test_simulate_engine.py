@@ -34,23 +34,8 @@ def fixed_config(servers: int, tokens_per_s: float, replicas: int = 1, **overrid
     # A linear curve: each sequence decodes at tokens_per_s whatever the batch, so one replica
     # with max_num_seqs = c is c independent servers sharing one FIFO queue: M/M/c.
     curve = ThroughputCurve(((servers, tokens_per_s * servers),), "test: linear")
-    spec = AutoscalerSpec(
-        "fixed", "HorizontalPodAutoscaler", replicas, replicas, Behavior.from_spec(None), ()
-    )
-    values: dict[str, object] = {
-        "autoscaler": spec,
-        "replica": ReplicaModel(curve, servers, NO_LIMIT, NO_LIMIT),
-        "startup": StartupTimes(0.0, 0.0, 0.0),
-        "vllm_scrape_s": 15.0,
-        "gpu_scrape_s": 15.0,
-        "termination_grace_s": 30.0,
-        "consolidate_after_s": 0.0,
-        "replica_hourly_usd": 1.0,
-        "gpus_per_replica": 1,
-        "fixed_replicas": replicas,
-    }
-    values.update(overrides)
-    return SimConfig(**values)  # type: ignore[arg-type]
+    replica = overrides.pop("replica", None) or ReplicaModel(curve, servers, NO_LIMIT, NO_LIMIT)
+    return SimConfig.fixed_fleet(replica, replicas, replica_hourly_usd=1.0, **overrides)  # type: ignore[arg-type]
 
 
 # Tolerance: 60,000 requests at 70 % load give the mean wait to within a few percent (waits are

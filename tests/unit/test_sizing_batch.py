@@ -67,3 +67,40 @@ def test_the_plan_runs_the_batch_and_does_not_preempt_at_it() -> None:
     assert d["vllm_args"][d["vllm_args"].index("--max-num-seqs") + 1] == str(d["max_num_seqs"])
     assert d["throughput_basis"]["concurrency"] == d["max_num_seqs"]
     assert not d["throughput_basis"]["preempted"]
+
+
+def _saturated_run(max_num_seqs: int) -> tuple[int, int, int]:
+    """Dev's replica (the 7B on one L4) behind a queue that never empties (Poisson at 1.3x its
+    saturated rate, the simulator's exponential 500 / 1,162 lengths, two hours), with
+    ``max_num_seqs`` as given: (requests completed, requests preempted, preemptions)."""
+    from dataclasses import replace
+
+    from deepseek_eks.perf.simulate.engine import SimConfig, Simulation
+    from deepseek_eks.perf.simulate.replica import ReplicaModel, published_curve
+    from deepseek_eks.perf.simulate.traffic import generate
+
+    d = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()  # type: ignore[union-attr]
+    replica = replace(ReplicaModel.from_plan(d, published_curve(d)), max_num_seqs=max_num_seqs)
+    rate = 1.3 * replica.saturated_tokens_per_s() / PLAN_OUTPUT_TOKENS
+    duration = 2 * 3600.0
+    trace = generate(
+        "steady", rate, duration, seed=3, lengths=LengthProfile(), max_model_len=d["max_model_len"]
+    )
+    config = SimConfig.fixed_fleet(replica, 1)
+    out = Simulation(config, trace, duration, f"max_num_seqs {max_num_seqs}").run()
+    return out.completed, out.preempted_requests, out.preemptions
+
+
+def test_the_simulator_counts_preemptions_and_the_planned_batch_preempts_about_the_target() -> None:
+    """The rule bounds the chance that a full batch, seen at a random instant, outgrows the cache;
+    the simulator runs the batch through time. At the planned batch a saturated replica preempts
+    about the target's share of its requests (within a factor of four either way: two hours hold a
+    few dozen), several times each once readmitted into a full cache; a batch a fifth smaller
+    preempts none; one a quarter larger, far more."""
+    planned = planned_max_num_seqs(KV_TOKENS)
+    completed, preempted, preemptions = _saturated_run(planned)
+    assert PREEMPTION_TARGET / 4 < preempted / completed < 4 * PREEMPTION_TARGET
+    assert preemptions >= preempted
+    assert _saturated_run(planned * 4 // 5)[1] == 0
+    more = _saturated_run(planned * 5 // 4)
+    assert more[1] / more[0] > 10 * PREEMPTION_TARGET
