@@ -249,6 +249,9 @@ def main(argv: list[str]) -> int:
     except PlanError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except LoadTestReportError as e:
+        print(f"error: --load-test {args.load_test}: {e}", file=sys.stderr)
+        return 2
     doc = {"variant": args.variant, "instance_type": sized.instance_type, **cap.to_dict()}
     if args.json:
         print(json.dumps(doc, indent=2))

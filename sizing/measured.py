@@ -48,6 +48,9 @@ class Measurement:
     # The point's requests had lengths drawn exponentially around those means (the report's
     # ``length_distribution``), not all the same.
     exponential_lengths: bool = False
+    # The served model the load test asked for (the report's ``config.model``: a stack serves
+    # under its model.variant), where the report says.
+    model: str | None = None
 
 
 def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
@@ -59,7 +62,7 @@ def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def _measurement(point: Any, where: str, path: Path) -> Measurement:
+def _measurement(point: Any, where: str, path: Path, model: str | None) -> Measurement:
     try:
         concurrency, rate = int(point["concurrency"]), float(point["output_tokens_per_s"])
     except (KeyError, TypeError, ValueError):
@@ -87,6 +90,7 @@ def _measurement(point: Any, where: str, path: Path) -> Measurement:
         prompt is not None,
         str(point.get("source") or path.name),
         distribution == "exponential",
+        model,
     )
 
 
@@ -109,7 +113,7 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
             "report comes from python -m automation loadtest --out FILE"
         )
     measured = tuple(
-        _measurement(point, where, path)
+        _measurement(point, where, path, _served_model(report))
         for report in reports
         if isinstance(report, dict)
         for point in report.get("points", [])
@@ -119,6 +123,12 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
             f"{where}: no points (expected a load-test report: python -m automation loadtest --out FILE)"
         )
     return measured
+
+
+def _served_model(report: Mapping[str, Any]) -> str | None:
+    config = report.get("config")
+    model = config.get("model") if isinstance(config, Mapping) else None
+    return model if isinstance(model, str) and model else None
 
 
 def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
@@ -133,7 +143,16 @@ def refit(
     """``hw`` with efficiencies refitted to the measured points, each at the mean lengths its
     requests had and their distribution, under the scheduler limits the replica ran with (the
     plan's); the fit starts from the bundled efficiencies, so few points move only what they
-    measure."""
+    measure. Refuses points whose report names another served model than ``hw``'s variant: their
+    speed is another model's."""
+    variant = hw.model.variant
+    others = sorted({m.model for m in measurements if m.model is not None and m.model != variant})
+    if others:
+        raise LoadTestReportError(
+            f"the load test measured {', '.join(others)} (its report's config.model), not "
+            f"{variant}: the refit would take that model's speed for this one's. Load test a "
+            f"replica serving {variant}"
+        )
     points = [
         Point(
             f"c{m.concurrency}",

@@ -141,7 +141,10 @@ def calibrated_hardware(plan: Mapping[str, Any], curve: ThroughputCurve) -> Hard
         Measurement(c, t, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, False, curve.source)
         for c, t in curve.points
     )
-    return refit(plan_hardware(plan), plan_limits(plan), measured, curve.source)
+    try:
+        return refit(plan_hardware(plan), plan_limits(plan), measured, curve.source)
+    except LoadTestReportError as error:
+        raise CalibrationError(f"--calibration ({curve.source}): {error}") from None
 
 
 def load_calibration(path: Path) -> ThroughputCurve:

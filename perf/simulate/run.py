@@ -698,7 +698,8 @@ def preemption_lines(summaries: list[Summary]) -> list[str]:
     re-prefill and stalls that stream), none where nothing was preempted."""
     return [
         f"preempted: {s.label}: {s.preempted_requests} of {s.requests} requests "
-        f"({s.preempted_requests / s.requests:.2%}), {s.preemptions} preemptions in all"
+        f"({s.preempted_requests / s.requests:.2%}), {s.preemptions} "
+        f"preemption{'' if s.preemptions == 1 else 's'} in all"
         for s in summaries
         if s.preempted_requests and s.requests
     ]

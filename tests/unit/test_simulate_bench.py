@@ -253,4 +253,6 @@ def test_a_run_that_preempted_gets_a_line_and_one_that_did_not_gets_none() -> No
     assert preemption_lines([calm, thrashing]) == [
         "preempted: thrashing: 3 of 100 requests (3.00%), 11 preemptions in all"
     ]
+    once = replace(BASE, label="once", preempted_requests=1, preemptions=1)
+    assert preemption_lines([once]) == ["preempted: once: 1 of 100 requests (1.00%), 1 preemption in all"]
     assert thrashing.as_dict()["preempted_requests"] == 3 and thrashing.as_dict()["preemptions"] == 11

@@ -143,8 +143,8 @@ def test_capacity_refuses_a_file_that_is_not_a_load_test(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The runtime-overhead calibration (python -m sizing calibrate) handed to --load-test is named
-    as such, with where it belongs; and the load-test report handed to python -m sizing
-    --calibration, the other way round."""
+    as such, with where it belongs; the load-test report handed to python -m sizing
+    --calibration, the other way round; and a load test of another model is refused."""
     overhead = tmp_path / "calibration.json"
     overhead.write_text(json.dumps({"about": "runtime overhead", "entries": []}))
     argv = [
@@ -162,7 +162,13 @@ def test_capacity_refuses_a_file_that_is_not_a_load_test(
     err = capsys.readouterr().err
     assert "is a runtime-overhead calibration" in err and "python -m sizing --calibration" in err
     report = tmp_path / "loadtest.json"
-    report.write_text(json.dumps({"points": [{"concurrency": 4, "output_tokens_per_s": 100.0}]}))
+    point = {"concurrency": 4, "output_tokens_per_s": 100.0}
+    report.write_text(json.dumps({"points": [point]}))
     assert main(["--variant", "r1-distill-qwen-7b", "--families", "g6", "--calibration", str(report)]) == 2
     err = capsys.readouterr().err
     assert "is a load-test report" in err and "sizing capacity --load-test" in err
+    # A load test of another model (its report's config.model: the served name is the variant).
+    report.write_text(json.dumps({"config": {"model": "r1-distill-llama-70b"}, "points": [point]}))
+    assert main([*argv, "--load-test", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert "measured r1-distill-llama-70b (its report's config.model), not r1-distill-qwen-7b" in err

@@ -488,3 +488,18 @@ def test_exponential_lengths_hold_a_whole_mean_output_per_running_sequence() -> 
     assert fixed.running == 160_000 // (16 * math.ceil(1000 / 16))  # 1,000 tokens each
     assert exponential.running == 160_000 // (16 * math.ceil(1500 / 16))  # 1,500 tokens each
     assert exponential.output_tokens_per_second < fixed.output_tokens_per_second
+
+
+def test_a_load_test_of_another_model_is_refused_for_this_stack(tmp_path: Path) -> None:
+    """The report says which served model it measured (config.model; a stack serves under its
+    model.variant): refitting the 7B's replica to a 70B's speed is refused, naming both."""
+    from deepseek_eks.perf.simulate.replica import CalibrationError, ReplicaModel, load_calibration
+
+    d, limits, truth = _g6_plan_and_a_slower_replica("r1-distill-qwen-7b")
+    report = tmp_path / "other.json"
+    points = load_test_points(truth, limits, 500, 1162)
+    report.write_text(json.dumps({"config": {"model": "r1-distill-llama-70b"}, "points": points}))
+    with pytest.raises(CalibrationError, match=r"measured r1-distill-llama-70b .*, not r1-distill-qwen-7b"):
+        ReplicaModel.from_plan(d, load_calibration(report))
+    report.write_text(json.dumps({"config": {"model": "r1-distill-qwen-7b"}, "points": points}))
+    assert ReplicaModel.from_plan(d, load_calibration(report)).hardware is not None
