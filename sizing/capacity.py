@@ -26,7 +26,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from .catalog import GPU_FAMILIES, VARIANTS
-from .measured import LoadTestReportError, read_load_test, refit, unstated_lengths
+from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit
 from .memory import Quantization
 from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
 from .planner import PlanError, PlanRequest, SizingPlan, plan
@@ -222,13 +222,8 @@ def main(argv: list[str]) -> int:
         except LoadTestReportError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-        if unstated := unstated_lengths(measurements):
-            print(
-                f"warning: --load-test {args.load_test}: the points at concurrency "
-                f"{', '.join(map(str, unstated))} state no request lengths (a report from before "
-                f"2026-12-06): refitted as if at {PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out",
-                file=sys.stderr,
-            )
+        if warning := lengthless_warning(measurements, "--load-test", args.load_test):
+            print(warning, file=sys.stderr)
     try:
         sized = plan(
             PlanRequest(

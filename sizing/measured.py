@@ -131,6 +131,20 @@ def _served_model(report: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) and model else None
 
 
+def lengthless_warning(measurements: Sequence[Measurement], flag: str, path: Path) -> str | None:
+    """The warning every command that refits prints for points that state no lengths (taken at
+    the planning lengths), or None when all do."""
+    unstated = unstated_lengths(measurements)
+    if not unstated:
+        return None
+    return (
+        f"warning: {flag} {path}: the points at concurrency {', '.join(map(str, unstated))} state no "
+        f"request lengths (a report from before 2026-12-06); the refit takes them at "
+        f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out. Rerun python -m automation loadtest "
+        "(or --from-vllm-bench) to record the lengths measured."
+    )
+
+
 def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
     """The concurrencies of the points that state no lengths (taken at the planning lengths):
     what the commands warn about."""

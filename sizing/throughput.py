@@ -1,7 +1,8 @@
 """``python -m sizing throughput``: the replica model's steady state for one load.
 
     python -m sizing throughput --variant V --instance-type T [--tp N] [--quantization Q]
-        --concurrency C --prompt-tokens P --output-tokens O [--max-num-seqs N] [--region R] [--json]
+        --concurrency C --prompt-tokens P --output-tokens O [--max-num-seqs N] [--region R]
+        [--load-test REPORT] [--json]
 
 It sizes the replica as the planner would (KV cache from the GPUs' memory, vLLM's default
 ``max_num_batched_tokens`` for the GPU) and answers ``sizing.performance.steady_state``. Any
@@ -10,7 +11,9 @@ depend on either); ``--region`` only refuses a type the catalog says that region
 ``--max-num-seqs`` defaults to vLLM's own default for the pinned engine version (what a published
 benchmark that did not set it ran with), printed, and ``--json`` says which rule applied
 (``max_num_seqs_rule``). Exit codes: 0 an answer; 1 the model does not fit on those GPUs, or the
-region does not offer the type; 2 a bad flag (named in the message).
+region does not offer the type; 2 a bad flag (named in the message). ``--load-test`` refits the
+model to a load test of that replica first (``sizing/measured.py``, as ``sizing capacity`` and
+``simulate --calibration`` do), so the answer predicts the measured replica at another load.
 """
 
 from __future__ import annotations
@@ -19,10 +22,13 @@ import argparse
 import json
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 from .catalog import VARIANTS, instance_catalog, model_catalog
+from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit
 from .memory import Quantization, tensor_parallel_refusal
 from .performance import (
+    Hardware,
     PerformanceError,
     SchedulerLimits,
     default_max_num_batched_tokens,
@@ -62,6 +68,13 @@ def parser() -> argparse.ArgumentParser:
         "--region",
         help="refuse the type if the catalog says this region does not offer it (default: any region)",
     )
+    p.add_argument(
+        "--load-test",
+        type=Path,
+        metavar="REPORT",
+        help="a load test of a replica of this variant on this type (python -m automation loadtest "
+        "--out REPORT): the model is refitted to its points first; give the --max-num-seqs it ran with",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
 
@@ -91,6 +104,18 @@ def _problems(args: argparse.Namespace) -> list[str]:
         elif refusal := tensor_parallel_refusal(model, args.tp, q):
             problems.append(f"--tp {args.tp}: {refusal}")
     return problems
+
+
+def _refitted(hw: Hardware, limits: SchedulerLimits, report: Path) -> Hardware:
+    """``hw`` refitted to a load-test report (``sizing/measured.py``), with the same warning as
+    ``simulate --calibration`` for points that state no lengths."""
+    measurements = read_load_test(report, "--load-test")
+    if warning := lengthless_warning(measurements, "--load-test", report):
+        print(warning, file=sys.stderr)
+    try:
+        return refit(hw, limits, measurements, f"measured: {report.name}")
+    except LoadTestReportError as e:
+        raise LoadTestReportError(f"--load-test {report}: {e}") from None
 
 
 def main(argv: list[str]) -> int:
@@ -135,6 +160,12 @@ def main(argv: list[str]) -> int:
         default_max_num_batched_tokens(instance.cuda_memory_mib, instance.gpu_model),
         fit.kv_tokens,
     )
+    if args.load_test is not None:
+        try:
+            hw = _refitted(hw, limits, args.load_test)
+        except LoadTestReportError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     state = steady_state(hw, limits, args.concurrency, args.prompt_tokens, args.output_tokens)
     doc = {
         "variant": model.variant,

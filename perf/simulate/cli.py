@@ -11,10 +11,10 @@ from pathlib import Path
 from deepseek_eks.automation.stackfile import PROJECT_ROOT, StackFileError
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
-from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS
+from deepseek_eks.sizing.measured import lengthless_warning
 
 from .hpa import AutoscalerSpecError
-from .replica import CalibrationError, NoThroughputData, assumed_lengths, load_calibration, published_curve
+from .replica import CalibrationError, NoThroughputData, load_calibration, published_curve
 from .run import (
     FIXED,
     Run,
@@ -144,14 +144,10 @@ def _simulate(args: argparse.Namespace) -> int:
         lengths=LengthProfile(args.prompt_tokens, args.output_tokens),
     )
     curve = load_calibration(args.calibration) if args.calibration else None
-    if curve is not None and (unstated := assumed_lengths(curve)):
-        print(
-            f"warning: --calibration {args.calibration}: the points at concurrency "
-            f"{', '.join(map(str, unstated))} state no request lengths (a report from before "
-            f"2026-12-06); the refit takes them at {PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out. "
-            "Rerun python -m automation loadtest (or --from-vllm-bench) to record the lengths measured.",
-            file=sys.stderr,
-        )
+    if curve is not None and (
+        warning := lengthless_warning(curve.measurements, "--calibration", args.calibration)
+    ):
+        print(warning, file=sys.stderr)
     _warn(args.stack, overrides, args.project_dir)
     if args.compare:
         runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve)

@@ -151,8 +151,8 @@ def load_calibration(path: Path) -> ThroughputCurve:
     """A curve from a load-test report (``sizing/measured.py`` ``read_load_test``: one report or
     a list of them). Every point is kept, with its mean lengths, for the refit; the curve's points
     are their mean per concurrency. Reports written before 2026-12-06 state no lengths, and their
-    points are taken at the planning lengths, which the curve's ``source`` and
-    ``assumed_lengths`` say."""
+    points are taken at the planning lengths, which the curve's ``source`` says (and
+    ``sizing.measured.unstated_lengths`` of its measurements)."""
     try:
         measured = read_load_test(path, "--calibration")
     except LoadTestReportError as error:
@@ -169,12 +169,6 @@ def load_calibration(path: Path) -> ThroughputCurve:
             f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out)"
         )
     return ThroughputCurve(points, source, measurements=measured)
-
-
-def assumed_lengths(curve: ThroughputCurve) -> list[int]:
-    """The concurrencies of ``curve``'s measured points that state no lengths (the refit takes
-    them at the planning lengths): what ``simulate --calibration`` warns about."""
-    return unstated_lengths(curve.measurements)
 
 
 @dataclass(frozen=True)

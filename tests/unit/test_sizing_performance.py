@@ -174,7 +174,8 @@ def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Pat
     128 out, prefill-heavy) calibrates the replica at those lengths: the refit then predicts the
     planning lengths' throughput of the same replica. Taken at the planning lengths instead, the
     prefill-heavy rates read as a slower replica (about a sixth too slow here)."""
-    from deepseek_eks.perf.simulate.replica import ReplicaModel, assumed_lengths, load_calibration
+    from deepseek_eks.perf.simulate.replica import ReplicaModel, load_calibration
+    from deepseek_eks.sizing.measured import unstated_lengths
 
     d, limits, truth = _g6_plan_and_a_slower_replica("r1-distill-qwen-7b")
     points = load_test_points(truth, limits, 1024, 128)
@@ -182,7 +183,7 @@ def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Pat
     report.write_text(json.dumps({"points": points}))
     expected = steady_state(truth, limits, d["max_num_seqs"], 500, 1162).output_tokens_per_second
     curve = load_calibration(report)
-    assert assumed_lengths(curve) == [] and "state no lengths" not in curve.source
+    assert unstated_lengths(curve.measurements) == [] and "state no lengths" not in curve.source
     assert ReplicaModel.from_plan(d, curve).saturated_tokens_per_s() == pytest.approx(expected, rel=0.05)
     # The same points without their lengths (a report from before they were recorded): taken at
     # the planning lengths, flagged, and the refit misses.
@@ -190,7 +191,10 @@ def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Pat
         json.dumps({"points": [{k: p[k] for k in ("concurrency", "output_tokens_per_s")} for p in points]})
     )
     old = load_calibration(report)
-    assert assumed_lengths(old) == [1, 4, 16, 32] and "4 of 4 points state no lengths" in old.source
+    assert (
+        unstated_lengths(old.measurements) == [1, 4, 16, 32]
+        and "4 of 4 points state no lengths" in old.source
+    )
     assert ReplicaModel.from_plan(d, old).saturated_tokens_per_s() < 0.9 * expected
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -144,3 +145,32 @@ def test_plan_carries_the_hbm_roofline_below_its_own_cost() -> None:
     assert d["roofline_usd_per_million_output_tokens"] == pytest.approx(expected, rel=0.01)
     assert d["roofline_usd_per_million_output_tokens"] < d["usd_per_million_output_tokens"]
     assert batch > d["max_num_seqs"]  # the plan runs fewer sequences than the cache holds
+
+
+def test_a_load_test_refits_the_answer_to_the_measured_replica(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replica load tested at 1,024 in / 128 out (slower than the bundled fit: tests/measured.py)
+    is predicted at another load: reasoning-length streams, which its report never ran."""
+    from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
+    from deepseek_eks.sizing.memory import Quantization
+    from deepseek_eks.sizing.performance import SchedulerLimits, hardware, steady_state
+    from tests.measured import load_test_points, slower_replica
+
+    argv = ["throughput", "--variant", "r1-distill-qwen-7b", "--instance-type", "g6.xlarge", "--json"]
+    load = ["--concurrency", "24", "--prompt-tokens", "500", "--output-tokens", "4000"]
+    assert main([*argv, *load]) == 0
+    bundled = json.loads(capsys.readouterr().out)
+    limits = SchedulerLimits(
+        bundled["max_num_seqs"], bundled["max_num_batched_tokens"], bundled["kv_cache_tokens"]
+    )
+    g6 = instance_catalog().instances["g6.xlarge"]
+    truth = slower_replica(hardware(model_catalog()["r1-distill-qwen-7b"], Quantization.BF16, g6, 1))
+    report = tmp_path / "loadtest.json"
+    report.write_text(json.dumps({"points": load_test_points(truth, limits, 1024, 128)}))
+    assert main([*argv, *load, "--load-test", str(report)]) == 0
+    measured = json.loads(capsys.readouterr().out)
+    expected = steady_state(truth, limits, 24, 500, 4000).output_tokens_per_second
+    assert measured["output_tokens_per_second"] == pytest.approx(expected, rel=0.05)
+    assert bundled["output_tokens_per_second"] > 1.1 * expected  # the fit alone would be wrong
+    assert measured["efficiencies"].startswith("calibrated to measured: loadtest.json")
