@@ -432,6 +432,11 @@ def _erlang_survival(y: float, shape: int, scale: float) -> float:
     return min(1.0, total)
 
 
+# --max-num-seqs: the largest batch whose chance of preemption, in the simulator's preemption model
+# at the planning lengths (``preemption_probability``), stays under this (sizing/planner.py); and
+# the chance above which ``steady_state`` says a batch of exponential lengths preempts.
+PREEMPTION_TARGET = 0.01
+
 # Grid of the numerical integration in ``preemption_probability`` (Simpson's rule, even).
 _PREEMPTION_GRID = 400
 
@@ -615,9 +620,10 @@ def steady_state(
     if running < concurrency:
         limited_by = "max_num_seqs" if running == limits.max_num_seqs else "kv_cache"
     # Preemption happens when the running sequences at their full length outgrow the cache; with
-    # exponential lengths, when they do so at a random moment more than 1 % of the time.
+    # exponential lengths, when they do so at a random moment more often than the planner allows.
     preempted = (
-        preemption_probability(running, limits.kv_cache_tokens, prompt_tokens, output_tokens) > 0.01
+        preemption_probability(running, limits.kv_cache_tokens, prompt_tokens, output_tokens)
+        > PREEMPTION_TARGET
         if exponential_lengths
         else running * _blocks(prompt_tokens + output_tokens, bs) > limits.kv_blocks
     )

@@ -54,6 +54,7 @@ from .overhead import runtime_overhead
 from .performance import (
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
+    PREEMPTION_TARGET,
     Hardware,
     SchedulerLimits,
     SteadyState,
@@ -85,9 +86,6 @@ PACKED_TP_SIZES = (1, 2, 4)
 # Pipeline stages tried for multi-node models; 4 x 8-GPU nodes already exceeds any R1 need.
 MAX_PIPELINE_STAGES = 4
 
-# --max-num-seqs: the largest batch whose chance of preemption, in the simulator's preemption model
-# at the planning lengths (sizing/performance.py ``preemption_probability``), stays under this.
-PREEMPTION_TARGET = 0.01
 MAX_NUM_SEQS_CEILING = 256  # vLLM's own default on the smaller GPUs; runtime overhead is sized at it
 
 PRICE_FALLBACK_REGION = "us-east-1"

@@ -9,12 +9,12 @@ import json
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 
-from deepseek_eks.perf.loadtest import cli
+from deepseek_eks.perf.loadtest import cli, runner
 from deepseek_eks.perf.loadtest.fake_server import Pacing, ServerLog, listen, serve
 from deepseek_eks.perf.loadtest.metrics import is_good, parse_goodput, summary, tpot_s
 from deepseek_eks.perf.loadtest.runner import (
@@ -296,9 +296,12 @@ def test_cli_writes_json_that_calibrates_the_simulator(
     (measured,) = curve.measurements
     assert measured.lengths_stated and measured.output_tokens == 10
     assert measured.prompt_tokens == pytest.approx(sum(counted) / 3) and measured.prompt_tokens != 20
-    # ...and how its lengths were drawn (here fixed, the default), which the refit times them by.
+    # ...and how its lengths were drawn (here fixed, the default), which the refit times them by;
+    # a run with --lengths exponential says so.
     assert json.loads(out.read_text())["points"][0]["length_distribution"] == "fixed"
     assert not measured.exponential_lengths
+    exponential = replace(config, lengths=Lengths(20, 10, "exponential"))
+    assert runner.report(exponential, [], 1.0, 0, 0.0)["points"][0]["length_distribution"] == "exponential"
 
 
 def test_cli_rejects_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
