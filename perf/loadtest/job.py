@@ -76,6 +76,9 @@ def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | N
     args += ["--base-url", config.url, "--model", tokenizer, "--served-model-name", config.model]
     args += ["--tokenizer", tokenizer, "--dataset-name", "random"]
     args += ["--random-input-len", str(config.lengths.prompt_tokens)]
+    # No --random-range-ratio: vLLM 0.33.0's default 0.0 keeps every request at exactly these
+    # lengths (vllm/benchmarks/datasets/datasets.py lines 1900-1907; definitions.json
+    # "random_range_ratio"), so the points read back are fixed-length (sizing/measured.py).
     args += ["--random-output-len", str(config.lengths.output_tokens)]
     args += ["--num-prompts", str(config.max_requests), "--seed", str(config.seed)]
     if config.arrivals.mode == "closed":

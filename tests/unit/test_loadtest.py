@@ -414,7 +414,7 @@ def test_vllm_bench_result_becomes_calibration_points(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = tmp_path / "bench.log"
-    from deepseek_eks.perf.loadtest.job import RESULT_MARKER
+    from deepseek_eks.perf.loadtest.job import RESULT_MARKER, bench_args
 
     # The Job's log: vllm bench serve's own output, then the marked result line.
     log.write_text("Starting...\n" + RESULT_MARKER + json.dumps(bench_result(32, in_flight=30)) + "\n")
@@ -434,6 +434,12 @@ def test_vllm_bench_result_becomes_calibration_points(
     )
     assert (report["points"][0]["prompt_tokens"], report["points"][0]["output_tokens"]) == (512.0, 1000.0)
     assert curve.measurements[0].lengths_stated
+    # Fixed lengths: the Job leaves --random-range-ratio at vLLM's default, which is 0.
+    definitions = json.loads((REFERENCE / "definitions.json").read_text())
+    assert definitions["random_range_ratio"]["default"] == 0.0
+    job_args = bench_args(LoadTestConfig(url="http://vllm", model="m", max_requests=10), "org/m")
+    assert "--random-range-ratio" not in job_args
+    assert not curve.measurements[0].exponential_lengths
     # Above max_num_seqs and beyond the verified streams: flagged in the JSON and on stderr.
     (tmp_path / "big.json").write_text(json.dumps(bench_result(200, in_flight=180)))
     assert cli.main(["--from-vllm-bench", str(tmp_path / "big.json"), "--max-num-seqs", "64"]) == 0
