@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import random
+import shutil
 import socket
 import ssl
 import subprocess
@@ -134,12 +136,52 @@ class Api:
         return self.call("PATCH", url, obj, "application/apply-patch+yaml", params)
 
 
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_PORTS_FLOOR = 10000  # above the well-known and most registered service ports
+_handed_out: set[int] = set()
+
+
+def _ephemeral_range() -> tuple[int, int] | None:
+    """The kernel's range for the local ports of outgoing connections (Linux; None elsewhere)."""
+    try:
+        low, high = (int(part) for part in EPHEMERAL_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return low, high
+
+
 def free_port(address: str = LOOPBACK) -> int:
-    """A port nothing listens on ``address`` now (the kernel's pick); the program binds it moments
-    later."""
-    with socket.socket() as s:
-        s.bind((address, 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on ``address`` now; the program binds it moments later.
+
+    Chosen below the kernel's ephemeral range where there is room: a port picked by binding port 0
+    lies inside it, and in the moments before the program binds it, any outgoing connection on the
+    machine may be given it as its local port (CI lost etcd so on 2026-12-06: "bind: address
+    already in use" on 58767). No port is handed out twice in this process either, so the ports of
+    one start (etcd's client and peer) never coincide."""
+    span = _ephemeral_range()
+    if span is not None and span[0] - LISTEN_PORTS_FLOOR >= 1000:
+        for port in random.sample(range(LISTEN_PORTS_FLOOR, span[0]), 64):
+            if port in _handed_out:
+                continue
+            with socket.socket() as s:
+                try:
+                    s.bind((address, port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
+    while True:  # no room below the range (or not Linux): the kernel's pick
+        with socket.socket() as s:
+            s.bind((address, 0))
+            port = int(s.getsockname()[1])
+        if port not in _handed_out:
+            _handed_out.add(port)
+            return port
+
+
+def lost_port_race(log: Path) -> bool:
+    """Whether a program exited because another socket took its port first (worth one more try)."""
+    return "address already in use" in _tail(log).lower()
 
 
 def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
@@ -183,6 +225,25 @@ def _wait_ready(check: Any, processes: dict[str, tuple[subprocess.Popen[bytes], 
     )
 
 
+PORT_ATTEMPTS = 3
+
+
+def _ready_or_port_lost(
+    check: Any, processes: dict[str, tuple[subprocess.Popen[bytes], Path]], what: str, *, last_attempt: bool
+) -> bool:
+    """Wait as ``_wait_ready`` does; False (the newest program stopped, to be started again on other
+    ports) when it exited because another socket took its port in the moment after ``free_port``."""
+    try:
+        _wait_ready(check, processes, what)
+    except TwinError:
+        name, (process, log) = list(processes.items())[-1]
+        if last_attempt or process.poll() is None or not lost_port_race(log):
+            raise
+        del processes[name]
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def running_twin(address: str = LOOPBACK, extra_flags: Sequence[str] = ()) -> Iterator[Api]:
     """etcd + kube-apiserver for the duration of the block; both are stopped however it ends.
@@ -199,72 +260,87 @@ def running_twin(address: str = LOOPBACK, extra_flags: Sequence[str] = ()) -> It
         try:
             # generate(root) alone for the default: tests/engine/cluster.py wraps it with one argument.
             files = certs.generate(root) if address == LOOPBACK else certs.generate(root, address)
-            etcd_port, peer_port, api_port = free_port(), free_port(), free_port(address)
-            etcd_url = f"http://127.0.0.1:{etcd_port}"
-            peer_url = f"http://127.0.0.1:{peer_port}"
-            processes["etcd"] = (
-                _start(
-                    [
-                        str(binaries["etcd"]),
-                        "--name=twin",
-                        f"--data-dir={root / 'etcd'}",
-                        f"--listen-client-urls={etcd_url}",
-                        f"--advertise-client-urls={etcd_url}",
-                        f"--listen-peer-urls={peer_url}",
-                        f"--initial-advertise-peer-urls={peer_url}",
-                        f"--initial-cluster=twin={peer_url}",
-                        "--unsafe-no-fsync",
-                        "--log-level=warn",
-                    ],
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                etcd_port, peer_port = free_port(), free_port()
+                etcd_url = f"http://127.0.0.1:{etcd_port}"
+                peer_url = f"http://127.0.0.1:{peer_port}"
+                processes["etcd"] = (
+                    _start(
+                        [
+                            str(binaries["etcd"]),
+                            "--name=twin",
+                            f"--data-dir={root / 'etcd'}",
+                            f"--listen-client-urls={etcd_url}",
+                            f"--advertise-client-urls={etcd_url}",
+                            f"--listen-peer-urls={peer_url}",
+                            f"--initial-advertise-peer-urls={peer_url}",
+                            f"--initial-cluster=twin={peer_url}",
+                            "--unsafe-no-fsync",
+                            "--log-level=warn",
+                        ],
+                        root / "etcd.log",
+                    ),
                     root / "etcd.log",
-                ),
-                root / "etcd.log",
-            )
-            _wait_ready(
-                lambda: httpx.get(f"{etcd_url}/health", timeout=2).status_code == 200,
-                processes,
-                "etcd /health",
-            )
-            processes["kube-apiserver"] = (
-                _start(
-                    [
-                        str(binaries["kube-apiserver"]),
-                        f"--etcd-servers={etcd_url}",
-                        f"--bind-address={address}",
-                        f"--advertise-address={address}",
-                        f"--secure-port={api_port}",
-                        f"--tls-cert-file={files.serving_cert}",
-                        f"--tls-private-key-file={files.serving_key}",
-                        f"--client-ca-file={files.ca}",
-                        f"--cert-dir={root / 'certs'}",
-                        "--service-account-issuer=https://kubernetes.default.svc",
-                        f"--service-account-key-file={files.service_account_pub}",
-                        f"--service-account-signing-key-file={files.service_account_key}",
-                        "--service-cluster-ip-range=10.96.0.0/16",
-                        "--authorization-mode=RBAC",
-                        "--enable-priority-and-fairness=false",
-                        # The front proxy, as kubeadm sets it (kubernetes v1.34.12
-                        # cmd/kubeadm/app/phases/controlplane/manifests.go): the aggregator's
-                        # client certificate and the headers extension servers trust from it.
-                        "--requestheader-username-headers=X-Remote-User",
-                        "--requestheader-group-headers=X-Remote-Group",
-                        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-                        f"--requestheader-client-ca-file={files.front_proxy_ca}",
-                        "--requestheader-allowed-names=front-proxy-client",
-                        f"--proxy-client-cert-file={files.proxy_client_cert}",
-                        f"--proxy-client-key-file={files.proxy_client_key}",
-                        *extra_flags,
-                    ],
-                    root / "kube-apiserver.log",
-                ),
-                root / "kube-apiserver.log",
-            )
+                )
+                if _ready_or_port_lost(
+                    lambda url=etcd_url: httpx.get(f"{url}/health", timeout=2).status_code == 200,
+                    processes,
+                    "etcd /health",
+                    last_attempt=attempt == PORT_ATTEMPTS,
+                ):
+                    break
+                shutil.rmtree(root / "etcd", ignore_errors=True)  # a fresh member on the next ports
             tls = ssl.create_default_context(cafile=str(files.ca))
             tls.load_cert_chain(str(files.client_cert), str(files.client_key))
-            http = httpx.Client(base_url=f"https://{address}:{api_port}", verify=tls, timeout=60)
-            with http:
-                ready = lambda: http.get("/readyz").status_code == 200  # noqa: E731
-                _wait_ready(ready, processes, "kube-apiserver /readyz")
+            for attempt in range(1, PORT_ATTEMPTS + 1):
+                api_port = free_port(address)
+                processes["kube-apiserver"] = (
+                    _start(
+                        [
+                            str(binaries["kube-apiserver"]),
+                            f"--etcd-servers={etcd_url}",
+                            f"--bind-address={address}",
+                            f"--advertise-address={address}",
+                            f"--secure-port={api_port}",
+                            f"--tls-cert-file={files.serving_cert}",
+                            f"--tls-private-key-file={files.serving_key}",
+                            f"--client-ca-file={files.ca}",
+                            f"--cert-dir={root / 'certs'}",
+                            "--service-account-issuer=https://kubernetes.default.svc",
+                            f"--service-account-key-file={files.service_account_pub}",
+                            f"--service-account-signing-key-file={files.service_account_key}",
+                            "--service-cluster-ip-range=10.96.0.0/16",
+                            "--authorization-mode=RBAC",
+                            "--enable-priority-and-fairness=false",
+                            # The front proxy, as kubeadm sets it (kubernetes v1.34.12
+                            # cmd/kubeadm/app/phases/controlplane/manifests.go): the aggregator's
+                            # client certificate and the headers extension servers trust from it.
+                            "--requestheader-username-headers=X-Remote-User",
+                            "--requestheader-group-headers=X-Remote-Group",
+                            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                            f"--requestheader-client-ca-file={files.front_proxy_ca}",
+                            "--requestheader-allowed-names=front-proxy-client",
+                            f"--proxy-client-cert-file={files.proxy_client_cert}",
+                            f"--proxy-client-key-file={files.proxy_client_key}",
+                            *extra_flags,
+                        ],
+                        root / "kube-apiserver.log",
+                    ),
+                    root / "kube-apiserver.log",
+                )
+                http = httpx.Client(base_url=f"https://{address}:{api_port}", verify=tls, timeout=60)
+                ready = lambda client=http: client.get("/readyz").status_code == 200  # noqa: E731
+                try:
+                    up = _ready_or_port_lost(
+                        ready, processes, "kube-apiserver /readyz", last_attempt=attempt == PORT_ATTEMPTS
+                    )
+                except BaseException:
+                    http.close()
+                    raise
+                if up:
+                    break
+                http.close()
+            with contextlib.closing(http):  # already open: the readiness check used it
                 api = Api(http, certificates=files)
                 api.discover()
                 yield api
