@@ -26,7 +26,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from .catalog import GPU_FAMILIES, VARIANTS
-from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit
+from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit, unstated_setup
 from .memory import Quantization
 from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
 from .planner import PlanError, PlanRequest, SizingPlan, plan
@@ -233,11 +233,13 @@ def main(argv: list[str]) -> int:
         if not isinstance(sized, SizingPlan):
             print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
             return 1
-        measured = (
-            refit(sized.hardware, sized.scheduler_limits, measurements, f"measured: {args.load_test.name}")
-            if measurements
-            else None
-        )
+        measured = None
+        if measurements:
+            source = f"measured: {args.load_test.name}"
+            limits, instance_type = sized.scheduler_limits, sized.instance_type
+            measured = refit(sized.hardware, limits, measurements, source, instance_type)
+            for note in unstated_setup(measurements, instance_type, limits):
+                print(f"note: --load-test {args.load_test}: {note}", file=sys.stderr)
         cap = capacity(
             sized, args.rate, peak, args.ttft_slo, args.prompt_tokens, args.output_tokens, measured
         )

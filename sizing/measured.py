@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,10 @@ class Measurement:
     # The served model the load test asked for (the report's ``config.model``: a stack serves
     # under its model.variant), where the report says.
     model: str | None = None
+    # The replica's --max-num-seqs and EC2 instance type while it was measured (the report's
+    # ``config.max_num_seqs`` and ``config.instance_type``), where the report says.
+    max_num_seqs: int | None = None
+    instance_type: str | None = None
 
 
 def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
@@ -62,7 +66,16 @@ def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
-def _measurement(point: Any, where: str, path: Path, model: str | None) -> Measurement:
+@dataclass(frozen=True)
+class _Setup:
+    """What a report says of the replica it measured (each None where it does not say)."""
+
+    model: str | None = None
+    max_num_seqs: int | None = None
+    instance_type: str | None = None
+
+
+def _measurement(point: Any, where: str, path: Path, setup: _Setup) -> Measurement:
     try:
         concurrency, rate = int(point["concurrency"]), float(point["output_tokens_per_s"])
     except (KeyError, TypeError, ValueError):
@@ -90,7 +103,9 @@ def _measurement(point: Any, where: str, path: Path, model: str | None) -> Measu
         prompt is not None,
         str(point.get("source") or path.name),
         distribution == "exponential",
-        model,
+        setup.model,
+        setup.max_num_seqs,
+        setup.instance_type,
     )
 
 
@@ -113,7 +128,7 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
             "report comes from python -m automation loadtest --out FILE"
         )
     measured = tuple(
-        _measurement(point, where, path, _served_model(report))
+        _measurement(point, where, path, _setup(report, where))
         for report in reports
         if isinstance(report, dict)
         for point in report.get("points", [])
@@ -125,10 +140,19 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
     return measured
 
 
-def _served_model(report: Mapping[str, Any]) -> str | None:
+def _setup(report: Mapping[str, Any], where: str) -> _Setup:
+    """The served model, --max-num-seqs and instance type a report's ``config`` records."""
     config = report.get("config")
-    model = config.get("model") if isinstance(config, Mapping) else None
-    return model if isinstance(model, str) and model else None
+    if not isinstance(config, Mapping):
+        return _Setup()
+    model, seqs, instance = config.get("model"), config.get("max_num_seqs"), config.get("instance_type")
+    if seqs is not None and (isinstance(seqs, bool) or not isinstance(seqs, int) or seqs < 1):
+        raise LoadTestReportError(f"{where}: config.max_num_seqs must be a positive integer, got {seqs!r}")
+    if instance is not None and not (isinstance(instance, str) and instance):
+        raise LoadTestReportError(
+            f"{where}: config.instance_type must be an EC2 instance type, got {instance!r}"
+        )
+    return _Setup(model if isinstance(model, str) and model else None, seqs, instance)
 
 
 def lengthless_warning(measurements: Sequence[Measurement], flag: str, path: Path) -> str | None:
@@ -151,14 +175,41 @@ def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
     return [m.concurrency for m in measurements if not m.lengths_stated]
 
 
+def unstated_setup(
+    measurements: Sequence[Measurement], instance_type: str, limits: SchedulerLimits
+) -> list[str]:
+    """What the refit assumes because the report does not say it: the instance type and the
+    --max-num-seqs the replica ran with, taken as ``instance_type``'s and ``limits``'s (the plan's
+    or the command's). One note each, for the commands to print."""
+    notes = []
+    if any(m.instance_type is None for m in measurements):
+        notes.append(
+            f"the load test does not say which instance type it ran on: taken as {instance_type} "
+            "(record it with python -m automation loadtest --instance-type)"
+        )
+    if any(m.max_num_seqs is None for m in measurements):
+        notes.append(
+            f"the load test does not say the replica's --max-num-seqs: taken as {limits.max_num_seqs} "
+            "(record it with python -m automation loadtest --max-num-seqs)"
+        )
+    return notes
+
+
 def refit(
-    hw: Hardware, limits: SchedulerLimits, measurements: Sequence[Measurement], source: str
+    hw: Hardware,
+    limits: SchedulerLimits,
+    measurements: Sequence[Measurement],
+    source: str,
+    instance_type: str | None = None,
 ) -> Hardware:
     """``hw`` with efficiencies refitted to the measured points, each at the mean lengths its
-    requests had and their distribution, under the scheduler limits the replica ran with (the
-    plan's); the fit starts from the bundled efficiencies, so few points move only what they
-    measure. Refuses points whose report names another served model than ``hw``'s variant: their
-    speed is another model's."""
+    requests had and their distribution, under the scheduler limits the replica ran with: the
+    report's --max-num-seqs where it records one, else ``limits``'s (the plan's). The fit starts
+    from the bundled efficiencies, so few points move only what they measure.
+
+    Refuses points whose report names another served model than ``hw``'s variant, or another
+    instance type than ``instance_type`` (the type ``hw`` is on, where the caller knows it): their
+    speed is another model's or another machine's."""
     variant = hw.model.variant
     others = sorted({m.model for m in measurements if m.model is not None and m.model != variant})
     if others:
@@ -167,11 +218,21 @@ def refit(
             f"{variant}: the refit would take that model's speed for this one's. Load test a "
             f"replica serving {variant}"
         )
+    if instance_type is not None:
+        machines = sorted(
+            {m.instance_type for m in measurements if m.instance_type not in (None, instance_type)}
+        )
+        if machines:
+            raise LoadTestReportError(
+                f"the load test ran on {', '.join(machines)} (its report's config.instance_type), not "
+                f"{instance_type}: the refit would take that machine's speed for this one's. Load test a "
+                f"replica on {instance_type}, or size for the type it ran on"
+            )
     points = [
         Point(
             f"c{m.concurrency}",
             hw,
-            limits,
+            limits if m.max_num_seqs is None else replace(limits, max_num_seqs=m.max_num_seqs),
             m.concurrency,
             max(1, round(m.prompt_tokens)),
             max(1, round(m.output_tokens)),

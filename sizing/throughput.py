@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .catalog import VARIANTS, instance_catalog, model_catalog
-from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit
+from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit, unstated_setup
 from .memory import Quantization, tensor_parallel_refusal
 from .performance import (
     Hardware,
@@ -73,7 +73,8 @@ def parser() -> argparse.ArgumentParser:
         type=Path,
         metavar="REPORT",
         help="a load test of a replica of this variant on this type (python -m automation loadtest "
-        "--out REPORT): the model is refitted to its points first; give the --max-num-seqs it ran with",
+        "--out REPORT): the model is refitted to its points first, under the --max-num-seqs the report "
+        "records (else this command's)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
@@ -106,16 +107,20 @@ def _problems(args: argparse.Namespace) -> list[str]:
     return problems
 
 
-def _refitted(hw: Hardware, limits: SchedulerLimits, report: Path) -> Hardware:
-    """``hw`` refitted to a load-test report (``sizing/measured.py``), with the same warning as
-    ``simulate --calibration`` for points that state no lengths."""
+def _refitted(hw: Hardware, limits: SchedulerLimits, report: Path, instance_type: str) -> Hardware:
+    """``hw`` (on ``instance_type``) refitted to a load-test report (``sizing/measured.py``), with
+    the same warning as ``simulate --calibration`` for points that state no lengths, and a note for
+    each setting of the measured replica the report does not record (taken as this command's)."""
     measurements = read_load_test(report, "--load-test")
     if warning := lengthless_warning(measurements, "--load-test", report):
         print(warning, file=sys.stderr)
     try:
-        return refit(hw, limits, measurements, f"measured: {report.name}")
+        refitted = refit(hw, limits, measurements, f"measured: {report.name}", instance_type)
     except LoadTestReportError as e:
         raise LoadTestReportError(f"--load-test {report}: {e}") from None
+    for note in unstated_setup(measurements, instance_type, limits):
+        print(f"note: --load-test {report}: {note}", file=sys.stderr)
+    return refitted
 
 
 def main(argv: list[str]) -> int:
@@ -162,7 +167,7 @@ def main(argv: list[str]) -> int:
     )
     if args.load_test is not None:
         try:
-            hw = _refitted(hw, limits, args.load_test)
+            hw = _refitted(hw, limits, args.load_test, instance.name)
         except LoadTestReportError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2

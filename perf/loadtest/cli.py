@@ -107,7 +107,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-num-seqs",
         type=int,
-        help="the plan's max_num_seqs: a calibration point above it is flagged (it measures saturation)",
+        help="the replica's --max-num-seqs (the plan's), recorded: a point above it is flagged (it measures "
+        "saturation), and a refit of the report runs the replica model under it",
+    )
+    p.add_argument(
+        "--instance-type",
+        help="the EC2 instance type the replica under test runs on (the plan's), recorded: a refit for "
+        "another type is refused",
     )
     p.add_argument(
         "--json",
@@ -208,6 +214,7 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
         ignore_eos=not args.no_ignore_eos,
         goodput_ms=goodput,
         max_num_seqs=args.max_num_seqs,
+        instance_type=args.instance_type,
     )
 
 
@@ -281,7 +288,8 @@ def convert_bench(args: argparse.Namespace) -> int:
         text = path.read_text()
     except OSError as error:
         raise LoadTestError(f"--from-vllm-bench {path}: {error.strerror}") from None
-    report = calibration_from_bench(read_bench_result(text, str(path)), path.name, args.max_num_seqs)
+    result = read_bench_result(text, str(path))
+    report = calibration_from_bench(result, path.name, args.max_num_seqs, args.instance_type)
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     document = json.dumps(report, indent=2) + "\n"

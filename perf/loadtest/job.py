@@ -34,7 +34,7 @@ from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_lab
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 from deepseek_eks.sizing.planner import VLLM_PORT
 
-from .runner import LoadTestConfig, LoadTestError, point_lengths, point_warnings
+from .runner import LoadTestConfig, LoadTestError, check_instance_type, point_lengths, point_warnings
 
 NAME = "vllm-loadtest"
 RESULTS_DIR = "/results"  # emptyDir: --result-dir
@@ -45,6 +45,9 @@ RUN_AS = 10001  # as the vLLM pods (deepseek_eks/components/serving/vllm.py RUN_
 RESULT_MARKER = "VLLM_BENCH_RESULT "
 # vllm bench serve reads the key from this variable (endpoint_request_func.py, _get_headers).
 BENCH_API_KEY_ENV = "OPENAI_API_KEY"
+# The result's ``model_id`` is --model, the tokenizer's repository (what the random dataset needs),
+# not the name the stack serves under; the Job records that under this metadata key.
+SERVED_MODEL_KEY = "served_model_name"
 
 
 def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | None = None) -> list[str]:
@@ -91,9 +94,22 @@ def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | N
         args += ["--goodput", *(f"{k}:{v:g}" for k, v in config.goodput_ms)]
     args += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,95,99"]
     args += ["--save-result", "--result-dir", RESULTS_DIR, "--result-filename", RESULT_FILE, "--disable-tqdm"]
-    if config.max_num_seqs is not None:
-        args += ["--metadata", f"max_num_seqs={config.max_num_seqs}"]
+    # Recorded in the result as top-level strings (main_async; result-fields.json "metadata"), so
+    # the converted report says what it measured. One --metadata: its nargs="*" keeps only the
+    # last occurrence's values.
+    args += ["--metadata", *(f"{key}={value}" for key, value in _recorded(config).items())]
     return args
+
+
+def _recorded(config: LoadTestConfig) -> dict[str, str]:
+    """What the Job records of the replica under test: the name it serves, and its --max-num-seqs
+    and instance type where given."""
+    recorded = {SERVED_MODEL_KEY: config.model}
+    if config.max_num_seqs is not None:
+        recorded["max_num_seqs"] = str(config.max_num_seqs)
+    if config.instance_type is not None:
+        recorded["instance_type"] = config.instance_type
+    return recorded
 
 
 def command(args: list[str]) -> list[str]:
@@ -241,8 +257,21 @@ def read_bench_result(text: str, name: str) -> dict[str, Any]:
     return data
 
 
+def _setting(result: dict[str, Any], key: str, flag: str, given: str | None, name: str) -> str | None:
+    """A setting of the measured replica: given as ``flag``, or recorded in the result by the Job's
+    --metadata; a LoadTestError when the two disagree (one of them is not this run's)."""
+    recorded = result.get(key)
+    recorded = None if recorded is None else str(recorded)
+    if given is not None and recorded is not None and given != recorded:
+        raise LoadTestError(
+            f"--from-vllm-bench {name}: the result records {key}={recorded}, but {flag} {given} was given; "
+            f"drop {flag} or convert the result of the run that had {given}"
+        )
+    return given if given is not None else recorded
+
+
 def calibration_from_bench(
-    result: dict[str, Any], name: str, max_num_seqs: int | None = None
+    result: dict[str, Any], name: str, max_num_seqs: int | None = None, instance_type: str | None = None
 ) -> dict[str, Any]:
     """A calibration report (``points`` as perf/simulate/replica.py load_calibration reads
     them) from a vllm bench serve result; fields per reference/upstream/vllm-bench-serve/result-fields.json.
@@ -267,8 +296,25 @@ def calibration_from_bench(
             f"--from-vllm-bench {name}: no latencies and no max_concurrency, so the point has no "
             "concurrency; run vllm bench serve with --max-concurrency"
         )
-    if max_num_seqs is None and result.get("max_num_seqs") is not None:  # the Job's --metadata
-        max_num_seqs = int(result["max_num_seqs"])
+    given_seqs = None if max_num_seqs is None else str(max_num_seqs)
+    seqs = _setting(result, "max_num_seqs", "--max-num-seqs", given_seqs, name)
+    try:
+        max_num_seqs = None if seqs is None else int(seqs)
+    except ValueError:
+        raise LoadTestError(f"--from-vllm-bench {name}: max_num_seqs {seqs!r} is not an integer") from None
+    instance_type = _setting(result, "instance_type", "--instance-type", instance_type, name)
+    if instance_type is not None:
+        check_instance_type(instance_type)
+    served = result.get(SERVED_MODEL_KEY)
+    config = {
+        key: value
+        for key, value in (
+            ("model", served if isinstance(served, str) and served else None),
+            ("max_num_seqs", max_num_seqs),
+            ("instance_type", instance_type),
+        )
+        if value is not None
+    }
     # The configured cap bounds what was in flight; without one, vLLM's max_concurrent_requests
     # (requests active in the busiest one-second bucket) is an upper bound.
     peak = int(result.get("max_concurrency") or result.get("max_concurrent_requests") or concurrency)
@@ -306,6 +352,8 @@ def calibration_from_bench(
     goodput = result.get("request_goodput")
     return {
         "source": f"vllm bench serve ({result.get('backend')}, {name})",
+        # What the Job (or the flags) recorded of the replica: sizing/measured.py reads it.
+        "config": config,
         "elapsed_s": duration,
         "requests": {"completed": result["completed"], "failed": result.get("failed", 0)},
         "output_tokens_per_s": round(tokens_per_s, 3),

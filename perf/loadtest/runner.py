@@ -60,6 +60,19 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
+def check_instance_type(name: str) -> str:
+    """``name`` if the instance catalog has it as a GPU type; a LoadTestError naming
+    --instance-type if not."""
+    from deepseek_eks.sizing.catalog import instance_catalog
+
+    if name not in instance_catalog().instances:
+        raise LoadTestError(
+            f"--instance-type {name!r}: not a GPU instance type of the catalog; give the EC2 type "
+            "the replica under test runs on (the plan's instance type, e.g. g6e.12xlarge)"
+        )
+    return name
+
+
 @dataclass(frozen=True)
 class Arrivals:
     """How requests start: ``rate_rps`` for constant/poisson, ``schedule`` of (start_s, rate_rps)
@@ -129,8 +142,12 @@ class LoadTestConfig:
     ignore_eos: bool = True  # vLLM extension: generate exactly max_tokens, so lengths are known
     # SLOs in milliseconds for goodput, as vllm bench serve's --goodput (metrics.parse_goodput).
     goodput_ms: tuple[tuple[str, float], ...] = ()
-    # The plan's max_num_seqs: a calibration point above it is flagged (point_warnings).
+    # The replica's --max-num-seqs (the plan's): a calibration point above it is flagged
+    # (point_warnings), and the refit runs the replica model under it (sizing/measured.py).
     max_num_seqs: int | None = None
+    # The EC2 instance type of the replica under test, recorded so a refit on another type is
+    # refused rather than taken for this one's speed (sizing/measured.py).
+    instance_type: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_requests is None and self.duration_s is None:
@@ -149,6 +166,8 @@ class LoadTestConfig:
             if value <= 0:
                 raise LoadTestError(f"{flag} must be positive, got {value}")
         check_url(self.url)
+        if self.instance_type is not None:
+            check_instance_type(self.instance_type)
 
     def connections(self) -> int:
         """Pool size: one connection per closed-loop client, else ``max_connections``."""

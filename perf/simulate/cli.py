@@ -11,10 +11,10 @@ from pathlib import Path
 from deepseek_eks.automation.stackfile import PROJECT_ROOT, StackFileError
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
-from deepseek_eks.sizing.measured import lengthless_warning
+from deepseek_eks.sizing.measured import lengthless_warning, unstated_setup
 
 from .hpa import AutoscalerSpecError
-from .replica import CalibrationError, NoThroughputData, load_calibration, published_curve
+from .replica import CalibrationError, NoThroughputData, load_calibration, plan_limits, published_curve
 from .run import (
     FIXED,
     Run,
@@ -144,10 +144,12 @@ def _simulate(args: argparse.Namespace) -> int:
         lengths=LengthProfile(args.prompt_tokens, args.output_tokens),
     )
     curve = load_calibration(args.calibration) if args.calibration else None
-    if curve is not None and (
-        warning := lengthless_warning(curve.measurements, "--calibration", args.calibration)
-    ):
-        print(warning, file=sys.stderr)
+    if curve is not None:
+        if warning := lengthless_warning(curve.measurements, "--calibration", args.calibration):
+            print(warning, file=sys.stderr)
+        plan = load_stack(args.stack, overrides, args.project_dir).plan
+        for note in unstated_setup(curve.measurements, plan["instance_type"], plan_limits(plan)):
+            print(f"note: --calibration {args.calibration}: {note}", file=sys.stderr)
     _warn(args.stack, overrides, args.project_dir)
     if args.compare:
         runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve)

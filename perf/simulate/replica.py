@@ -142,7 +142,7 @@ def calibrated_hardware(plan: Mapping[str, Any], curve: ThroughputCurve) -> Hard
         for c, t in curve.points
     )
     try:
-        return refit(plan_hardware(plan), plan_limits(plan), measured, curve.source)
+        return refit(plan_hardware(plan), plan_limits(plan), measured, curve.source, plan["instance_type"])
     except LoadTestReportError as error:
         raise CalibrationError(f"--calibration ({curve.source}): {error}") from None
 

@@ -5,6 +5,7 @@ The server listens on 127.0.0.1 only and misbehaves on request (429, 500, cut st
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 from collections.abc import AsyncIterator
@@ -551,3 +552,56 @@ def test_a_kept_alive_connection_the_server_closed_is_retried_once() -> None:
     report = asyncio.run(go())
     assert report["requests"] == {"sent": 3, "completed": 3, "failed": 0}
     assert connections == 3
+
+
+def metadata_as_vllm_saves_it(args: list[str]) -> dict[str, str]:
+    """The result fields vllm bench serve 0.33.0 writes for the Job's --metadata, by the rule in
+    the reference snapshot (result-fields.json "metadata"): one flag of nargs='*' (a repeated flag
+    keeps only its last values), each KEY=VALUE split at the first '=', both stripped."""
+    rule = json.loads((REFERENCE / "result-fields.json").read_text())["metadata"]
+    assert "repeated flag keeps only its last values" in rule and "split at the first '='" in rule
+    last = max(i for i, a in enumerate(args) if a == "--metadata")
+    values = list(itertools.takewhile(lambda a: not a.startswith("--"), args[last + 1 :]))
+    return {k.strip(): v.strip() for k, v in (item.split("=", 1) for item in values)}
+
+
+def test_the_job_records_what_it_measured_and_the_refit_honours_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The served model, --max-num-seqs and --instance-type travel from the Job's flags through
+    vllm bench serve's result into the converted report, where sizing reads them."""
+    import yaml
+
+    from deepseek_eks.perf.loadtest.job import RESULT_MARKER
+    from deepseek_eks.sizing.measured import read_load_test
+
+    assert cli.main([*JOB_ARGS, "--instance-type", "g6.12xlarge"]) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    (job,) = [d for d in documents if d["kind"] == "Job"]
+    args = job["spec"]["template"]["spec"]["containers"][0]["command"][4:]
+    assert args.count("--metadata") == 1  # a second one would drop the first's values
+    result = bench_result(32, in_flight=30)
+    result.update(metadata_as_vllm_saves_it(args))
+    log = tmp_path / "bench.log"
+    log.write_text(RESULT_MARKER + json.dumps(result) + "\n")
+    out = tmp_path / "calibration.json"
+    assert cli.main(["--from-vllm-bench", str(log), "--out", str(out)]) == 0
+    (measured,) = read_load_test(out, "--load-test")
+    assert (measured.model, measured.max_num_seqs, measured.instance_type) == (
+        "r1-distill-qwen-7b",
+        64,
+        "g6.12xlarge",
+    )
+    # A flag that contradicts what the result records is refused, naming both.
+    assert cli.main(["--from-vllm-bench", str(log), "--instance-type", "g6e.12xlarge"]) == 2
+    err = capsys.readouterr().err
+    assert "records instance_type=g6.12xlarge" in err and "--instance-type g6e.12xlarge" in err
+    # An instance type the catalog does not know is refused at the flag.
+    assert cli.main([*JOB_ARGS, "--instance-type", "g6.13xlarge"]) == 2
+    assert "--instance-type 'g6.13xlarge': not a GPU instance type of the catalog" in capsys.readouterr().err
+
+
+def test_the_local_report_records_the_replica_it_measured() -> None:
+    pacing = Pacing(ttft_s=0.0, itl_s=0.001)
+    report, _ = fake_run(pacing, 2, 5, max_num_seqs=16, instance_type="g6e.2xlarge")
+    assert (report["config"]["max_num_seqs"], report["config"]["instance_type"]) == (16, "g6e.2xlarge")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from deepseek_eks.sizing.capacity import (
     replicas_for,
 )
 from deepseek_eks.sizing.cli import main
+from deepseek_eks.sizing.measured import read_load_test, refit
 from tests.measured import load_test_points, slower_replica
 
 
@@ -172,3 +174,69 @@ def test_capacity_refuses_a_file_that_is_not_a_load_test(
     assert main([*argv, "--load-test", str(report)]) == 2
     err = capsys.readouterr().err
     assert "measured r1-distill-llama-70b (its report's config.model), not r1-distill-qwen-7b" in err
+
+
+def test_a_load_test_is_refitted_under_the_max_num_seqs_its_replica_ran_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replica load tested with --max-num-seqs 8 (below the plan's): at concurrency 16 and 32
+    only 8 sequences ran and the rest queued. The refit runs the model under the report's 8, so the
+    counts are the slower replica's; under the plan's limit those saturated points would read as
+    a replica slower still. With the report silent, a note says what was assumed."""
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    limits = sized.scheduler_limits
+    assert limits.max_num_seqs > 8
+    ran = replace(limits, max_num_seqs=8)
+    truth = slower_replica(sized.hardware)
+    setup = {"model": "r1-distill-qwen-7b", "max_num_seqs": 8, "instance_type": sized.instance_type}
+    points = load_test_points(truth, ran, 1024, 128)
+    report = tmp_path / "loadtest.json"
+    report.write_text(json.dumps({"config": setup, "points": points}))
+    expected = capacity(sized, 0.5, 3.0, 5.0, measured=truth)
+    misread = capacity(
+        sized,
+        0.5,
+        3.0,
+        5.0,
+        measured=refit(
+            sized.hardware,
+            limits,
+            [replace(m, max_num_seqs=None) for m in read_load_test(report, "--load-test")],
+            "under the plan's limits",
+        ),
+    )
+    assert misread.max_replicas > expected.max_replicas  # the case tells the two apart
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    argv += ["--peak-rate", "3", "--ttft-slo", "5", "--load-test", str(report), "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    out = json.loads(captured.out)
+    assert (out["min_replicas"], out["max_replicas"]) == (expected.min_replicas, expected.max_replicas)
+    assert "note:" not in captured.err  # the report says all the refit needs
+    # The same points from a report that records neither: taken as the plan's, and said so.
+    report.write_text(json.dumps({"points": load_test_points(truth, limits, 1024, 128)}))
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert f"does not say which instance type it ran on: taken as {sized.instance_type}" in err
+    assert f"does not say the replica's --max-num-seqs: taken as {limits.max_num_seqs}" in err
+
+
+def test_a_load_test_on_another_instance_type_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    other = "g6e.12xlarge"
+    assert other != sized.instance_type
+    report = tmp_path / "loadtest.json"
+    point = {"concurrency": 4, "output_tokens_per_s": 100.0, "prompt_tokens": 500, "output_tokens": 1162}
+    report.write_text(json.dumps({"config": {"instance_type": other}, "points": [point]}))
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert f"ran on {other} (its report's config.instance_type), not {sized.instance_type}" in err
+    # A malformed record is named, not ignored.
+    report.write_text(json.dumps({"config": {"max_num_seqs": "many"}, "points": [point]}))
+    assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
+    assert "config.max_num_seqs must be a positive integer, got 'many'" in capsys.readouterr().err

@@ -507,3 +507,20 @@ def test_a_load_test_of_another_model_is_refused_for_this_stack(tmp_path: Path) 
         ReplicaModel.from_plan(d, load_calibration(report))
     report.write_text(json.dumps({"config": {"model": "r1-distill-qwen-7b"}, "points": points}))
     assert ReplicaModel.from_plan(d, load_calibration(report)).hardware is not None
+
+
+def test_a_load_test_on_another_instance_type_is_refused_for_this_stack(tmp_path: Path) -> None:
+    """The report says which instance type it ran on (config.instance_type, loadtest
+    --instance-type): the simulator's replica on the plan's type is not refitted to another's."""
+    from deepseek_eks.perf.simulate.replica import CalibrationError, ReplicaModel, load_calibration
+
+    d, limits, truth = _g6_plan_and_a_slower_replica("r1-distill-qwen-7b")
+    report = tmp_path / "other.json"
+    points = load_test_points(truth, limits, 500, 1162)
+    other = "g6e.48xlarge"
+    assert d["instance_type"] != other
+    report.write_text(json.dumps({"config": {"instance_type": other}, "points": points}))
+    with pytest.raises(CalibrationError, match=rf"ran on {other} .*, not {d['instance_type']}"):
+        ReplicaModel.from_plan(d, load_calibration(report))
+    report.write_text(json.dumps({"config": {"instance_type": d["instance_type"]}, "points": points}))
+    assert ReplicaModel.from_plan(d, load_calibration(report)).hardware is not None
