@@ -313,6 +313,120 @@ def _plan(args: argparse.Namespace, out: Output) -> int:
     return 0
 
 
+def _capacity_arguments(p: argparse.ArgumentParser) -> None:
+    from deepseek_eks.sizing.capacity import add_load_arguments
+
+    _stack_set(p)
+    add_load_arguments(p, ttft_slo_default="the stack's")
+
+
+@command(
+    "capacity",
+    "minReplicas and maxReplicas for a stack's request rates and TTFT SLO, on its own plan "
+    "(optionally a load test of it), offline",
+    _capacity_arguments,
+)
+def _capacity(args: argparse.Namespace, out: Output) -> int:
+    from deepseek_eks.sizing.capacity import Load, LoadError
+    from deepseek_eks.sizing.measured import LoadTestReportError
+    from deepseek_eks.sizing.planner import PlanError
+
+    prepared = _prepared(args, out)
+    settings, sized = prepared.settings, prepared.plan
+    try:
+        load = Load.from_args(args, float(settings.observability.ttft_slo_seconds))
+        for warning in load.warnings():
+            out.error(warning)
+        cap, notes = load.size(sized)
+    except LoadError as error:
+        return _fail(out, 2, "\n".join(f"error: {problem}" for problem in error.problems))
+    except LoadTestReportError as error:
+        return _fail(out, 2, f"error: {error}")
+    except PlanError as error:
+        return _fail(out, 1, f"error: {error}")
+    for note in notes:
+        out.error(f"note: {note}")
+    autoscaling = settings.autoscaling
+    changes = capacity_changes(args.stack, autoscaling.min_replicas, autoscaling.max_replicas, cap)
+    if out.as_json:
+        out.document(
+            {
+                "stack": args.stack,
+                "variant": settings.model.variant.value,
+                "instance_type": sized.instance_type,
+                "ttft_slo_seconds": load.ttft_slo_s,
+                **cap.to_dict(),
+                "stack_min_replicas": autoscaling.min_replicas,
+                "stack_max_replicas": autoscaling.max_replicas,
+                "changes": changes,
+            }
+        )
+        return 0
+    out.line(load.summary(cap, sized.instance_type))
+    if load.measurements:
+        out.line(f"replica speed from {load.report} (the replica model refitted to its points)")
+    for change in changes:
+        out.line(change["why"])
+        if change["command"]:
+            out.line(f"  {change['command']}")
+    return 0
+
+
+def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any) -> list[dict[str, Any]]:
+    """How the stack's replica bounds compare with what the load needs: one entry per bound that
+    differs, with why and the command that sets it (None for a floor above need, which is the
+    user's to keep: a second replica survives a node failure)."""
+    changes = []
+    key = f"{PROJECT}:autoscaling"
+    if max_replicas < cap.max_replicas:
+        changes.append(
+            {
+                "setting": "autoscaling.maxReplicas",
+                "stack": max_replicas,
+                "needed": cap.max_replicas,
+                "why": f"maxReplicas {max_replicas} is below the {cap.max_replicas} the peak rate needs: "
+                "at the peak, p95 TTFT exceeds the SLO",
+                "command": f"pulumi config set --stack {stack} {key}.maxReplicas {cap.max_replicas}",
+            }
+        )
+    elif max_replicas > cap.max_replicas:
+        changes.append(
+            {
+                "setting": "autoscaling.maxReplicas",
+                "stack": max_replicas,
+                "needed": cap.max_replicas,
+                "why": f"maxReplicas {max_replicas} is above the {cap.max_replicas} the peak rate needs: "
+                "headroom for a busier peak (the autoscaler adds replicas only under load)",
+                "command": None,
+            }
+        )
+    if min_replicas < cap.min_replicas:
+        changes.append(
+            {
+                "setting": "autoscaling.minReplicas",
+                "stack": min_replicas,
+                "needed": cap.min_replicas,
+                "why": f"minReplicas {min_replicas} is below the {cap.min_replicas} the baseline rate needs: "
+                "at that rate the fleet waits on a cold start to meet the SLO",
+                "command": f"pulumi config set --stack {stack} {key}.minReplicas {cap.min_replicas}",
+            }
+        )
+    elif min_replicas > cap.min_replicas:
+        changes.append(
+            {
+                "setting": "autoscaling.minReplicas",
+                "stack": min_replicas,
+                "needed": cap.min_replicas,
+                "why": f"minReplicas {min_replicas} is above the {cap.min_replicas} the baseline rate needs: "
+                "it pays for replicas the SLO does not need (keep it if it is for availability: a "
+                f"second replica serves while a node is replaced); pulumi config set --stack {stack} "
+                f"{key}.minReplicas {cap.min_replicas} lowers it",
+                "command": None,
+            }
+        )
+    return changes
+
+
 @command("preflight", "read-only AWS checks: credentials, offerings, quotas", _stack_set_json)
 def _preflight(args: argparse.Namespace, out: Output) -> int:
     from .mode_switch import preflight_check

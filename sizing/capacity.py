@@ -26,7 +26,14 @@ from pathlib import Path
 from statistics import NormalDist
 
 from .catalog import GPU_FAMILIES, VARIANTS
-from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit, unstated_setup
+from .measured import (
+    LoadTestReportError,
+    Measurement,
+    lengthless_warning,
+    read_load_test,
+    refit,
+    unstated_setup,
+)
 from .memory import Quantization
 from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
 from .planner import PlanError, PlanRequest, SizingPlan, plan
@@ -164,6 +171,12 @@ def capacity(
     of the bundled fit."""
     hw, limits = measured or sized.hardware, sized.scheduler_limits
     prefill, service, slots = service_model(hw, limits, prompt_tokens, output_tokens)
+    if prefill >= slo_s:
+        raise PlanError(
+            f"a TTFT SLO of {slo_s:g} s is below one request's prefill alone ({prefill:.3f} s at "
+            f"{prompt_tokens} prompt tokens on {sized.instance_type}): no replica count meets it; "
+            "raise --ttft-slo (observability.ttftSloSeconds) or shorten the prompts"
+        )
     lo = replicas_for(rate, slo_s, prefill, service, slots)
     hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
     saturated = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
@@ -172,17 +185,31 @@ def capacity(
     )
 
 
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sizing capacity", description=__doc__.split("\n\n")[0])
-    p.add_argument("--variant", required=True, choices=VARIANTS)
-    p.add_argument("--families", required=True, help=f"comma-separated: {', '.join(GPU_FAMILIES)}")
-    p.add_argument("--quantization", default="auto", choices=[q.value for q in Quantization])
-    p.add_argument("--max-model-len", type=int, default=32768)
+def add_load_arguments(p: argparse.ArgumentParser, ttft_slo_default: str | None = None) -> None:
+    """The options of the load to size for, shared by ``python -m sizing capacity`` and
+    ``python -m automation capacity``; ``ttft_slo_default`` names where --ttft-slo defaults from
+    (None: it is required)."""
     p.add_argument("--rate", type=float, required=True, help="baseline requests/s (sets minReplicas)")
     p.add_argument("--peak-rate", type=float, help="busiest requests/s (sets maxReplicas; default --rate)")
-    p.add_argument("--ttft-slo", type=float, required=True, help="observability.ttftSloSeconds")
-    p.add_argument("--prompt-tokens", type=int, default=PLAN_PROMPT_TOKENS)
-    p.add_argument("--output-tokens", type=int, default=PLAN_OUTPUT_TOKENS)
+    p.add_argument(
+        "--ttft-slo",
+        type=float,
+        required=ttft_slo_default is None,
+        help="p95 time to first token in seconds (observability.ttftSloSeconds"
+        + (f"; default {ttft_slo_default})" if ttft_slo_default else ")"),
+    )
+    p.add_argument(
+        "--prompt-tokens",
+        type=int,
+        default=PLAN_PROMPT_TOKENS,
+        help=f"mean prompt tokens per request (default {PLAN_PROMPT_TOKENS}, the planning length)",
+    )
+    p.add_argument(
+        "--output-tokens",
+        type=int,
+        default=PLAN_OUTPUT_TOKENS,
+        help=f"mean output tokens per request (default {PLAN_OUTPUT_TOKENS}, the planning length)",
+    )
     p.add_argument(
         "--load-test",
         type=Path,
@@ -190,40 +217,126 @@ def parser() -> argparse.ArgumentParser:
         help="a load test of one replica of this plan (python -m automation loadtest --out REPORT): "
         "the replica model is refitted to its points instead of the bundled fit",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+@dataclass(frozen=True)
+class Load:
+    """What to size for, checked: the request rates, the SLO, the lengths and the load test."""
+
+    rate: float
+    peak_rate: float
+    ttft_slo_s: float
+    prompt_tokens: int
+    output_tokens: int
+    report: Path | None
+    # The report's points (read before any plan, so a bad file is named first); None without one.
+    measurements: tuple[Measurement, ...] | None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, ttft_slo_s: float | None = None) -> Load:
+        """The load ``add_load_arguments``'s options describe (``ttft_slo_s``: --ttft-slo's
+        default), with the report read; LoadError naming every option that is wrong."""
+        slo = args.ttft_slo if args.ttft_slo is not None else ttft_slo_s
+        peak = args.peak_rate if args.peak_rate is not None else args.rate
+        problems = [
+            f"--{flag} {value}: must be positive"
+            for flag, value in (
+                ("rate", args.rate),
+                ("peak-rate", peak),
+                ("ttft-slo", slo),
+                ("prompt-tokens", args.prompt_tokens),
+                ("output-tokens", args.output_tokens),
+            )
+            if value is not None and value <= 0
+        ]
+        if peak < args.rate:
+            problems.append(f"--peak-rate {peak}: below --rate {args.rate}")
+        if problems:
+            raise LoadError(problems)
+        if slo is None:
+            raise LoadError(["--ttft-slo: required"])
+        measurements = None
+        if args.load_test is not None:
+            try:
+                measurements = read_load_test(args.load_test, "--load-test")
+            except LoadTestReportError as e:
+                raise LoadError([str(e)]) from None
+        return cls(args.rate, peak, slo, args.prompt_tokens, args.output_tokens, args.load_test, measurements)
+
+    def warnings(self) -> list[str]:
+        """What to print before sizing: points of the report that state no lengths."""
+        if self.measurements is None or self.report is None:
+            return []
+        warning = lengthless_warning(self.measurements, "--load-test", self.report)
+        return [warning] if warning else []
+
+    def size(self, sized: SizingPlan) -> tuple[Capacity, list[str]]:
+        """The replica counts for ``sized`` at this load, on the load test's speed where there is
+        one, and the notes on what the refit assumed (LoadTestReportError when the report is
+        another model's or another instance type's)."""
+        measured, notes = None, []
+        if self.measurements and self.report is not None:
+            limits, instance_type = sized.scheduler_limits, sized.instance_type
+            source = f"measured: {self.report.name}"
+            try:
+                measured = refit(sized.hardware, limits, self.measurements, source, instance_type)
+            except LoadTestReportError as e:
+                raise LoadTestReportError(f"--load-test {self.report}: {e}") from None
+            notes = [
+                f"--load-test {self.report}: {note}"
+                for note in unstated_setup(self.measurements, instance_type, limits)
+            ]
+        cap = capacity(
+            sized,
+            self.rate,
+            self.peak_rate,
+            self.ttft_slo_s,
+            self.prompt_tokens,
+            self.output_tokens,
+            measured,
+        )
+        return cap, notes
+
+    def summary(self, cap: Capacity, instance_type: str) -> str:
+        """The answer in one line."""
+        return (
+            f"autoscaling.minReplicas {cap.min_replicas} (at {self.rate:g} req/s), "
+            f"autoscaling.maxReplicas {cap.max_replicas} (at {self.peak_rate:g} req/s) for p95 TTFT "
+            f"<= {self.ttft_slo_s:g} s on {instance_type}: each replica {cap.slots_per_replica} slots "
+            f"of {cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s at saturation"
+        )
+
+
+class LoadError(ValueError):
+    """Options of the load that cannot be sized for; each problem names its option."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sizing capacity", description=__doc__.split("\n\n")[0])
+    p.add_argument("--variant", required=True, choices=VARIANTS)
+    p.add_argument("--families", required=True, help=f"comma-separated: {', '.join(GPU_FAMILIES)}")
+    p.add_argument("--quantization", default="auto", choices=[q.value for q in Quantization])
+    p.add_argument("--max-model-len", type=int, default=32768)
+    add_load_arguments(p)
     return p
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    peak = args.peak_rate if args.peak_rate is not None else args.rate
-    problems = [
-        f"--{flag} {value}: must be positive"
-        for flag, value in (
-            ("rate", args.rate),
-            ("peak-rate", peak),
-            ("ttft-slo", args.ttft_slo),
-            ("prompt-tokens", args.prompt_tokens),
-            ("output-tokens", args.output_tokens),
-        )
-        if value <= 0
-    ]
-    if peak < args.rate:
-        problems.append(f"--peak-rate {peak}: below --rate {args.rate}")
-    if problems:
-        for problem in problems:
+    try:
+        load = Load.from_args(args)
+    except LoadError as e:
+        for problem in e.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
+    for warning in load.warnings():
+        print(warning, file=sys.stderr)
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
-    measurements = None
-    if args.load_test is not None:
-        try:
-            measurements = read_load_test(args.load_test, "--load-test")
-        except LoadTestReportError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        if warning := lengthless_warning(measurements, "--load-test", args.load_test):
-            print(warning, file=sys.stderr)
     try:
         sized = plan(
             PlanRequest(
@@ -233,32 +346,17 @@ def main(argv: list[str]) -> int:
         if not isinstance(sized, SizingPlan):
             print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
             return 1
-        measured = None
-        if measurements:
-            source = f"measured: {args.load_test.name}"
-            limits, instance_type = sized.scheduler_limits, sized.instance_type
-            measured = refit(sized.hardware, limits, measurements, source, instance_type)
-            for note in unstated_setup(measurements, instance_type, limits):
-                print(f"note: --load-test {args.load_test}: {note}", file=sys.stderr)
-        cap = capacity(
-            sized, args.rate, peak, args.ttft_slo, args.prompt_tokens, args.output_tokens, measured
-        )
-    except PlanError as e:
+        cap, notes = load.size(sized)
+    except (PlanError, LoadTestReportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except LoadTestReportError as e:
-        print(f"error: --load-test {args.load_test}: {e}", file=sys.stderr)
-        return 2
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     doc = {"variant": args.variant, "instance_type": sized.instance_type, **cap.to_dict()}
     if args.json:
         print(json.dumps(doc, indent=2))
     else:
-        print(
-            f"autoscaling.minReplicas {cap.min_replicas} (at {args.rate} req/s), "
-            f"autoscaling.maxReplicas {cap.max_replicas} (at {peak} req/s) for p95 TTFT <= {args.ttft_slo} s "
-            f"on {sized.instance_type}: each replica {cap.slots_per_replica} slots of "
-            f"{cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s at saturation"
-        )
-        if measured is not None:
-            print(f"replica speed from {args.load_test} (the replica model refitted to its points)")
+        print(load.summary(cap, sized.instance_type))
+        if load.measurements:
+            print(f"replica speed from {load.report} (the replica model refitted to its points)")
     return 0

@@ -1,0 +1,122 @@
+"""``python -m automation capacity --stack NAME``: the replica bounds for a load, on the stack's own
+plan (its KV-cache dtype, minFullLengthSequences, families...), its TTFT SLO by default, and what
+to change in the stack file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from deepseek_eks.automation.api import prepare
+from deepseek_eks.automation.cli import main
+from deepseek_eks.sizing.capacity import capacity
+from deepseek_eks.sizing.cli import main as sizing_main
+from tests.measured import load_test_points, slower_replica
+
+# dev with an FP8 KV cache: a setting `python -m sizing capacity` has no option for.
+FP8 = {"model.kvCacheDtype": "fp8", "gpu.instanceFamilies": '["g6"]'}
+
+
+def sets(overrides: dict[str, str]) -> list[str]:
+    return [arg for key, value in overrides.items() for arg in ("--set", f"{key}={value}")]
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main(["capacity", *argv, "--json"]) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_the_stack_is_sized_on_its_own_plan(capsys: pytest.CaptureFixture[str]) -> None:
+    prepared = prepare("dev", FP8)
+    sized = prepared.plan
+    slo = float(prepared.settings.observability.ttft_slo_seconds)
+    expected = capacity(sized, 0.5, 2.0, slo)
+    out = run_json(capsys, "--stack", "dev", *sets(FP8), "--rate", "0.5", "--peak-rate", "2")
+    assert (out["min_replicas"], out["max_replicas"]) == (expected.min_replicas, expected.max_replicas)
+    assert out["slots_per_replica"] <= sized.max_num_seqs and out["ttft_slo_seconds"] == slo
+    # The variant-and-families command plans a 16-bit KV cache: fewer slots, more replicas. The
+    # stack's command is the one that matches what the stack deploys.
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    assert sizing_main([*argv, "--peak-rate", "2", "--ttft-slo", str(slo), "--json"]) == 0
+    generic = json.loads(capsys.readouterr().out)
+    assert generic["slots_per_replica"] < out["slots_per_replica"]
+    assert generic["max_replicas"] > out["max_replicas"]
+
+
+def test_the_slo_defaults_to_the_stack_s(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["--stack", "dev", "--rate", "0.5", "--peak-rate", "2"]
+    assert run_json(capsys, *base)["ttft_slo_seconds"] == 5.0  # the setting's default
+    strict = run_json(capsys, *base, "--set", "observability.ttftSloSeconds=0.5")
+    assert strict["ttft_slo_seconds"] == 0.5
+    assert run_json(capsys, *base, "--ttft-slo", "0.5")["ttft_slo_seconds"] == 0.5
+    # One below a request's prefill is named as such, not searched to a thousand replicas.
+    assert main(["capacity", *base, "--set", "observability.ttftSloSeconds=0.01"]) == 1
+    err = capsys.readouterr().err
+    assert "a TTFT SLO of 0.01 s is below one request's prefill alone" in err
+    assert "observability.ttftSloSeconds" in err
+
+
+def test_the_bounds_the_stack_lacks_come_with_the_command_that_sets_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    bounds = {"autoscaling.minReplicas": "1", "autoscaling.maxReplicas": "2"}
+    out = run_json(capsys, "--stack", "dev", *sets(bounds), "--rate", "1", "--peak-rate", "3")
+    assert out["min_replicas"] > 1 and out["max_replicas"] > 2  # the case needs both raised
+    by_setting = {c["setting"]: c for c in out["changes"]}
+    for setting, needed in (("minReplicas", out["min_replicas"]), ("maxReplicas", out["max_replicas"])):
+        change = by_setting[f"autoscaling.{setting}"]
+        assert (
+            change["command"] == f"pulumi config set --stack dev deepseek-eks:autoscaling.{setting} {needed}"
+        )
+    # Bounds above the need: said, but no command (a floor of two may be for availability).
+    bounds = {"autoscaling.minReplicas": "3", "autoscaling.maxReplicas": "9"}
+    out = run_json(capsys, "--stack", "dev", *sets(bounds), "--rate", "0.1", "--peak-rate", "0.2")
+    assert {c["setting"] for c in out["changes"]} == {"autoscaling.minReplicas", "autoscaling.maxReplicas"}
+    assert all(c["command"] is None for c in out["changes"])
+    # Bounds that meet the need exactly: nothing to change, and the text says nothing more.
+    bounds = {
+        "autoscaling.minReplicas": str(out["min_replicas"]),
+        "autoscaling.maxReplicas": str(out["max_replicas"]),
+    }
+    assert (
+        run_json(capsys, "--stack", "dev", *sets(bounds), "--rate", "0.1", "--peak-rate", "0.2")["changes"]
+        == []
+    )
+
+
+def test_a_load_test_of_the_stack_s_replica(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The stack's replica measured slower than the fit: counts on the measured speed; a report
+    from another instance type is refused, naming both."""
+    sized = prepare("dev").plan
+    truth = slower_replica(sized.hardware)
+    report = tmp_path / "loadtest.json"
+    config = {
+        "model": "r1-distill-qwen-7b",
+        "instance_type": sized.instance_type,
+        "max_num_seqs": sized.max_num_seqs,
+    }
+    report.write_text(
+        json.dumps({"config": config, "points": load_test_points(truth, sized.scheduler_limits, 500, 1162)})
+    )
+    slo = float(prepare("dev").settings.observability.ttft_slo_seconds)
+    expected = capacity(sized, 0.5, 3.0, slo, measured=truth)
+    assert expected.max_replicas > capacity(sized, 0.5, 3.0, slo).max_replicas
+    out = run_json(capsys, "--stack", "dev", "--rate", "0.5", "--peak-rate", "3", "--load-test", str(report))
+    assert (out["min_replicas"], out["max_replicas"]) == (expected.min_replicas, expected.max_replicas)
+    report.write_text(
+        json.dumps(
+            {
+                "config": {**config, "instance_type": "g6e.xlarge"},
+                "points": load_test_points(truth, sized.scheduler_limits, 500, 1162),
+            }
+        )
+    )
+    assert main(["capacity", "--stack", "dev", "--rate", "0.5", "--load-test", str(report)]) == 2
+    assert (
+        f"ran on g6e.xlarge (its report's config.instance_type), not {sized.instance_type}"
+        in capsys.readouterr().err
+    )
+    assert main(["capacity", "--stack", "dev", "--rate", "0.5", "--peak-rate", "0.1"]) == 2
+    assert "--peak-rate 0.1: below --rate 0.5" in capsys.readouterr().err
