@@ -45,7 +45,7 @@ MARKERS = {MARKER, "<!-- needs: twin -->"}
 # Fences may be indented (a block inside a list item); the block's text is dedented.
 FENCE = re.compile(r"^[ \t]*```(bash|sh|console|python)[ \t]*\n(.*?)^[ \t]*```[ \t]*$", re.S | re.M)
 # Offline subcommands that run here; any other ``python -m automation`` command needs AWS or Pulumi.
-OFFLINE_AUTOMATION = {"render", "plan", "diff", "simulate", "urns", "pins"}
+OFFLINE_AUTOMATION = {"render", "plan", "capacity", "diff", "simulate", "urns", "pins"}
 # make targets that run here (the others are only checked to exist: ``make test`` is this suite).
 RUN_MAKE = {"render"}
 TIMEOUT_S = 600
