@@ -139,6 +139,8 @@ class Api:
 EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LISTEN_PORTS_FLOOR = 10000  # above the well-known and most registered service ports
 _handed_out: set[int] = set()
+# Its own generator: a test that seeds the random module must not make two processes pick alike.
+_ports = random.SystemRandom()
 
 
 def _ephemeral_range() -> tuple[int, int] | None:
@@ -160,7 +162,7 @@ def free_port(address: str = LOOPBACK) -> int:
     one start (etcd's client and peer) never coincide."""
     span = _ephemeral_range()
     if span is not None and span[0] - LISTEN_PORTS_FLOOR >= 1000:
-        for port in random.sample(range(LISTEN_PORTS_FLOOR, span[0]), 64):
+        for port in _ports.sample(range(LISTEN_PORTS_FLOOR, span[0]), 64):
             if port in _handed_out:
                 continue
             with socket.socket() as s:
