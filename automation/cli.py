@@ -348,6 +348,13 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
         out.error(f"note: {note}")
     autoscaling = settings.autoscaling
     changes = capacity_changes(args.stack, autoscaling.min_replicas, autoscaling.max_replicas, cap)
+    # The raises offered are checked together: the stack must build with all of them.
+    proposed = {c["setting"]: c["needed"] for c in changes if c["command"]}
+    if proposed and (refusal := _refusal(args, sized, proposed)):
+        for change in changes:
+            if change["command"]:
+                change["why"] += f"; but the stack cannot take it: {refusal}"
+                change["command"] = None
     if out.as_json:
         out.document(
             {
@@ -370,6 +377,33 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
         if change["command"]:
             out.line(f"  {change['command']}")
     return 0
+
+
+def _refusal(args: argparse.Namespace, sized: Any, proposed: dict[str, int]) -> str | None:
+    """Why the stack, with the ``proposed`` settings besides its --set overrides, would not take
+    the answer: it would not build (a replica per zone...), or its plan would change replica (the
+    instance type and packing are chosen for maxReplicas), so the answer no longer holds. None
+    when it takes it."""
+    from .api import parse_overrides, prepare
+
+    overrides = {**parse_overrides(args.set), **{k: str(v) for k, v in proposed.items()}}
+    try:
+        replanned = prepare(args.stack, overrides, args.project_dir).plan
+    except (SettingsError, SizingError) as error:
+        return " ".join(str(error).split())
+
+    def replica(plan: Any) -> tuple[str, int, int, int]:
+        return plan.instance_type, plan.tensor_parallel_size, plan.chosen.replicas_per_node, plan.max_num_seqs
+
+    if replica(replanned) != replica(sized):
+        settings = " and ".join(f"{k} {v}" for k, v in proposed.items())
+        return (
+            f"with {settings} the plan serves from {replanned.instance_type} "
+            f"(TP {replanned.tensor_parallel_size}, {replanned.chosen.replicas_per_node} per node, "
+            f"max_num_seqs {replanned.max_num_seqs}), not this answer's {sized.instance_type}; "
+            f"rerun with {' '.join(f'--set {k}={v}' for k, v in proposed.items())}"
+        )
+    return None
 
 
 def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any) -> list[dict[str, Any]]:

@@ -120,3 +120,47 @@ def test_a_load_test_of_the_stack_s_replica(tmp_path: Path, capsys: pytest.Captu
     )
     assert main(["capacity", "--stack", "dev", "--rate", "0.5", "--peak-rate", "0.1"]) == 2
     assert "--peak-rate 0.1: below --rate 0.5" in capsys.readouterr().err
+
+
+def test_a_bound_the_stack_cannot_take_gets_no_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """The 671B on p5 spans two nodes in one zone, so three zones hold at most two replicas: a
+    peak that needs three is answered with the reason, not a command the stack would refuse."""
+    r1 = {
+        "model.variant": "r1-671b",
+        "gpu.instanceFamilies": '["p5"]',
+        "autoscaling.minReplicas": "1",
+        "autoscaling.maxReplicas": "2",
+    }
+    out = run_json(capsys, "--stack", "prod", *sets(r1), "--rate", "0.5", "--peak-rate", "4")
+    (change,) = [c for c in out["changes"] if c["setting"] == "autoscaling.maxReplicas"]
+    assert change["needed"] > 2 and change["command"] is None
+    assert "the stack cannot take it" in change["why"] and "one replica per zone" in change["why"]
+
+
+def test_a_bound_that_changes_the_replica_is_not_offered_as_this_answer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instance type and packing are chosen for maxReplicas, so a raised bound can bring
+    another replica, for which this answer does not hold: said, with how to ask again. (Stood in
+    for by a stack whose plan moves to g6e when maxReplicas changes.)"""
+    from deepseek_eks.automation import api
+
+    real = api.prepare
+
+    def prepare(
+        stack: str, overrides: dict[str, str] | None = None, project_dir: Path = api.PROJECT_ROOT
+    ) -> object:
+        overrides = dict(overrides or {})
+        if "autoscaling.maxReplicas" in overrides:
+            overrides["gpu.instanceFamilies"] = '["g6e"]'
+        return real(stack, overrides, project_dir)
+
+    monkeypatch.setattr(api, "prepare", prepare)
+    out = run_json(capsys, "--stack", "dev", "--rate", "0.5", "--peak-rate", "3")
+    (change,) = [c for c in out["changes"] if c["setting"] == "autoscaling.maxReplicas"]
+    assert change["command"] is None
+    assert (
+        "the plan serves from g6e." in change["why"]
+        and f"not this answer's {out['instance_type']}" in change["why"]
+    )
+    assert f"rerun with --set autoscaling.maxReplicas={change['needed']}" in change["why"]
