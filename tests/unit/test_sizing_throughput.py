@@ -174,3 +174,53 @@ def test_a_load_test_refits_the_answer_to_the_measured_replica(
     assert measured["output_tokens_per_second"] == pytest.approx(expected, rel=0.05)
     assert bundled["output_tokens_per_second"] > 1.1 * expected  # the fit alone would be wrong
     assert measured["efficiencies"].startswith("calibrated to measured: loadtest.json")
+
+
+def test_a_load_test_is_refitted_under_the_max_num_seqs_it_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replica load tested with --max-num-seqs 8 (recorded in the report) answers at the
+    command's 32: the refit runs under 8, where the points above 8 were a full batch and a queue.
+    Refitted under the command's 32 instead, they read as a much slower replica."""
+    from dataclasses import replace
+
+    from deepseek_eks.sizing.catalog import instance_catalog, model_catalog
+    from deepseek_eks.sizing.memory import Quantization
+    from deepseek_eks.sizing.performance import SchedulerLimits, hardware, steady_state
+    from tests.measured import load_test_points, slower_replica
+
+    argv = ["throughput", "--variant", "r1-distill-qwen-7b", "--instance-type", "g6.xlarge", "--json"]
+    load = [
+        "--concurrency",
+        "32",
+        "--prompt-tokens",
+        "500",
+        "--output-tokens",
+        "1162",
+        "--max-num-seqs",
+        "32",
+    ]
+    assert main([*argv, *load]) == 0
+    bundled = json.loads(capsys.readouterr().out)
+    limits = SchedulerLimits(32, bundled["max_num_batched_tokens"], bundled["kv_cache_tokens"])
+    g6 = instance_catalog().instances["g6.xlarge"]
+    truth = slower_replica(hardware(model_catalog()["r1-distill-qwen-7b"], Quantization.BF16, g6, 1))
+    points = load_test_points(truth, replace(limits, max_num_seqs=8), 1024, 128)
+    report = tmp_path / "loadtest.json"
+    config = {"max_num_seqs": 8, "instance_type": "g6.xlarge"}
+    report.write_text(json.dumps({"config": config, "points": points}))
+    assert main([*argv, *load, "--load-test", str(report)]) == 0
+    captured = capsys.readouterr()
+    expected = steady_state(truth, limits, 32, 500, 1162).output_tokens_per_second
+    assert json.loads(captured.out)["output_tokens_per_second"] == pytest.approx(expected, rel=0.05)
+    assert "note:" not in captured.err
+    # The same points from a report that does not record its 8: refitted under 32, and said so.
+    report.write_text(json.dumps({"points": points}))
+    assert main([*argv, *load, "--load-test", str(report)]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["output_tokens_per_second"] < 0.9 * expected
+    assert "does not say the replica's --max-num-seqs: taken as 32" in captured.err
+    # A report from another instance type is refused, naming both.
+    report.write_text(json.dumps({"config": {"instance_type": "g6e.xlarge"}, "points": points}))
+    assert main([*argv, *load, "--load-test", str(report)]) == 2
+    assert "ran on g6e.xlarge (its report's config.instance_type), not g6.xlarge" in capsys.readouterr().err
