@@ -118,8 +118,10 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
     where = f"{flag} {path}"
     try:
         data: Any = json.loads(path.read_text())
-    except (OSError, ValueError) as error:
-        raise LoadTestReportError(f"{where}: {error}") from None
+    except OSError as error:
+        raise LoadTestReportError(f"{where}: {error.strerror or error}") from None
+    except ValueError as error:
+        raise LoadTestReportError(f"{where}: not JSON ({error})") from None
     reports = data if isinstance(data, list) else [data]
     if any(isinstance(r, dict) and "entries" in r and "points" not in r for r in reports):
         raise LoadTestReportError(

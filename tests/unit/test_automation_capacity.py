@@ -164,3 +164,12 @@ def test_a_bound_that_changes_the_replica_is_not_offered_as_this_answer(
         and f"not this answer's {out['instance_type']}" in change["why"]
     )
     assert f"rerun with --set autoscaling.maxReplicas={change['needed']}" in change["why"]
+
+
+def test_an_unreadable_report_is_named_with_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing, broken = tmp_path / "missing.json", tmp_path / "broken.json"
+    broken.write_text("{")
+    assert main(["capacity", "--stack", "dev", "--rate", "1", "--load-test", str(missing)]) == 2
+    assert f"--load-test {missing}: No such file or directory" in capsys.readouterr().err
+    assert main(["capacity", "--stack", "dev", "--rate", "1", "--load-test", str(broken)]) == 2
+    assert f"--load-test {broken}: not JSON (" in capsys.readouterr().err
