@@ -21,8 +21,16 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from .catalog import instance_catalog
 from .fit import Point, fit_points
-from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits
+from .performance import (
+    PLAN_OUTPUT_TOKENS,
+    PLAN_PROMPT_TOKENS,
+    Hardware,
+    PerformanceError,
+    SchedulerLimits,
+    hardware,
+)
 
 # How a point's request lengths were drawn (its ``length_distribution``; absent: fixed, as every
 # report before 2026-12-06 ran): the load tester's --lengths choices (perf/loadtest/runner.py).
@@ -177,6 +185,28 @@ def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
     return [m.concurrency for m in measurements if not m.lengths_stated]
 
 
+def _same_replica(hw: Hardware, instance_type: str | None) -> bool:
+    """Whether ``hw``'s replica on ``instance_type`` is the same hardware to the replica model:
+    the same GPUs (model and memory) and interconnect, with room for its tensor-parallel GPUs, as
+    g6e.12xlarge and g6e.24xlarge for a TP-4 replica (they differ in CPUs and memory only)."""
+    instance = instance_catalog().instances.get(instance_type or "")
+    if instance is None or instance.gpu_count < hw.tensor_parallel:
+        return False
+    try:
+        other = hardware(
+            hw.model,
+            hw.quantization,
+            instance,
+            hw.tensor_parallel,
+            hw.pipeline_parallel,
+            hw.efficiencies,
+            hw.kv_cache_dtype,
+        )
+    except PerformanceError:
+        return False
+    return other == hw
+
+
 def unstated_setup(
     measurements: Sequence[Measurement], instance_type: str, limits: SchedulerLimits
 ) -> list[str]:
@@ -222,13 +252,18 @@ def refit(
         )
     if instance_type is not None:
         machines = sorted(
-            {m.instance_type for m in measurements if m.instance_type not in (None, instance_type)}
+            {
+                m.instance_type
+                for m in measurements
+                if m.instance_type not in (None, instance_type) and not _same_replica(hw, m.instance_type)
+            }
         )
         if machines:
             raise LoadTestReportError(
                 f"the load test ran on {', '.join(machines)} (its report's config.instance_type), not "
-                f"{instance_type}: the refit would take that machine's speed for this one's. Load test a "
-                f"replica on {instance_type}, or size for the type it ran on"
+                f"{instance_type}, whose replica has other GPUs or another interconnect: the refit would "
+                f"take that machine's speed for this one's. Load test a replica on {instance_type} (or "
+                "a type with the same GPUs and interconnect), or size for the type it ran on"
             )
     points = [
         Point(

@@ -21,7 +21,7 @@ from deepseek_eks.sizing.capacity import (
     replicas_for,
 )
 from deepseek_eks.sizing.cli import main
-from deepseek_eks.sizing.measured import read_load_test, refit
+from deepseek_eks.sizing.measured import LoadTestReportError, Measurement, read_load_test, refit
 from tests.measured import load_test_points, slower_replica
 
 
@@ -236,7 +236,40 @@ def test_a_load_test_on_another_instance_type_is_refused(
     assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
     err = capsys.readouterr().err
     assert f"ran on {other} (its report's config.instance_type), not {sized.instance_type}" in err
+    # A larger size of the same family: the same L4 and no interconnect for a one-GPU replica
+    # (g6.2xlarge differs from g6.xlarge in CPUs and memory only), so its speed is this replica's.
+    same = "g6.2xlarge"
+    assert sized.instance_type == "g6.xlarge"
+    report.write_text(json.dumps({"config": {"instance_type": same}, "points": [point]}))
+    assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 0
+    capsys.readouterr()
     # A malformed record is named, not ignored.
     report.write_text(json.dumps({"config": {"max_num_seqs": "many"}, "points": [point]}))
     assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
     assert "config.max_num_seqs must be a positive integer, got 'many'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("ran_on", "same"),
+    [
+        ("g6e.24xlarge", True),  # the same four L40S on PCIe; more CPUs and memory
+        ("g6e.48xlarge", True),  # eight of them: room for the TP-4 replica
+        ("g6e.xlarge", False),  # one L40S: no room for TP 4
+        ("p5.48xlarge", False),  # H100 on NVSwitch
+    ],
+)
+def test_the_instance_type_check_judges_the_replica_s_hardware(ran_on: str, same: bool) -> None:
+    """The 70B's TP-4 replica planned on g6e.12xlarge: a load test on another size with the same
+    GPUs and interconnect measured the same replica (the replica model cannot tell them apart)."""
+    sized = plan(PlanRequest("r1-distill-llama-70b", ("g6e",)))
+    assert isinstance(sized, SizingPlan) and sized.instance_type == "g6e.12xlarge"
+    assert sized.tensor_parallel_size == 4
+    measured = Measurement(4, 60.0, 500, 1162, True, "test", instance_type=ran_on)
+    limits = sized.scheduler_limits
+    if same:
+        refit(sized.hardware, limits, [measured], "test", sized.instance_type)
+    else:
+        with pytest.raises(
+            LoadTestReportError, match=f"ran on {ran_on} .* other GPUs or another interconnect"
+        ):
+            refit(sized.hardware, limits, [measured], "test", sized.instance_type)
