@@ -75,6 +75,9 @@ class Capacity:
     slots_per_replica: int
     # Where the replica's speed comes from: the bundled fit, or the load test it was refitted to.
     throughput_source: str
+    # At saturation (max_num_seqs streams of the lengths sized for), and its price per million.
+    output_tokens_per_second: float = 0.0
+    usd_per_million_output_tokens: float = 0.0
 
     def to_dict(self) -> dict:
         return {
@@ -86,6 +89,8 @@ class Capacity:
             "slots_per_replica": self.slots_per_replica,
             "slo_quantile": SLO_QUANTILE,
             "throughput_source": self.throughput_source,
+            "output_tokens_per_second_at_saturation": round(self.output_tokens_per_second, 1),
+            "usd_per_million_output_tokens": round(self.usd_per_million_output_tokens, 3),
         }
 
 
@@ -180,8 +185,17 @@ def capacity(
     lo = replicas_for(rate, slo_s, prefill, service, slots)
     hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
     saturated = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
+    tokens = saturated.output_tokens_per_second
     return Capacity(
-        max(1, lo), max(1, hi), saturated.requests_per_second, service, prefill, slots, hw.efficiencies.source
+        max(1, lo),
+        max(1, hi),
+        saturated.requests_per_second,
+        service,
+        prefill,
+        slots,
+        hw.efficiencies.source,
+        tokens,
+        sized.replica_hourly_usd / (tokens * 3600) * 1e6,
     )
 
 
@@ -304,7 +318,9 @@ class Load:
             f"autoscaling.minReplicas {cap.min_replicas} (at {self.rate:g} req/s), "
             f"autoscaling.maxReplicas {cap.max_replicas} (at {self.peak_rate:g} req/s) for p95 TTFT "
             f"<= {self.ttft_slo_s:g} s on {instance_type}: each replica {cap.slots_per_replica} slots "
-            f"of {cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s at saturation"
+            f"of {cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s and "
+            f"{cap.output_tokens_per_second:.0f} output tok/s at saturation "
+            f"(${cap.usd_per_million_output_tokens:.2f} per million output tokens)"
         )
 
 

@@ -13,6 +13,7 @@ from deepseek_eks.automation.api import prepare
 from deepseek_eks.automation.cli import main
 from deepseek_eks.sizing.capacity import capacity
 from deepseek_eks.sizing.cli import main as sizing_main
+from deepseek_eks.sizing.performance import steady_state
 from tests.measured import load_test_points, slower_replica
 
 # dev with an FP8 KV cache: a setting `python -m sizing capacity` has no option for.
@@ -105,6 +106,15 @@ def test_a_load_test_of_the_stack_s_replica(tmp_path: Path, capsys: pytest.Captu
     assert expected.max_replicas > capacity(sized, 0.5, 3.0, slo).max_replicas
     out = run_json(capsys, "--stack", "dev", "--rate", "0.5", "--peak-rate", "3", "--load-test", str(report))
     assert (out["min_replicas"], out["max_replicas"]) == (expected.min_replicas, expected.max_replicas)
+    # What a token costs on the measured replica, beside the plan's figure on the bundled fit.
+    measured = steady_state(truth, sized.scheduler_limits, sized.max_num_seqs, 500, 1162)
+    usd = sized.replica_hourly_usd / (measured.output_tokens_per_second * 3600) * 1e6
+    assert out["usd_per_million_output_tokens"] == pytest.approx(usd, rel=0.05)
+    assert out["usd_per_million_output_tokens"] > 1.1 * sized.usd_per_million_output_tokens
+    bundled = run_json(capsys, "--stack", "dev", "--rate", "0.5")
+    assert bundled["usd_per_million_output_tokens"] == pytest.approx(
+        sized.usd_per_million_output_tokens, rel=0.01
+    )
     report.write_text(
         json.dumps(
             {
