@@ -1,4 +1,4 @@
-"""python -m automation: offline render and plan; preflight (read-only AWS checks); preview, up,
+"""python -m automation: offline render, plan and capacity; preflight (read-only AWS checks); preview, up,
 refresh, destroy and outputs through the Pulumi Automation API on the same program pulumi up runs.
 
 up, refresh and destroy show a preview first and ask before changing anything (--yes answers
