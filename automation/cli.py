@@ -331,6 +331,9 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
     from deepseek_eks.sizing.measured import LoadTestReportError
     from deepseek_eks.sizing.planner import PlanError
 
+    from .api import parse_overrides
+    from .capacity import capacity_changes, replan_refusal
+
     prepared = _prepared(args, out)
     settings, sized = prepared.settings, prepared.plan
     try:
@@ -350,7 +353,8 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
     changes = capacity_changes(args.stack, autoscaling.min_replicas, autoscaling.max_replicas, cap)
     # The raises offered are checked together: the stack must build with all of them.
     proposed = {c["setting"]: c["needed"] for c in changes if c["command"]}
-    if proposed and (refusal := _refusal(args, sized, proposed)):
+    overrides = parse_overrides(args.set)
+    if proposed and (refusal := replan_refusal(args.stack, overrides, args.project_dir, sized, proposed)):
         for change in changes:
             if change["command"]:
                 change["why"] += f"; but the stack cannot take it: {refusal}"
@@ -377,88 +381,6 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
         if change["command"]:
             out.line(f"  {change['command']}")
     return 0
-
-
-def _refusal(args: argparse.Namespace, sized: Any, proposed: dict[str, int]) -> str | None:
-    """Why the stack, with the ``proposed`` settings besides its --set overrides, would not take
-    the answer: it would not build (a replica per zone...), or its plan would change replica (the
-    instance type and packing are chosen for maxReplicas), so the answer no longer holds. None
-    when it takes it."""
-    from .api import parse_overrides, prepare
-
-    overrides = {**parse_overrides(args.set), **{k: str(v) for k, v in proposed.items()}}
-    try:
-        replanned = prepare(args.stack, overrides, args.project_dir).plan
-    except (SettingsError, SizingError) as error:
-        return " ".join(str(error).split())
-
-    def replica(plan: Any) -> tuple[str, int, int, int]:
-        return plan.instance_type, plan.tensor_parallel_size, plan.chosen.replicas_per_node, plan.max_num_seqs
-
-    if replica(replanned) != replica(sized):
-        settings = " and ".join(f"{k} {v}" for k, v in proposed.items())
-        return (
-            f"with {settings} the plan serves from {replanned.instance_type} "
-            f"(TP {replanned.tensor_parallel_size}, {replanned.chosen.replicas_per_node} per node, "
-            f"max_num_seqs {replanned.max_num_seqs}), not this answer's {sized.instance_type}; "
-            f"rerun with {' '.join(f'--set {k}={v}' for k, v in proposed.items())}"
-        )
-    return None
-
-
-def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any) -> list[dict[str, Any]]:
-    """How the stack's replica bounds compare with what the load needs: one entry per bound that
-    differs, with why and the command that sets it (None for a floor above need, which is the
-    user's to keep: a second replica survives a node failure)."""
-    changes = []
-    key = f"{PROJECT}:autoscaling"
-    if max_replicas < cap.max_replicas:
-        changes.append(
-            {
-                "setting": "autoscaling.maxReplicas",
-                "stack": max_replicas,
-                "needed": cap.max_replicas,
-                "why": f"maxReplicas {max_replicas} is below the {cap.max_replicas} the peak rate needs: "
-                "at the peak, p95 TTFT exceeds the SLO",
-                "command": f"pulumi config set --stack {stack} {key}.maxReplicas {cap.max_replicas}",
-            }
-        )
-    elif max_replicas > cap.max_replicas:
-        changes.append(
-            {
-                "setting": "autoscaling.maxReplicas",
-                "stack": max_replicas,
-                "needed": cap.max_replicas,
-                "why": f"maxReplicas {max_replicas} is above the {cap.max_replicas} the peak rate needs: "
-                "headroom for a busier peak (the autoscaler adds replicas only under load)",
-                "command": None,
-            }
-        )
-    if min_replicas < cap.min_replicas:
-        changes.append(
-            {
-                "setting": "autoscaling.minReplicas",
-                "stack": min_replicas,
-                "needed": cap.min_replicas,
-                "why": f"minReplicas {min_replicas} is below the {cap.min_replicas} the baseline rate needs: "
-                "at that rate the fleet waits on a cold start to meet the SLO",
-                "command": f"pulumi config set --stack {stack} {key}.minReplicas {cap.min_replicas}",
-            }
-        )
-    elif min_replicas > cap.min_replicas:
-        changes.append(
-            {
-                "setting": "autoscaling.minReplicas",
-                "stack": min_replicas,
-                "needed": cap.min_replicas,
-                "why": f"minReplicas {min_replicas} is above the {cap.min_replicas} the baseline rate needs: "
-                "it pays for replicas the SLO does not need (keep it if it is for availability: a "
-                f"second replica serves while a node is replaced); pulumi config set --stack {stack} "
-                f"{key}.minReplicas {cap.min_replicas} lowers it",
-                "command": None,
-            }
-        )
-    return changes
 
 
 @command("preflight", "read-only AWS checks: credentials, offerings, quotas", _stack_set_json)
