@@ -17,6 +17,8 @@ def test_ports_lie_below_the_ephemeral_range_and_are_never_handed_out_twice() ->
     span = server._ephemeral_range()
     if span is None:
         pytest.skip(f"{server.EPHEMERAL_RANGE_FILE} is not readable here (not Linux)")
+    if span[0] - server.LISTEN_PORTS_FLOOR < 1000:
+        pytest.skip(f"no room below this machine's ephemeral range {span}: the kernel picks")
     ports = [server.free_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
     assert all(server.LISTEN_PORTS_FLOOR <= port < span[0] for port in ports), (span, ports)
