@@ -195,7 +195,7 @@ def capacity(
         slots,
         hw.efficiencies.source,
         tokens,
-        sized.replica_hourly_usd / (tokens * 3600) * 1e6,
+        sized.usd_per_million(tokens),
     )
 
 

@@ -549,7 +549,11 @@ class SizingPlan:
     @property
     def usd_per_million_output_tokens(self) -> float:
         """The replica's hourly price over what it emits in an hour at saturation."""
-        return self.replica_hourly_usd / (self.saturation.output_tokens_per_second * 3600) * 1e6
+        return self.usd_per_million(self.saturation.output_tokens_per_second)
+
+    def usd_per_million(self, output_tokens_per_second: float) -> float:
+        """The replica's hourly price over ``output_tokens_per_second`` for an hour, per million."""
+        return self.replica_hourly_usd / (output_tokens_per_second * 3600) * 1e6
 
     @property
     def roofline_usd_per_million_output_tokens(self) -> float:
@@ -558,7 +562,7 @@ class SizingPlan:
         bandwidth and peak, no efficiency or host time; derivation in docs/sizing-performance.md):
         the floor usd_per_million_output_tokens is judged against."""
         top = roofline(self.hardware, self.kv_cache_tokens, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS)
-        return self.replica_hourly_usd / (top.output_tokens_per_second * 3600) * 1e6
+        return self.usd_per_million(top.output_tokens_per_second)
 
     @property
     def repository(self) -> str | None:
