@@ -338,17 +338,15 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
     settings, sized = prepared.settings, prepared.plan
     try:
         load = Load.from_args(args, float(settings.observability.ttft_slo_seconds))
-        for warning in load.warnings():
-            out.error(warning)
-        cap, notes = load.size(sized)
+        cap, messages = load.size(sized)
     except LoadError as error:
         return _fail(out, 2, "\n".join(f"error: {problem}" for problem in error.problems))
     except LoadTestReportError as error:
         return _fail(out, 2, f"error: {error}")
     except PlanError as error:
         return _fail(out, 1, f"error: {error}")
-    for note in notes:
-        out.error(f"note: {note}")
+    for message in messages:
+        out.error(message)
     autoscaling = settings.autoscaling
     changes = capacity_changes(args.stack, autoscaling.min_replicas, autoscaling.max_replicas, cap)
     # The raises offered are checked together: the stack must build with all of them.

@@ -26,14 +26,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from .catalog import GPU_FAMILIES, VARIANTS
-from .measured import (
-    LoadTestReportError,
-    Measurement,
-    lengthless_warning,
-    read_load_test,
-    refit,
-    unstated_setup,
-)
+from .measured import LoadTestReportError, Measurement, read_load_test, refit_report
 from .memory import Quantization
 from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
 from .planner import PlanError, PlanRequest, SizingPlan, plan
@@ -278,29 +271,22 @@ class Load:
                 raise LoadError([str(e)]) from None
         return cls(args.rate, peak, slo, args.prompt_tokens, args.output_tokens, args.load_test, measurements)
 
-    def warnings(self) -> list[str]:
-        """What to print before sizing: points of the report that state no lengths."""
-        if self.measurements is None or self.report is None:
-            return []
-        warning = lengthless_warning(self.measurements, "--load-test", self.report)
-        return [warning] if warning else []
-
-    def size(self, sized: SizingPlan) -> tuple[Capacity, list[str]]:
+    def size(self, sized: SizingPlan) -> tuple[Capacity, tuple[str, ...]]:
         """The replica counts for ``sized`` at this load, on the load test's speed where there is
-        one, and the notes on what the refit assumed (LoadTestReportError when the report is
-        another model's or another instance type's)."""
-        measured, notes = None, []
+        one, and the lines to print on stderr about what the refit assumed (``refit_report``;
+        LoadTestReportError when the report is another model's or another instance type's)."""
+        measured: Hardware | None = None
+        messages: tuple[str, ...] = ()
         if self.measurements and self.report is not None:
-            limits, instance_type = sized.scheduler_limits, sized.instance_type
-            source = f"measured: {self.report.name}"
-            try:
-                measured = refit(sized.hardware, limits, self.measurements, source, instance_type)
-            except LoadTestReportError as e:
-                raise LoadTestReportError(f"--load-test {self.report}: {e}") from None
-            notes = [
-                f"--load-test {self.report}: {note}"
-                for note in unstated_setup(self.measurements, instance_type, limits)
-            ]
+            refitted = refit_report(
+                sized.hardware,
+                sized.scheduler_limits,
+                self.measurements,
+                "--load-test",
+                self.report,
+                sized.instance_type,
+            )
+            measured, messages = refitted.hardware, refitted.messages
         cap = capacity(
             sized,
             self.rate,
@@ -310,7 +296,7 @@ class Load:
             self.output_tokens,
             measured,
         )
-        return cap, notes
+        return cap, messages
 
     def summary(self, cap: Capacity, instance_type: str) -> str:
         """The answer in one line."""
@@ -350,8 +336,6 @@ def main(argv: list[str]) -> int:
         for problem in e.problems:
             print(f"error: {problem}", file=sys.stderr)
         return 2
-    for warning in load.warnings():
-        print(warning, file=sys.stderr)
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
     try:
         sized = plan(
@@ -362,12 +346,12 @@ def main(argv: list[str]) -> int:
         if not isinstance(sized, SizingPlan):
             print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
             return 1
-        cap, notes = load.size(sized)
+        cap, messages = load.size(sized)
     except (PlanError, LoadTestReportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for note in notes:
-        print(f"note: {note}", file=sys.stderr)
+    for message in messages:
+        print(message, file=sys.stderr)
     doc = {"variant": args.variant, "instance_type": sized.instance_type, **cap.to_dict()}
     if args.json:
         print(json.dumps(doc, indent=2))

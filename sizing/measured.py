@@ -165,9 +165,9 @@ def _setup(report: Mapping[str, Any], where: str) -> _Setup:
     return _Setup(model if isinstance(model, str) and model else None, seqs, instance)
 
 
-def lengthless_warning(measurements: Sequence[Measurement], flag: str, path: Path) -> str | None:
-    """The warning every command that refits prints for points that state no lengths (taken at
-    the planning lengths), or None when all do."""
+def _lengthless_warning(measurements: Sequence[Measurement], flag: str, path: Path) -> str | None:
+    """The warning for points that state no lengths (taken at the planning lengths), or None
+    when all do."""
     unstated = unstated_lengths(measurements)
     if not unstated:
         return None
@@ -207,12 +207,12 @@ def _same_replica(hw: Hardware, instance_type: str | None) -> bool:
     return other == hw
 
 
-def unstated_setup(
+def _unstated_setup(
     measurements: Sequence[Measurement], instance_type: str, limits: SchedulerLimits
 ) -> list[str]:
     """What the refit assumes because the report does not say it: the instance type and the
     --max-num-seqs the replica ran with, taken as ``instance_type``'s and ``limits``'s (the plan's
-    or the command's). One note each, for the commands to print."""
+    or the command's). One note each."""
     notes = []
     if any(m.instance_type is None for m in measurements):
         notes.append(
@@ -280,3 +280,37 @@ def refit(
         for m in measurements
     ]
     return hw.with_efficiencies(fit_points(points, f"calibrated to {source}", hw.efficiencies))
+
+
+@dataclass(frozen=True)
+class Refitted:
+    """A replica refitted to a load-test report, and what the command that asked must tell the
+    user about it."""
+
+    hardware: Hardware
+    # Lines for stderr, each with its "warning: " or "note: " prefix and the report named: points
+    # taken at the planning lengths, and settings of the measured replica taken as the plan's.
+    messages: tuple[str, ...]
+
+
+def refit_report(
+    hw: Hardware,
+    limits: SchedulerLimits,
+    measurements: Sequence[Measurement],
+    flag: str,
+    path: Path,
+    instance_type: str,
+) -> Refitted:
+    """``hw`` (on ``instance_type``, under ``limits``) refitted to the points of the report at
+    ``path`` (given with ``flag``), as every command that takes a load test does it:
+    ``python -m sizing capacity|throughput --load-test``, ``python -m automation capacity
+    --load-test`` and ``simulate --calibration``. Raises LoadTestReportError naming the report when
+    the refit refuses it (another model, another machine)."""
+    where = f"{flag} {path}"
+    try:
+        refitted = refit(hw, limits, measurements, f"measured: {path.name}", instance_type)
+    except LoadTestReportError as error:
+        raise LoadTestReportError(f"{where}: {error}") from None
+    warning = _lengthless_warning(measurements, flag, path)
+    notes = [f"note: {where}: {note}" for note in _unstated_setup(measurements, instance_type, limits)]
+    return Refitted(refitted, tuple([warning] if warning else []) + tuple(notes))

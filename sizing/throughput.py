@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .catalog import VARIANTS, instance_catalog, model_catalog
-from .measured import LoadTestReportError, lengthless_warning, read_load_test, refit, unstated_setup
+from .measured import LoadTestReportError, read_load_test, refit_report
 from .memory import Quantization, tensor_parallel_refusal
 from .performance import (
     Hardware,
@@ -108,19 +108,13 @@ def _problems(args: argparse.Namespace) -> list[str]:
 
 
 def _refitted(hw: Hardware, limits: SchedulerLimits, report: Path, instance_type: str) -> Hardware:
-    """``hw`` (on ``instance_type``) refitted to a load-test report (``sizing/measured.py``), with
-    the same warning as ``simulate --calibration`` for points that state no lengths, and a note for
-    each setting of the measured replica the report does not record (taken as this command's)."""
+    """``hw`` (on ``instance_type``) refitted to a load-test report, as every command that takes
+    one does it (``sizing/measured.py`` ``refit_report``), its warnings and notes on stderr."""
     measurements = read_load_test(report, "--load-test")
-    if warning := lengthless_warning(measurements, "--load-test", report):
-        print(warning, file=sys.stderr)
-    try:
-        refitted = refit(hw, limits, measurements, f"measured: {report.name}", instance_type)
-    except LoadTestReportError as e:
-        raise LoadTestReportError(f"--load-test {report}: {e}") from None
-    for note in unstated_setup(measurements, instance_type, limits):
-        print(f"note: --load-test {report}: {note}", file=sys.stderr)
-    return refitted
+    refitted = refit_report(hw, limits, measurements, "--load-test", report, instance_type)
+    for message in refitted.messages:
+        print(message, file=sys.stderr)
+    return refitted.hardware
 
 
 def main(argv: list[str]) -> int:

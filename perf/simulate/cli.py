@@ -11,10 +11,9 @@ from pathlib import Path
 from deepseek_eks.automation.stackfile import PROJECT_ROOT, StackFileError
 from deepseek_eks.components import SizingError
 from deepseek_eks.settings import SettingsError
-from deepseek_eks.sizing.measured import lengthless_warning, unstated_setup
 
 from .hpa import AutoscalerSpecError
-from .replica import CalibrationError, NoThroughputData, load_calibration, plan_limits, published_curve
+from .replica import CalibrationError, NoThroughputData, calibrate, published_curve
 from .run import (
     FIXED,
     Run,
@@ -143,18 +142,16 @@ def _simulate(args: argparse.Namespace) -> int:
         seed=args.seed,
         lengths=LengthProfile(args.prompt_tokens, args.output_tokens),
     )
-    curve = load_calibration(args.calibration) if args.calibration else None
-    if curve is not None:
-        if warning := lengthless_warning(curve.measurements, "--calibration", args.calibration):
-            print(warning, file=sys.stderr)
-        plan = load_stack(args.stack, overrides, args.project_dir).plan
-        for note in unstated_setup(curve.measurements, plan["instance_type"], plan_limits(plan)):
-            print(f"note: --calibration {args.calibration}: {note}", file=sys.stderr)
+    inputs = load_stack(args.stack, overrides, args.project_dir)
+    curve = None
+    if args.calibration:
+        curve, messages = calibrate(inputs.plan, args.calibration)
+        for message in messages:
+            print(message, file=sys.stderr)
     _warn(args.stack, overrides, args.project_dir)
     if args.compare:
-        runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve)
+        runs, rate, used = compare(args.stack, spec, overrides, args.project_dir, curve, inputs)
     else:
-        inputs = load_stack(args.stack, overrides, args.project_dir)
         used = curve or published_curve(inputs.plan)
         trace, duration, rate = build_trace(spec, inputs, used)
         runs = [simulate(inputs, trace, duration, used, history=demand_history(inputs, spec, rate, used))]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from deepseek_eks.sizing.measured import (
     Measurement,
     read_load_test,
     refit,
+    refit_report,
     unstated_lengths,
 )
 from deepseek_eks.sizing.memory import KvCacheDtype, Quantization
@@ -169,6 +170,19 @@ def load_calibration(path: Path) -> ThroughputCurve:
             f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out)"
         )
     return ThroughputCurve(points, source, measurements=measured)
+
+
+def calibrate(plan: Mapping[str, Any], path: Path) -> tuple[ThroughputCurve, tuple[str, ...]]:
+    """The curve of the load-test report at ``path`` (``--calibration``) with the plan's hardware
+    refitted to it once, as every command that takes a load test does (``refit_report``), and the
+    lines to print on stderr about what the refit assumed."""
+    curve = load_calibration(path)
+    try:
+        hw, limits = plan_hardware(plan), plan_limits(plan)
+        refitted = refit_report(hw, limits, curve.measurements, "--calibration", path, plan["instance_type"])
+    except LoadTestReportError as error:
+        raise CalibrationError(str(error)) from None
+    return replace(curve, hardware=refitted.hardware), refitted.messages
 
 
 @dataclass(frozen=True)

@@ -646,14 +646,16 @@ def compare(
     overrides: Mapping[str, str] | None = None,
     project_dir: Path = PROJECT_ROOT,
     curve: ThroughputCurve | None = None,
+    own: StackInputs | None = None,
 ) -> tuple[list[Run], float, ThroughputCurve]:
     """The stack's own autoscaler, then every other scaling signal of the project (rendered with
     ``--set autoscaling.signal``), both published guides, the fixed-fleet frontier and the oracle
     (then, where the stack's minReplicas is above 1, the oracle held to it), on one trace, in the
-    order of the JSON's ``runs[]``. Returns the runs, the trace's mean request
-    rate and the throughput curve used."""
+    order of the JSON's ``runs[]``. ``own`` is the stack as loaded with these overrides, where the
+    caller has it already. Returns the runs, the trace's mean request rate and the throughput curve
+    used."""
     overrides = dict(overrides or {})
-    own = load_stack(stack, overrides, project_dir)
+    own = own or load_stack(stack, overrides, project_dir)
     others = [
         load_stack(stack, {**overrides, "autoscaling.signal": s}, project_dir, s)
         for s in SIGNALS

@@ -208,7 +208,16 @@ def test_cli_dev_runs_on_the_replica_model_and_a_calibration_overrides_it(
     args = ["--stack", "dev", "--hours", "1", "--calibration", str(measured), "--out", str(tmp_path)]
     assert cli.main(args) == 0
     assert json.loads((tmp_path / "dev.json").read_text())["throughput_source"] == "measured: loadtest.json"
-    assert "state no request lengths" not in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "state no request lengths" not in err
+    # What the report leaves unsaid is taken from the plan, said once, naming the report.
+    assert err.count(f"note: --calibration {measured}: the load test does not say which instance type") == 1
+    assert err.count(f"note: --calibration {measured}: the load test does not say the replica's") == 1
+    # A report of another served model is refused at the command, naming the report.
+    measured.write_text(json.dumps({"config": {"model": "r1-distill-llama-70b"}, "points": points}))
+    assert cli.main(args) == 2
+    assert f"--calibration {measured}: the load test measured r1-distill-llama-70b" in capsys.readouterr().err
+    measured.write_text(json.dumps({"points": points}))
     # A report from before the lengths were recorded: taken at the planning lengths, and said so.
     measured.write_text(
         json.dumps({"points": [{k: p[k] for k in ("concurrency", "output_tokens_per_s")} for p in points]})
