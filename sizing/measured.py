@@ -207,12 +207,13 @@ def _same_replica(hw: Hardware, instance_type: str | None) -> bool:
     return other == hw
 
 
-def _unstated_setup(
-    measurements: Sequence[Measurement], instance_type: str, limits: SchedulerLimits
+def _assumed_setup(
+    hw: Hardware, measurements: Sequence[Measurement], instance_type: str, limits: SchedulerLimits
 ) -> list[str]:
-    """What the refit assumes because the report does not say it: the instance type and the
-    --max-num-seqs the replica ran with, taken as ``instance_type``'s and ``limits``'s (the plan's
-    or the command's). One note each."""
+    """What the refit assumes about the measured replica: the instance type and --max-num-seqs a
+    report does not record, taken as ``instance_type``'s and ``limits``'s (the plan's or the
+    command's); and another size of ``hw``'s GPUs and interconnect, taken as the same replica,
+    which it is only to the replica model. One note each."""
     notes = []
     if any(m.instance_type is None for m in measurements):
         notes.append(
@@ -223,6 +224,14 @@ def _unstated_setup(
         notes.append(
             f"the load test does not say the replica's --max-num-seqs: taken as {limits.max_num_seqs} "
             "(record it with python -m automation loadtest --max-num-seqs)"
+        )
+    recorded = {m.instance_type for m in measurements if m.instance_type is not None}
+    sizes = sorted(recorded - {instance_type})
+    if sizes:
+        notes.append(
+            f"the load test ran on {', '.join(sizes)}: taken as {instance_type}'s replica "
+            f"({hw.gpus}x {hw.gpu.name}, the same interconnect); their vCPUs and memory differ, which "
+            "the replica model does not see (tokenization and the API server run on the CPUs)"
         )
     return notes
 
@@ -312,5 +321,5 @@ def refit_report(
     except LoadTestReportError as error:
         raise LoadTestReportError(f"{where}: {error}") from None
     warning = _lengthless_warning(measurements, flag, path)
-    notes = [f"note: {where}: {note}" for note in _unstated_setup(measurements, instance_type, limits)]
+    notes = [f"note: {where}: {note}" for note in _assumed_setup(hw, measurements, instance_type, limits)]
     return Refitted(refitted, tuple([warning] if warning else []) + tuple(notes))

@@ -242,7 +242,10 @@ def test_a_load_test_on_another_instance_type_is_refused(
     assert sized.instance_type == "g6.xlarge"
     report.write_text(json.dumps({"config": {"instance_type": same}, "points": [point]}))
     assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 0
-    capsys.readouterr()
+    # ... which the command says, with what the replica model does not see.
+    err = capsys.readouterr().err
+    assert f"note: --load-test {report}: the load test ran on {same}: taken as g6.xlarge's replica" in err
+    assert "their vCPUs and memory differ" in err
     # A malformed record is named, not ignored.
     report.write_text(json.dumps({"config": {"max_num_seqs": "many"}, "points": [point]}))
     assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
