@@ -328,6 +328,7 @@ def run_bake(stack: str, overrides: dict[str, str], subnet_id: str | None, proje
 
     from .api import AutomationError, prepare, require_aws_credentials
     from .preflight import aws_session, cluster_zones
+    from .stackfile import config_set_command
 
     try:
         prepared = prepare(stack, overrides, project_dir)
@@ -370,7 +371,8 @@ def run_bake(stack: str, overrides: dict[str, str], subnet_id: str | None, proje
         raise AutomationError(str(error), exit_code=1) from error
     if settings.weights.snapshot_id != result.snapshot_id:
         print(
-            f"keep it in the stack: pulumi config set weights.snapshotId {result.snapshot_id} --stack {stack}"
+            "keep it in the stack: "
+            + config_set_command(prepared.config, "weights.snapshotId", result.snapshot_id)
         )
     print(result.snapshot_id)
     return 0

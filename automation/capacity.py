@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_eks.components import SizingError
-from deepseek_eks.settings import PROJECT, SettingsError
+from deepseek_eks.settings import SettingsError
+
+from .stackfile import StackConfig, config_set_command
 
 
 def replan_refusal(
@@ -39,12 +41,14 @@ def replan_refusal(
     return None
 
 
-def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any) -> list[dict[str, Any]]:
+def capacity_changes(
+    config: StackConfig, min_replicas: int, max_replicas: int, cap: Any
+) -> list[dict[str, Any]]:
     """How the stack's replica bounds compare with what the load needs: one entry per bound that
-    differs, with why and the command that sets it (None for a floor above need, which is the
-    user's to keep: a second replica survives a node failure)."""
+    differs, with why and the command that sets it in the form ``config``'s stack file keeps it
+    (None for a floor above need, which is the user's to keep: a second replica survives a node
+    failure)."""
     changes = []
-    key = f"{PROJECT}:autoscaling"
     if max_replicas < cap.max_replicas:
         changes.append(
             {
@@ -53,7 +57,7 @@ def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any)
                 "needed": cap.max_replicas,
                 "why": f"maxReplicas {max_replicas} is below the {cap.max_replicas} the peak rate needs: "
                 "at the peak, p95 TTFT exceeds the SLO",
-                "command": f"pulumi config set --stack {stack} {key}.maxReplicas {cap.max_replicas}",
+                "command": config_set_command(config, "autoscaling.maxReplicas", cap.max_replicas),
             }
         )
     elif max_replicas > cap.max_replicas:
@@ -75,7 +79,7 @@ def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any)
                 "needed": cap.min_replicas,
                 "why": f"minReplicas {min_replicas} is below the {cap.min_replicas} the baseline rate needs: "
                 "at that rate the fleet waits on a cold start to meet the SLO",
-                "command": f"pulumi config set --stack {stack} {key}.minReplicas {cap.min_replicas}",
+                "command": config_set_command(config, "autoscaling.minReplicas", cap.min_replicas),
             }
         )
     elif min_replicas > cap.min_replicas:
@@ -86,8 +90,8 @@ def capacity_changes(stack: str, min_replicas: int, max_replicas: int, cap: Any)
                 "needed": cap.min_replicas,
                 "why": f"minReplicas {min_replicas} is above the {cap.min_replicas} the baseline rate needs: "
                 "it pays for replicas the SLO does not need (keep it if it is for availability: a "
-                f"second replica serves while a node is replaced); pulumi config set --stack {stack} "
-                f"{key}.minReplicas {cap.min_replicas} lowers it",
+                f"second replica serves while a node is replaced); "
+                f"{config_set_command(config, 'autoscaling.minReplicas', cap.min_replicas)} lowers it",
                 "command": None,
             }
         )

@@ -327,9 +327,8 @@ def _capacity_arguments(p: argparse.ArgumentParser) -> None:
     _capacity_arguments,
 )
 def _capacity(args: argparse.Namespace, out: Output) -> int:
-    from deepseek_eks.sizing.capacity import Load, LoadError
+    from deepseek_eks.sizing.capacity import Load, LoadError, NoReplicaCount
     from deepseek_eks.sizing.measured import LoadTestReportError
-    from deepseek_eks.sizing.planner import PlanError
 
     from .api import parse_overrides
     from .capacity import capacity_changes, replan_refusal
@@ -343,12 +342,12 @@ def _capacity(args: argparse.Namespace, out: Output) -> int:
         return _fail(out, 2, "\n".join(f"error: {problem}" for problem in error.problems))
     except LoadTestReportError as error:
         return _fail(out, 2, f"error: {error}")
-    except PlanError as error:
+    except NoReplicaCount as error:
         return _fail(out, 1, f"error: {error}")
     for message in messages:
         out.error(message)
     autoscaling = settings.autoscaling
-    changes = capacity_changes(args.stack, autoscaling.min_replicas, autoscaling.max_replicas, cap)
+    changes = capacity_changes(prepared.config, autoscaling.min_replicas, autoscaling.max_replicas, cap)
     # The raises offered are checked together: the stack must build with all of them.
     proposed = {c["setting"]: c["needed"] for c in changes if c["command"]}
     overrides = parse_overrides(args.set)

@@ -108,6 +108,15 @@ class StackConfig:
         return _engine_config(self.stack, raw, self.document, Project(project, self.defaults))
 
 
+def config_set_command(config: StackConfig, name: str, value: object) -> str:
+    """The ``pulumi config set`` command that sets the project's setting ``name``
+    (``autoscaling.maxReplicas``) to ``value`` in ``config``'s stack, in the form its stack file
+    keeps that setting: ``--path`` into its object where the file keeps the group as one (a flat key
+    beside it would be refused as the same setting twice), else the flat key."""
+    path = " --path" if _kept_as_object(config.raw, config.project, name) else ""
+    return f"pulumi config set --stack {config.stack}{path} {config.project}:{name} {value}"
+
+
 def parse_key(key: str) -> tuple[str, str]:
     """``ns:name`` or ``ns:config:name`` -> ``(ns, name)``, as Pulumi's ``config.ParseKey``."""
     parts = key.split(":")
@@ -149,11 +158,17 @@ def _set_path(config: dict[str, Any], namespace: str, name: str, value: Any) -> 
     node[rest[-1]] = value
 
 
-def _override(raw: dict[str, Any], namespace: str, name: str, value: Any) -> None:
+def _kept_as_object(raw: dict[str, Any], namespace: str, name: str) -> bool:
+    """Whether the stack file keeps ``name``'s group (``autoscaling`` of ``autoscaling.maxReplicas``)
+    as one object, the ``--path`` form, where a flat key for it would be the same setting twice."""
     first, *rest = _path(name)
     root = raw.get(f"{namespace}:{first}")
-    if rest and isinstance(root, dict) and not _is_secure(root):
-        _set_path(raw, namespace, name, value)  # the stack uses the --path form for this group
+    return bool(rest) and isinstance(root, dict) and not _is_secure(root)
+
+
+def _override(raw: dict[str, Any], namespace: str, name: str, value: Any) -> None:
+    if _kept_as_object(raw, namespace, name):
+        _set_path(raw, namespace, name, value)
     else:
         raw[f"{namespace}:{name}"] = value
 

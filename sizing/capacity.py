@@ -87,6 +87,11 @@ class Capacity:
         }
 
 
+class NoReplicaCount(ValueError):
+    """No replica count meets the TTFT SLO at this load: the load is infeasible for the plan (exit
+    1, as an infeasible plan), not a bad option."""
+
+
 def replicas_for(rate: float, slo_s: float, prefill_s: float, service_s: float, slots: int) -> int:
     """Fewest replicas whose p95 TTFT at ``rate`` requests/s is within ``slo_s``."""
     if rate <= 0:
@@ -94,7 +99,7 @@ def replicas_for(rate: float, slo_s: float, prefill_s: float, service_s: float, 
     for n in range(1, MAX_REPLICAS_SEARCHED + 1):
         if p_ttft_above(slo_s, prefill_s, rate, service_s, n * slots) <= 1 - SLO_QUANTILE:
             return n
-    raise PlanError(f"more than {MAX_REPLICAS_SEARCHED} replicas needed for {rate} requests/s")
+    raise NoReplicaCount(f"more than {MAX_REPLICAS_SEARCHED} replicas needed for {rate} requests/s")
 
 
 def highest_rate(
@@ -170,7 +175,7 @@ def capacity(
     hw, limits = measured or sized.hardware, sized.scheduler_limits
     prefill, service, slots = service_model(hw, limits, prompt_tokens, output_tokens)
     if prefill >= slo_s:
-        raise PlanError(
+        raise NoReplicaCount(
             f"a TTFT SLO of {slo_s:g} s is below one request's prefill alone ({prefill:.3f} s at "
             f"{prompt_tokens} prompt tokens on {sized.instance_type}): no replica count meets it; "
             "raise --ttft-slo (observability.ttftSloSeconds) or shorten the prompts"
@@ -247,15 +252,15 @@ class Load:
         slo = args.ttft_slo if args.ttft_slo is not None else ttft_slo_s
         peak = args.peak_rate if args.peak_rate is not None else args.rate
         problems = [
-            f"--{flag} {value}: must be positive"
+            f"--{flag} {value}: must be a positive number"
             for flag, value in (
                 ("rate", args.rate),
-                ("peak-rate", peak),
+                ("peak-rate", args.peak_rate),
                 ("ttft-slo", slo),
                 ("prompt-tokens", args.prompt_tokens),
                 ("output-tokens", args.output_tokens),
             )
-            if value is not None and value <= 0
+            if value is not None and not 0 < value < math.inf
         ]
         if peak < args.rate:
             problems.append(f"--peak-rate {peak}: below --rate {args.rate}")
@@ -347,6 +352,9 @@ def main(argv: list[str]) -> int:
             print("error: no feasible plan: " + "; ".join(sized.reasons), file=sys.stderr)
             return 1
         cap, messages = load.size(sized)
+    except NoReplicaCount as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     except (PlanError, LoadTestReportError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

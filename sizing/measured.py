@@ -16,6 +16,7 @@ when handed the wrong one.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -69,7 +70,7 @@ def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
     value = point.get(key)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not (0 < value < math.inf):
         raise ValueError(f"{key} must be a positive number, got {value!r}")
     return float(value)
 
@@ -86,8 +87,20 @@ class _Setup:
 def _measurement(point: Any, where: str, path: Path, setup: _Setup) -> Measurement:
     try:
         concurrency, rate = int(point["concurrency"]), float(point["output_tokens_per_s"])
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, OverflowError):
         raise LoadTestReportError(f"{where}: each point needs concurrency and output_tokens_per_s") from None
+    raw = point["concurrency"]
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or raw != concurrency or concurrency < 1:
+        raise LoadTestReportError(
+            f"{where}: a point's concurrency must be a whole number of streams, at least 1, got {raw!r}"
+        )
+    if not (math.isfinite(rate) and rate > 0):
+        raise LoadTestReportError(
+            f"{where}: point at concurrency {concurrency}: "
+            f"output_tokens_per_s {point['output_tokens_per_s']!r}: "
+            "a point must measure a positive output rate (no request completed?); rerun the load test "
+            "and check its errors"
+        )
     try:
         prompt, output = _mean_tokens(point, "prompt_tokens"), _mean_tokens(point, "output_tokens")
     except ValueError as error:

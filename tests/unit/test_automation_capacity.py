@@ -183,3 +183,43 @@ def test_an_unreadable_report_is_named_with_why(tmp_path: Path, capsys: pytest.C
     assert f"--load-test {missing}: No such file or directory" in capsys.readouterr().err
     assert main(["capacity", "--stack", "dev", "--rate", "1", "--load-test", str(broken)]) == 2
     assert f"--load-test {broken}: not JSON (" in capsys.readouterr().err
+
+
+def test_the_command_offered_keeps_the_form_the_stack_file_uses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A stack that keeps ``autoscaling`` as one object (``pulumi config set --path``) gets a
+    ``--path`` command: a flat key beside the object would be the same setting twice, which the
+    stack reader refuses. Applied as Pulumi writes each form, the command leaves a stack that plans
+    with the bound it offered."""
+    import shutil
+
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    shutil.copy(root / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    document = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    config = document["config"]
+    prefix = "deepseek-eks:autoscaling."
+    config["deepseek-eks:autoscaling"] = {
+        key.removeprefix(prefix): config.pop(key) for key in [k for k in config if k.startswith(prefix)]
+    }
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    stack_file.write_text(yaml.safe_dump(document))
+    argv = ["--project-dir", str(tmp_path), "capacity", "--stack", "dev", "--rate", "1", "--peak-rate", "3"]
+    assert main([*argv, "--json"]) == 0
+    change = next(
+        c for c in json.loads(capsys.readouterr().out)["changes"] if c["setting"] == "autoscaling.maxReplicas"
+    )
+    command = change["command"]
+    assert (
+        command
+        == f"pulumi config set --stack dev --path deepseek-eks:autoscaling.maxReplicas {change['needed']}"
+    )
+    # What `pulumi config set` writes: with --path, into the object; without, a flat key.
+    if "--path" in command.split():
+        config["deepseek-eks:autoscaling"]["maxReplicas"] = change["needed"]
+    else:
+        config["deepseek-eks:autoscaling.maxReplicas"] = change["needed"]
+    stack_file.write_text(yaml.safe_dump(document))
+    assert prepare("dev", project_dir=tmp_path).settings.autoscaling.max_replicas == change["needed"]

@@ -276,3 +276,58 @@ def test_the_instance_type_check_judges_the_replica_s_hardware(ran_on: str, same
             LoadTestReportError, match=f"ran on {ran_on} .* other GPUs or another interconnect"
         ):
             refit(sized.hardware, limits, [measured], "test", sized.instance_type)
+
+
+@pytest.mark.parametrize(
+    ("point", "words"),
+    [
+        ({"concurrency": 1, "output_tokens_per_s": 0.0}, "output_tokens_per_s 0.0: a point must measure"),
+        ({"concurrency": 1, "output_tokens_per_s": "nan"}, "output_tokens_per_s 'nan'"),
+        ({"concurrency": 0, "output_tokens_per_s": 50.0}, "concurrency must be a whole number .* got 0"),
+        ({"concurrency": 2.5, "output_tokens_per_s": 50.0}, "got 2.5"),
+        ({"concurrency": 4, "output_tokens_per_s": 50.0, "prompt_tokens": math.inf}, "prompt_tokens must be"),
+    ],
+)
+def test_a_point_that_measured_nothing_is_refused_naming_it(
+    tmp_path: Path, point: dict[str, object], words: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A load test whose requests all failed still writes its report (output 0 tok/s): the refit
+    would divide by it. Every command that reads one refuses it, naming the file and the point."""
+    report = tmp_path / "loadtest.json"
+    report.write_text(json.dumps({"points": [point]}))
+    with pytest.raises(LoadTestReportError, match=words):
+        read_load_test(report, "--load-test")
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
+    assert f"error: --load-test {report}" in capsys.readouterr().err
+
+
+def test_the_report_of_a_load_test_where_nothing_completed_is_refused(tmp_path: Path) -> None:
+    from deepseek_eks.perf.loadtest.runner import LoadTestConfig, report
+
+    config = LoadTestConfig(url="http://127.0.0.1:1", model="r1-distill-qwen-7b", max_requests=1)
+    written = report(config, [], 10.0, 0, 0.0)
+    path = tmp_path / "loadtest.json"
+    path.write_text(json.dumps(written))
+    with pytest.raises(LoadTestReportError, match="no request completed"):
+        read_load_test(path, "--calibration")
+
+
+def test_a_load_no_replica_count_serves_is_infeasible_and_a_bad_number_is_a_bad_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Both capacity commands keep the exit-code table: no count meets the SLO (one below a
+    request's prefill, or a rate beyond the search) is an infeasible load, 1; a rate that is not a
+    positive number is a bad option, 2, named."""
+    from deepseek_eks.automation.cli import main as automation_main
+
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    assert main([*argv, "--ttft-slo", "0.01"]) == 1
+    assert "below one request's prefill alone" in capsys.readouterr().err
+    assert automation_main(["capacity", "--stack", "dev", "--rate", "0.5", "--ttft-slo", "0.01"]) == 1
+    assert "below one request's prefill alone" in capsys.readouterr().err
+    for bad in ("nan", "inf", "-1"):
+        assert main([*argv[:-1], bad, "--ttft-slo", "5"]) == 2
+        assert f"--rate {float(bad)}: must be a positive number" in capsys.readouterr().err
+        assert automation_main(["capacity", "--stack", "dev", "--rate", bad]) == 2
+        assert f"--rate {float(bad)}: must be a positive number" in capsys.readouterr().err
