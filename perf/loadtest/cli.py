@@ -289,7 +289,7 @@ def convert_bench(args: argparse.Namespace) -> int:
     except OSError as error:
         raise LoadTestError(f"--from-vllm-bench {path}: {error.strerror}") from None
     result = read_bench_result(text, str(path))
-    report = calibration_from_bench(result, path.name, args.max_num_seqs, args.instance_type)
+    report = calibration_from_bench(result, path.name, args.max_num_seqs, args.instance_type, args.model)
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     document = json.dumps(report, indent=2) + "\n"

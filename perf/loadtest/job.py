@@ -271,7 +271,11 @@ def _setting(result: dict[str, Any], key: str, flag: str, given: str | None, nam
 
 
 def calibration_from_bench(
-    result: dict[str, Any], name: str, max_num_seqs: int | None = None, instance_type: str | None = None
+    result: dict[str, Any],
+    name: str,
+    max_num_seqs: int | None = None,
+    instance_type: str | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """A calibration report (``points`` as perf/simulate/replica.py load_calibration reads
     them) from a vllm bench serve result; fields per reference/upstream/vllm-bench-serve/result-fields.json.
@@ -296,20 +300,32 @@ def calibration_from_bench(
             f"--from-vllm-bench {name}: no latencies and no max_concurrency, so the point has no "
             "concurrency; run vllm bench serve with --max-concurrency"
         )
+    # Each setting of the measured replica is the flag's or the result's record, and named by
+    # where it came from when it is wrong.
     given_seqs = None if max_num_seqs is None else str(max_num_seqs)
     seqs = _setting(result, "max_num_seqs", "--max-num-seqs", given_seqs, name)
+    seqs_from = (
+        "--max-num-seqs" if given_seqs is not None else f"--from-vllm-bench {name}: the result's max_num_seqs"
+    )
     try:
         max_num_seqs = None if seqs is None else int(seqs)
     except ValueError:
-        raise LoadTestError(f"--from-vllm-bench {name}: max_num_seqs {seqs!r} is not an integer") from None
+        raise LoadTestError(f"{seqs_from} {seqs!r} is not an integer") from None
+    if max_num_seqs is not None and max_num_seqs < 1:
+        raise LoadTestError(f"{seqs_from} {max_num_seqs}: must be at least 1 (the replica's --max-num-seqs)")
+    instance_from = (
+        "--instance-type"
+        if instance_type is not None
+        else f"--from-vllm-bench {name}: the result's instance_type"
+    )
     instance_type = _setting(result, "instance_type", "--instance-type", instance_type, name)
     if instance_type is not None:
-        check_instance_type(instance_type)
-    served = result.get(SERVED_MODEL_KEY)
+        check_instance_type(instance_type, instance_from)
+    served = _setting(result, SERVED_MODEL_KEY, "--model", model, name)
     config = {
         key: value
         for key, value in (
-            ("model", served if isinstance(served, str) and served else None),
+            ("model", served or None),
             ("max_num_seqs", max_num_seqs),
             ("instance_type", instance_type),
         )

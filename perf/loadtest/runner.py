@@ -60,14 +60,14 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def check_instance_type(name: str) -> str:
-    """``name`` if the instance catalog has it as a GPU type; a LoadTestError naming
-    --instance-type if not."""
+def check_instance_type(name: str, where: str = "--instance-type") -> str:
+    """``name`` if the instance catalog has it as a GPU type; a LoadTestError naming ``where`` it
+    came from (the flag, or the result that recorded it) if not."""
     from deepseek_eks.sizing.catalog import instance_catalog
 
     if name not in instance_catalog().instances:
         raise LoadTestError(
-            f"--instance-type {name!r}: not a GPU instance type of the catalog; give the EC2 type "
+            f"{where} {name!r}: not a GPU instance type of the catalog; give the EC2 type "
             "the replica under test runs on (the plan's instance type, e.g. g6e.12xlarge)"
         )
     return name

@@ -599,6 +599,45 @@ def test_the_job_records_what_it_measured_and_the_refit_honours_it(
     # An instance type the catalog does not know is refused at the flag.
     assert cli.main([*JOB_ARGS, "--instance-type", "g6.13xlarge"]) == 2
     assert "--instance-type 'g6.13xlarge': not a GPU instance type of the catalog" in capsys.readouterr().err
+    # So is a --model that contradicts the served model the result records.
+    assert cli.main(["--from-vllm-bench", str(log), "--model", "r1-distill-llama-70b"]) == 2
+    err = capsys.readouterr().err
+    assert "records served_model_name=r1-distill-qwen-7b" in err and "--model r1-distill-llama-70b" in err
+
+
+def test_a_converted_result_takes_what_the_flags_say_where_it_records_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A result from vllm bench serve run by hand (no --metadata) records nothing of the replica:
+    --model, --max-num-seqs and --instance-type are kept in the report, so the refit can check
+    them, and a value no replica runs with is refused, named by where it came from."""
+    from deepseek_eks.perf.loadtest.job import RESULT_MARKER
+    from deepseek_eks.sizing.measured import read_load_test
+
+    log = tmp_path / "bench.log"
+    log.write_text(RESULT_MARKER + json.dumps(bench_result(32, in_flight=30)) + "\n")
+    out = tmp_path / "calibration.json"
+    flags = ["--model", "r1-distill-qwen-7b", "--max-num-seqs", "40", "--instance-type", "g6.xlarge"]
+    assert cli.main(["--from-vllm-bench", str(log), *flags, "--out", str(out)]) == 0
+    capsys.readouterr()
+    (measured,) = read_load_test(out, "--load-test")
+    assert (measured.model, measured.max_num_seqs, measured.instance_type) == (
+        "r1-distill-qwen-7b",
+        40,
+        "g6.xlarge",
+    )
+    for bad in ("0", "-5"):
+        assert cli.main(["--from-vllm-bench", str(log), "--max-num-seqs", bad]) == 2
+        assert f"--max-num-seqs {bad}: must be at least 1" in capsys.readouterr().err
+    # Recorded by the result, not given: the message says the result holds it.
+    result = {**bench_result(32, in_flight=30), "max_num_seqs": "0", "instance_type": "g6.13xlarge"}
+    log.write_text(RESULT_MARKER + json.dumps(result) + "\n")
+    assert cli.main(["--from-vllm-bench", str(log)]) == 2
+    assert "the result's max_num_seqs 0: must be at least 1" in capsys.readouterr().err
+    result["max_num_seqs"] = "8"
+    log.write_text(RESULT_MARKER + json.dumps(result) + "\n")
+    assert cli.main(["--from-vllm-bench", str(log)]) == 2
+    assert "the result's instance_type 'g6.13xlarge': not a GPU instance type" in capsys.readouterr().err
 
 
 def test_the_local_report_records_the_replica_it_measured() -> None:
