@@ -68,7 +68,8 @@ class Capacity:
     slots_per_replica: int
     # Where the replica's speed comes from: the bundled fit, or the load test it was refitted to.
     throughput_source: str
-    # At saturation (max_num_seqs streams of the lengths sized for), and its price per million.
+    # At saturation (every one of slots_per_replica busy with the lengths sized for: max_num_seqs
+    # unless the KV cache holds fewer), and its price per million.
     output_tokens_per_second: float = 0.0
     usd_per_million_output_tokens: float = 0.0
 
@@ -145,6 +146,13 @@ def kv_slots(limits: SchedulerLimits, prompt_tokens: int, output_tokens: int) ->
     n = limits.max_num_seqs
     while n > 1 and n * mean + z * math.sqrt(n * var) > kv:
         n -= 1
+    if mean + z * math.sqrt(var) > kv:
+        raise NoReplicaCount(
+            f"one request of {prompt_tokens} prompt and {output_tokens} output tokens on average "
+            f"outgrows the replica's KV cache ({kv:,} tokens) for more than {1 - SLO_QUANTILE:.0%} of "
+            "the time: vLLM would preempt it over and over, whatever the replica count; shorten the "
+            "requests or plan a replica with a larger cache"
+        )
     return n
 
 
@@ -172,6 +180,16 @@ def capacity(
     """Recommended minReplicas (for ``rate``) and maxReplicas (for ``peak_rate``); ``measured``
     is the plan's replica refitted to a load test (``sizing/measured.py`` ``refit``), used in place
     of the bundled fit."""
+    context = sized.request.max_model_len
+    if prompt_tokens + output_tokens > context:
+        raise LoadError(
+            [
+                f"--prompt-tokens {prompt_tokens} + --output-tokens {output_tokens} = "
+                f"{prompt_tokens + output_tokens} exceeds the replica's context, max_model_len {context} "
+                "(the stack's model.maxModelLen; --max-model-len of python -m sizing capacity): vLLM "
+                "refuses longer requests; shorten them or raise it"
+            ]
+        )
     hw, limits = measured or sized.hardware, sized.scheduler_limits
     prefill, service, slots = service_model(hw, limits, prompt_tokens, output_tokens)
     if prefill >= slo_s:
@@ -182,7 +200,9 @@ def capacity(
         )
     lo = replicas_for(rate, slo_s, prefill, service, slots)
     hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
-    saturated = steady_state(hw, limits, limits.max_num_seqs, prompt_tokens, output_tokens)
+    # At saturation: every slot the queue model counts busy, so the figures agree with the counts
+    # (at the planning lengths the slots are the plan's max_num_seqs, and the price the plan's).
+    saturated = steady_state(hw, limits, slots, prompt_tokens, output_tokens)
     tokens = saturated.output_tokens_per_second
     return Capacity(
         max(1, lo),
@@ -355,7 +375,7 @@ def main(argv: list[str]) -> int:
     except NoReplicaCount as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
-    except (PlanError, LoadTestReportError) as e:
+    except (PlanError, LoadTestReportError, LoadError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     for message in messages:

@@ -226,7 +226,8 @@ def _assumed_setup(
     """What the refit assumes about the measured replica: the instance type and --max-num-seqs a
     report does not record, taken as ``instance_type``'s and ``limits``'s (the plan's or the
     command's); and another size of ``hw``'s GPUs and interconnect, taken as the same replica,
-    which it is only to the replica model. One note each."""
+    which it is only to the replica model; and a recorded --max-num-seqs other than ``limits``'s, a
+    hint that the replica measured was deployed with other settings. One note each."""
     notes = []
     if any(m.instance_type is None for m in measurements):
         notes.append(
@@ -237,6 +238,15 @@ def _assumed_setup(
         notes.append(
             f"the load test does not say the replica's --max-num-seqs: taken as {limits.max_num_seqs} "
             "(record it with python -m automation loadtest --max-num-seqs)"
+        )
+    caps = {m.max_num_seqs for m in measurements if m.max_num_seqs is not None}
+    if others := sorted(caps - {limits.max_num_seqs}):
+        notes.append(
+            f"the load test's replica ran with --max-num-seqs {', '.join(map(str, others))} and the one "
+            f"answered for has {limits.max_num_seqs}: its points are refitted under what they ran with. "
+            "Right for a replica capped for the test; a replica deployed with other settings "
+            "(model.kvCacheDtype, model.maxModelLen, model.minFullLengthSequences) is another replica, "
+            "whose speed this is not"
         )
     recorded = {m.instance_type for m in measurements if m.instance_type is not None}
     sizes = sorted(recorded - {instance_type})

@@ -217,6 +217,10 @@ def test_cli_dev_runs_on_the_replica_model_and_a_calibration_overrides_it(
     measured.write_text(json.dumps({"config": {"model": "r1-distill-llama-70b"}, "points": points}))
     assert cli.main(args) == 2
     assert f"--calibration {measured}: the load test measured r1-distill-llama-70b" in capsys.readouterr().err
+    # So is one from a machine whose replica has other GPUs (dev plans g6.xlarge, one L4).
+    measured.write_text(json.dumps({"config": {"instance_type": "g6e.12xlarge"}, "points": points}))
+    assert cli.main(args) == 2
+    assert f"--calibration {measured}: the load test ran on g6e.12xlarge" in capsys.readouterr().err
     measured.write_text(json.dumps({"points": points}))
     # A report from before the lengths were recorded: taken at the planning lengths, and said so.
     measured.write_text(

@@ -213,7 +213,8 @@ def test_a_load_test_is_refitted_under_the_max_num_seqs_its_replica_ran_with(
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert (out["min_replicas"], out["max_replicas"]) == (expected.min_replicas, expected.max_replicas)
-    assert "note:" not in captured.err  # the report says all the refit needs
+    assert "does not say" not in captured.err  # the report says all the refit needs
+    assert f"ran with --max-num-seqs 8 and the one answered for has {sized.max_num_seqs}" in captured.err
     # The same points from a report that records neither: taken as the plan's, and said so.
     report.write_text(json.dumps({"points": load_test_points(truth, limits, 1024, 128)}))
     assert main(argv) == 0
@@ -331,3 +332,47 @@ def test_a_load_no_replica_count_serves_is_infeasible_and_a_bad_number_is_a_bad_
         assert f"--rate {float(bad)}: must be a positive number" in capsys.readouterr().err
         assert automation_main(["capacity", "--stack", "dev", "--rate", bad]) == 2
         assert f"--rate {float(bad)}: must be a positive number" in capsys.readouterr().err
+
+
+def test_requests_the_replica_cannot_hold_are_refused_not_counted(capsys: pytest.CaptureFixture[str]) -> None:
+    """Longer than the context: vLLM refuses them (a bad option, 2). One mean request outgrowing the
+    KV cache at the SLO quantile: no replica count serves it (1). Neither is answered with a count."""
+    from deepseek_eks.automation.cli import main as automation_main
+    from deepseek_eks.sizing.capacity import NoReplicaCount
+    from deepseek_eks.sizing.performance import SchedulerLimits
+
+    long = ["--prompt-tokens", "200000", "--output-tokens", "30000"]
+    assert automation_main(["capacity", "--stack", "dev", "--rate", "0.01", "--ttft-slo", "600", *long]) == 2
+    err = capsys.readouterr().err
+    assert "= 230000 exceeds the replica's context, max_model_len 32768" in err
+    assert "autoscaling.maxReplicas" not in err
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.01"]
+    assert main([*argv, "--ttft-slo", "600", *long]) == 2
+    assert "exceeds the replica's context" in capsys.readouterr().err
+    limits = SchedulerLimits(max_num_seqs=40, max_num_batched_tokens=2048, kv_cache_tokens=16_000)
+    assert kv_slots(limits, 2000, 2000) >= 1  # one fits with room at its 95th percentile
+    with pytest.raises(NoReplicaCount, match="outgrows the replica's KV cache"):
+        kv_slots(limits, 6000, 6000)
+
+
+def test_the_saturation_figures_are_the_queue_model_s(capsys: pytest.CaptureFixture[str]) -> None:
+    """Where the KV cache holds fewer long requests than max_num_seqs, a replica's throughput at
+    saturation is that of the slots the counts rest on, so rate / per-replica throughput never asks
+    for more replicas than the answer gives; at the planning lengths it is the plan's own figure."""
+    from deepseek_eks.automation.cli import main as automation_main
+
+    argv = ["capacity", "--stack", "dev", "--rate", "0.05", "--json"]
+    assert automation_main([*argv, "--prompt-tokens", "4000", "--output-tokens", "4000"]) == 0
+    long = json.loads(capsys.readouterr().out)
+    per_replica = long["slots_per_replica"] / long["service_seconds"]
+    assert long["replica_requests_per_second_at_saturation"] == pytest.approx(per_replica, rel=0.01)
+    assert 0.05 / long["replica_requests_per_second_at_saturation"] <= long["min_replicas"]
+    assert automation_main(argv) == 0
+    planned = json.loads(capsys.readouterr().out)
+    from deepseek_eks.automation.api import prepare
+
+    sized = prepare("dev").plan
+    assert planned["slots_per_replica"] == sized.max_num_seqs
+    assert planned["usd_per_million_output_tokens"] == pytest.approx(
+        sized.usd_per_million_output_tokens, abs=1e-3
+    )
