@@ -35,7 +35,7 @@ import pulumi
 from pulumi.runtime.mocks import MockMonitor
 
 from deepseek_eks.settings import PROJECT, SECRET_KEYS, Problem, Settings, SettingsError, settings_from_values
-from deepseek_eks.settings.model import DEFAULT_REGION, RoutingKind, respelt
+from deepseek_eks.settings.model import DEFAULT_REGION, SEASONAL_RETENTION_S, RoutingKind, respelt
 from deepseek_eks.sizing import SizingPlan
 
 from . import wiring
@@ -322,6 +322,8 @@ class DeepSeekService(pulumi.ComponentResource):
                 self._scope(name, args, own_provider, aws_provider), previous=previous or {}
             )
             _claim(name, scope, scope.existing_cluster.cluster_name if scope.existing_cluster else None)
+            if settings.autoscaling.seasonal and not scope.shared_addons:
+                _log_warning(name, SEASONAL_ON_FOREIGN_PROMETHEUS, as_args=bool(args))
             # The plan comes from the settings, the resources get the wired ones (the same with
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
@@ -537,6 +539,18 @@ ROUTED_MULTI_NODE = (
     "and a replica's workers carry the leader's labels but serve nothing. Set routing.kind none "
     f"(with an autoscaling.signal other than router-queue and autoscaling.minReplicas 1 or more) "
     "for this variant"
+)
+
+
+# autoscaling.seasonal reads last week from the Prometheus of whoever installed the shared add-ons:
+# settings/validate.py checks this service's observability.prometheusRetention, which only the
+# service that installs them applies.
+SEASONAL_ON_FOREIGN_PROMETHEUS = (
+    "autoscaling.seasonal reads last week's requests from the cluster's Prometheus, which this service "
+    "does not install (install_shared_addons is false): that Prometheus must keep at least "
+    f"{SEASONAL_RETENTION_S // 86_400}d of samples, or the week trigger reads 0 without a word and the "
+    "floor is yesterday's alone. Its retention counts, not this service's "
+    "observability.prometheusRetention; check it with the owner of the shared add-ons"
 )
 
 

@@ -97,7 +97,7 @@ class ScalingArgs(TypedDict, total=False):
     warm_spare_nodes: int
     """GPU nodes kept warm by placeholder pods that real replicas preempt (priced in the plan)."""
     seasonal: bool
-    """Also keep the replicas yesterday's and last week's demand needed one start-up ahead of now (KEDA Prometheus triggers with an offset; needs observability.prometheusRetention of 8d or more)."""
+    """Also keep, one start-up ahead, the replicas yesterday's and last week's requests (running or queued, at the concurrency target) called for then, even on a quieter day (KEDA Prometheus triggers with an offset; needs observability.prometheusRetention of 8d or more)."""
 
 
 class EndpointArgs(TypedDict, total=False):

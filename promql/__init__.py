@@ -155,19 +155,25 @@ SEASONAL_STEP_S = 60
 SEASONAL_STEP = f"{SEASONAL_STEP_S // 60}m"
 
 
-def seasonal_demand(scope: Scope, period_s: int, lead_s: int) -> str:
+def seasonal_demand(scope: Scope, period_s: int, lead_s: int, at_router: bool = False) -> str:
     """The most requests the deployment ran or queued at any minute of the window that began one
     ``period_s`` ago and lasted ``lead_s`` (a start-up): what this time yesterday (or last week)
     asked for up to the moment a replica started now would be ready. KEDA divides it by the
     per-replica concurrency target, so the service holds, ahead of time, what the same hours
     needed then. 0 when Prometheus holds nothing from then (a service younger than the period,
-    or data past retention): no history keeps no floor, and is no error."""
+    or data past retention): no history keeps no floor, and is no error.
+
+    ``at_router``: counted in front of vLLM, the router's queue and in-flight requests
+    (``router_demand``), for a service that may scale to zero: while no replica ran, the demand
+    waited at the router, and vLLM's gauges had no series to read."""
     if not 0 < lead_s < period_s:
         raise ValueError(
             f"the seasonal lead ({lead_s} s) must be positive and shorter than its period ({period_s} s)"
         )
-    names = f'__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}"'
-    demand = f"sum({{{names},{vllm_selector(scope)}}})"
+    if at_router:
+        demand = f'sum({{__name__=~"{ROUTER_QUEUE}|{ROUTER_RUNNING}",namespace="{scope.namespace}"}})'
+    else:
+        demand = f'sum({{__name__=~"{VLLM_RUNNING}|{VLLM_WAITING}",{vllm_selector(scope)}}})'
     # The offset ends the window lead_s past the same moment one period ago (Prometheus evaluates
     # a subquery over [t - offset - range, t - offset]).
     return f"max_over_time({demand}[{lead_s}s:{SEASONAL_STEP}] offset {period_s - lead_s}s) or vector(0)"

@@ -433,9 +433,9 @@ class AutoscalingSettings(_Group):
     seasonal: Boolean = Field(
         False,
         description=(
-            "Also keep the replicas yesterday's and last week's demand needed one start-up ahead of "
-            "now (KEDA Prometheus triggers with an offset; needs observability.prometheusRetention of"
-            " 8d or more)."
+            "Also keep, one start-up ahead, the replicas yesterday's and last week's requests (running "
+            "or queued, at the concurrency target) called for then, even on a quieter day (KEDA "
+            "Prometheus triggers with an offset; needs observability.prometheusRetention of 8d or more)."
         ),
     )
 

@@ -245,17 +245,20 @@ def cron_trigger(index: int, floor: ScheduledFloor) -> dict[str, Any]:
 
 def seasonal_triggers(spec: ScalingSpec) -> list[dict[str, Any]]:
     """``autoscaling.seasonal``: per period of SEASONAL_PERIODS_S, the demand one period ago over
-    the next start-up (promql.seasonal_demand), at the concurrency signal's per-replica target.
+    the next start-up (promql.seasonal_demand; with router-queue, counted at the router, since a
+    service at zero replicas has no vLLM to count it), at the concurrency signal's per-replica target.
     The HPA takes the largest of its metrics, so each is a floor under the signal: it adds replicas
-    ahead of hours that were busy then, and never holds more than the live signal once the hours
-    are quieter than they were."""
+    ahead of hours that were busy then, and holds them even when today is quieter (a Saturday after
+    a busy Friday, a holiday); above the floor the live signal rules."""
     if spec.seasonal_lead_s is None:
         return []
     return [
         _prometheus_trigger(
             spec,
             f"seasonal-{name}",
-            promql.seasonal_demand(spec.scope, period, spec.seasonal_lead_s),
+            promql.seasonal_demand(
+                spec.scope, period, spec.seasonal_lead_s, at_router=spec.signal is ScalingSignal.ROUTER_QUEUE
+            ),
             f"{spec.target_concurrency:g}",
         )
         for name, period in SEASONAL_PERIODS_S.items()

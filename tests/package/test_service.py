@@ -446,3 +446,32 @@ def test_the_plans_warnings_are_logged_at_preview_in_the_args_spelling() -> None
     assert any(left_out in w for w in said)
     assert any('autoscaling={"min_replicas": ...} = 1: whenever one replica' in w for w in said)
     assert not any("gpu.instanceFamilies" in w or "autoscaling.minReplicas" in w for w in said)
+
+
+def test_a_seasonal_floor_on_a_prometheus_the_service_does_not_install_is_warned() -> None:
+    """The week trigger needs 8 days of samples in the Prometheus it queries; a service that joins
+    a cluster without installing the shared add-ons cannot set that retention, so it is told whose
+    counts. One that installs them is not."""
+    import pulumi_kubernetes as k8s
+
+    from deepseek_eks.testing.mocks import ProgramLog
+
+    def warnings(args: DeepSeekServiceArgs) -> list[str]:
+        def program() -> dict[str, Any]:
+            provider = k8s.Provider("existing", kubeconfig="{}")
+            DeepSeekService("team-a", args, pulumi.ResourceOptions(providers={"kubernetes": provider}))
+            return {}
+
+        log = ProgramLog()
+        config = {"aws:region": "us-east-1"}
+        run_with_mocks(
+            program, RecordingMocks(), project=PROJECT, stack="dev", config=config, secret_keys=[], log=log
+        )
+        return [w for w in log.warnings if "last week's requests" in w]
+
+    seasonal: DeepSeekServiceArgs = {**JOIN, "autoscaling": {"signal": "concurrency", "seasonal": True}}
+    (said,) = warnings(seasonal)
+    assert said.startswith("DeepSeekService 'team-a': autoscaling={\"seasonal\": ...}")
+    assert "install_shared_addons is false" in said and "at least 8d" in said
+    assert warnings({**seasonal, "install_shared_addons": True}) == []
+    assert warnings(JOIN) == []

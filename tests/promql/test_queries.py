@@ -734,3 +734,52 @@ def test_router_demand_is_0_before_the_first_request_and_empty_without_a_router(
     elsewhere = [_router(promql.ROUTER_INFO, "1x10", namespace="research", commit="abc", build_ref="v1.5.0")]
     (tmp_path / "none").mkdir()
     _expect(tmp_path / "none", promql.router_demand("deepseek"), elsewhere, [])
+
+
+def test_a_seasonal_floor_at_the_router_counts_what_waited_while_no_replica_ran(tmp_path: Path) -> None:
+    """router-queue lets the service sleep at zero replicas; yesterday's morning then waited at the
+    router, with no vLLM pod to count it. Counted at the router, the floor asks for the first
+    replica a lead ahead of that morning; counted at vLLM it would read 0 and never wake it."""
+    require_promtool()
+    day, lead = 86_400, 600
+    queued = _router(
+        promql.ROUTER_QUEUE,
+        "0x29 6x4 0x1500",
+        inference_pool="vllm",
+        fairness_id="default",
+        priority="0",
+        model_name="m",
+    )
+    in_flight = _router(promql.ROUTER_RUNNING, "0x33 2x1 0x1500", model_name="m")
+    elsewhere = _router(
+        promql.ROUTER_QUEUE,
+        "50x1534",
+        namespace="research",
+        inference_pool="vllm",
+        fairness_id="default",
+        priority="0",
+        model_name="m",
+    )
+    at_router = seasonal_demand(SCOPE, day, lead, at_router=True)
+    at_vllm = seasonal_demand(SCOPE, day, lead)
+    minute = 60
+    expected = {1440 + 19: 0, 1440 + 20: 6, 1440 + 36: 0, 600: 0}
+    run_rule_test(
+        tmp_path,
+        [{"name": "keda", "rules": [{"record": "test:seasonal", "expr": at_router}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": [queued, in_flight, elsewhere],
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": f"{at * minute}s",
+                        "exp_samples": [{"labels": "{}", "value": value}],
+                    }
+                    for query, values in ((at_router, expected), (at_vllm, dict.fromkeys(expected, 0)))
+                    for at, value in values.items()
+                ],
+            }
+        ],
+    )

@@ -275,3 +275,19 @@ def test_component_users_turn_seasonal_on_in_python_spelling() -> None:
 
     auto = service_settings({"autoscaling": {"seasonal": True}}, "dev").autoscaling  # type: ignore[arg-type]
     assert auto.seasonal is True
+
+
+def test_seasonal_with_router_queue_counts_demand_at_the_router() -> None:
+    """router-queue may leave no replica running: then the demand waits at the router, so the
+    floor reads the router's gauges as the signal does, not vLLM's, which had no pod to count."""
+    objects, _ = _objects(
+        routing__kind="llm-d",
+        autoscaling__signal="router-queue",
+        autoscaling__minReplicas="0",
+        autoscaling__seasonal="true",
+    )
+    (scaled,) = [o for o in objects if o["kind"] == "ScaledObject"]
+    triggers = {t["name"]: t["metadata"]["query"] for t in scaled["spec"]["triggers"]}
+    for name in ("seasonal-day", "seasonal-week"):
+        assert promql.ROUTER_QUEUE in triggers[name] and "vllm:" not in triggers[name]
+        assert promql.seasonal_window(triggers[name]) is not None  # the simulator reads it back
