@@ -327,7 +327,7 @@ class DeepSeekService(pulumi.ComponentResource):
             # The plan comes from the settings, the resources get the wired ones (the same with
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
-            _refuse_routed_multi_node(name, settings, sizing_plan, as_config=not args)
+            _refuse_on_multi_node(name, settings, sizing_plan, as_config=not args)
             # The plan's warnings (one replica, a family the node pool leaves out, ...) at preview
             # and up too, not only in `automation plan`: as the settings' warnings are, named as
             # the args wrote them, and as the stack file writes them for the stack program.
@@ -542,6 +542,17 @@ ROUTED_MULTI_NODE = (
 )
 
 
+# Warm spares hold single GPU nodes (components/platform/warm_spare.py), in no particular zone; a
+# multi-node replica needs several at once, in a zone no other group uses (the LeaderWorkerSet's
+# exclusive topology, components/serving/vllm.py). Refused rather than paid for and unused.
+WARM_MULTI_NODE = (
+    f"{PROJECT}:autoscaling.warmSpareNodes cannot warm this plan's replicas: each spans {{nodes}} "
+    "nodes (a LeaderWorkerSet group, in a zone no other group uses), and a warm spare holds one node "
+    "in no particular zone, so a new group would still wait for new nodes while the spares are paid "
+    "for. Set autoscaling.warmSpareNodes 0 for this variant"
+)
+
+
 # autoscaling.seasonal reads last week from the Prometheus of whoever installed the shared add-ons:
 # settings/validate.py checks this service's observability.prometheusRetention, which only the
 # service that installs them applies.
@@ -560,13 +571,22 @@ def _log_warning(name: str, warning: str, *, as_args: bool) -> None:
     pulumi.log.warn(f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}" if as_args else warning)
 
 
-def _refuse_routed_multi_node(name: str, settings: Settings, plan: SizingPlan, *, as_config: bool) -> None:
-    """Refuse ``routing.kind llm-d`` on a multi-node plan, in the spelling the user wrote (stack
-    config keys, or the component's arguments)."""
-    if settings.routing.kind is not RoutingKind.LLM_D or plan.nodes_per_replica == 1:
+def _refuse_on_multi_node(name: str, settings: Settings, plan: SizingPlan, *, as_config: bool) -> None:
+    """Refuse what a multi-node (LeaderWorkerSet) replica cannot do, ``routing.kind llm-d`` and
+    warm spares, in the spelling the user wrote (stack config keys, or the component's arguments)."""
+    if plan.nodes_per_replica == 1:
         return
-    message = ROUTED_MULTI_NODE.replace("{nodes}", str(plan.nodes_per_replica))
-    raise ServiceError(name, message if as_config else respelt(message, python_spelling))
+    refused = [
+        message
+        for message, asked in (
+            (ROUTED_MULTI_NODE, settings.routing.kind is RoutingKind.LLM_D),
+            (WARM_MULTI_NODE, settings.autoscaling.warm_spare_nodes > 0),
+        )
+        if asked
+    ]
+    if refused:
+        message = " ".join(refused).replace("{nodes}", str(plan.nodes_per_replica))
+        raise ServiceError(name, message if as_config else respelt(message, python_spelling))
 
 
 def _refuse_foreign_mocks(name: str) -> None:

@@ -766,7 +766,9 @@ DOCKER_HUB_WARNING = (
     f"{PROJECT}:image.registry is unset: every GPU node pulls the vLLM image anonymously from Docker Hub "
     "through the NAT gateway's address, and Docker Hub allows unauthenticated users 100 pulls per 6 hours "
     "per IPv4 address (docs.docker.com/docker-hub/usage/pulls); a scale-out or node replacement beyond "
-    "that fails with 429 Too Many Requests. Set image.registry to a mirror or an ECR pull-through cache "
+    "that fails with 429 Too Many Requests. The plan's image stage assumes a registry in the Region too "
+    "(its pull rates were measured from ECR): from Docker Hub through NAT a cold start takes longer. "
+    "Set image.registry to a mirror or an ECR pull-through cache "
     "(<account>.dkr.ecr.<region>.amazonaws.com/<prefix>)"
 )
 

@@ -613,9 +613,19 @@ class SizingPlan:
         return FAST_SNAPSHOT_RESTORE_USD_PER_ZONE_HOUR * self.request.zones
 
     @property
+    def warm_spare_extra_nodes(self) -> int:
+        """The GPU nodes the placeholders add at minReplicas: each is shaped like one replica, so
+        they pack as replicas do (two 4-GPU placeholders share an 8-GPU node, and one may take a
+        free slot beside a replica), and never beyond the pool's limit, sized for maxReplicas."""
+        lo, hi = self.request.min_replicas, self.request.max_replicas
+        spares = self.request.warm_spare_nodes
+        return self.chosen.nodes_for(min(lo + spares, hi)) - self.chosen.nodes_for(lo) if spares else 0
+
+    @property
     def warm_spare_hourly_usd(self) -> float:
-        """The GPU nodes placeholder pods hold warm, at the cheapest feasible type's price."""
-        return round(self.chosen.node_usd_per_hour * self.request.warm_spare_nodes, 4)
+        """What the placeholders' nodes add at minReplicas (``warm_spare_extra_nodes``), at the
+        cheapest feasible type's price."""
+        return round(self.chosen.node_usd_per_hour * self.warm_spare_extra_nodes, 4)
 
     @property
     def ephemeral_storage_gib(self) -> int:
@@ -745,7 +755,12 @@ class SizingPlan:
     def warm_node_startup_breakdown(self) -> dict[str, int]:
         """The same stages for a replica that preempts a warm spare placeholder
         (autoscaling.warmSpareNodes): the node is up and the placeholder's idle container of the
-        vLLM image has pulled it (components/platform/warm_spare.py); weights and engine remain."""
+        vLLM image has pulled it (components/platform/warm_spare.py); weights and engine remain. A
+        replica on several nodes (a LeaderWorkerSet group in a zone of its own) is not warmed by
+        single-node placeholders in no particular zone: the same stages as on new nodes (the
+        component refuses warm spares there)."""
+        if self.nodes_per_replica > 1:
+            return dict(self.startup_breakdown)
         return {**self.startup_breakdown, "node": 0, "image": 0}
 
     @property

@@ -124,6 +124,21 @@ def stack_cost(plan: SizingPlan, shape: StackShape) -> StackCost:
     auto_mode = shape.compute_mode == AUTO_MODE
 
     control = data["eks_control_plane"]
+    # Warm spares (autoscaling.warmSpareNodes): placeholders hold nodes at the floor; at the
+    # ceiling the replicas have taken them and the pool's limit leaves none for the spares.
+    spares = (
+        [
+            CostLine(
+                f"warm spare GPU nodes ({gpu.instance.name}, {plan.request.warm_spare_nodes} placeholders)",
+                plan.warm_spare_extra_nodes,
+                0,
+                gpu.node_usd_per_hour,
+                plan.price_source,
+            )
+        ]
+        if plan.request.warm_spare_nodes
+        else []
+    )
     lines = [
         CostLine(
             f"GPU nodes ({gpu.instance.name})",
@@ -132,6 +147,7 @@ def stack_cost(plan: SizingPlan, shape: StackShape) -> StackCost:
             gpu.node_usd_per_hour,
             plan.price_source,
         ),
+        *spares,
         CostLine(
             "EKS control plane",
             1,

@@ -571,7 +571,7 @@ def test_snapshot_weights_give_each_pod_a_volume_restored_from_the_baked_snapsho
     assert rendered.plan["fast_snapshot_restore_hourly_usd"] == expected
 
 
-@pytest.mark.parametrize(("stack", "spares"), [("dev", 2), ("r1", 1)])
+@pytest.mark.parametrize(("stack", "spares"), [("dev", 1), ("prod", 2)])
 def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
     stack: str, spares: int
 ) -> None:
@@ -607,9 +607,18 @@ def test_warm_spares_hold_gpu_nodes_shaped_like_a_replica_pod_and_always_yield(
     holders = [c for c in pod["containers"] if c["image"] == server(obj)["image"]]
     assert len(holders) == 1 and "nvidia.com/gpu" not in holders[0]["resources"]["requests"]
     assert rendered.plan["warm_node_startup_breakdown"]["image"] == 0
-    # Priced: the nodes they hold, at the plan's node price.
-    node_price = rendered.plan["replica_hourly_usd"] / rendered.plan["nodes_per_replica"]
+    # Priced: the nodes they hold (one each: these replicas fill a node), at the plan's node price,
+    # and counted in the whole stack's price at the floor.
+    assert rendered.plan["replicas_per_node"] == rendered.plan["nodes_per_replica"] == 1
+    node_price = rendered.plan["replica_hourly_usd"]
     assert rendered.plan["warm_spare_hourly_usd"] == pytest.approx(node_price * spares, abs=1e-3)
+    without = render(stack_config(stack)).plan
+    assert rendered.plan["stack_hourly_usd_at_min"] == pytest.approx(
+        without["stack_hourly_usd_at_min"] + node_price * spares, abs=1e-3
+    )
+    assert rendered.plan["stack_hourly_usd_at_max"] == pytest.approx(
+        without["stack_hourly_usd_at_max"], abs=1e-3
+    )
     (closed,) = [
         o
         for o in rendered.objects()
@@ -982,7 +991,9 @@ def test_replicas_restore_and_save_vllms_compile_cache_in_the_weights_bucket(sta
     restore, save = containers["compile-cache-restore"], containers["compile-cache-save"]
     # The restore runs to completion before vLLM; the sidecar keeps running beside it (native sidecar).
     assert "restartPolicy" not in restore and save["restartPolicy"] == "Always"
-    assert [c["name"] for c in pod["initContainers"]].index(restore["name"]) < len(pod["initContainers"])
+    # ... and it runs before the sidecar starts, so what the sidecar saves is never restored over.
+    names = [c["name"] for c in pod["initContainers"]]
+    assert names.index(restore["name"]) < names.index(save["name"])
     env = {e["name"]: e["value"] for e in server(workload(rendered))["env"] if "value" in e}
     home = env["HOME"]
     # What the script keeps is where vLLM and Triton write, on the volume vLLM's HOME is.

@@ -131,3 +131,31 @@ def test_a_component_renders_the_router_under_its_own_names() -> None:
     (ingress,) = [r for r in mocks.resources if r.type == "kubernetes:networking.k8s.io/v1:Ingress"]
     backend = ingress.inputs["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
     assert backend["name"] == "vllm-router"
+
+
+def test_warm_spares_are_refused_for_a_multi_node_replica_and_priced_as_they_pack() -> None:
+    """A warm spare holds one node in no particular zone; an r1 replica is a LeaderWorkerSet group
+    of two nodes in a zone of its own, so the spares would be paid for and warm nothing: refused,
+    and the plan promises no warm start there. Where replicas share a node, spares share it too."""
+    from deepseek_eks.automation.api import prepare
+
+    mocks = RecordingMocks()
+    config = stack_config("r1", autoscaling__warmSpareNodes="1")
+    with pytest.raises(Exception) as raised:
+        run_stack_program(lambda: build(load_settings()).outputs, mocks, config)
+    message = str(raised.value)
+    assert (
+        f"{PROJECT}:autoscaling.warmSpareNodes cannot warm this plan's replicas: each spans 2 nodes"
+        in message
+    )
+    assert "Set autoscaling.warmSpareNodes 0" in message
+    assert [r.type for r in mocks.resources if r.custom] == []
+    r1 = prepare("r1", {"autoscaling.warmSpareNodes": "1"}).plan
+    assert r1.nodes_per_replica == 2 and r1.warm_node_startup_breakdown == r1.startup_breakdown
+    # prod on p5 packs two 4-GPU replicas to a node: two placeholders take one node, not two.
+    packed = prepare("prod", {"gpu.instanceFamilies": '["p5"]', "autoscaling.warmSpareNodes": "2"}).plan
+    assert packed.chosen.replicas_per_node == 2
+    assert packed.warm_spare_hourly_usd == pytest.approx(packed.chosen.node_usd_per_hour, abs=1e-3)
+    # dev's pool holds two replicas' nodes: with one replica running, one of two spares gets a node.
+    dev = prepare("dev", {"autoscaling.warmSpareNodes": "2"}).plan
+    assert dev.warm_spare_hourly_usd == pytest.approx(dev.chosen.node_usd_per_hour, abs=1e-3)
