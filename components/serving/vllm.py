@@ -6,6 +6,7 @@ around it: probes, resources, volumes, security context, graceful shutdown.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import shlex
@@ -540,9 +541,18 @@ COMPILE_CACHE_RESOURCES = {
 
 
 def compile_cache_prefix(plan: SizingPlan) -> str:
-    """The key prefix of this variant's compile caches: vLLM names the directories below it after
-    everything that changes a compiled graph (see scripts/compile_cache.py), so one per variant."""
+    """The key prefix of this variant's compile caches, which the pods' role may read and write."""
     return f"{COMPILE_CACHE_PREFIX}{plan.model.variant}/"
+
+
+def compile_cache_key(plan: SizingPlan, image: str) -> str:
+    """The folder, below the variant's prefix, where the pods of this image and these vLLM arguments
+    keep their caches. vLLM names a new directory for every change to what it compiles (its config, the
+    environment, its source: vllm/compilation/backends.py in 0.33.0), and the restore downloads
+    everything under its prefix, up to a bound: one prefix per image and arguments keeps what an
+    upgrade or a resized batch left behind out of every later start, and out of that bound. The
+    GPU models one node pool mixes (dev's L4 and A10G) still share it, a directory each."""
+    return hashlib.sha256("\0".join([image, *plan.vllm_args]).encode()).hexdigest()[:12]
 
 
 def with_compile_cache(spec: dict[str, Any], plan: SizingPlan, workload: Workload) -> dict[str, Any]:
@@ -553,7 +563,8 @@ def with_compile_cache(spec: dict[str, Any], plan: SizingPlan, workload: Workloa
     the server; the pod's Pod Identity role may read and write that prefix only."""
     if not workload.compile_cache:
         return spec
-    bucket, prefix = workload.compile_cache
+    bucket, variant_prefix = workload.compile_cache
+    prefix = f"{variant_prefix}{compile_cache_key(plan, workload.image)}/"
     env: list[dict[str, str]] = [
         {"name": "HOME", "value": CACHE_MOUNTS["home"]},
         {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},

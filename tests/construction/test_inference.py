@@ -1023,12 +1023,21 @@ def test_replicas_restore_and_save_vllms_compile_cache_in_the_weights_bucket(sta
     # vLLM's role: read and write the cache's prefix, list it, and still only read the weights.
     statements = _vllm_role_statements(rendered)
     writes = [st for st in statements if "s3:PutObject" in st["Action"]]
-    assert [st["Resource"] for st in writes] == [f"arn:aws:s3:::{bucket}/{prefix}*"]
+    granted = f"compile-cache/{rendered.plan['variant']}/"
+    assert [st["Resource"] for st in writes] == [f"arn:aws:s3:::{bucket}/{granted}*"]
     assert any(
         st["Action"] == ["s3:ListBucket"]
-        and prefix in st.get("Condition", {}).get("StringLike", {}).get("s3:prefix", [])
+        and f"{granted}*" in st.get("Condition", {}).get("StringLike", {}).get("s3:prefix", [])
         for st in statements
     )
+    # The pods keep theirs in a folder of the variant's prefix named for the image and the vLLM
+    # arguments: vLLM starts a new cache directory when either changes, and a restore downloads
+    # everything under its prefix, so what an upgrade left behind stays out of later starts.
+    assert prefix.startswith(granted) and prefix.count("/") == granted.count("/") + 1
+    resized = render(stack_config(stack, model__maxModelLen="16384"))
+    restore_of = lambda r: _compile_cache_containers(pod_of(workload(r)))["compile-cache-restore"]["args"][3]  # noqa: E731
+    assert restore_of(resized).startswith(granted) and restore_of(resized) != prefix
+    assert restore_of(render(stack_config(stack))) == prefix  # the same config, the same folder
     assert not any("s3:DeleteObject" in st["Action"] for st in statements)
     # The sidecar's requests come out of the plan's: the pod as a whole still fits the node.
     assert running_requests(pod)[:2] == (

@@ -13,6 +13,9 @@ vLLM 0.33.0 names its torch.compile cache directory after a hash of the engine's
 environment, the traced source and the compiler, whose factors include the GPU's name
 (vllm/compilation/backends.py, compiler_interface.py get_inductor_factors), so one prefix serves
 every GPU model and parallel size: a replica finds its own directory there, or none and compiles.
+The prefix is the variant's and a key of the image and the vLLM arguments
+(components/serving/vllm.py ``compile_cache_key``): a change of either starts a new folder, so
+the directories an upgrade leaves behind are never downloaded again, nor counted in ``MAX_BYTES``.
 
 Best effort: on any error it says so and goes on (restore exits 0, save idles), so a pod never fails
 to serve because of its cache; the worst case is the uncached start.
