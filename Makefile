@@ -60,7 +60,7 @@ test: venv checkov-venv ## the whole test suite
 twin-build: ## build the twin's binaries from the Go module proxy (once; cached outside the tree)
 	twin/build.sh
 	twin/build.sh kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
-	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
+	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver prometheus promtool
 	twin/build-engine.sh
 
 twin: venv twin-build ## build the twin, judge every render against it, run stacks through the real engine
@@ -72,7 +72,7 @@ twin-capacity: venv ## capacity: the real Karpenter (kwok provider) on dev's and
 
 twin-loop: venv ## the autoscaling loop end to end for dev, prod, dev on gpu-utilization and dev waking from zero (docs/verification-twin.md; root, Prometheus)
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
-	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver
+	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver prometheus promtool
 	DEEPSEEK_EKS_REQUIRE_LOOP=1 DEEPSEEK_EKS_LOOP_ALL=1 $(PY) -m pytest -q tests/twin/test_loop.py
 
 lint: venv ## ruff, and every generated file current (make generate rewrites them)

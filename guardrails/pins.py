@@ -279,6 +279,8 @@ class Upstream:
     a release whose build module needs a newer Go than the local toolchain cannot be taken."""
     hold_minor: str | None = None
     """Why only releases of the pinned major.minor are due (newer minors are reported as held)."""
+    same_major: str | None = None
+    """Why releases of another major are not this project's (left out altogether, not held)."""
     note: str | None = None
 
 
@@ -398,6 +400,14 @@ TWIN_UPSTREAMS: dict[str, Upstream] = {
         "sigs.k8s.io/prometheus-adapter",
         build="sigs.k8s.io/prometheus-adapter",
         note="the version the pinned prometheus-adapter chart runs",
+    ),
+    "prometheus": Upstream(
+        "go",
+        "github.com/prometheus/prometheus",
+        build="github.com/prometheus/prometheus",
+        same_major="Prometheus 3 is released as module v0.<major><minor>.<patch>; the module's v1 and "
+        "v2+incompatible tags are Prometheus 1 and 2",
+        note="moves with kube-prometheus-stack (the Prometheus image its values pin)",
     ),
     "pulumi": Upstream("go", "github.com/pulumi/pulumi/pkg/v3", build="github.com/pulumi/pulumi/pkg/v3"),
     "pulumi-resource-kubernetes": Upstream(
@@ -954,6 +964,10 @@ def check_drift(target: DriftTarget, reg: Registries, local_go: str | None) -> D
         all_versions = _go_versions(reg, upstream.package, pinned)
         pseudo = is_pseudo(pinned)
         candidates = [v for v in all_versions if pseudo or not is_prerelease(v)]
+        if upstream.same_major:
+            major = semver_key(pinned)[0]  # type: ignore[index]
+            candidates = [v for v in candidates if (k := semver_key(v)) is not None and k[0] == major]
+            note += f"; other majors left out: {upstream.same_major}"
         newest = _newest([*candidates, pinned], semver_key)
         if not candidates:
             return Drift(target, "not-served", None, f"{source}: the proxy lists no release{note}")

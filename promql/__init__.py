@@ -304,7 +304,11 @@ def xid_changed(scope: Scope, codes: tuple[int, ...], window: str = XID_WINDOW) 
         f'({DCGM_XID}{{{sel},err_code=~"{matching}"}})'
     )
     per_gpu = f"max by (Hostname, gpu) ({DCGM_XID}{{{sel}}})"
-    return f"{current} and on (Hostname, gpu) (changes(({per_gpu})[{window}:1m]) > 0)"
+    # A change shows in a subquery that holds the minute before it and the minute of it. Prometheus 3
+    # (what the pinned chart runs) leaves a range's start out (promql/engine.go at v0.314.0), so the
+    # range is a step longer than the alert's time: it fires for ``window`` after the change.
+    minutes = int(window.removesuffix("m")) + 1
+    return f"{current} and on (Hostname, gpu) (changes(({per_gpu})[{minutes}m:1m]) > 0)"
 
 
 def vllm_not_scraped(scope: Scope, hpa_name: str) -> str:

@@ -32,6 +32,8 @@ PROGRAMS = {
     "prometheus-adapter": ("go/prometheus-adapter", "sigs.k8s.io/prometheus-adapter"),
     "keda-operator": ("go/keda", "github.com/kedacore/keda/v2"),
     "keda-metrics-apiserver": ("go/keda", "github.com/kedacore/keda/v2"),
+    "prometheus": ("go/prometheus", "github.com/prometheus/prometheus"),
+    "promtool": ("go/prometheus", "github.com/prometheus/prometheus"),
 }
 TIER0 = ("etcd", "kube-apiserver")
 

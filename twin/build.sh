@@ -3,7 +3,7 @@
 # missing from the cache. Usage: twin/build.sh [NAME...]
 #   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok karpenter-kwok
 #         prometheus-adapter network-policy-controller keda-operator keda-metrics-apiserver
-#         (the autoscaling loop)
+#         (the autoscaling loop) prometheus promtool (the chart's Prometheus: the loop, the PromQL tests)
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -31,6 +31,17 @@ karpenter_version="$(required_version "$here/go/karpenter" sigs.k8s.io/karpenter
 adapter_version="$(required_version "$here/go/prometheus-adapter" sigs.k8s.io/prometheus-adapter)"
 npc_version="$(required_version "$here/go/network-policy-controller" github.com/aws/amazon-network-policy-controller-k8s)"
 keda_version="$(required_version "$here/go/keda" github.com/kedacore/keda/v2)"
+prometheus_version="$(required_version "$here/go/prometheus" github.com/prometheus/prometheus)"
+
+prometheus_ldflags() {
+  # Prometheus 3 is released as Go module v0.<major><minor>.<patch> (v0.314.0 is v3.14.0); its
+  # Makefile (promu) stamps github.com/prometheus/common/version with the release, which
+  # `prometheus --version` and the build_info metric report.
+  local mm="${prometheus_version#v0.}" patch
+  patch="${mm#*.}"; mm="${mm%%.*}"
+  local release="${mm:0:1}.${mm:1}.${patch}" pkg=github.com/prometheus/common/version
+  echo "-s -w -X $pkg.Version=$release -X $pkg.Revision=unknown -X $pkg.Branch=release -X $pkg.BuildUser=twin -X $pkg.BuildDate=19700101-00:00:00"
+}
 
 kube_ldflags() {
   # The stamps hack/lib/version.sh sets in k8s.io/kubernetes (kube::version::ldflags),
@@ -69,6 +80,9 @@ build_one() {
       version="$keda_version"; module="$here/go/keda"
       case "$name" in keda-operator) pkg="github.com/kedacore/keda/v2/cmd/operator" ;; *) pkg="github.com/kedacore/keda/v2/cmd/adapter" ;; esac
       ldflags="-s -w -X github.com/kedacore/keda/v2/version.Version=$version" ;;
+    prometheus|promtool) # the Prometheus the pinned kube-prometheus-stack chart runs, and its promtool
+      version="$prometheus_version"; module="$here/go/prometheus"
+      pkg="github.com/prometheus/prometheus/cmd/$name"; ldflags="$(prometheus_ldflags)" ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
       version="$kube_version"; module="$here/go/kubernetes"; pkg="./cmd/$name"; ldflags="$(kube_ldflags)" ;;
     *) echo "twin/build.sh: unknown program '$name'" >&2; exit 2 ;;

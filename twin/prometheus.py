@@ -1,5 +1,8 @@
-"""The real Prometheus for the twin's autoscaling loop: Debian's package (``/usr/bin/prometheus``,
-2.42.0+ds-5+deb12u1, the version ``prometheus --version`` prints), run with a generated
+"""The real Prometheus for the twin's autoscaling loop: the release the pinned kube-prometheus-stack
+chart runs (v3.14.0), built from its Go module by ``twin/build.sh prometheus promtool``, or, where
+that is not built yet, Debian's package (``/usr/bin/prometheus``, 2.42.0+ds-5+deb12u1), whose
+range selectors and subqueries still include their start (Prometheus 3 made them left-open: see
+``prometheus_binaries``). It runs with a generated
 configuration: one file-based discovery job for the stand-in's targets (twin/standin.py
 writes the groups, with the target labels the prometheus-operator would give), a short scrape and
 rule-evaluation interval (``scrape_interval_s``, 1 s by default, against the render's 15 s: the
@@ -25,12 +28,32 @@ from typing import Any
 import httpx
 import yaml
 
-from .binaries import BinariesMissing
+from .binaries import BinariesMissing, binary_path
 from .server import TwinError, _start, _stop, _tail
 
-PROMETHEUS = Path("/usr/bin/prometheus")
-PROMTOOL = Path("/usr/bin/promtool")
-INSTALL_HINT = "install Debian's prometheus package (apt-get install prometheus), which ships both"
+DEBIAN_PROMETHEUS = Path("/usr/bin/prometheus")
+DEBIAN_PROMTOOL = Path("/usr/bin/promtool")
+# Set by .ci/run once the chart's release is built: a run must not fall back to Debian's 2.42.
+REQUIRE_ENV = "DEEPSEEK_EKS_REQUIRE_PROMETHEUS"
+INSTALL_HINT = (
+    "build the chart's release with `twin/build.sh prometheus promtool` (about 10 minutes of CPU "
+    "once per machine), or install Debian's prometheus package (apt-get install prometheus), an "
+    "older release (2.42) whose ranges include their start"
+)
+
+
+def prometheus_binaries() -> tuple[Path, Path]:
+    """(prometheus, promtool): the release the pinned chart runs (twin/go/prometheus; Prometheus 3
+    evaluates a range ``[t - d, t]`` left-open, without the sample at ``t - d``, prometheus
+    promql/engine.go at v0.314.0), or Debian's 2.42 where that is not built, unless
+    ``DEEPSEEK_EKS_REQUIRE_PROMETHEUS=1`` (CI, once it built them) asks for the chart's."""
+    built = (binary_path("prometheus"), binary_path("promtool"))
+    if all(os.access(p, os.X_OK) for p in built) or os.environ.get(REQUIRE_ENV) == "1":
+        return built
+    return DEBIAN_PROMETHEUS, DEBIAN_PROMTOOL
+
+
+PROMETHEUS, PROMTOOL = prometheus_binaries()
 READY_TIMEOUT_S = 60.0
 JOB = "twin-standin"
 # file_sd re-reads on inotify events and at least this often (prometheus/prometheus

@@ -4,11 +4,14 @@ before 0 are earlier days (simulated beforehand, run.demand_history); a run adds
 goes, so a run longer than a period reads itself.
 
 What the seasonal triggers (autoscaling.seasonal) read from it is ``peak(start, end)``: the
-largest sample in the window, 0 where it holds none (the query's ``or vector(0)``)."""
+largest sample in the window, 0 where it holds none (the query's ``or vector(0)``). The window is
+left-open, as the cluster's Prometheus 3 evaluates a subquery: its first step is the first one
+after ``start`` (prometheus promql/engine.go at v0.314.0, the release the pinned chart runs;
+tests/promql run that release's promtool)."""
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Iterable
 
 
@@ -28,8 +31,8 @@ class DemandHistory:
         self.values.append(value)
 
     def peak(self, start: float, end: float) -> float:
-        """The largest sample in [start, end]; 0 when there is none."""
-        lo, hi = bisect_left(self.times, start), bisect_right(self.times, end)
+        """The largest sample in (start, end]; 0 when there is none."""
+        lo, hi = bisect_right(self.times, start), bisect_right(self.times, end)
         return max(self.values[lo:hi], default=0.0)
 
     def copy(self) -> DemandHistory:

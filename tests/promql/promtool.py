@@ -1,4 +1,7 @@
-"""Run PromQL under real Prometheus (``promtool``) over series shaped like scraped data.
+"""Run PromQL under real Prometheus (``promtool``) over series shaped like scraped data: the
+release the pinned kube-prometheus-stack chart runs where ``twin/build.sh promtool`` built it, else
+the one on PATH (Debian's 2.42, whose ranges include their start; twin/prometheus.py
+``prometheus_binaries`` says which and why).
 
 Policy: a test that needs promtool calls :func:`require_promtool`. Without the binary it is
 skipped, or fails when ``DEEPSEEK_EKS_REQUIRE_TOOLS=1`` (CI), never silently passes.
@@ -16,8 +19,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-PROMTOOL = shutil.which("promtool")
-MISSING = "promtool not found: apt-get install prometheus"
+from deepseek_eks.twin.prometheus import DEBIAN_PROMTOOL, INSTALL_HINT, REQUIRE_ENV, prometheus_binaries
+
+_CHOSEN = prometheus_binaries()[1]
+PROMTOOL = (
+    str(_CHOSEN)
+    if os.access(_CHOSEN, os.X_OK)
+    else (shutil.which("promtool") if _CHOSEN == DEBIAN_PROMTOOL else None)
+)
+MISSING = f"promtool not found: {INSTALL_HINT}"
 
 
 def require_promtool() -> str:
@@ -27,6 +37,19 @@ def require_promtool() -> str:
             pytest.fail(MISSING)
         pytest.skip(MISSING)
     return PROMTOOL
+
+
+def require_chart_promtool() -> str:
+    """The promtool of the release the pinned chart runs, for a test whose answer depends on what
+    changed in Prometheus 3 (left-open ranges); skips without it (fails under
+    DEEPSEEK_EKS_REQUIRE_PROMETHEUS=1, which .ci/run sets once it built it)."""
+    path = require_promtool()
+    if path != str(_CHOSEN) or _CHOSEN == DEBIAN_PROMTOOL:
+        message = f"needs the chart's promtool (Prometheus 3), not {path}: {INSTALL_HINT}"
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
 
 
 def _run(args: list[str], what: str) -> None:

@@ -783,3 +783,42 @@ def test_a_seasonal_floor_at_the_router_counts_what_waited_while_no_replica_ran(
             }
         ],
     )
+
+
+def test_the_simulator_reads_the_seasonal_window_as_the_cluster_s_prometheus_does(tmp_path: Path) -> None:
+    """The simulator's history (perf/simulate/history.py) answers what the rendered query answers
+    in the chart's Prometheus, minute by minute, at the edges too: Prometheus 3 leaves the window's
+    start out, so one busy minute yesterday is read until, not including, the minute a lead after it."""
+    from deepseek_eks.perf.simulate.history import DemandHistory
+    from tests.promql.promtool import require_chart_promtool
+
+    require_chart_promtool()
+    day, lead, minute = 86_400, 600, 60
+    query = seasonal_demand(SCOPE, day, lead)
+    period, window = promql.seasonal_window(query)
+    assert (period, window) == (day, lead)
+    busy = {24: 30, 25: 7}  # yesterday's minutes 24 and 25
+    values = " ".join(str(busy.get(m, 0)) for m in range(40))
+    running = _deployment_and_strangers(VLLM_RUNNING, (values, "0x39"), ("90x39", "90x39"))
+    history = DemandHistory((m * minute, busy.get(m, 0)) for m in range(40))
+    at = range(1440 + 10, 1440 + 30)
+    expected = {m: history.peak(m * minute - period, m * minute - period + window) for m in at}
+    assert expected[1440 + 24] == 7 and expected[1440 + 25] == 0  # the edges the test is about
+    run_rule_test(
+        tmp_path,
+        [{"name": "keda", "rules": [{"record": "test:seasonal", "expr": query}]}],
+        [
+            {
+                "interval": "1m",
+                "input_series": running,
+                "promql_expr_test": [
+                    {
+                        "expr": query,
+                        "eval_time": f"{m * minute}s",
+                        "exp_samples": [{"labels": "{}", "value": v}],
+                    }
+                    for m, v in expected.items()
+                ],
+            }
+        ],
+    )

@@ -94,3 +94,17 @@ def test_every_program_the_build_script_knows_has_a_pinned_version() -> None:
     for program in PROGRAMS:
         assert re.fullmatch(r"v\d+\.\d+\.\d+", pinned_version(program)), program
         assert f"{program})" in script or f"|{program}" in script, program
+
+
+def test_the_twin_s_prometheus_is_the_release_the_pinned_chart_runs() -> None:
+    """Prometheus 3 is released as Go module v0.<major><minor>.<patch>; the wrapper's must be the
+    server image the vendored kube-prometheus-stack values pin (v3.14.0-distroless)."""
+    import yaml
+
+    charts = sorted((UPSTREAM / "helm-charts").glob("kube-prometheus-stack-*/values.yaml"))
+    assert len(charts) == 1, charts
+    values = yaml.safe_load(charts[0].read_text())
+    tag = values["prometheus"]["prometheusSpec"]["image"]["tag"]
+    major, minor, patch = tag.removeprefix("v").split("-")[0].split(".")
+    assert pinned_version("prometheus") == f"v0.{major}{int(minor):02d}.{patch}" == pinned_version("promtool")
+    assert "prometheus" in PROGRAMS and "promtool" in PROGRAMS

@@ -1,4 +1,5 @@
-"""The real Prometheus (Debian's /usr/bin/prometheus) scraping the vLLM/DCGM stand-in: the rendered
+"""The real Prometheus (the chart's release, twin/prometheus.py ``prometheus_binaries``) scraping
+the vLLM/DCGM stand-in: the rendered
 autoscaling queries, as KEDA and prometheus-adapter send them, return what the stand-in serves.
 
 - prod on the ``combined`` signal (KEDA): each prometheus trigger's ``query`` of the rendered
@@ -11,7 +12,7 @@ autoscaling queries, as KEDA and prometheus-adapter send them, return what the s
   commas; ``GroupBy`` = the pod resource's label; the resource labels from the rule's
   ``resources.overrides``; templates delimited by ``<<``/``>>``, pkg/config).
 
-Skips without Debian's prometheus unless DEEPSEEK_EKS_REQUIRE_TOOLS=1."""
+Skips without a Prometheus unless DEEPSEEK_EKS_REQUIRE_TOOLS=1."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ SCRAPE_S = 0.5  # compressed from the render's 15 s, so each test stays within s
 
 def require_prometheus() -> None:
     absent = [p for p in (PROMETHEUS, PROMTOOL) if not os.access(p, os.X_OK)]
-    require_binaries(absent, "Debian's prometheus", INSTALL_HINT, "DEEPSEEK_EKS_REQUIRE_TOOLS")
+    require_binaries(absent, "Prometheus", INSTALL_HINT, "DEEPSEEK_EKS_REQUIRE_TOOLS")
 
 
 def _objects(folder: Path) -> list[dict[str, Any]]:

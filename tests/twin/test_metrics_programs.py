@@ -1,7 +1,8 @@
 """The real prometheus-adapter and KEDA on the twin, on the loop's network (issue 33 §1).
 
-The twin's API server listens on the bridge with aggregator routing; Prometheus (Debian's
-/usr/bin/prometheus) runs in its own network namespace and scrapes a tiny metrics server serving
+The twin's API server listens on the bridge with aggregator routing; Prometheus (the chart's
+release where built, twin/prometheus.py ``prometheus_binaries``) runs in its own network
+namespace and scrapes a tiny metrics server serving
 DCGM and vLLM series; prometheus-adapter is configured from dev's render and KEDA from prod's. The
 test reads the custom metric of dev's HPA through the aggregated API, waits for KEDA to create the
 HPA of prod's ScaledObject and checks each external metric against Prometheus' own answer to the
@@ -36,12 +37,13 @@ from deepseek_eks.twin.metrics_programs import (
     apiservice_available,
     metrics_programs,
 )
+from deepseek_eks.twin.prometheus import INSTALL_HINT, prometheus_binaries
 from deepseek_eks.twin.server import Api, _stop, free_port, running_twin
 from tests.conftest import stack_config
 from tests.twin.conftest import require_binaries
 
 PROGRAMS = (*TIER0, "prometheus-adapter", "keda-operator", "keda-metrics-apiserver")
-PROMETHEUS = Path("/usr/bin/prometheus")
+PROMETHEUS = prometheus_binaries()[0]
 PREFIX = "dsmt"  # not the loop's "dse": a test run must not sweep away a loop's network
 GPU_UTIL = 63  # what the fake DCGM exporter serves for vllm-0
 WAITING = 12  # what the fake vLLM serves as requests waiting
@@ -261,7 +263,7 @@ def test_adapter_and_keda_serve_the_rendered_metrics(renders: dict[str, Path], t
         "DEEPSEEK_EKS_REQUIRE_SEAMS",
     )
     if not PROMETHEUS.exists():
-        pytest.skip(f"{PROMETHEUS} not installed (Debian's prometheus package)")
+        pytest.skip(f"{PROMETHEUS} not built or installed: {INSTALL_HINT}")
     _network_or_skip()
     dev, prod = _objects(renders["dev"]), _objects(renders["prod"])
     hpa = _one(dev, "HorizontalPodAutoscaler")

@@ -209,6 +209,19 @@ def test_a_held_minor_leaves_only_patches_of_the_pinned_minor_due(fake: FakeRegi
     assert behind.status == "behind" and "take v1.34.13" in behind.detail
 
 
+def test_another_major_s_legacy_tags_are_not_this_pin_s_releases(fake: FakeRegistry) -> None:
+    """Prometheus 3 is released as module v0.3xx.y; the module's v2.x+incompatible and v1.x tags
+    are Prometheus 2 and 1, never newer releases of the pin."""
+    upstream = Upstream("go", "github.com/prometheus/prometheus", same_major="Prometheus 3 is v0.3xx")
+    fake.module("github.com/prometheus/prometheus", ["v0.314.0", "v1.8.2", "v2.5.0+incompatible"])
+    current = check(fake, DriftTarget("twin-go", "twin/go/prometheus", "v0.314.0", upstream))
+    assert current.status == "current" and current.newest == "v0.314.0"
+    assert "other majors left out: Prometheus 3 is v0.3xx" in current.detail
+    fake.module("github.com/prometheus/prometheus", ["v0.314.0", "v0.315.0", "v1.8.2"])
+    behind = check(fake, DriftTarget("twin-go", "twin/go/prometheus", "v0.314.0", upstream))
+    assert behind.status == "behind" and "take v0.315.0" in behind.detail
+
+
 def test_a_module_the_proxy_does_not_serve_is_a_manual_step_not_a_pass(fake: FakeRegistry) -> None:
     drift = check(fake, DriftTarget("chart", "lws", "0.10.0", Upstream("go", "sigs.k8s.io/lws")))
     assert drift.status == "not-served" and "manual step" in drift.detail
