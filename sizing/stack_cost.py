@@ -113,6 +113,16 @@ def _regional(prices: dict[str, float], region: str, fallback: str) -> tuple[flo
     return prices[fallback], f"{fallback} (no bundled price for {region})"
 
 
+def _warm_spares(plan: SizingPlan) -> list[CostLine]:
+    """autoscaling.warmSpareNodes: the nodes placeholders hold at the floor; at the ceiling the
+    replicas have taken them and the pool's limit leaves none for the spares."""
+    if not plan.request.warm_spare_nodes:
+        return []
+    gpu = plan.chosen
+    item = f"warm spare GPU nodes ({gpu.instance.name}, {plan.request.warm_spare_nodes} placeholders)"
+    return [CostLine(item, plan.warm_spare_extra_nodes, 0, gpu.node_usd_per_hour, plan.price_source)]
+
+
 def stack_cost(plan: SizingPlan, shape: StackShape) -> StackCost:
     """Every hourly-priced part of the stack at the plan's min and max replicas."""
     data = stack_prices()
@@ -124,21 +134,6 @@ def stack_cost(plan: SizingPlan, shape: StackShape) -> StackCost:
     auto_mode = shape.compute_mode == AUTO_MODE
 
     control = data["eks_control_plane"]
-    # Warm spares (autoscaling.warmSpareNodes): placeholders hold nodes at the floor; at the
-    # ceiling the replicas have taken them and the pool's limit leaves none for the spares.
-    spares = (
-        [
-            CostLine(
-                f"warm spare GPU nodes ({gpu.instance.name}, {plan.request.warm_spare_nodes} placeholders)",
-                plan.warm_spare_extra_nodes,
-                0,
-                gpu.node_usd_per_hour,
-                plan.price_source,
-            )
-        ]
-        if plan.request.warm_spare_nodes
-        else []
-    )
     lines = [
         CostLine(
             f"GPU nodes ({gpu.instance.name})",
@@ -147,7 +142,7 @@ def stack_cost(plan: SizingPlan, shape: StackShape) -> StackCost:
             gpu.node_usd_per_hour,
             plan.price_source,
         ),
-        *spares,
+        *_warm_spares(plan),
         CostLine(
             "EKS control plane",
             1,

@@ -63,6 +63,7 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
         "weights__snapshotId": "snap-0123456789abcdef0",
         "weights__fastSnapshotRestore": "true",
     },
+    # dev only: r1's two-node replicas refuse warm spares (components/service.py WARM_MULTI_NODE).
     "warm-spare": {"autoscaling__warmSpareNodes": 1},
     # ALB access logs to their own bucket, and the KMS key the program creates (issue 23 item 8).
     "access-logs-kms-key": {
@@ -92,6 +93,10 @@ FEATURE_OVERRIDES: dict[str, dict[str, Any]] = {
 }
 
 
+# Features a stack refuses before anything is created, each tested where it is refused.
+REFUSED_FEATURES = {("r1", "warm-spare")}  # tests/construction/test_routing_settings.py
+
+
 # llm-d's router in front of vLLM on the stacks it routes (single-node replicas: r1 refuses it):
 # dev scaled to zero on the router's queue, prod on its own signal.
 ROUTED_OVERRIDES: dict[str, dict[str, Any]] = {
@@ -117,6 +122,7 @@ def feature_configs() -> dict[str, StackConfig]:
             f"{stack}-{feature}": stack_config(stack, **overrides)
             for stack in ("dev", "r1")
             for feature, overrides in FEATURE_OVERRIDES.items()
+            if (stack, feature) not in REFUSED_FEATURES
         },
         **routed_configs(),
     }
