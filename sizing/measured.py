@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .catalog import instance_catalog
 from .fit import Point, fit_points
+from .memory import KvCacheDtype, Quantization
 from .performance import (
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
@@ -40,6 +41,93 @@ LENGTH_DISTRIBUTIONS = ("fixed", "exponential")
 
 class LoadTestReportError(ValueError):
     """A file given as a load-test report is not one, or one of its points is unusable."""
+
+
+# What a load-test report records of the replica it measured (its ``config``), beside the served
+# model: each setting the replica model's answer depends on, under its plan.json name. python -m
+# automation loadtest takes each as the flag of the same name (--max-num-seqs, ...) or all of them
+# from --stack; the in-cluster Job records them through vllm bench serve's --metadata, which
+# --from-vllm-bench reads back (as text: the whole numbers are parsed there).
+WHOLE_NUMBER_SETTINGS = ("max_num_seqs", "tensor_parallel_size", "pipeline_parallel_size")
+REPLICA_SETTINGS = (*WHOLE_NUMBER_SETTINGS, "instance_type", "quantization", "kv_cache_dtype")
+# The values a report may record: the settings' own (model.quantization resolved, as plan.json
+# says it; model.kvCacheDtype).
+RECORDED_QUANTIZATIONS = tuple(q.value for q in Quantization if q is not Quantization.AUTO)
+RECORDED_KV_CACHE_DTYPES = tuple(d.value for d in KvCacheDtype)
+
+
+# How a user records every setting of the replica under test at once.
+RECORD_ALL = "python -m automation loadtest --stack NAME records them all from the stack's plan"
+
+# The settings a refit compares with the replica it answers for (ReplicaSetup.differences).
+_ENGINE_SETTINGS = ("tensor_parallel_size", "pipeline_parallel_size", "quantization", "kv_cache_dtype")
+
+
+def _engine_settings(hw: Hardware) -> tuple[object, ...]:
+    """``hw``'s values of _ENGINE_SETTINGS, as a report records them."""
+    return hw.tensor_parallel, hw.pipeline_parallel, hw.quantization.value, hw.kv_cache_dtype.value
+
+
+def replica_setting_problem(key: str, value: object) -> str | None:
+    """Why ``value`` cannot be the measured replica's ``key`` (one of REPLICA_SETTINGS), or None:
+    the one check behind the load tester's flags, a Job's record and a report's config."""
+    if key in WHOLE_NUMBER_SETTINGS:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return f"must be a whole number, at least 1 (the replica's --{key.replace('_', '-')})"
+    elif key == "instance_type":
+        if not isinstance(value, str) or value not in instance_catalog().instances:
+            return (
+                "not a GPU instance type of the catalog; give the EC2 type the replica under test "
+                "runs on (the plan's instance type, e.g. g6e.12xlarge)"
+            )
+    elif key == "quantization":
+        if value not in RECORDED_QUANTIZATIONS:
+            return f"must be one of {', '.join(RECORDED_QUANTIZATIONS)} (the plan's quantization)"
+    elif key == "kv_cache_dtype":
+        if value not in RECORDED_KV_CACHE_DTYPES:
+            return f"must be one of {', '.join(RECORDED_KV_CACHE_DTYPES)} (the stack's model.kvCacheDtype)"
+    else:
+        raise KeyError(key)
+    return None
+
+
+@dataclass(frozen=True)
+class ReplicaSetup:
+    """What a report says of the replica it measured (each None where it does not say): the
+    REPLICA_SETTINGS."""
+
+    max_num_seqs: int | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    instance_type: str | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any], where: str) -> ReplicaSetup:
+        """The settings ``config`` records (a report's ``config``, named ``where``); a
+        LoadTestReportError naming the first that is not one."""
+        for key in REPLICA_SETTINGS:
+            value = config.get(key)
+            if value is not None and (problem := replica_setting_problem(key, value)):
+                raise LoadTestReportError(f"{where}: config.{key} {value!r}: {problem}")
+        return cls(**{key: config.get(key) for key in REPLICA_SETTINGS})
+
+    def differences(self, hw: Hardware) -> list[tuple[str, object, object]]:
+        """The recorded settings other than ``hw``'s replica has, as (setting, recorded, hw's),
+        --max-num-seqs and the instance type aside (the refit runs under the first and checks
+        the second's GPUs)."""
+        answered = zip(_ENGINE_SETTINGS, _engine_settings(hw), strict=True)
+        return [
+            (key, getattr(self, key), value)
+            for key, value in answered
+            if getattr(self, key) not in (None, value)
+        ]
+
+    def unrecorded(self) -> list[str]:
+        """The settings the report does not record, --max-num-seqs and the instance type aside
+        (each has its own note)."""
+        return [key for key in _ENGINE_SETTINGS if getattr(self, key) is None]
 
 
 @dataclass(frozen=True)
@@ -60,10 +148,16 @@ class Measurement:
     # The served model the load test asked for (the report's ``config.model``: a stack serves
     # under its model.variant), where the report says.
     model: str | None = None
-    # The replica's --max-num-seqs and EC2 instance type while it was measured (the report's
-    # ``config.max_num_seqs`` and ``config.instance_type``), where the report says.
-    max_num_seqs: int | None = None
-    instance_type: str | None = None
+    # The replica's settings while it was measured (the report's ``config``), where it says.
+    setup: ReplicaSetup = field(default_factory=ReplicaSetup)
+
+    @property
+    def max_num_seqs(self) -> int | None:
+        return self.setup.max_num_seqs
+
+    @property
+    def instance_type(self) -> str | None:
+        return self.setup.instance_type
 
 
 def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
@@ -75,16 +169,7 @@ def _mean_tokens(point: Mapping[str, Any], key: str) -> float | None:
     return float(value)
 
 
-@dataclass(frozen=True)
-class _Setup:
-    """What a report says of the replica it measured (each None where it does not say)."""
-
-    model: str | None = None
-    max_num_seqs: int | None = None
-    instance_type: str | None = None
-
-
-def _measurement(point: Any, where: str, path: Path, setup: _Setup) -> Measurement:
+def _measurement(point: Any, where: str, path: Path, model: str | None, setup: ReplicaSetup) -> Measurement:
     try:
         concurrency, rate = int(point["concurrency"]), float(point["output_tokens_per_s"])
     except (KeyError, TypeError, ValueError, OverflowError):
@@ -124,9 +209,8 @@ def _measurement(point: Any, where: str, path: Path, setup: _Setup) -> Measureme
         prompt is not None,
         str(point.get("source") or path.name),
         distribution == "exponential",
-        setup.model,
-        setup.max_num_seqs,
-        setup.instance_type,
+        model,
+        setup,
     )
 
 
@@ -151,7 +235,7 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
             "report comes from python -m automation loadtest --out FILE"
         )
     measured = tuple(
-        _measurement(point, where, path, _setup(report, where))
+        _measurement(point, where, path, *_setup(report, where))
         for report in reports
         if isinstance(report, dict)
         for point in report.get("points", [])
@@ -163,19 +247,13 @@ def read_load_test(path: Path, flag: str) -> tuple[Measurement, ...]:
     return measured
 
 
-def _setup(report: Mapping[str, Any], where: str) -> _Setup:
-    """The served model, --max-num-seqs and instance type a report's ``config`` records."""
+def _setup(report: Mapping[str, Any], where: str) -> tuple[str | None, ReplicaSetup]:
+    """The served model and the replica's settings a report's ``config`` records."""
     config = report.get("config")
     if not isinstance(config, Mapping):
-        return _Setup()
-    model, seqs, instance = config.get("model"), config.get("max_num_seqs"), config.get("instance_type")
-    if seqs is not None and (isinstance(seqs, bool) or not isinstance(seqs, int) or seqs < 1):
-        raise LoadTestReportError(f"{where}: config.max_num_seqs must be a positive integer, got {seqs!r}")
-    if instance is not None and not (isinstance(instance, str) and instance):
-        raise LoadTestReportError(
-            f"{where}: config.instance_type must be an EC2 instance type, got {instance!r}"
-        )
-    return _Setup(model if isinstance(model, str) and model else None, seqs, instance)
+        return None, ReplicaSetup()
+    model = config.get("model")
+    return (model if isinstance(model, str) and model else None), ReplicaSetup.from_config(config, where)
 
 
 def _lengthless_warning(measurements: Sequence[Measurement], flag: str, path: Path) -> str | None:
@@ -232,12 +310,20 @@ def _assumed_setup(
     if any(m.instance_type is None for m in measurements):
         notes.append(
             f"the load test does not say which instance type it ran on: taken as {instance_type} "
-            "(record it with python -m automation loadtest --instance-type)"
+            f"(record it with python -m automation loadtest --instance-type, or {RECORD_ALL})"
         )
     if any(m.max_num_seqs is None for m in measurements):
         notes.append(
             f"the load test does not say the replica's --max-num-seqs: taken as {limits.max_num_seqs} "
-            "(record it with python -m automation loadtest --max-num-seqs)"
+            f"(record it with python -m automation loadtest --max-num-seqs, or {RECORD_ALL})"
+        )
+    answered = dict(zip(_ENGINE_SETTINGS, _engine_settings(hw), strict=True))
+    unrecorded = [key for key in _ENGINE_SETTINGS if any(key in m.setup.unrecorded() for m in measurements)]
+    if unrecorded:
+        notes.append(
+            "the load test does not say the replica's "
+            + ", ".join(f"{key} (taken as {answered[key]})" for key in unrecorded)
+            + f"; a replica deployed otherwise has another speed ({RECORD_ALL})"
         )
     caps = {m.max_num_seqs for m in measurements if m.max_num_seqs is not None}
     if others := sorted(caps - {limits.max_num_seqs}):
@@ -281,6 +367,15 @@ def refit(
             f"the load test measured {', '.join(others)} (its report's config.model), not "
             f"{variant}: the refit would take that model's speed for this one's. Load test a "
             f"replica serving {variant}"
+        )
+    differences = sorted({d for m in measurements for d in m.setup.differences(hw)}, key=str)
+    if differences:
+        ran = ", ".join(f"{key} {value}" for key, value, _ in differences)
+        planned = ", ".join(f"{key} {value}" for key, _, value in differences)
+        raise LoadTestReportError(
+            f"the load test's replica ran with {ran} (its report's config), and the one answered for "
+            f"has {planned}: another deployment, whose speed this is not. Load test a replica "
+            f"deployed from this plan ({RECORD_ALL}), or answer for the settings it ran with"
         )
     if instance_type is not None:
         machines = sorted(

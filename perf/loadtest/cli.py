@@ -6,11 +6,12 @@ Examples:
         --arrivals poisson --rate 2 --duration 300 --out out.json
   closed loop, 16 clients, 200 requests (a calibration point for simulate --calibration):
     python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
-  the same in the cluster with vllm bench serve, then its result as calibration points:
-    python -m automation loadtest --url http://SERVICE --model ... --arrivals closed --concurrency 16 \\
-        --requests 200 --as-job | kubectl apply -f -
+  the same in the cluster with vllm bench serve, then its result as calibration points (--stack
+  records the replica as the stack's plan deploys it; --instance-type is its node's):
+    python -m automation loadtest --stack dev --url http://SERVICE --arrivals closed --concurrency 16 \\
+        --requests 200 --instance-type g6.xlarge --as-job | kubectl apply -f -
     kubectl -n deepseek logs job/vllm-loadtest > bench.log
-    python -m automation loadtest --from-vllm-bench bench.log --max-num-seqs 64 --out calibration.json
+    python -m automation loadtest --from-vllm-bench bench.log --out calibration.json
 """
 
 from __future__ import annotations
@@ -23,7 +24,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from deepseek_eks.sizing.measured import LENGTH_DISTRIBUTIONS
+from deepseek_eks.sizing.measured import (
+    LENGTH_DISTRIBUTIONS,
+    RECORDED_KV_CACHE_DTYPES,
+    RECORDED_QUANTIZATIONS,
+    REPLICA_SETTINGS,
+)
 
 from .metrics import GoodputError, parse_goodput
 from .runner import (
@@ -114,6 +120,29 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--instance-type",
         help="the EC2 instance type the replica under test runs on (the plan's), recorded: a refit for "
         "another type is refused",
+    )
+    p.add_argument(
+        "--tensor-parallel-size", type=int, help="the replica's tensor parallelism (the plan's), recorded"
+    )
+    p.add_argument(
+        "--pipeline-parallel-size", type=int, help="the replica's pipeline parallelism (the plan's), recorded"
+    )
+    p.add_argument(
+        "--quantization",
+        choices=RECORDED_QUANTIZATIONS,
+        help="the replica's weight format (the plan's quantization), recorded",
+    )
+    p.add_argument(
+        "--kv-cache-dtype",
+        choices=RECORDED_KV_CACHE_DTYPES,
+        help="the replica's KV-cache element type (the stack's model.kvCacheDtype), recorded",
+    )
+    p.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="record the replica as stack NAME's plan deploys it (offline): --model, --max-num-seqs, the "
+        "parallelism, --quantization and --kv-cache-dtype, each unless given, and --instance-type where the "
+        "node pool has one type. A refit of the report for a replica deployed otherwise is refused",
     )
     p.add_argument(
         "--json",
@@ -213,9 +242,48 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
         api_key=os.environ.get(args.api_key_env) or None,
         ignore_eos=not args.no_ignore_eos,
         goodput_ms=goodput,
-        max_num_seqs=args.max_num_seqs,
-        instance_type=args.instance_type,
+        **{key: getattr(args, key) for key in REPLICA_SETTINGS},
     )
+
+
+def apply_stack(args: argparse.Namespace) -> None:
+    """--stack NAME: each replica setting (and --model) not given is taken from the stack's plan,
+    rendered offline; one given otherwise is kept, and said on stderr. A LoadTestError naming the
+    stack when it does not plan."""
+    if not args.stack:
+        return
+    from deepseek_eks.automation.api import prepare
+    from deepseek_eks.automation.stackfile import PROJECT_ROOT, StackFileError
+    from deepseek_eks.components import SizingError
+    from deepseek_eks.settings import SettingsError
+
+    try:
+        plan = prepare(args.stack, {}, getattr(args, "project_dir", PROJECT_ROOT)).plan.to_dict()
+    except (StackFileError, SettingsError, SizingError) as error:
+        raise LoadTestError(f"--stack {args.stack}: {' '.join(str(error).split())}") from None
+    planned = {"model": plan["variant"], **{key: plan[key] for key in REPLICA_SETTINGS}}
+    # The replica's node is whichever type of the pool Karpenter or Auto Mode launched: the
+    # plan knows it only for a pool of one type.
+    pool = plan["instance_types"]
+    if pool != [plan["instance_type"]]:
+        del planned["instance_type"]
+        if args.instance_type is None:
+            print(
+                f"note: stack {args.stack}'s node pool may launch {', '.join(pool)}: give --instance-type "
+                "with the replica's node's (kubectl get nodes -L node.kubernetes.io/instance-type), or a "
+                f"refit takes it as {plan['instance_type']}",
+                file=sys.stderr,
+            )
+    for key, value in planned.items():
+        given = getattr(args, key)
+        if given is None:
+            setattr(args, key, value)
+        elif given != value:
+            print(
+                f"note: --{key.replace('_', '-')} {given} is kept; stack {args.stack}'s plan has {value}, "
+                "so the report measures a replica deployed otherwise",
+                file=sys.stderr,
+            )
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
@@ -289,7 +357,8 @@ def convert_bench(args: argparse.Namespace) -> int:
     except OSError as error:
         raise LoadTestError(f"--from-vllm-bench {path}: {error.strerror}") from None
     result = read_bench_result(text, str(path))
-    report = calibration_from_bench(result, path.name, args.max_num_seqs, args.instance_type, args.model)
+    given = {key: getattr(args, key) for key in REPLICA_SETTINGS}
+    report = calibration_from_bench(result, path.name, given, args.model)
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     document = json.dumps(report, indent=2) + "\n"
@@ -305,6 +374,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the load test (or print its Job, or convert a vllm bench serve result) as parsed by
     ``add_arguments``; the exit code."""
     try:
+        apply_stack(args)
         if args.from_vllm_bench:
             return convert_bench(args)
         config = config_from_args(args)

@@ -26,15 +26,17 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
 from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_labels
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
+from deepseek_eks.sizing.measured import REPLICA_SETTINGS, WHOLE_NUMBER_SETTINGS
 from deepseek_eks.sizing.planner import VLLM_PORT
 
-from .runner import LoadTestConfig, LoadTestError, check_instance_type, point_lengths, point_warnings
+from .runner import LoadTestConfig, LoadTestError, check_replica_setting, point_lengths, point_warnings
 
 NAME = "vllm-loadtest"
 RESULTS_DIR = "/results"  # emptyDir: --result-dir
@@ -102,13 +104,12 @@ def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | N
 
 
 def _recorded(config: LoadTestConfig) -> dict[str, str]:
-    """What the Job records of the replica under test: the name it serves, and its --max-num-seqs
-    and instance type where given."""
+    """What the Job records of the replica under test: the name it serves, and each of its
+    settings (sizing/measured.py REPLICA_SETTINGS) given."""
     recorded = {SERVED_MODEL_KEY: config.model}
-    if config.max_num_seqs is not None:
-        recorded["max_num_seqs"] = str(config.max_num_seqs)
-    if config.instance_type is not None:
-        recorded["instance_type"] = config.instance_type
+    for key in REPLICA_SETTINGS:
+        if (value := getattr(config, key)) is not None:
+            recorded[key] = str(value)
     return recorded
 
 
@@ -270,15 +271,38 @@ def _setting(result: dict[str, Any], key: str, flag: str, given: str | None, nam
     return given if given is not None else recorded
 
 
+def _flag(key: str) -> str:
+    return f"--{key.replace('_', '-')}"
+
+
+def _replica_settings(result: dict[str, Any], name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The measured replica's settings (sizing/measured.py REPLICA_SETTINGS): each given as its
+    flag or recorded in the result by the Job's --metadata, checked, and named by where it came
+    from when it is wrong."""
+    settings: dict[str, Any] = {}
+    for key in REPLICA_SETTINGS:
+        flag = _flag(key)
+        value: Any = _setting(result, key, flag, None if given.get(key) is None else str(given[key]), name)
+        if value is None:
+            continue
+        where = flag if given.get(key) is not None else f"--from-vllm-bench {name}: the result's {key}"
+        if key in WHOLE_NUMBER_SETTINGS:
+            try:
+                value = int(value)
+            except ValueError:
+                raise LoadTestError(f"{where} {value!r} is not a whole number") from None
+        check_replica_setting(key, value, where)
+        settings[key] = value
+    return settings
+
+
 def calibration_from_bench(
-    result: dict[str, Any],
-    name: str,
-    max_num_seqs: int | None = None,
-    instance_type: str | None = None,
-    model: str | None = None,
+    result: dict[str, Any], name: str, given: Mapping[str, Any] | None = None, model: str | None = None
 ) -> dict[str, Any]:
     """A calibration report (``points`` as perf/simulate/replica.py load_calibration reads
     them) from a vllm bench serve result; fields per reference/upstream/vllm-bench-serve/result-fields.json.
+    ``given``: the replica's settings given as flags (REPLICA_SETTINGS keys), ``model`` the served
+    name given; each must agree with what the result records.
 
     The point's concurrency is the mean number of requests in flight by Little's law (the sum of
     ``latencies`` over ``duration``), as the local tester computes it; without ``latencies`` it is
@@ -300,37 +324,10 @@ def calibration_from_bench(
             f"--from-vllm-bench {name}: no latencies and no max_concurrency, so the point has no "
             "concurrency; run vllm bench serve with --max-concurrency"
         )
-    # Each setting of the measured replica is the flag's or the result's record, and named by
-    # where it came from when it is wrong.
-    given_seqs = None if max_num_seqs is None else str(max_num_seqs)
-    seqs = _setting(result, "max_num_seqs", "--max-num-seqs", given_seqs, name)
-    seqs_from = (
-        "--max-num-seqs" if given_seqs is not None else f"--from-vllm-bench {name}: the result's max_num_seqs"
-    )
-    try:
-        max_num_seqs = None if seqs is None else int(seqs)
-    except ValueError:
-        raise LoadTestError(f"{seqs_from} {seqs!r} is not an integer") from None
-    if max_num_seqs is not None and max_num_seqs < 1:
-        raise LoadTestError(f"{seqs_from} {max_num_seqs}: must be at least 1 (the replica's --max-num-seqs)")
-    instance_from = (
-        "--instance-type"
-        if instance_type is not None
-        else f"--from-vllm-bench {name}: the result's instance_type"
-    )
-    instance_type = _setting(result, "instance_type", "--instance-type", instance_type, name)
-    if instance_type is not None:
-        check_instance_type(instance_type, instance_from)
+    settings = _replica_settings(result, name, given or {})
     served = _setting(result, SERVED_MODEL_KEY, "--model", model, name)
-    config = {
-        key: value
-        for key, value in (
-            ("model", served or None),
-            ("max_num_seqs", max_num_seqs),
-            ("instance_type", instance_type),
-        )
-        if value is not None
-    }
+    config = {"model": served, **settings} if served else settings
+    max_num_seqs = settings.get("max_num_seqs")
     # The configured cap bounds what was in flight; without one, vLLM's max_concurrent_requests
     # (requests active in the busiest one-second bucket) is an upper bound.
     peak = int(result.get("max_concurrency") or result.get("max_concurrent_requests") or concurrency)

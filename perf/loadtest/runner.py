@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from deepseek_eks.sizing.measured import REPLICA_SETTINGS, replica_setting_problem
+
 from .client import BodyCut, ConnectFailed, ConnectTimedOut, NoResponse, Pool
 from .metrics import goodput_rps, summary, tpot_s
 
@@ -60,17 +62,12 @@ def check_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def check_instance_type(name: str, where: str = "--instance-type") -> str:
-    """``name`` if the instance catalog has it as a GPU type; a LoadTestError naming ``where`` it
-    came from (the flag, or the result that recorded it) if not."""
-    from deepseek_eks.sizing.catalog import instance_catalog
-
-    if name not in instance_catalog().instances:
-        raise LoadTestError(
-            f"{where} {name!r}: not a GPU instance type of the catalog; give the EC2 type "
-            "the replica under test runs on (the plan's instance type, e.g. g6e.12xlarge)"
-        )
-    return name
+def check_replica_setting(key: str, value: object, where: str) -> None:
+    """A LoadTestError naming ``where`` the value came from (the flag, the stack's plan or the
+    result that recorded it) when ``value`` cannot be the replica's ``key`` (one of
+    sizing/measured.py's REPLICA_SETTINGS)."""
+    if (problem := replica_setting_problem(key, value)) is not None:
+        raise LoadTestError(f"{where} {value!r}: {problem}")
 
 
 @dataclass(frozen=True)
@@ -148,6 +145,12 @@ class LoadTestConfig:
     # The EC2 instance type of the replica under test, recorded so a refit on another type is
     # refused rather than taken for this one's speed (sizing/measured.py).
     instance_type: str | None = None
+    # Its parallelism, weight format and KV-cache element type (the plan's), recorded so a refit
+    # for a replica deployed otherwise is refused (sizing/measured.py ReplicaSetup).
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    quantization: str | None = None
+    kv_cache_dtype: str | None = None
 
     def __post_init__(self) -> None:
         if self.max_requests is None and self.duration_s is None:
@@ -161,13 +164,13 @@ class LoadTestConfig:
             ("--connect-timeout", self.connect_timeout_s),
             ("--read-timeout", self.read_timeout_s),
             ("--max-connections", self.max_connections),
-            ("--max-num-seqs", 1 if self.max_num_seqs is None else self.max_num_seqs),
         ):
             if value <= 0:
                 raise LoadTestError(f"{flag} must be positive, got {value}")
         check_url(self.url)
-        if self.instance_type is not None:
-            check_instance_type(self.instance_type)
+        for key in REPLICA_SETTINGS:
+            if (value := getattr(self, key)) is not None:
+                check_replica_setting(key, value, f"--{key.replace('_', '-')}")
 
     def connections(self) -> int:
         """Pool size: one connection per closed-loop client, else ``max_connections``."""

@@ -605,6 +605,71 @@ def test_the_job_records_what_it_measured_and_the_refit_honours_it(
     assert "records served_model_name=r1-distill-qwen-7b" in err and "--model r1-distill-llama-70b" in err
 
 
+def job_metadata(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[str, str]:
+    """What the Job printed for ``argv`` records through vllm bench serve's --metadata."""
+    import yaml
+
+    assert cli.main(argv) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    (job,) = [d for d in documents if d["kind"] == "Job"]
+    return metadata_as_vllm_saves_it(job["spec"]["template"]["spec"]["containers"][0]["command"][4:])
+
+
+def test_stack_records_the_replica_its_plan_deploys(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--stack dev: the Job records the served model and every setting dev's plan deploys its
+    replica with, and the converted report carries them to the refit; a flag given otherwise is
+    kept, and said."""
+    from deepseek_eks.automation.api import prepare
+    from deepseek_eks.perf.loadtest.job import RESULT_MARKER
+    from deepseek_eks.sizing.measured import REPLICA_SETTINGS, ReplicaSetup, read_load_test
+
+    planned = prepare("dev").plan.to_dict()
+    argv = ["--stack", "dev", "--url", "http://vllm.deepseek.svc.cluster.local", "--arrivals", "closed"]
+    argv += ["--concurrency", "8", "--requests", "100", "--as-job"]
+    # dev's pool may launch g6 and g5 sizes: the node's type is the user's to give, and said so.
+    assert len(planned["instance_types"]) > 1
+    assert cli.main(argv) == 0
+    assert "give --instance-type with the replica's node's" in capsys.readouterr().err
+    node = planned["instance_types"][-1]
+    argv += ["--instance-type", node]
+    metadata = job_metadata(argv, capsys)
+    assert metadata == {
+        "served_model_name": planned["variant"],
+        **{key: str(planned[key]) for key in REPLICA_SETTINGS if key != "instance_type"},
+        "instance_type": node,
+    }
+    log = tmp_path / "bench.log"
+    log.write_text(RESULT_MARKER + json.dumps({**bench_result(8, in_flight=8), **metadata}) + "\n")
+    out = tmp_path / "calibration.json"
+    assert cli.main(["--from-vllm-bench", str(log), "--out", str(out)]) == 0
+    (measured,) = read_load_test(out, "--load-test")
+    assert measured.model == planned["variant"]
+    assert measured.setup == ReplicaSetup(
+        **{**{key: planned[key] for key in REPLICA_SETTINGS}, "instance_type": node}
+    )
+    # A flag beside --stack is what the replica under test ran with: kept, and the difference said.
+    capped = planned["max_num_seqs"] // 2
+    assert job_metadata([*argv, "--max-num-seqs", str(capped)], capsys)["max_num_seqs"] == str(capped)
+    assert cli.main([*argv, "--max-num-seqs", str(capped)]) == 0
+    err = capsys.readouterr().err
+    assert f"--max-num-seqs {capped} is kept; stack dev's plan has {planned['max_num_seqs']}" in err
+    # A pool of one type (r1's p5.48xlarge) says the node's type too.
+    r1 = prepare("r1").plan.to_dict()
+    assert r1["instance_types"] == [r1["instance_type"]]
+    assert job_metadata(["--stack", "r1", *argv[2:-2]], capsys)["instance_type"] == r1["instance_type"]
+    # A stack that does not plan is named.
+    assert cli.main([*argv[:1], "no-such-stack", *argv[2:]]) == 2
+    assert "--stack no-such-stack:" in capsys.readouterr().err
+    # A setting the result records that no replica runs with is named as the result's.
+    log.write_text(
+        RESULT_MARKER + json.dumps({**bench_result(8, in_flight=8), "kv_cache_dtype": "int4"}) + "\n"
+    )
+    assert cli.main(["--from-vllm-bench", str(log)]) == 2
+    assert "the result's kv_cache_dtype 'int4': must be one of auto, fp8" in capsys.readouterr().err
+
+
 def test_a_converted_result_takes_what_the_flags_say_where_it_records_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -628,12 +693,12 @@ def test_a_converted_result_takes_what_the_flags_say_where_it_records_nothing(
     )
     for bad in ("0", "-5"):
         assert cli.main(["--from-vllm-bench", str(log), "--max-num-seqs", bad]) == 2
-        assert f"--max-num-seqs {bad}: must be at least 1" in capsys.readouterr().err
+        assert f"--max-num-seqs {bad}: must be a whole number, at least 1" in capsys.readouterr().err
     # Recorded by the result, not given: the message says the result holds it.
     result = {**bench_result(32, in_flight=30), "max_num_seqs": "0", "instance_type": "g6.13xlarge"}
     log.write_text(RESULT_MARKER + json.dumps(result) + "\n")
     assert cli.main(["--from-vllm-bench", str(log)]) == 2
-    assert "the result's max_num_seqs 0: must be at least 1" in capsys.readouterr().err
+    assert "the result's max_num_seqs 0: must be a whole number, at least 1" in capsys.readouterr().err
     result["max_num_seqs"] = "8"
     log.write_text(RESULT_MARKER + json.dumps(result) + "\n")
     assert cli.main(["--from-vllm-bench", str(log)]) == 2

@@ -212,7 +212,11 @@ def test_cli_dev_runs_on_the_replica_model_and_a_calibration_overrides_it(
     assert "state no request lengths" not in err
     # What the report leaves unsaid is taken from the plan, said once, naming the report.
     assert err.count(f"note: --calibration {measured}: the load test does not say which instance type") == 1
-    assert err.count(f"note: --calibration {measured}: the load test does not say the replica's") == 1
+    for unsaid in ("--max-num-seqs", "tensor_parallel_size"):
+        assert (
+            err.count(f"note: --calibration {measured}: the load test does not say the replica's {unsaid}")
+            == 1
+        )
     # A report of another served model is refused at the command, naming the report.
     measured.write_text(json.dumps({"config": {"model": "r1-distill-llama-70b"}, "points": points}))
     assert cli.main(args) == 2

@@ -21,7 +21,14 @@ from deepseek_eks.sizing.capacity import (
     replicas_for,
 )
 from deepseek_eks.sizing.cli import main
-from deepseek_eks.sizing.measured import LoadTestReportError, Measurement, read_load_test, refit
+from deepseek_eks.sizing.measured import (
+    REPLICA_SETTINGS,
+    LoadTestReportError,
+    Measurement,
+    ReplicaSetup,
+    read_load_test,
+    refit,
+)
 from tests.measured import load_test_points, slower_replica
 
 
@@ -189,7 +196,8 @@ def test_a_load_test_is_refitted_under_the_max_num_seqs_its_replica_ran_with(
     assert limits.max_num_seqs > 8
     ran = replace(limits, max_num_seqs=8)
     truth = slower_replica(sized.hardware)
-    setup = {"model": "r1-distill-qwen-7b", "max_num_seqs": 8, "instance_type": sized.instance_type}
+    deployed = {key: sized.to_dict()[key] for key in REPLICA_SETTINGS}  # loadtest --stack records it
+    setup = {**deployed, "model": "r1-distill-qwen-7b", "max_num_seqs": 8}
     points = load_test_points(truth, ran, 1024, 128)
     report = tmp_path / "loadtest.json"
     report.write_text(json.dumps({"config": setup, "points": points}))
@@ -202,7 +210,10 @@ def test_a_load_test_is_refitted_under_the_max_num_seqs_its_replica_ran_with(
         measured=refit(
             sized.hardware,
             limits,
-            [replace(m, max_num_seqs=None) for m in read_load_test(report, "--load-test")],
+            [
+                replace(m, setup=replace(m.setup, max_num_seqs=None))
+                for m in read_load_test(report, "--load-test")
+            ],
             "under the plan's limits",
         ),
     )
@@ -250,7 +261,59 @@ def test_a_load_test_on_another_instance_type_is_refused(
     # A malformed record is named, not ignored.
     report.write_text(json.dumps({"config": {"max_num_seqs": "many"}, "points": [point]}))
     assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
-    assert "config.max_num_seqs must be a positive integer, got 'many'" in capsys.readouterr().err
+    assert "config.max_num_seqs 'many': must be a whole number, at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("recorded", "named"),
+    [
+        ({"tensor_parallel_size": 2}, "tensor_parallel_size 2"),
+        ({"kv_cache_dtype": "fp8"}, "kv_cache_dtype fp8"),
+        ({"quantization": "fp8"}, "quantization fp8"),
+        ({"pipeline_parallel_size": 2}, "pipeline_parallel_size 2"),
+    ],
+)
+def test_a_load_test_of_a_replica_deployed_otherwise_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], recorded: dict[str, object], named: str
+) -> None:
+    """The 7B planned on one L4 (TP 1, bf16, a 16-bit KV cache): a report that records another
+    parallelism, weight format or KV-cache type measured another deployment, whose speed the
+    refit would take for this one's. Refused, naming what it ran with and what is answered for."""
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    deployed = {key: sized.to_dict()[key] for key in REPLICA_SETTINGS}
+    (key,) = recorded
+    assert deployed[key] != recorded[key]  # the case differs from the plan
+    report = tmp_path / "loadtest.json"
+    point = {"concurrency": 4, "output_tokens_per_s": 100.0, "prompt_tokens": 500, "output_tokens": 1162}
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    argv += ["--ttft-slo", "5", "--load-test", str(report)]
+    report.write_text(json.dumps({"config": {**deployed, **recorded}, "points": [point]}))
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"ran with {named} (its report's config)" in err
+    assert f"answered for has {key} {deployed[key]}" in err and "loadtest --stack" in err
+    # The same report recording the plan's own settings is taken, with nothing assumed.
+    report.write_text(json.dumps({"config": deployed, "points": [point]}))
+    assert main(argv) == 0
+    assert "does not say" not in capsys.readouterr().err
+
+
+def test_a_load_test_that_records_no_engine_settings_says_what_it_assumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "loadtest.json"
+    point = {"concurrency": 4, "output_tokens_per_s": 100.0, "prompt_tokens": 500, "output_tokens": 1162}
+    report.write_text(json.dumps({"config": {"quantization": "bf16"}, "points": [point]}))
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 0
+    err = capsys.readouterr().err
+    assert "does not say the replica's tensor_parallel_size (taken as 1)" in err
+    assert "kv_cache_dtype (taken as auto)" in err and "quantization (taken" not in err
+    # A recorded value no replica runs with is named, as the report's.
+    report.write_text(json.dumps({"config": {"quantization": "int8"}, "points": [point]}))
+    assert main([*argv, "--ttft-slo", "5", "--load-test", str(report)]) == 2
+    assert "config.quantization 'int8': must be one of bf16, fp8, awq-int4" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -268,7 +331,7 @@ def test_the_instance_type_check_judges_the_replica_s_hardware(ran_on: str, same
     sized = plan(PlanRequest("r1-distill-llama-70b", ("g6e",)))
     assert isinstance(sized, SizingPlan) and sized.instance_type == "g6e.12xlarge"
     assert sized.tensor_parallel_size == 4
-    measured = Measurement(4, 60.0, 500, 1162, True, "test", instance_type=ran_on)
+    measured = Measurement(4, 60.0, 500, 1162, True, "test", setup=ReplicaSetup(instance_type=ran_on))
     limits = sized.scheduler_limits
     if same:
         refit(sized.hardware, limits, [measured], "test", sized.instance_type)

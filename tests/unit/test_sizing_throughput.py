@@ -207,7 +207,8 @@ def test_a_load_test_is_refitted_under_the_max_num_seqs_it_records(
     truth = slower_replica(hardware(model_catalog()["r1-distill-qwen-7b"], Quantization.BF16, g6, 1))
     points = load_test_points(truth, replace(limits, max_num_seqs=8), 1024, 128)
     report = tmp_path / "loadtest.json"
-    config = {"max_num_seqs": 8, "instance_type": "g6.xlarge"}
+    config = {"max_num_seqs": 8, "instance_type": "g6.xlarge", "tensor_parallel_size": 1}
+    config |= {"pipeline_parallel_size": 1, "quantization": "bf16", "kv_cache_dtype": "auto"}
     report.write_text(json.dumps({"config": config, "points": points}))
     assert main([*argv, *load, "--load-test", str(report)]) == 0
     captured = capsys.readouterr()
