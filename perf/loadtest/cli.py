@@ -246,12 +246,13 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
     )
 
 
-def apply_stack(args: argparse.Namespace) -> None:
-    """--stack NAME: each replica setting (and --model) not given is taken from the stack's plan,
-    rendered offline; one given otherwise is kept, and said on stderr. A LoadTestError naming the
-    stack when it does not plan."""
+def stack_replica(args: argparse.Namespace) -> dict[str, Any]:
+    """--stack NAME: the served model (``model``) and the replica settings (REPLICA_SETTINGS) the
+    stack's plan deploys, rendered offline; the instance type only where the node pool has one
+    type, since the replica's node is whichever type of the pool was launched. Empty without
+    --stack; a LoadTestError naming the stack when it does not plan."""
     if not args.stack:
-        return
+        return {}
     from deepseek_eks.automation.api import prepare
     from deepseek_eks.automation.stackfile import PROJECT_ROOT, StackFileError
     from deepseek_eks.components import SizingError
@@ -262,28 +263,40 @@ def apply_stack(args: argparse.Namespace) -> None:
     except (StackFileError, SettingsError, SizingError) as error:
         raise LoadTestError(f"--stack {args.stack}: {' '.join(str(error).split())}") from None
     planned = {"model": plan["variant"], **{key: plan[key] for key in REPLICA_SETTINGS}}
-    # The replica's node is whichever type of the pool Karpenter or Auto Mode launched: the
-    # plan knows it only for a pool of one type.
-    pool = plan["instance_types"]
-    if pool != [plan["instance_type"]]:
+    if plan["instance_types"] != [plan["instance_type"]]:
         del planned["instance_type"]
-        if args.instance_type is None:
-            print(
-                f"note: stack {args.stack}'s node pool may launch {', '.join(pool)}: give --instance-type "
-                "with the replica's node's (kubectl get nodes -L node.kubernetes.io/instance-type), or a "
-                f"refit takes it as {plan['instance_type']}",
-                file=sys.stderr,
-            )
+        args.stack_pool = plan["instance_types"]
+    return planned
+
+
+def say_stack_differences(args: argparse.Namespace, planned: dict[str, Any], used: dict[str, Any]) -> None:
+    """Notes on stderr for what the report records other than --stack's plan (a flag given, or a
+    Job's record), and for an instance type neither the plan nor the user gave."""
     for key, value in planned.items():
-        given = getattr(args, key)
-        if given is None:
-            setattr(args, key, value)
-        elif given != value:
+        if used.get(key) is not None and used[key] != value:
             print(
-                f"note: --{key.replace('_', '-')} {given} is kept; stack {args.stack}'s plan has {value}, "
-                "so the report measures a replica deployed otherwise",
+                f"note: {key} {used[key]} is kept (given, or recorded by the result); stack {args.stack}'s "
+                f"plan has {value}, so the report measures a replica deployed otherwise",
                 file=sys.stderr,
             )
+    pool = getattr(args, "stack_pool", None)
+    if pool and used.get("instance_type") is None:
+        print(
+            f"note: stack {args.stack}'s node pool may launch {', '.join(pool)}: give --instance-type "
+            "with the replica's node's (kubectl get nodes -L node.kubernetes.io/instance-type), or a "
+            "refit takes it as the plan's",
+            file=sys.stderr,
+        )
+
+
+def apply_stack(args: argparse.Namespace, planned: dict[str, Any]) -> None:
+    """Each replica setting (and --model) not given is taken from --stack's plan; one given
+    otherwise is kept, and said."""
+    used = {key: getattr(args, key) for key in planned}
+    say_stack_differences(args, planned, {**used, "instance_type": args.instance_type})
+    for key, value in planned.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
@@ -347,8 +360,9 @@ def main(argv: list[str]) -> int:
     return run_command(parser().parse_args(argv))
 
 
-def convert_bench(args: argparse.Namespace) -> int:
-    """--from-vllm-bench: the result as calibration points, on stdout or in --out."""
+def convert_bench(args: argparse.Namespace, planned: dict[str, Any]) -> int:
+    """--from-vllm-bench: the result as calibration points, on stdout or in --out; ``planned``:
+    --stack's plan (stack_replica)."""
     from .job import calibration_from_bench, read_bench_result
 
     path: Path = args.from_vllm_bench
@@ -358,7 +372,10 @@ def convert_bench(args: argparse.Namespace) -> int:
         raise LoadTestError(f"--from-vllm-bench {path}: {error.strerror}") from None
     result = read_bench_result(text, str(path))
     given = {key: getattr(args, key) for key in REPLICA_SETTINGS}
-    report = calibration_from_bench(result, path.name, given, args.model)
+    # --stack's plan stands in only for what neither a flag nor the result's record says: a Job
+    # run with a capped --max-num-seqs recorded what the replica ran with.
+    report = calibration_from_bench(result, path.name, given, args.model, planned)
+    say_stack_differences(args, planned, report["config"])
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     document = json.dumps(report, indent=2) + "\n"
@@ -374,9 +391,10 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the load test (or print its Job, or convert a vllm bench serve result) as parsed by
     ``add_arguments``; the exit code."""
     try:
-        apply_stack(args)
+        planned = stack_replica(args)
         if args.from_vllm_bench:
-            return convert_bench(args)
+            return convert_bench(args, planned)
+        apply_stack(args, planned)
         config = config_from_args(args)
         if args.as_job:
             print_job(args, config)

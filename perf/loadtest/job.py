@@ -275,15 +275,19 @@ def _flag(key: str) -> str:
     return f"--{key.replace('_', '-')}"
 
 
-def _replica_settings(result: dict[str, Any], name: str, given: Mapping[str, Any]) -> dict[str, Any]:
+def _replica_settings(
+    result: dict[str, Any], name: str, given: Mapping[str, Any], fallback: Mapping[str, Any]
+) -> dict[str, Any]:
     """The measured replica's settings (sizing/measured.py REPLICA_SETTINGS): each given as its
-    flag or recorded in the result by the Job's --metadata, checked, and named by where it came
-    from when it is wrong."""
+    flag or recorded in the result by the Job's --metadata, else ``fallback``'s (--stack's plan),
+    checked, and named by where it came from when it is wrong."""
     settings: dict[str, Any] = {}
     for key in REPLICA_SETTINGS:
         flag = _flag(key)
         value: Any = _setting(result, key, flag, None if given.get(key) is None else str(given[key]), name)
         if value is None:
+            if fallback.get(key) is not None:
+                settings[key] = fallback[key]
             continue
         where = flag if given.get(key) is not None else f"--from-vllm-bench {name}: the result's {key}"
         if key in WHOLE_NUMBER_SETTINGS:
@@ -297,12 +301,17 @@ def _replica_settings(result: dict[str, Any], name: str, given: Mapping[str, Any
 
 
 def calibration_from_bench(
-    result: dict[str, Any], name: str, given: Mapping[str, Any] | None = None, model: str | None = None
+    result: dict[str, Any],
+    name: str,
+    given: Mapping[str, Any] | None = None,
+    model: str | None = None,
+    fallback: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A calibration report (``points`` as perf/simulate/replica.py load_calibration reads
     them) from a vllm bench serve result; fields per reference/upstream/vllm-bench-serve/result-fields.json.
     ``given``: the replica's settings given as flags (REPLICA_SETTINGS keys), ``model`` the served
-    name given; each must agree with what the result records.
+    name given; each must agree with what the result records. ``fallback`` (``model`` and
+    REPLICA_SETTINGS keys: --stack's plan) stands in for what neither says.
 
     The point's concurrency is the mean number of requests in flight by Little's law (the sum of
     ``latencies`` over ``duration``), as the local tester computes it; without ``latencies`` it is
@@ -324,8 +333,9 @@ def calibration_from_bench(
             f"--from-vllm-bench {name}: no latencies and no max_concurrency, so the point has no "
             "concurrency; run vllm bench serve with --max-concurrency"
         )
-    settings = _replica_settings(result, name, given or {})
-    served = _setting(result, SERVED_MODEL_KEY, "--model", model, name)
+    fallback = fallback or {}
+    settings = _replica_settings(result, name, given or {}, fallback)
+    served = _setting(result, SERVED_MODEL_KEY, "--model", model, name) or fallback.get("model")
     config = {"model": served, **settings} if served else settings
     max_num_seqs = settings.get("max_num_seqs")
     # The configured cap bounds what was in flight; without one, vLLM's max_concurrent_requests

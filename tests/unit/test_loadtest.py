@@ -654,7 +654,23 @@ def test_stack_records_the_replica_its_plan_deploys(
     assert job_metadata([*argv, "--max-num-seqs", str(capped)], capsys)["max_num_seqs"] == str(capped)
     assert cli.main([*argv, "--max-num-seqs", str(capped)]) == 0
     err = capsys.readouterr().err
-    assert f"--max-num-seqs {capped} is kept; stack dev's plan has {planned['max_num_seqs']}" in err
+    assert f"max_num_seqs {capped} is kept (given, or recorded by the result); stack dev's plan has" in err
+    # Converting that Job's result with --stack: the plan stands in only for what the result does
+    # not record, so the cap it recorded is kept, not contradicted.
+    capped_metadata = job_metadata([*argv, "--max-num-seqs", str(capped)], capsys)
+    log.write_text(RESULT_MARKER + json.dumps({**bench_result(8, in_flight=8), **capped_metadata}) + "\n")
+    assert cli.main(["--from-vllm-bench", str(log), "--stack", "dev", "--out", str(out)]) == 0
+    assert f"max_num_seqs {capped} is kept" in capsys.readouterr().err
+    assert read_load_test(out, "--load-test")[0].max_num_seqs == capped
+    # ... and fills what a result run by hand does not record.
+    log.write_text(RESULT_MARKER + json.dumps(bench_result(8, in_flight=8)) + "\n")
+    assert cli.main(["--from-vllm-bench", str(log), "--stack", "dev", "--out", str(out)]) == 0
+    assert "give --instance-type with the replica's node's" in capsys.readouterr().err
+    (by_hand,) = read_load_test(out, "--load-test")
+    assert by_hand.model == planned["variant"]
+    assert by_hand.setup == ReplicaSetup(
+        **{key: planned[key] for key in REPLICA_SETTINGS if key != "instance_type"}
+    )
     # A pool of one type (r1's p5.48xlarge) says the node's type too.
     r1 = prepare("r1").plan.to_dict()
     assert r1["instance_types"] == [r1["instance_type"]]
