@@ -38,6 +38,7 @@ import yaml
 
 from deepseek_eks.components import size
 from deepseek_eks.components.deployed_state import deployed_mode, switch_refusal
+from deepseek_eks.components.service import PROGRAM_SERVICE_NAME, refuse_on_multi_node
 from deepseek_eks.settings import PROJECT, Settings, SettingsError, parse_settings
 from deepseek_eks.sizing import SizingPlan
 
@@ -105,11 +106,15 @@ def prepare(
     stack: str, overrides: dict[str, str] | None = None, project_dir: Path = PROJECT_ROOT
 ) -> Prepared:
     """Read the stack file, apply ``--set`` overrides, validate and size: raises
-    ``StackFileError`` / ``SettingsError`` / ``SizingError`` with every problem, offline."""
+    ``StackFileError`` / ``SettingsError`` / ``SizingError`` with every problem, or
+    ``ServiceError`` for a plan the program would refuse to build, offline."""
     overrides = overrides or {}
     config = read_config(stack, overrides, project_dir)
     settings = parse_settings(config.values, config.secret_keys, stack)
-    return Prepared(stack, config, settings, size(settings), overrides)
+    plan = size(settings)
+    # What the program would refuse to build is refused here too, not planned and priced.
+    refuse_on_multi_node(PROGRAM_SERVICE_NAME, settings, plan)
+    return Prepared(stack, config, settings, plan, overrides)
 
 
 def read_config(

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from deepseek_eks.components import SizingError
+from deepseek_eks.components.service import ServiceError
 from deepseek_eks.settings import SettingsError
 
 from .stackfile import StackConfig, config_set_command
@@ -24,7 +25,7 @@ def replan_refusal(
     changed = {**overrides, **{k: str(v) for k, v in proposed.items()}}
     try:
         replanned = prepare(stack, changed, project_dir).plan
-    except (SettingsError, SizingError) as error:
+    except (SettingsError, SizingError, ServiceError) as error:
         return " ".join(str(error).split())
 
     def replica(plan: Any) -> tuple[str, int, int, int]:

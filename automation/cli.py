@@ -624,7 +624,7 @@ def project_dir(given: Path | None) -> Path:
                 [
                     f"project {name!r} is not the {PROJECT} program these commands build (they "
                     f"would plan {PROJECT}'s defaults, not your program): test a program of your own "
-                    "with deepseek_eks.testing (README, 'Test your own program offline'), or give "
+                    "with deepseek_eks.testing (docs/component.md, 'Test your own program offline'), or give "
                     f"--project-dir a {PROJECT} project (its Pulumi.yaml says name: {PROJECT})"
                 ],
             )

@@ -148,7 +148,7 @@ class ExistingCluster:
     up the Amazon EKS Pod Identity Agent": built into Auto Mode), the load balancer controller, the
     EBS driver and the GPU drivers. With karpenter, the cluster must run Karpenter v1, the AWS Load
     Balancer Controller (IngressClass ``alb``), the EKS Pod Identity agent and the EBS CSI driver;
-    the service adds its own GPU NodeClass and NodePools (README, "An existing cluster")."""
+    the service adds its own GPU NodeClass and NodePools (docs/component.md, "An existing cluster")."""
 
     cluster_name: str
     """The cluster's name (Pod Identity associations, NodeClass discovery)."""

@@ -327,7 +327,7 @@ class DeepSeekService(pulumi.ComponentResource):
             # The plan comes from the settings, the resources get the wired ones (the same with
             # Outputs where the args gave them): components/wiring.py.
             sizing_plan = sizing_plan or size(settings)
-            _refuse_on_multi_node(name, settings, sizing_plan, as_config=not args)
+            refuse_on_multi_node(name, settings, sizing_plan, as_config=not args)
             # The plan's warnings (one replica, a family the node pool leaves out, ...) at preview
             # and up too, not only in `automation plan`: as the settings' warnings are, named as
             # the args wrote them, and as the stack file writes them for the stack program.
@@ -571,9 +571,11 @@ def _log_warning(name: str, warning: str, *, as_args: bool) -> None:
     pulumi.log.warn(f"DeepSeekService {name!r}: {respelt(warning, python_spelling)}" if as_args else warning)
 
 
-def _refuse_on_multi_node(name: str, settings: Settings, plan: SizingPlan, *, as_config: bool) -> None:
+def refuse_on_multi_node(name: str, settings: Settings, plan: SizingPlan, *, as_config: bool = True) -> None:
     """Refuse what a multi-node (LeaderWorkerSet) replica cannot do, ``routing.kind llm-d`` and
-    warm spares, in the spelling the user wrote (stack config keys, or the component's arguments)."""
+    warm spares, in the spelling the user wrote (stack config keys, or the component's arguments).
+    The component refuses at construction; ``python -m automation`` (automation/api.py
+    ``prepare``) refuses the same stack before ``plan``, ``capacity`` or ``diff`` prices it."""
     if plan.nodes_per_replica == 1:
         return
     refused = [

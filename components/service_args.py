@@ -253,7 +253,7 @@ class DeepSeekServiceArgs(TypedDict, total=False):
     compute_mode: ComputeModeArg
     """Where GPU nodes come from, auto-mode (EKS Auto Mode) or karpenter (self-managed)."""
     kubernetes_version: KubernetesVersionArg
-    """EKS Kubernetes minor version of the cluster the program creates (1.32 to 1.34: the minors the pinned AMI release has images for)."""
+    """EKS Kubernetes minor version of the cluster the program creates (1.32 to 1.34: the minors this project is tested at; the pinned AMI release has images for each)."""
     region: str
     """AWS region (the stack's aws:region; a component given your AWS provider takes the provider's)."""
     model: ModelArgs

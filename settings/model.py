@@ -35,7 +35,9 @@ from .schedule import Cron, CronError, never_fires, time_zone
 PROJECT = "deepseek-eks"
 SECRET_KEYS = ("hfToken", "apiKey", "grafanaAdminPassword")
 DEFAULT_KUBERNETES_VERSION = "1.34"
-# Minor versions the pinned AL2023 AMI release (components/versions.py) has images for.
+# EKS minor versions this project is tested at (the twin's kube-apiserver runs the default,
+# guardrails/pins.py KUBERNETES_MINOR_HOLD); the pinned AL2023 AMI release (components/versions.py)
+# has images for each, and for more (1.30-1.36).
 SUPPORTED_KUBERNETES_VERSIONS = ("1.32", "1.33", "1.34")
 DEFAULT_REGION = "us-east-1"
 
@@ -842,7 +844,7 @@ class Settings(BaseModel):
         DEFAULT_KUBERNETES_VERSION,
         description=(
             "EKS Kubernetes minor version of the cluster the program creates (1.32 to 1.34: the "
-            "minors the pinned AMI release has images for)."
+            "minors this project is tested at; the pinned AMI release has images for each)."
         ),
     )
     region: str = Field(

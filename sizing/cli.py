@@ -1,6 +1,7 @@
 """Command line of the sizing engine: ``python -m sizing --variant V --families f1,f2 ...``, and
-``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (see README, Sizing),
-and ``python -m sizing throughput ...``: the replica model for one load (docs/sizing-performance.md).
+``python -m sizing calibrate --log vllm.log ...`` to measure the runtime overhead (docs/sizing.md),
+``python -m sizing throughput ...``: the replica model for one load, and ``python -m sizing capacity
+...``: replica bounds for request rates (docs/sizing-performance.md).
 
 Exit codes: 0 a feasible plan; 1 no feasible plan, or the EC2 refresh failed; 2 invalid input;
 3 AWS credentials missing for --refresh-hardware."""
@@ -76,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m sizing",
         description="Size a DeepSeek-R1 variant on EC2 GPU instances (offline, bundled catalog).",
+        epilog="other commands (each with its own --help): python -m sizing throughput (the replica model "
+        "for one load), python -m sizing capacity (minReplicas and maxReplicas for request rates), "
+        "python -m sizing calibrate (runtime overhead from a vLLM log)",
     )
     p.add_argument("--variant", required=True, choices=VARIANTS, help="the DeepSeek-R1 model to serve")
     p.add_argument("--families", required=True, type=_csv, help=f"comma-separated: {', '.join(GPU_FAMILIES)}")

@@ -92,7 +92,7 @@ PRICE_FALLBACK_REGION = "us-east-1"
 
 
 class WeightsSource(StrEnum):
-    """Where vLLM loads the model from (README "Weights" compares them)."""
+    """Where vLLM loads the model from (docs/weights.md "Weights sources compared" compares them)."""
 
     HUGGINGFACE = "huggingface"
     # Run:ai streamer from the project's bucket, or from your own (model.repository s3://...)

@@ -206,11 +206,15 @@ def cli() -> str:
     from deepseek_eks.automation.cli import _parser as automation_parser
     from deepseek_eks.policy.cli import main as policy_main
     from deepseek_eks.sizing.calibration import parser as calibrate_parser
+    from deepseek_eks.sizing.capacity import parser as capacity_parser
     from deepseek_eks.sizing.cli import parser as sizing_parser
+    from deepseek_eks.sizing.throughput import parser as throughput_parser
 
     sections = [
         *_walk(automation_parser(), "python -m automation"),
         *_walk(sizing_parser(), "python -m sizing"),
+        ("python -m sizing throughput", _help(throughput_parser())),
+        ("python -m sizing capacity", _help(capacity_parser())),
         ("python -m sizing calibrate", _help(calibrate_parser())),
         ("python -m policy", _captured_help(policy_main, [])),
         ("python -m policy check", _captured_help(policy_main, ["check"])),

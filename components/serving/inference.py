@@ -700,7 +700,7 @@ class Inference(pulumi.ComponentResource):
 
     def _addon(self, suffix: str) -> list[pulumi.Resource]:
         """The weights source's EKS add-on at its pinned version, once GPU capacity exists. One per
-        cluster: a service without the cluster singletons relies on the cluster's (README)."""
+        cluster: a service without the cluster singletons relies on the cluster's (docs/component.md)."""
         args = self._args
         if not args.install_cluster_singletons:
             return []

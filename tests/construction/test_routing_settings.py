@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
+from deepseek_eks.automation.cli import main as automation_main
 from deepseek_eks.automation.render import run_stack_program
-from deepseek_eks.components import DeepSeekService, build
-from deepseek_eks.components.service import service_settings
-from deepseek_eks.settings import PROJECT, SettingsError
+from deepseek_eks.components import DeepSeekService, build, size
+from deepseek_eks.components.service import ServiceError, service_settings
+from deepseek_eks.settings import PROJECT, SettingsError, parse_settings
 from deepseek_eks.settings.pulumi_source import load_settings
 from deepseek_eks.testing.mocks import RecordingMocks, run_with_mocks
 from tests.conftest import stack_config
@@ -35,7 +36,9 @@ def test_the_component_names_both_settings_and_the_fix_in_its_argument_spelling(
     assert (settings.autoscaling.min_replicas, settings.routing.kind) == (0, "llm-d")
 
 
-def test_the_stack_program_refuses_llm_d_on_a_multi_node_replica_before_creating_anything() -> None:
+def test_the_stack_program_refuses_llm_d_on_a_multi_node_replica_before_creating_anything(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     mocks = RecordingMocks()
     config = stack_config("r1", routing__kind="llm-d")
     with pytest.raises(Exception) as raised:
@@ -44,6 +47,9 @@ def test_the_stack_program_refuses_llm_d_on_a_multi_node_replica_before_creating
     assert f"{PROJECT}:routing.kind llm-d does not route to a multi-node replica yet" in message
     assert "on 2 nodes" in message and "Set routing.kind none" in message
     assert [r.type for r in mocks.resources if r.custom] == []
+    # python -m automation plan refuses it with the same words (exit 2), rather than plan a router.
+    assert automation_main(["plan", "--stack", "r1", "--set", "routing.kind=llm-d"]) == 2
+    assert "does not route to a multi-node replica yet" in capsys.readouterr().err
 
 
 def test_a_component_refuses_llm_d_on_a_multi_node_replica_in_its_argument_spelling() -> None:
@@ -137,7 +143,7 @@ def test_warm_spares_are_refused_for_a_multi_node_replica_and_priced_as_they_pac
     """A warm spare holds one node in no particular zone; an r1 replica is a LeaderWorkerSet group
     of two nodes in a zone of its own, so the spares would be paid for and warm nothing: refused,
     and the plan promises no warm start there. Where replicas share a node, spares share it too."""
-    from deepseek_eks.automation.api import prepare
+    from deepseek_eks.automation.api import prepare, read_config
 
     mocks = RecordingMocks()
     config = stack_config("r1", autoscaling__warmSpareNodes="1")
@@ -150,7 +156,12 @@ def test_warm_spares_are_refused_for_a_multi_node_replica_and_priced_as_they_pac
     )
     assert "Set autoscaling.warmSpareNodes 0" in message
     assert [r.type for r in mocks.resources if r.custom] == []
-    r1 = prepare("r1", {"autoscaling.warmSpareNodes": "1"}).plan
+    # plan, capacity and diff refuse the stack as the program does, rather than price the spares.
+    with pytest.raises(ServiceError) as refused:
+        prepare("r1", {"autoscaling.warmSpareNodes": "1"})
+    assert str(refused.value) in message
+    r1_config = read_config("r1", {"autoscaling.warmSpareNodes": "1"})
+    r1 = size(parse_settings(r1_config.values, r1_config.secret_keys, "r1"))
     assert r1.nodes_per_replica == 2 and r1.warm_node_startup_breakdown == r1.startup_breakdown
     # prod on p5 packs two 4-GPU replicas to a node: two placeholders take one node, not two.
     packed = prepare("prod", {"gpu.instanceFamilies": '["p5"]', "autoscaling.warmSpareNodes": "2"}).plan
