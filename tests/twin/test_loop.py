@@ -6,8 +6,9 @@ controller) but vLLM and the GPUs, played by the stand-in (twin/standin.py). The
 asserts the scenario itself (exit 1 when an assertion fails); these tests run it as a user would and
 read its JSON, so a loop that stops asserting, or asserts the wrong numbers, fails here too.
 
-About 3-4 minutes per stack. CI runs dev (the adapter path) every time; the other cases run with
-DEEPSEEK_EKS_LOOP_ALL=1 (`make twin-loop`), to keep a cold .ci/run within its budget. Skips without
+About 3-4 minutes per stack. CI runs dev (through KEDA: concurrency with the seasonal floor) every
+time; the other cases run with DEEPSEEK_EKS_LOOP_ALL=1 (`make twin-loop`), to keep a cold .ci/run
+within its budget. Skips without
 the programs or without network namespaces (root, `ip netns`); under DEEPSEEK_EKS_REQUIRE_LOOP=1
 (CI, once it has built them) fails instead.
 """
