@@ -63,9 +63,15 @@ RECORD_ALL = "python -m automation loadtest --stack NAME records them all from t
 _ENGINE_SETTINGS = ("tensor_parallel_size", "pipeline_parallel_size", "quantization", "kv_cache_dtype")
 
 
-def _engine_settings(hw: Hardware) -> tuple[object, ...]:
+def _engine_settings(hw: Hardware) -> dict[str, object]:
     """``hw``'s values of _ENGINE_SETTINGS, as a report records them."""
-    return hw.tensor_parallel, hw.pipeline_parallel, hw.quantization.value, hw.kv_cache_dtype.value
+    values = (hw.tensor_parallel, hw.pipeline_parallel, hw.quantization.value, hw.kv_cache_dtype.value)
+    return dict(zip(_ENGINE_SETTINGS, values, strict=True))
+
+
+def setting_flag(key: str) -> str:
+    """The load tester's flag for the replica setting ``key`` (one of REPLICA_SETTINGS)."""
+    return f"--{key.replace('_', '-')}"
 
 
 def replica_setting_problem(key: str, value: object) -> str | None:
@@ -73,7 +79,7 @@ def replica_setting_problem(key: str, value: object) -> str | None:
     the one check behind the load tester's flags, a Job's record and a report's config."""
     if key in WHOLE_NUMBER_SETTINGS:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            return f"must be a whole number, at least 1 (the replica's --{key.replace('_', '-')})"
+            return f"must be a whole number, at least 1 (the replica's {setting_flag(key)})"
     elif key == "instance_type":
         if not isinstance(value, str) or value not in instance_catalog().instances:
             return (
@@ -117,10 +123,9 @@ class ReplicaSetup:
         """The recorded settings other than ``hw``'s replica has, as (setting, recorded, hw's),
         --max-num-seqs and the instance type aside (the refit runs under the first and checks
         the second's GPUs)."""
-        answered = zip(_ENGINE_SETTINGS, _engine_settings(hw), strict=True)
         return [
             (key, getattr(self, key), value)
-            for key, value in answered
+            for key, value in _engine_settings(hw).items()
             if getattr(self, key) not in (None, value)
         ]
 
@@ -317,7 +322,7 @@ def _assumed_setup(
             f"the load test does not say the replica's --max-num-seqs: taken as {limits.max_num_seqs} "
             f"(record it with python -m automation loadtest --max-num-seqs, or {RECORD_ALL})"
         )
-    answered = dict(zip(_ENGINE_SETTINGS, _engine_settings(hw), strict=True))
+    answered = _engine_settings(hw)
     unrecorded = [key for key in _ENGINE_SETTINGS if any(key in m.setup.unrecorded() for m in measurements)]
     if unrecorded:
         notes.append(

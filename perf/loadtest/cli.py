@@ -22,7 +22,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from deepseek_eks.sizing.measured import (
     LENGTH_DISTRIBUTIONS,
@@ -246,13 +246,21 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
     )
 
 
-def stack_replica(args: argparse.Namespace) -> dict[str, Any]:
-    """--stack NAME: the served model (``model``) and the replica settings (REPLICA_SETTINGS) the
-    stack's plan deploys, rendered offline; the instance type only where the node pool has one
-    type, since the replica's node is whichever type of the pool was launched. Empty without
-    --stack; a LoadTestError naming the stack when it does not plan."""
+class StackReplica(NamedTuple):
+    """What --stack NAME's plan says of the replica: the served model (``model``) and the
+    REPLICA_SETTINGS it deploys (``planned``; the instance type only where the node pool has one
+    type), and the pool's types where it has several (``pool``: the node is whichever of them was
+    launched). Empty without --stack."""
+
+    planned: dict[str, Any]
+    pool: tuple[str, ...] = ()
+
+
+def stack_replica(args: argparse.Namespace) -> StackReplica:
+    """--stack NAME's replica, from its plan rendered offline; a LoadTestError naming the stack
+    when it does not plan."""
     if not args.stack:
-        return {}
+        return StackReplica({})
     from deepseek_eks.automation.api import prepare
     from deepseek_eks.automation.stackfile import PROJECT_ROOT, StackFileError
     from deepseek_eks.components import SizingError
@@ -263,38 +271,37 @@ def stack_replica(args: argparse.Namespace) -> dict[str, Any]:
     except (StackFileError, SettingsError, SizingError) as error:
         raise LoadTestError(f"--stack {args.stack}: {' '.join(str(error).split())}") from None
     planned = {"model": plan["variant"], **{key: plan[key] for key in REPLICA_SETTINGS}}
-    if plan["instance_types"] != [plan["instance_type"]]:
-        del planned["instance_type"]
-        args.stack_pool = plan["instance_types"]
-    return planned
+    if plan["instance_types"] == [plan["instance_type"]]:
+        return StackReplica(planned)
+    del planned["instance_type"]
+    return StackReplica(planned, tuple(plan["instance_types"]))
 
 
-def say_stack_differences(args: argparse.Namespace, planned: dict[str, Any], used: dict[str, Any]) -> None:
-    """Notes on stderr for what the report records other than --stack's plan (a flag given, or a
-    Job's record), and for an instance type neither the plan nor the user gave."""
-    for key, value in planned.items():
+def say_stack_differences(stack: str, replica: StackReplica, used: dict[str, Any]) -> None:
+    """Notes on stderr for what the report records other than ``stack``'s plan (a flag given, or
+    a Job's record), and for an instance type neither the plan nor the user gave."""
+    for key, value in replica.planned.items():
         if used.get(key) is not None and used[key] != value:
             print(
-                f"note: {key} {used[key]} is kept (given, or recorded by the result); stack {args.stack}'s "
+                f"note: {key} {used[key]} is kept (given, or recorded by the result); stack {stack}'s "
                 f"plan has {value}, so the report measures a replica deployed otherwise",
                 file=sys.stderr,
             )
-    pool = getattr(args, "stack_pool", None)
-    if pool and used.get("instance_type") is None:
+    if replica.pool and used.get("instance_type") is None:
         print(
-            f"note: stack {args.stack}'s node pool may launch {', '.join(pool)}: give --instance-type "
+            f"note: stack {stack}'s node pool may launch {', '.join(replica.pool)}: give --instance-type "
             "with the replica's node's (kubectl get nodes -L node.kubernetes.io/instance-type), or a "
             "refit takes it as the plan's",
             file=sys.stderr,
         )
 
 
-def apply_stack(args: argparse.Namespace, planned: dict[str, Any]) -> None:
+def apply_stack(args: argparse.Namespace, replica: StackReplica) -> None:
     """Each replica setting (and --model) not given is taken from --stack's plan; one given
     otherwise is kept, and said."""
-    used = {key: getattr(args, key) for key in planned}
-    say_stack_differences(args, planned, {**used, "instance_type": args.instance_type})
-    for key, value in planned.items():
+    used = {key: getattr(args, key) for key in replica.planned}
+    say_stack_differences(args.stack, replica, {**used, "instance_type": args.instance_type})
+    for key, value in replica.planned.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
 
@@ -360,9 +367,9 @@ def main(argv: list[str]) -> int:
     return run_command(parser().parse_args(argv))
 
 
-def convert_bench(args: argparse.Namespace, planned: dict[str, Any]) -> int:
-    """--from-vllm-bench: the result as calibration points, on stdout or in --out; ``planned``:
-    --stack's plan (stack_replica)."""
+def convert_bench(args: argparse.Namespace, replica: StackReplica) -> int:
+    """--from-vllm-bench: the result as calibration points, on stdout or in --out; ``replica``:
+    --stack's (stack_replica)."""
     from .job import calibration_from_bench, read_bench_result
 
     path: Path = args.from_vllm_bench
@@ -374,8 +381,8 @@ def convert_bench(args: argparse.Namespace, planned: dict[str, Any]) -> int:
     given = {key: getattr(args, key) for key in REPLICA_SETTINGS}
     # --stack's plan stands in only for what neither a flag nor the result's record says: a Job
     # run with a capped --max-num-seqs recorded what the replica ran with.
-    report = calibration_from_bench(result, path.name, given, args.model, planned)
-    say_stack_differences(args, planned, report["config"])
+    report = calibration_from_bench(result, path.name, given, args.model, replica.planned)
+    say_stack_differences(args.stack, replica, report["config"])
     for warning in report["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     document = json.dumps(report, indent=2) + "\n"
@@ -391,10 +398,10 @@ def run_command(args: argparse.Namespace) -> int:
     """Run the load test (or print its Job, or convert a vllm bench serve result) as parsed by
     ``add_arguments``; the exit code."""
     try:
-        planned = stack_replica(args)
+        replica = stack_replica(args)
         if args.from_vllm_bench:
-            return convert_bench(args, planned)
-        apply_stack(args, planned)
+            return convert_bench(args, replica)
+        apply_stack(args, replica)
         config = config_from_args(args)
         if args.as_job:
             print_job(args, config)

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
 from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_labels
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
-from deepseek_eks.sizing.measured import REPLICA_SETTINGS, WHOLE_NUMBER_SETTINGS
+from deepseek_eks.sizing.measured import REPLICA_SETTINGS, WHOLE_NUMBER_SETTINGS, setting_flag
 from deepseek_eks.sizing.planner import VLLM_PORT
 
 from .runner import LoadTestConfig, LoadTestError, check_replica_setting, point_lengths, point_warnings
@@ -271,10 +271,6 @@ def _setting(result: dict[str, Any], key: str, flag: str, given: str | None, nam
     return given if given is not None else recorded
 
 
-def _flag(key: str) -> str:
-    return f"--{key.replace('_', '-')}"
-
-
 def _replica_settings(
     result: dict[str, Any], name: str, given: Mapping[str, Any], fallback: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -283,7 +279,7 @@ def _replica_settings(
     checked, and named by where it came from when it is wrong."""
     settings: dict[str, Any] = {}
     for key in REPLICA_SETTINGS:
-        flag = _flag(key)
+        flag = setting_flag(key)
         value: Any = _setting(result, key, flag, None if given.get(key) is None else str(given[key]), name)
         if value is None:
             if fallback.get(key) is not None:

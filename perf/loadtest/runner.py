@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from deepseek_eks.sizing.measured import REPLICA_SETTINGS, replica_setting_problem
+from deepseek_eks.sizing.measured import REPLICA_SETTINGS, replica_setting_problem, setting_flag
 
 from .client import BodyCut, ConnectFailed, ConnectTimedOut, NoResponse, Pool
 from .metrics import goodput_rps, summary, tpot_s
@@ -170,7 +170,7 @@ class LoadTestConfig:
         check_url(self.url)
         for key in REPLICA_SETTINGS:
             if (value := getattr(self, key)) is not None:
-                check_replica_setting(key, value, f"--{key.replace('_', '-')}")
+                check_replica_setting(key, value, setting_flag(key))
 
     def connections(self) -> int:
         """Pool size: one connection per closed-loop client, else ``max_connections``."""
