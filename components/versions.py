@@ -59,6 +59,10 @@ VLLM_IMAGE = "vllm/vllm-openai:v0.33.0"
 # is read from Docker Hub (`docker buildx imagetools inspect vllm/vllm-openai:v0.33.0`), and every
 # pull then names the digest too (image_reference).
 VLLM_IMAGE_DIGEST: str | None = None
+# The vLLM release that image runs: its tag without the leading "v". The server reports the same
+# string at GET /version (reference/upstream/vllm-0.33.0/version-route.json), which a load test
+# records, so a refit can tell a measurement of another release (sizing/measured.py).
+VLLM_RELEASE = VLLM_IMAGE.rpartition(":v")[2]
 # A bare Docker Hub reference (no registry host) means docker.io (distribution/reference).
 DOCKER_HUB = "docker.io"
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..components.versions import VLLM_IMAGE, VLLM_RELEASE
 from .catalog import instance_catalog
 from .fit import Point, fit_points
 from .memory import KvCacheDtype, Quantization
@@ -56,6 +57,16 @@ RECORDED_QUANTIZATIONS = tuple(q.value for q in Quantization if q is not Quantiz
 RECORDED_KV_CACHE_DTYPES = tuple(d.value for d in KvCacheDtype)
 
 
+# What a report records of the server it measured beside its settings: the vLLM release, as the
+# server answers GET /version (reference/upstream/vllm-0.33.0/version-route.json). Measured, not
+# given: the load tester asks the server, the in-cluster Job asks it before vllm bench serve runs.
+VLLM_VERSION_KEY = "vllm_version"
+# How a user records it where the load balancer routes only /v1 (components/serving/vllm.py).
+RECORD_VERSION = (
+    "python -m automation loadtest records it from the server's GET /version, which the load balancer "
+    "does not route: run the load test through kubectl port-forward, or in the cluster (--as-job)"
+)
+
 # How a user records every setting of the replica under test at once.
 RECORD_ALL = "python -m automation loadtest --stack NAME records them all from the stack's plan"
 
@@ -72,6 +83,20 @@ def _engine_settings(hw: Hardware) -> dict[str, object]:
 def setting_flag(key: str) -> str:
     """The load tester's flag for the replica setting ``key`` (one of REPLICA_SETTINGS)."""
     return f"--{key.replace('_', '-')}"
+
+
+def vllm_version_problem(value: object) -> str | None:
+    """Why ``value`` cannot be what a vLLM server reported at GET /version, or None: its
+    ``__version__``, a short string ("0.33.0", or "dev" from a source tree)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 64 or value != value.strip():
+        return "must be the vLLM release the server reported at GET /version, e.g. 0.33.0"
+    return None
+
+
+def public_release(version: str) -> str:
+    """A reported vLLM version without its local label (``0.33.0+cu130``: 0.33.0), as
+    VLLM_RELEASE names the release deployed."""
+    return version.partition("+")[0]
 
 
 def replica_setting_problem(key: str, value: object) -> str | None:
@@ -108,6 +133,8 @@ class ReplicaSetup:
     instance_type: str | None = None
     quantization: str | None = None
     kv_cache_dtype: str | None = None
+    # The vLLM release the server reported (VLLM_VERSION_KEY); a measurement, not a setting.
+    vllm_version: str | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], where: str) -> ReplicaSetup:
@@ -117,7 +144,15 @@ class ReplicaSetup:
             value = config.get(key)
             if value is not None and (problem := replica_setting_problem(key, value)):
                 raise LoadTestReportError(f"{where}: config.{key} {value!r}: {problem}")
-        return cls(**{key: config.get(key) for key in REPLICA_SETTINGS})
+        version = config.get(VLLM_VERSION_KEY)
+        if version is not None and (problem := vllm_version_problem(version)):
+            raise LoadTestReportError(f"{where}: config.{VLLM_VERSION_KEY} {version!r}: {problem}")
+        return cls(**{key: config.get(key) for key in REPLICA_SETTINGS}, vllm_version=version)
+
+    def release(self) -> str | None:
+        """The vLLM release recorded, without a local version label (``0.33.0+cu130``: 0.33.0),
+        as VLLM_RELEASE names the deployed one; None where the report does not say."""
+        return None if self.vllm_version is None else public_release(self.vllm_version)
 
     def differences(self, hw: Hardware) -> list[tuple[str, object, object]]:
         """The recorded settings other than ``hw``'s replica has, as (setting, recorded, hw's),
@@ -275,6 +310,27 @@ def _lengthless_warning(measurements: Sequence[Measurement], flag: str, path: Pa
     )
 
 
+def _release_messages(measurements: Sequence[Measurement], where: str) -> tuple[str | None, str | None]:
+    """A warning where the points were measured on another vLLM release than this checkout
+    deploys (VLLM_RELEASE), and a note where they do not say which (each None where not)."""
+    others = sorted({m.setup.release() for m in measurements} - {None, VLLM_RELEASE}, key=str)
+    warning = note = None
+    if others:
+        warning = (
+            f"warning: {where}: the load test's server ran vLLM {', '.join(map(str, others))} (its "
+            f"report's config.{VLLM_VERSION_KEY}), and this checkout deploys {VLLM_RELEASE} "
+            f"({VLLM_IMAGE}, components/versions.py): releases differ in speed (scheduler, kernels, "
+            "CUDA graphs), and the refit takes that release's for this one's. Load test the release "
+            "deployed"
+        )
+    if any(m.setup.vllm_version is None for m in measurements):
+        note = (
+            f"note: {where}: the load test does not say which vLLM release the server ran: taken as "
+            f"{VLLM_RELEASE}, the one this checkout deploys ({RECORD_VERSION})"
+        )
+    return warning, note
+
+
 def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
     """The concurrencies of the points that state no lengths (taken at the planning lengths):
     what the commands warn about."""
@@ -421,7 +477,8 @@ class Refitted:
 
     hardware: Hardware
     # Lines for stderr, each with its "warning: " or "note: " prefix and the report named: points
-    # taken at the planning lengths, and settings of the measured replica taken as the plan's.
+    # taken at the planning lengths, a measurement of another vLLM release, and settings (and the
+    # release) of the measured replica taken as the plan's.
     messages: tuple[str, ...]
 
 
@@ -443,6 +500,7 @@ def refit_report(
         refitted = refit(hw, limits, measurements, f"measured: {path.name}", instance_type)
     except LoadTestReportError as error:
         raise LoadTestReportError(f"{where}: {error}") from None
-    warning = _lengthless_warning(measurements, flag, path)
+    other_release, unsaid_release = _release_messages(measurements, where)
     notes = [f"note: {where}: {note}" for note in _assumed_setup(hw, measurements, instance_type, limits)]
-    return Refitted(refitted, tuple([warning] if warning else []) + tuple(notes))
+    messages = (_lengthless_warning(measurements, flag, path), other_release, *notes, unsaid_release)
+    return Refitted(refitted, tuple(m for m in messages if m))

@@ -24,11 +24,15 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from deepseek_eks.components.versions import VLLM_RELEASE
 from deepseek_eks.sizing.measured import (
     LENGTH_DISTRIBUTIONS,
+    RECORD_VERSION,
     RECORDED_KV_CACHE_DTYPES,
     RECORDED_QUANTIZATIONS,
     REPLICA_SETTINGS,
+    VLLM_VERSION_KEY,
+    public_release,
 )
 
 from .metrics import GoodputError, parse_goodput
@@ -314,6 +318,14 @@ def summary_lines(report: dict[str, Any]) -> list[str]:
         f"max {report['max_in_flight']} in flight)",
         f"output         {report['output_tokens']} tokens, {report['output_tokens_per_s']:.1f} tok/s",
     ]
+    release = report["config"].get(VLLM_VERSION_KEY)
+    if release is None:
+        why = report.get("vllm_version_unknown")
+        lines.append(f"vLLM           release not recorded ({why}): {RECORD_VERSION}")
+    else:
+        other = public_release(release) != VLLM_RELEASE
+        deployed = f" (this checkout deploys {VLLM_RELEASE})" if other else ""
+        lines.append(f"vLLM           {release}, as the server reports it{deployed}")
     point = report["points"][0]
     if "prompt_tokens" in point:
         lines.append(

@@ -12,7 +12,9 @@ The events follow vLLM 0.33.0's OpenAI server (``vllm/entrypoints/openai/chat_co
 chunk with ``delta: {"role": "assistant", "content": ""}``, one ``chat.completion.chunk`` per
 token, ``finish_reason: "length"`` on the last token's chunk, then, with
 ``stream_options.include_usage``, a chunk with ``choices: []`` and ``usage``, then ``data: [DONE]``.
-Connections are kept alive (HTTP/1.1), as uvicorn does.
+Connections are kept alive (HTTP/1.1), as uvicorn does. Given a ``version`` answer (vLLM's is
+``{"version": "<release>"}``, reference/upstream/vllm-0.33.0/version-route.json), ``GET /version``
+returns it; without one the route is not found, as through the load balancer.
 
 Run alone (another process, so the server's work does not share the tester's event loop):
 ``python -m perf.loadtest.fake_server --port 8100 --ttft 0.2 --itl 0.02``.
@@ -31,6 +33,7 @@ from typing import Any
 
 CHAT_PATH = b"/v1/chat/completions"
 COMPLETIONS_PATH = b"/v1/completions"
+VERSION_PATH = b"/version"
 
 
 @dataclass(frozen=True)
@@ -151,13 +154,29 @@ async def _stream(
     await writer.drain()
 
 
+def _json_response(payload: Any) -> bytes:
+    text = json.dumps(payload).encode()
+    return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
+        len(text),
+        text,
+    )
+
+
 async def _connection(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pacing: Pacing, log: ServerLog
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    pacing: Pacing,
+    log: ServerLog,
+    version: Any = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     try:
         while (request := await _read_request(reader)) is not None:
             path, body = request
+            if path == VERSION_PATH and version is not None:
+                writer.write(_json_response(version))
+                await writer.drain()
+                continue
             if path not in (CHAT_PATH, COMPLETIONS_PATH) or not body.get("stream"):
                 text = b'{"error": "the fake server only streams completions"}'
                 writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: %d\r\n\r\n%s" % (len(text), text))
@@ -199,11 +218,12 @@ async def listen(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> As
 
 @asynccontextmanager
 async def serve(
-    pacing: Pacing, host: str = "127.0.0.1", port: int = 0
+    pacing: Pacing, host: str = "127.0.0.1", port: int = 0, version: Any = None
 ) -> AsyncIterator[tuple[str, ServerLog]]:
-    """The fake server with ``pacing`` for the ``async with`` block; yields its URL and log."""
+    """The fake server with ``pacing`` for the ``async with`` block; yields its URL and log.
+    ``version``: what ``GET /version`` answers (None: the route is not found)."""
     log = ServerLog()
-    async with listen(lambda r, w: _connection(r, w, pacing, log), host, port) as url:
+    async with listen(lambda r, w: _connection(r, w, pacing, log, version), host, port) as url:
         yield url, log
 
 

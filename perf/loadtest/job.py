@@ -33,10 +33,23 @@ from urllib.parse import urlsplit
 from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
 from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_labels
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
-from deepseek_eks.sizing.measured import REPLICA_SETTINGS, WHOLE_NUMBER_SETTINGS, setting_flag
+from deepseek_eks.sizing.measured import (
+    REPLICA_SETTINGS,
+    VLLM_VERSION_KEY,
+    WHOLE_NUMBER_SETTINGS,
+    setting_flag,
+    vllm_version_problem,
+)
 from deepseek_eks.sizing.planner import VLLM_PORT
 
-from .runner import LoadTestConfig, LoadTestError, check_replica_setting, point_lengths, point_warnings
+from .runner import (
+    VERSION_PATH,
+    LoadTestConfig,
+    LoadTestError,
+    check_replica_setting,
+    point_lengths,
+    point_warnings,
+)
 
 NAME = "vllm-loadtest"
 RESULTS_DIR = "/results"  # emptyDir: --result-dir
@@ -50,6 +63,15 @@ BENCH_API_KEY_ENV = "OPENAI_API_KEY"
 # The result's ``model_id`` is --model, the tokenizer's repository (what the random dataset needs),
 # not the name the stack serves under; the Job records that under this metadata key.
 SERVED_MODEL_KEY = "served_model_name"
+# Before the run, the Job asks the server which vLLM release it runs (GET /version: the Service
+# reaches it, the load balancer would not) and adds it to --metadata, so the result records the
+# server's release, not the client's. Python, because the vLLM image is built on it; printing
+# nothing when the answer is not a release, so the run goes on unrecorded rather than failing.
+VERSION_PROBE = (
+    "import json,sys,urllib.request as r;"
+    f"v=json.load(r.urlopen(sys.argv[1]+'{VERSION_PATH}',timeout=10)).get('version');"
+    "print(v if isinstance(v,str) and 0<len(v)<=64 and v.strip()==v else '')"
+)
 
 
 def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | None = None) -> list[str]:
@@ -97,8 +119,9 @@ def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | N
     args += ["--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,95,99"]
     args += ["--save-result", "--result-dir", RESULTS_DIR, "--result-filename", RESULT_FILE, "--disable-tqdm"]
     # Recorded in the result as top-level strings (main_async; result-fields.json "metadata"), so
-    # the converted report says what it measured. One --metadata: its nargs="*" keeps only the
-    # last occurrence's values.
+    # the converted report says what it measured. One --metadata, and the last flag: its
+    # nargs="*" keeps only the last occurrence's values, and the container's command appends the
+    # server's release to it (``command``).
     args += ["--metadata", *(f"{key}={value}" for key, value in _recorded(config).items())]
     return args
 
@@ -114,11 +137,18 @@ def _recorded(config: LoadTestConfig) -> dict[str, str]:
 
 
 def command(args: list[str]) -> list[str]:
-    """The container command: vllm bench serve with ``args`` ("$@", so no shell quoting applies),
-    then the saved result on one marked log line."""
+    """The container command: the server's release read (VERSION_PROBE on ``args``' --base-url)
+    and appended to the closing --metadata, vllm bench serve with ``args`` ("$@", so no shell
+    quoting applies), then the saved result on one marked log line."""
+    if "--metadata" not in args or any(a.startswith("--") for a in args[args.index("--metadata") + 1 :]):
+        raise ValueError("bench_args must end with --metadata: the server's release is appended to it")
     result = f"{RESULTS_DIR}/{RESULT_FILE}"
-    script = f'vllm bench serve "$@" && printf "%s%s\\n" "{RESULT_MARKER}" "$(cat {result})"'
-    return ["sh", "-c", script, "loadtest", *args]
+    script = (
+        f'url=$1; shift; v=$(python3 -c "{VERSION_PROBE}" "$url") || v=; '
+        f'vllm bench serve "$@" ${{v:+"{VLLM_VERSION_KEY}=$v"}} '
+        f'&& printf "%s%s\\n" "{RESULT_MARKER}" "$(cat {result})"'
+    )
+    return ["sh", "-c", script, "loadtest", args[args.index("--base-url") + 1], *args]
 
 
 JOB_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "deepseek-eks"}
@@ -333,6 +363,13 @@ def calibration_from_bench(
     settings = _replica_settings(result, name, given or {}, fallback)
     served = _setting(result, SERVED_MODEL_KEY, "--model", model, name) or fallback.get("model")
     config = {"model": served, **settings} if served else settings
+    # The server's release, as the Job's probe read it (``command``); a result of a run without
+    # it records none, and the refit notes that.
+    if (release := result.get(VLLM_VERSION_KEY)) is not None:
+        if (problem := vllm_version_problem(release)) is not None:
+            where = f"--from-vllm-bench {name}: the result's {VLLM_VERSION_KEY}"
+            raise LoadTestError(f"{where} {release!r}: {problem}")
+        config[VLLM_VERSION_KEY] = release
     max_num_seqs = settings.get("max_num_seqs")
     # The configured cap bounds what was in flight; without one, vLLM's max_concurrent_requests
     # (requests active in the busiest one-second bucket) is an upper bound.

@@ -23,14 +23,23 @@ import asyncio
 import json
 import math
 import random
+import ssl
 import sys
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from deepseek_eks.sizing.measured import REPLICA_SETTINGS, replica_setting_problem, setting_flag
+from deepseek_eks.sizing.measured import (
+    REPLICA_SETTINGS,
+    VLLM_VERSION_KEY,
+    replica_setting_problem,
+    setting_flag,
+    vllm_version_problem,
+)
 
 from .client import BodyCut, ConnectFailed, ConnectTimedOut, NoResponse, Pool
 from .metrics import goodput_rps, summary, tpot_s
@@ -41,6 +50,10 @@ ARRIVALS = ("constant", "poisson", "schedule", "closed")
 # inference using vLLM on ND-H100-v5"); "long-reasoning": traces of thousands of tokens.
 LENGTH_PROFILES = {"chat": (200, 300), "reasoning": (500, 1162), "long-reasoning": (1000, 8000)}
 OUTPUT_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
+# Where vLLM's server reports its release, without the API key (reference/upstream/vllm-0.33.0/
+# version-route.json); the load balancer routes only /v1 (components/serving/vllm.py), so through
+# it the route is not found, and a port-forward or the in-cluster Job reaches it.
+VERSION_PATH = "/version"
 # Concurrent streams at which tools/bench_loadtest.py found this tester within 5 % of a fake
 # server's true throughput on the project's 2-core machine (docs/load-testing.md).
 VERIFIED_STREAMS = 128
@@ -181,6 +194,30 @@ class LoadTestConfig:
     def pool(self) -> Pool:
         """The connections of one run: ``connections()`` of them, kept alive between requests."""
         return Pool(check_url(self.url), self.connections(), self.connect_timeout_s)
+
+
+def server_version(url: str, timeout_s: float) -> tuple[str | None, str | None]:
+    """The vLLM release the server at ``url`` reports (GET /version), and None; or None and why
+    it could not be read. Asked once before the load starts, so it times nothing."""
+    request = urllib.request.Request(check_url(url) + VERSION_PATH, headers={"Accept": "application/json"})
+    # Straight to the server, as the load's own connections go (client.py): no proxy from the
+    # environment.
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context())
+    )
+    try:
+        with opener.open(request, timeout=timeout_s) as response:
+            body = json.loads(response.read(4096))
+    except urllib.error.HTTPError as error:
+        return None, f"GET {VERSION_PATH} answered {error.code}"
+    except (urllib.error.URLError, OSError) as error:
+        return None, f"GET {VERSION_PATH}: {getattr(error, 'reason', None) or error}"
+    except ValueError:
+        return None, f"GET {VERSION_PATH} answered no JSON"
+    version = body.get("version") if isinstance(body, dict) else None
+    if vllm_version_problem(version) is not None:
+        return None, f"GET {VERSION_PATH} answered {str(body)[:80]!r}, not a vLLM release"
+    return version, None
 
 
 @dataclass
@@ -381,6 +418,7 @@ async def run(
     config: LoadTestConfig, on_progress: Callable[[Progress, float], None] | None = None
 ) -> dict[str, Any]:
     """Run the load test and return its report (see ``report``)."""
+    version = await asyncio.to_thread(server_version, config.url, config.connect_timeout_s)
     rng = random.Random(config.seed)
     pool = config.pool()
     loop = asyncio.get_running_loop()
@@ -458,7 +496,7 @@ async def run(
     elapsed = loop.time() - t0
     if on_progress:
         on_progress(progress, elapsed)
-    return report(config, results, elapsed, progress.max_in_flight, busy_s)
+    return report(config, results, elapsed, progress.max_in_flight, busy_s, version)
 
 
 def point_warnings(concurrency: int, max_in_flight: int, max_num_seqs: int | None) -> list[str]:
@@ -492,11 +530,18 @@ def point_lengths(prompt_tokens: float, output_tokens: float, completed: int) ->
 
 
 def report(
-    config: LoadTestConfig, results: list[RequestResult], elapsed_s: float, max_in_flight: int, busy_s: float
+    config: LoadTestConfig,
+    results: list[RequestResult],
+    elapsed_s: float,
+    max_in_flight: int,
+    busy_s: float,
+    version: tuple[str | None, str | None] = (None, None),
 ) -> dict[str, Any]:
     """Latency statistics and throughput as ``vllm bench serve`` defines them (metrics.py), goodput
     under the configured SLOs, errors by kind, and a calibration point for the simulator (mean
-    concurrency by Little's law: request-seconds / elapsed), flagged where it may mislead."""
+    concurrency by Little's law: request-seconds / elapsed), flagged where it may mislead.
+    ``version``: the server's vLLM release, or why it is unknown (``server_version``), recorded
+    in ``config`` beside the replica's settings (sizing/measured.py reads it there)."""
     ok = [r for r in results if r.error is None]
     output_tokens = sum(r.output_tokens for r in ok)
     mean_concurrency = busy_s / elapsed_s if elapsed_s else 0.0
@@ -515,8 +560,11 @@ def report(
     warnings = point_warnings(concurrency, streams, config.max_num_seqs)
     cfg = asdict(config)
     cfg.pop("api_key")
+    release, unknown = version
+    cfg[VLLM_VERSION_KEY] = release
     return {
         "config": cfg,
+        **({"vllm_version_unknown": unknown} if unknown else {}),
         "elapsed_s": round(elapsed_s, 3),
         "requests": {"sent": len(results), "completed": len(ok), "failed": len(results) - len(ok)},
         "errors": dict(sorted(Counter(r.error for r in results if r.error).items())),

@@ -59,9 +59,22 @@ def _event(payload: dict) -> bytes:
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
+def no_version_route(head: bytes, writer: asyncio.StreamWriter) -> bool:
+    """Whether ``head`` is the tester's GET /version (runner.server_version, asked once before the
+    load), answered here as a server without the route does: 404, so these servers count only
+    the load's requests."""
+    if not head.startswith(b"GET /version "):
+        return False
+    writer.write(b"HTTP/1.1 404 Not Found" + CLOSE + b"Content-Length: 0\r\n\r\n")
+    writer.close()
+    return True
+
+
 async def _handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, stats: ServerStats) -> None:
     start = asyncio.get_running_loop().time()
     head = await reader.readuntil(b"\r\n\r\n")
+    if no_version_route(head, writer):
+        return
     length = next(
         int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
     )
@@ -336,9 +349,9 @@ def test_job_runs_vllm_bench_serve_with_flags_it_has(capsys: pytest.CaptureFixtu
     assert sorted(d["kind"] for d in documents) == ["Job", "NetworkPolicy", "NetworkPolicy"]
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == VLLM_IMAGE  # the pinned image carries vllm bench serve
-    shell, flag, script, name, *args = container["command"]
+    shell, flag, script, name, url, *args = container["command"]
     assert (shell, flag, name) == ("sh", "-c", "loadtest")
-    assert script.startswith('vllm bench serve "$@"')
+    assert 'vllm bench serve "$@"' in script and url == "http://vllm.deepseek.svc.cluster.local"
     # Every flag passed is one vLLM 0.33.0's parser has (reference snapshot), with our values.
     known = set(json.loads((REFERENCE / "bench-serve-flags.json").read_text())["flags"])
     passed = [a for a in args if a.startswith("--")]
@@ -533,8 +546,10 @@ def test_a_kept_alive_connection_the_server_closed_is_retried_once() -> None:
 
     async def once_then_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         nonlocal connections
-        connections += 1
         head = await reader.readuntil(b"\r\n\r\n")
+        if no_version_route(head, writer):
+            return
+        connections += 1
         length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
         await reader.readexactly(length)
         events = _event({"choices": [{"index": 0, "delta": {"content": "x"}}]}) + b"data: [DONE]\n\n"
@@ -578,7 +593,7 @@ def test_the_job_records_what_it_measured_and_the_refit_honours_it(
     assert cli.main([*JOB_ARGS, "--instance-type", "g6.12xlarge"]) == 0
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
     (job,) = [d for d in documents if d["kind"] == "Job"]
-    args = job["spec"]["template"]["spec"]["containers"][0]["command"][4:]
+    args = job["spec"]["template"]["spec"]["containers"][0]["command"][5:]
     assert args.count("--metadata") == 1  # a second one would drop the first's values
     result = bench_result(32, in_flight=30)
     result.update(metadata_as_vllm_saves_it(args))
@@ -612,7 +627,7 @@ def job_metadata(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict[st
     assert cli.main(argv) == 0
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
     (job,) = [d for d in documents if d["kind"] == "Job"]
-    return metadata_as_vllm_saves_it(job["spec"]["template"]["spec"]["containers"][0]["command"][4:])
+    return metadata_as_vllm_saves_it(job["spec"]["template"]["spec"]["containers"][0]["command"][5:])
 
 
 def test_stack_records_the_replica_its_plan_deploys(

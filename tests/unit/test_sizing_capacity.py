@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from deepseek_eks.components.versions import VLLM_RELEASE
 from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
 from deepseek_eks.sizing.capacity import (
     SLO_QUANTILE,
@@ -197,7 +198,8 @@ def test_a_load_test_is_refitted_under_the_max_num_seqs_its_replica_ran_with(
     ran = replace(limits, max_num_seqs=8)
     truth = slower_replica(sized.hardware)
     deployed = {key: sized.to_dict()[key] for key in REPLICA_SETTINGS}  # loadtest --stack records it
-    setup = {**deployed, "model": "r1-distill-qwen-7b", "max_num_seqs": 8}
+    # ...and the server's GET /version the release it runs.
+    setup = {**deployed, "model": "r1-distill-qwen-7b", "max_num_seqs": 8, "vllm_version": VLLM_RELEASE}
     points = load_test_points(truth, ran, 1024, 128)
     report = tmp_path / "loadtest.json"
     report.write_text(json.dumps({"config": setup, "points": points}))
@@ -293,8 +295,8 @@ def test_a_load_test_of_a_replica_deployed_otherwise_is_refused(
     err = capsys.readouterr().err
     assert f"ran with {named} (its report's config)" in err
     assert f"answered for has {key} {deployed[key]}" in err and "loadtest --stack" in err
-    # The same report recording the plan's own settings is taken, with nothing assumed.
-    report.write_text(json.dumps({"config": deployed, "points": [point]}))
+    # The same report recording the plan's own settings (and release) is taken, with nothing assumed.
+    report.write_text(json.dumps({"config": {**deployed, "vllm_version": VLLM_RELEASE}, "points": [point]}))
     assert main(argv) == 0
     assert "does not say" not in capsys.readouterr().err
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from deepseek_eks.components.versions import VLLM_RELEASE
 from deepseek_eks.sizing.cli import main
 from deepseek_eks.sizing.planner import PlanRequest, plan
 
@@ -209,6 +210,7 @@ def test_a_load_test_is_refitted_under_the_max_num_seqs_it_records(
     report = tmp_path / "loadtest.json"
     config = {"max_num_seqs": 8, "instance_type": "g6.xlarge", "tensor_parallel_size": 1}
     config |= {"pipeline_parallel_size": 1, "quantization": "bf16", "kv_cache_dtype": "auto"}
+    config |= {"vllm_version": VLLM_RELEASE}  # as the server reports the release this checkout deploys
     report.write_text(json.dumps({"config": config, "points": points}))
     assert main([*argv, *load, "--load-test", str(report)]) == 0
     captured = capsys.readouterr()

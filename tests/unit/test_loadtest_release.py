@@ -1,0 +1,172 @@
+"""A load test records the vLLM release the server it measured runs, as the server reports it
+(GET /version, reference/upstream/vllm-0.33.0/version-route.json), and a refit says when that is
+not the release this checkout deploys, or when the report does not say."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from deepseek_eks.components.versions import VLLM_RELEASE
+from deepseek_eks.perf.loadtest import cli, job
+from deepseek_eks.perf.loadtest.fake_server import Pacing, serve
+from deepseek_eks.perf.loadtest.runner import Arrivals, Lengths, LoadTestConfig, run
+from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
+from deepseek_eks.sizing.cli import main as sizing_main
+from deepseek_eks.sizing.measured import REPLICA_SETTINGS
+
+UPSTREAM = Path(__file__).parents[2] / "reference" / "upstream"
+# What vLLM 0.33.0's server answers at GET /version, read from its wheel.
+VERSION_ROUTE = json.loads((UPSTREAM / "vllm-0.33.0" / "version-route.json").read_text())
+BENCH_FIELDS = json.loads((UPSTREAM / "vllm-bench-serve" / "result-fields.json").read_text())
+
+
+def local_run(version: object) -> dict:
+    """One closed-loop request on the fake server, whose GET /version answers ``version`` (None:
+    not found, as through the load balancer)."""
+
+    async def go() -> dict:
+        async with serve(Pacing(ttft_s=0.0, itl_s=0.001), version=version) as (url, _):
+            config = LoadTestConfig(
+                url=url,
+                model="fake",
+                arrivals=Arrivals("closed", concurrency=1),
+                lengths=Lengths(prompt_tokens=8, output_tokens=3),
+                max_requests=1,
+                timeout_s=10,
+            )
+            return await run(config)
+
+    return asyncio.run(go())
+
+
+def test_the_local_load_test_records_the_release_the_server_reports() -> None:
+    answered = local_run(VERSION_ROUTE["response"])
+    assert answered["config"]["vllm_version"] == VERSION_ROUTE["response"]["version"]
+    assert "vllm_version_unknown" not in answered
+    assert f"vLLM           {VERSION_ROUTE['response']['version']}, as the server reports it" in (
+        "\n".join(cli.summary_lines(answered))
+    )
+    # Through the load balancer (only /v1 routed) the route is not found: the run goes on, the
+    # report records no release and says why, and the summary how to record it.
+    unrouted = local_run(None)
+    assert unrouted["requests"]["completed"] == 1
+    assert unrouted["config"]["vllm_version"] is None
+    assert unrouted["vllm_version_unknown"] == "GET /version answered 404"
+    summary = "\n".join(cli.summary_lines(unrouted))
+    assert "release not recorded (GET /version answered 404)" in summary and "port-forward" in summary
+    # An answer that is not a release is not recorded as one.
+    assert local_run({"version": ""})["config"]["vllm_version"] is None
+    # Another release than this checkout deploys is said beside it.
+    other = local_run({"version": "0.1.0"})
+    assert f"0.1.0, as the server reports it (this checkout deploys {VLLM_RELEASE})" in "\n".join(
+        cli.summary_lines(other)
+    )
+
+
+# A stand-in for the image's `vllm` console script: `vllm bench serve ARGS` saves its --metadata
+# in the result file as vLLM 0.33.0 does (result-fields.json "metadata": the last --metadata's
+# KEY=VALUE items, split at the first '=', stripped, as top-level fields), plus the fields the
+# conversion needs.
+STAND_IN = """
+import json, sys
+args = sys.argv[1:]
+assert args[:2] == ["bench", "serve"], args
+value = lambda flag: args[args.index(flag) + 1]
+last = max(i for i, a in enumerate(args) if a == "--metadata")
+items = []
+for a in args[last + 1:]:
+    if a.startswith("--"):
+        break
+    items.append(a)
+result = {"duration": 10.0, "completed": 4, "failed": 0, "output_throughput": 40.0, "max_concurrency": 1}
+result.update({k.strip(): v.strip() for k, v in (item.split("=", 1) for item in items)})
+with open(value("--result-dir") + "/" + value("--result-filename"), "w") as out:
+    json.dump(result, out)
+"""
+
+
+@pytest.mark.parametrize("answers", [True, False], ids=["server-answers", "no-version-route"])
+def test_the_job_asks_the_server_its_release_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answers: bool
+) -> None:
+    """The Job's container command, run by a real sh with the stand-in on PATH against a server
+    answering GET /version as vLLM 0.33.0 does: the release reaches the result's metadata and the
+    converted report's config. A server that does not answer leaves the run going, unrecorded."""
+    assert "split at the first '='" in BENCH_FIELDS["metadata"]
+    monkeypatch.setattr(job, "RESULTS_DIR", str(tmp_path))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stand_in = bin_dir / "vllm"
+    stand_in.write_text(f"#!{sys.executable}\n{STAND_IN}")
+    stand_in.chmod(0o755)
+    # The command calls python3, as the image has it: here, this interpreter.
+    (bin_dir / "python3").symlink_to(sys.executable)
+
+    async def go() -> tuple[int | None, str, str]:
+        version = VERSION_ROUTE["response"] if answers else None
+        async with serve(Pacing(), version=version) as (url, _):
+            config = LoadTestConfig(
+                url=url,
+                model="r1-distill-qwen-7b",
+                arrivals=Arrivals("closed", concurrency=1),
+                max_requests=4,
+            )
+            argv = job.command(job.bench_args(config, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"))
+            env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+            process = await asyncio.create_subprocess_exec(
+                *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
+            )
+            out, err = await process.communicate()
+            return process.returncode, out.decode(), err.decode()
+
+    returncode, out, err = asyncio.run(go())
+    assert returncode == 0, err
+    result = job.read_bench_result(out, "job.log")
+    assert result["served_model_name"] == "r1-distill-qwen-7b"  # the flags' metadata kept
+    report = job.calibration_from_bench(result, "job.log")
+    if answers:
+        assert report["config"]["vllm_version"] == VERSION_ROUTE["response"]["version"]
+    else:
+        assert "vllm_version" not in result and "vllm_version" not in report["config"]
+
+
+def refit_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict) -> tuple[int, str]:
+    """python -m sizing capacity for the 7B on g6 with a load-test report of its own planned
+    replica whose config adds ``config``: the exit code and stderr."""
+    sized = plan(PlanRequest("r1-distill-qwen-7b", ("g6",)))
+    assert isinstance(sized, SizingPlan)
+    deployed = {key: sized.to_dict()[key] for key in REPLICA_SETTINGS}
+    report = tmp_path / "loadtest.json"
+    point = {"concurrency": 4, "output_tokens_per_s": 100.0, "prompt_tokens": 500, "output_tokens": 1162}
+    report.write_text(json.dumps({"config": {**deployed, **config}, "points": [point]}))
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    code = sizing_main([*argv, "--ttft-slo", "5", "--load-test", str(report)])
+    return code, capsys.readouterr().err
+
+
+def test_a_refit_warns_of_another_release_and_notes_an_unsaid_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = refit_messages(tmp_path, capsys, {"vllm_version": "0.1.0"})
+    assert code == 0
+    assert "warning: --load-test" in err and "the load test's server ran vLLM 0.1.0" in err
+    assert f"this checkout deploys {VLLM_RELEASE}" in err and "Load test the release deployed" in err
+    # The release deployed, a local build label aside (as wheels built for another CUDA carry):
+    # nothing said of the release.
+    for same in (VLLM_RELEASE, f"{VLLM_RELEASE}+cu130"):
+        code, err = refit_messages(tmp_path, capsys, {"vllm_version": same})
+        assert code == 0 and "vLLM" not in err, err
+    # A report that does not say: taken as the release deployed, and said, with how to record it.
+    code, err = refit_messages(tmp_path, capsys, {})
+    assert code == 0
+    assert f"does not say which vLLM release the server ran: taken as {VLLM_RELEASE}" in err
+    assert "port-forward" in err
+    # A recorded value that is no release is refused, named as the report's.
+    code, err = refit_messages(tmp_path, capsys, {"vllm_version": " 0.33.0"})
+    assert code == 2 and "config.vllm_version ' 0.33.0'" in err
