@@ -324,13 +324,15 @@ class Load:
         return cap, messages
 
     def summary(self, cap: Capacity, instance_type: str) -> str:
-        """The answer in one line."""
+        """The answer in one line. Its figures are the JSON's (``to_dict``), whole-rounded from
+        there, as the plan's text rounds its own JSON: the same replica reads the same in both."""
+        rounded = cap.to_dict()
         return (
             f"autoscaling.minReplicas {cap.min_replicas} (at {self.rate:g} req/s), "
             f"autoscaling.maxReplicas {cap.max_replicas} (at {self.peak_rate:g} req/s) for p95 TTFT "
             f"<= {self.ttft_slo_s:g} s on {instance_type}: each replica {cap.slots_per_replica} slots "
             f"of {cap.service_s:.0f} s, {cap.replica_requests_per_second:.3f} req/s and "
-            f"{cap.output_tokens_per_second:.0f} output tok/s at saturation "
+            f"{rounded['output_tokens_per_second_at_saturation']:.0f} output tok/s at saturation "
             f"(${cap.usd_per_million_output_tokens:.2f} per million output tokens)"
         )
 

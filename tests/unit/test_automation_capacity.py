@@ -223,3 +223,18 @@ def test_the_command_offered_keeps_the_form_the_stack_file_uses(
         config["deepseek-eks:autoscaling.maxReplicas"] = change["needed"]
     stack_file.write_text(yaml.safe_dump(document))
     assert prepare("dev", project_dir=tmp_path).settings.autoscaling.max_replicas == change["needed"]
+
+
+def test_plan_and_capacity_print_the_same_replica_throughput(capsys: pytest.CaptureFixture[str]) -> None:
+    """prod's replica saturates near 516.5 output tok/s, which both JSONs keep to one decimal: the
+    two texts whole-round that same figure, so one replica does not read 516 in one and 517 in the
+    other."""
+    import re
+
+    assert main(["plan", "--stack", "prod"]) == 0
+    planned = re.search(r"throughput +([\d,]+) output tok/s per replica", capsys.readouterr().out)
+    assert main(["capacity", "--stack", "prod", "--rate", "0.3"]) == 0
+    sized = re.search(r"([\d,]+) output tok/s at saturation", capsys.readouterr().out)
+    assert planned and sized and planned.group(1) == sized.group(1)
+    raw = prepare("prod").plan.saturation.output_tokens_per_second
+    assert f"{raw:.0f}" != f"{round(raw, 1):.0f}"  # the case tells rounding once from rounding twice
