@@ -4,7 +4,7 @@ dependency closure is blocked, as if that distribution were not installed.
 
 - ``requirements.txt`` alone (what ``pulumi install`` builds for the program): ``python -m
   automation`` plans, renders and runs the preflight;
-- the wheel with its ``[cli]`` extra: every command's ``--help`` and ``plan``.
+- the wheel with its ``[cli]`` extra: every command's ``--help``, ``plan`` and ``loadtest --stack``.
 
 The closure follows each distribution's own ``Requires-Dist`` (with its markers and the extras
 asked for) through ``importlib.metadata``, so a transitive dependency counts, as pip would install it.
@@ -137,6 +137,12 @@ def test_every_command_helps_with_the_wheel_and_its_cli_extra(
 
 def test_plan_runs_with_the_wheel_and_its_cli_extra(wheel_with_cli: list[str], tmp_path: Path) -> None:
     assert_ran(run(wheel_with_cli, automation("plan", "--stack", "dev"), tmp_path), 0)
+    # loadtest --stack plans the stack too, and prints the in-cluster Job recording its settings.
+    job = ["--url", "http://vllm.deepseek.svc.cluster.local", "--arrivals", "closed", "--concurrency", "8"]
+    job += ["--requests", "10", "--instance-type", "g6.xlarge", "--as-job"]
+    result = run(wheel_with_cli, automation("loadtest", "--stack", "dev", *job), tmp_path)
+    assert_ran(result, 0)
+    assert "kind: Job" in result.stdout and "tensor_parallel_size=1" in result.stdout
 
 
 def test_the_program_venv_plans_renders_and_runs_the_preflight(
