@@ -17,6 +17,7 @@ from .replica import CalibrationError, NoThroughputData, calibrate, published_cu
 from .run import (
     FIXED,
     Run,
+    StackInputs,
     TraceSpec,
     build_trace,
     compare,
@@ -63,6 +64,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--rate",
         type=float,
         help="mean requests/s (default: the rate whose peak maxReplicas serve within the SLO)",
+    )
+    p.add_argument(
+        "--history-rate",
+        type=float,
+        metavar="RATE",
+        help="mean requests/s of the earlier days autoscaling.seasonal reads (default: --rate's, a day like "
+        "yesterday); below --rate, a quiet day such as a holiday, where the seasonal floor holds what "
+        "yesterday needed",
     )
     p.add_argument(
         "--prompt-tokens", type=int, default=LengthProfile().prompt_tokens, help="mean prompt length"
@@ -126,11 +135,28 @@ def _warn(stack: str, overrides: dict[str, str], project_dir: Path) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
+def _check_history_rate(args: argparse.Namespace, inputs: StackInputs) -> None:
+    """A TraceError where --history-rate would change nothing: a trace file has no earlier days,
+    and a stack without the seasonal triggers reads none."""
+    if args.history_rate is None:
+        return
+    if args.trace is not None:
+        raise TraceError(
+            "--history-rate: a --trace file has no earlier days (the seasonal triggers read 0, as for a "
+            "new service); drop one of the two"
+        )
+    if not any(m.window for m in inputs.autoscaler.metrics):
+        raise TraceError(
+            f"--history-rate: stack {args.stack} has no seasonal triggers (autoscaling.seasonal is false), "
+            "so nothing reads the earlier days; add --set autoscaling.seasonal=true"
+        )
+
+
 def _simulate(args: argparse.Namespace) -> int:
     from deepseek_eks.automation.api import parse_overrides
 
     overrides = parse_overrides(args.set)
-    for name in ("hours", "rate", "prompt_tokens", "output_tokens"):
+    for name in ("hours", "rate", "history_rate", "prompt_tokens", "output_tokens"):
         value = getattr(args, name)
         if value is not None and value <= 0:
             raise TraceError(f"--{name.replace('_', '-')} must be positive, got {value}")
@@ -141,8 +167,10 @@ def _simulate(args: argparse.Namespace) -> int:
         csv=args.trace,
         seed=args.seed,
         lengths=LengthProfile(args.prompt_tokens, args.output_tokens),
+        history_rate_rps=args.history_rate,
     )
     inputs = load_stack(args.stack, overrides, args.project_dir)
+    _check_history_rate(args, inputs)
     curve = None
     if args.calibration:
         curve, messages = calibrate(inputs.plan, args.calibration)
@@ -161,12 +189,19 @@ def _simulate(args: argparse.Namespace) -> int:
         "trace": str(args.trace) if args.trace else f"{args.profile}, {args.hours:g} h",
         "seed": args.seed,
         "mean_rate_rps": round(rate, 4),
+        **({"history_mean_rate_rps": args.history_rate} if args.history_rate is not None else {}),
         "requests": first.summary.requests,
         "throughput_source": used.source,
     }
     print(
         f"stack {args.stack}: {header['trace']} trace, seed {args.seed}, mean {rate:.3f} req/s, "
-        f"{first.summary.requests} requests\nthroughput: {used.source}"
+        f"{first.summary.requests} requests"
+        + (
+            f"; earlier days (the seasonal history) at {args.history_rate:g} req/s"
+            if args.history_rate
+            else ""
+        )
+        + f"\nthroughput: {used.source}"
     )
     for run_ in runs:
         print(f"  {run_.summary.autoscaler}")

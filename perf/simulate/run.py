@@ -226,6 +226,10 @@ class TraceSpec:
     csv: Path | None = None
     seed: int = 1
     lengths: LengthProfile = field(default_factory=LengthProfile)
+    # The mean rate of the earlier days the seasonal triggers read (demand_history); default: the
+    # run's own, a day like yesterday. Lower than yesterday's: a quiet day (a holiday), where the
+    # seasonal floor holds what yesterday needed.
+    history_rate_rps: float | None = None
 
 
 def default_rate(
@@ -358,9 +362,10 @@ def demand_history(
 ) -> DemandHistory | None:
     """What Prometheus would hold from the days the seasonal triggers of ``autoscaler`` (default:
     the stack's) read back to, or None when it has none: for each period, a day of the same
-    profile and mean rate, drawn with another seed, served by the same autoscaler without its
-    seasonal triggers, its demand moved that period into the past. A trace file has no earlier
-    days (None: the triggers read 0, as for a new service)."""
+    profile and mean rate (``spec.history_rate_rps`` where given, else ``rate_rps``, the run's),
+    drawn with another seed, served by the same autoscaler without its seasonal triggers, its
+    demand moved that period into the past. A trace file has no earlier days (None: the triggers
+    read 0, as for a new service)."""
     autoscaler = autoscaler or inputs.autoscaler
     periods = sorted({m.window[0] for m in autoscaler.metrics if m.window}, reverse=True)
     if not periods or spec.csv is not None:
@@ -373,7 +378,7 @@ def demand_history(
         earlier = replace(
             spec,
             seed=spec.seed + HISTORY_SEED_STRIDE * max(1, period // 86_400),
-            rate_rps=rate_rps,
+            rate_rps=spec.history_rate_rps if spec.history_rate_rps is not None else rate_rps,
             hours=spec.hours + lead_s / 3600,
         )
         requests, duration, _ = build_trace(earlier, inputs, curve)

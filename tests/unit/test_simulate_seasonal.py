@@ -3,6 +3,8 @@ days it is simulated from (run.demand_history), and the floor the seasonal trigg
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from deepseek_eks.perf.simulate.history import DemandHistory
@@ -77,3 +79,40 @@ def test_yesterdays_office_hours_start_replicas_before_the_step(dev_step) -> Non
     assert ahead.summary.ttft_slo_attainment > reactive.summary.ttft_slo_attainment
     assert blind.summary.gpu_hours == reactive.summary.gpu_hours
     assert blind.summary.ttft_slo_attainment == reactive.summary.ttft_slo_attainment
+
+
+def test_a_quiet_day_after_busy_ones_holds_what_they_needed(dev_step) -> None:
+    """--history-rate: a day at half the rate of the days before it (a holiday). The seasonal
+    floor reads what yesterday and last week needed and holds it: more GPU-hours than the same
+    quiet day after quiet days, which the history's own peaks show."""
+    spec, _, seasonal, curve, _, _, rate = dev_step
+    quiet = replace(spec, rate_rps=rate / 2)
+    trace, duration, _ = build_trace(quiet, seasonal, curve)
+    after_busy = replace(quiet, history_rate_rps=rate)
+    calm = demand_history(seasonal, quiet, rate / 2, curve)
+    busy = demand_history(seasonal, after_busy, rate / 2, curve)
+    assert calm is not None and busy is not None
+    assert busy.peak(-86_400, 0) > calm.peak(-86_400, 0)  # the earlier days were busier
+    held = simulate(seasonal, trace, duration, curve, history=busy)
+    like_them = simulate(seasonal, trace, duration, curve, history=calm)
+    assert held.summary.gpu_hours > like_them.summary.gpu_hours
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--set", "autoscaling.seasonal=false"], "has no seasonal triggers (autoscaling.seasonal is false)"),
+        (["--trace", "TRACE"], "a --trace file has no earlier days"),
+        (["--history-rate", "0"], "--history-rate must be positive"),
+    ],
+)
+def test_history_rate_is_refused_where_it_would_change_nothing(
+    argv: list[str], says: str, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from deepseek_eks.automation.cli import main
+
+    trace = tmp_path / "trace.csv"
+    trace.write_text("0.0\n1.0\n")
+    argv = [str(trace) if a == "TRACE" else a for a in argv]
+    assert main(["simulate", "--stack", "dev", "--history-rate", "0.5", *argv, "--out", str(tmp_path)]) == 2
+    assert says in capsys.readouterr().err
