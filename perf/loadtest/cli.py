@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ipaddress
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 from deepseek_eks.components.versions import VLLM_RELEASE
 from deepseek_eks.sizing.measured import (
@@ -191,10 +193,25 @@ def tokenizer_for(args: argparse.Namespace) -> str | None:
     return None if spec is None else spec.hf_repo
 
 
-def print_job(args: argparse.Namespace, config: LoadTestConfig) -> None:
+def print_job(args: argparse.Namespace, config: LoadTestConfig, replica: StackReplica) -> None:
+    """The Job and its policies on stdout; a LoadTestError where its result could not be one
+    replica's (the vllm Service of a stack that keeps several), a warning where it may not be."""
     import yaml
 
-    from .job import bench_args, manifests
+    from .job import bench_args, manifests, one_pod_url, spread_problem
+
+    if spread := spread_problem(config.url, args.namespace):
+        measure_one = f"measure one replica at its own address: {one_pod_url(args.namespace)}"
+        if replica.min_replicas > 1:
+            raise LoadTestError(
+                f"--url {config.url}: stack {args.stack} keeps at least {replica.min_replicas} replicas "
+                f"(autoscaling.minReplicas), and {spread}; {measure_one}"
+            )
+        print(
+            f"warning: --url {config.url}: {spread}: the result is one replica's only while one runs "
+            f"throughout; {measure_one}",
+            file=sys.stderr,
+        )
 
     deadline = args.job_deadline
     if deadline is None:
@@ -258,6 +275,9 @@ class StackReplica(NamedTuple):
 
     planned: dict[str, Any]
     pool: tuple[str, ...] = ()
+    # The stack's autoscaling.minReplicas: the replicas a Service address spreads a test over at
+    # the least (0 without --stack: unknown).
+    min_replicas: int = 0
 
 
 def stack_replica(args: argparse.Namespace) -> StackReplica:
@@ -276,9 +296,9 @@ def stack_replica(args: argparse.Namespace) -> StackReplica:
         raise LoadTestError(f"--stack {args.stack}: {' '.join(str(error).split())}") from None
     planned = {"model": plan["variant"], **{key: plan[key] for key in REPLICA_SETTINGS}}
     if plan["instance_types"] == [plan["instance_type"]]:
-        return StackReplica(planned)
+        return StackReplica(planned, min_replicas=plan["min_replicas"])
     del planned["instance_type"]
-    return StackReplica(planned, tuple(plan["instance_types"]))
+    return StackReplica(planned, tuple(plan["instance_types"]), plan["min_replicas"])
 
 
 def say_stack_differences(stack: str, replica: StackReplica, used: dict[str, Any]) -> None:
@@ -308,6 +328,27 @@ def apply_stack(args: argparse.Namespace, replica: StackReplica) -> None:
     for key, value in replica.planned.items():
         if getattr(args, key) is None:
             setattr(args, key, value)
+
+
+def spread_note(url: str) -> str | None:
+    """A note for a local run at a name other than this machine's (a load balancer, a Service):
+    it spreads the requests over every ready replica, so the report would be their sum; None for
+    a loopback or IP address (a port-forward, which kubectl pins to one pod, or one pod's own;
+    reference/upstream/service-traffic-spread.json)."""
+    host = urlsplit(url).hostname or ""
+    try:
+        ipaddress.ip_address(host)
+        return None
+    except ValueError:
+        pass
+    if host == "localhost":
+        return None
+    return (
+        f"note: --url {url}: a load balancer or Service spreads the requests over every ready replica, "
+        "so the report is their sum, which a refit takes for one replica's speed. To measure one "
+        "replica, load test through kubectl port-forward svc/vllm 8000:80 (kubectl forwards to one of "
+        "the Service's pods) or at one pod's address"
+    )
 
 
 def summary_lines(report: dict[str, Any]) -> list[str]:
@@ -416,11 +457,13 @@ def run_command(args: argparse.Namespace) -> int:
         apply_stack(args, replica)
         config = config_from_args(args)
         if args.as_job:
-            print_job(args, config)
+            print_job(args, config, replica)
             return 0
     except (LoadTestError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if note := spread_note(config.url):
+        print(note, file=sys.stderr)
     result = asyncio.run(run(config, None if args.quiet else print_progress))
     if not args.quiet:
         sys.stderr.write("\n")

@@ -24,6 +24,7 @@ Job (``kubectl delete -f`` the same output).
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 from collections.abc import Mapping
@@ -154,19 +155,65 @@ def command(args: list[str]) -> list[str]:
 JOB_LABELS = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "deepseek-eks"}
 
 
+def pod_address(url: str) -> bool:
+    """Whether ``url`` is one pod's own address on vLLM's port (``http://10.0.3.7:8000``), which the
+    Job's policies admit (their egress peer is vLLM's pods on that port) and which takes every
+    connection to that one pod."""
+    parts = urlsplit(url)
+    try:
+        ipaddress.ip_address(parts.hostname or "")
+    except ValueError:
+        return False
+    return parts.scheme == "http" and parts.port == VLLM_PORT
+
+
+def one_pod_url(namespace: str) -> str:
+    """The --url of one of the vllm Service's endpoints, as a shell command substitution: the
+    Service's EndpointSlices name its pods' addresses (leaders only, for a multi-node replica)."""
+    return (
+        f"--url http://$(kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={APP} "
+        f"-o jsonpath='{{.items[0].endpoints[0].addresses[0]}}'):{VLLM_PORT}"
+    )
+
+
 def url_problem(url: str, namespace: str) -> str | None:
     """Why the Job's policies would not let it reach ``url`` (None: they do): they admit vLLM's
-    in-cluster Service and HTTPS, not plain HTTP to anything else."""
+    in-cluster Service, its pods on vLLM's port and HTTPS, not plain HTTP to anything else."""
     parts = urlsplit(url)
     host = (parts.hostname or "").lower()
-    service = {APP, f"{APP}.{namespace}", f"{APP}.{namespace}.svc", f"{APP}.{namespace}.svc.cluster.local"}
-    if parts.scheme == "https" or (parts.scheme == "http" and host in service):
+    if parts.scheme == "https" or (parts.scheme == "http" and host in _service_names(namespace)):
+        return None
+    if pod_address(url):
         return None
     return (
         f"--url {url}: the Job's NetworkPolicies let it reach only the vLLM Service of namespace "
-        f"{namespace} (http://{APP}.{namespace}.svc.cluster.local) or an HTTPS endpoint; give one of "
-        "those, or run the load test locally against any other address"
+        f"{namespace} (http://{APP}.{namespace}.svc.cluster.local), one of its pods on port {VLLM_PORT} "
+        "(http://<pod address>:8000) or an HTTPS endpoint; give one of those, or run the load test "
+        "locally against any other address"
     )
+
+
+def _service_names(namespace: str) -> set[str]:
+    return {APP, f"{APP}.{namespace}", f"{APP}.{namespace}.svc", f"{APP}.{namespace}.svc.cluster.local"}
+
+
+# Why a load test through the vllm Service is not one replica's: kube-proxy sends each new
+# connection to one of the Service's ready endpoints at random (its iptables mode, the default on
+# Linux: kubernetes pkg/proxy/iptables/proxier.go at v1.34.12, a "-m statistic --mode random" rule
+# per endpoint; reference/upstream/service-traffic-spread.json), so the Job's connections spread
+# over every replica ready during the run.
+SPREAD = (
+    "the vllm Service sends each of the Job's connections to one of its ready pods at random "
+    "(kube-proxy), so the result is the sum of every replica ready during the run, which a refit "
+    "takes for one replica's speed; and the test's own load may start another replica"
+)
+
+
+def spread_problem(url: str, namespace: str) -> str | None:
+    """Why a Job aimed at ``url`` may measure more than one replica (the vllm Service: SPREAD), or
+    None (one pod's address, or an endpoint outside the Service)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return SPREAD if host in _service_names(namespace) else None
 
 
 def network_policies(namespace: str) -> list[dict[str, Any]]:

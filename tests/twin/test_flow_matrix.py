@@ -45,6 +45,7 @@ EVERYWHERE = {
     "adapter-watches-the-api",
     "api-server-calls-adapter",
     "loadtest-reaches-vllm",
+    "loadtest-reaches-one-vllm-pod",
     "loadtest-downloads-the-tokenizer",
     "strangers-do-not-query-prometheus",
     "vllm-does-not-query-prometheus",

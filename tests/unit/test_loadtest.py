@@ -387,6 +387,9 @@ def test_job_refuses_what_vllm_bench_serve_cannot_run(capsys: pytest.CaptureFixt
         ("https://llm.example.com", True),  # HTTPS egress is open for the tokenizer download
         ("http://internal-k8s-alb.us-east-1.elb.amazonaws.com", False),
         ("http://vllm.other.svc.cluster.local", False),
+        ("http://10.0.3.7:8000", True),  # one vLLM pod's own address: the egress rule's peer and port
+        ("http://10.0.3.7:80", False),  # a pod address on another port
+        ("http://10.0.3.7", False),
     ],
 )
 def test_the_job_refuses_a_url_its_policies_would_drop(url: str, reachable: bool) -> None:

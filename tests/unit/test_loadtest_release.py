@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from deepseek_eks.components.versions import VLLM_RELEASE
 from deepseek_eks.perf.loadtest import cli, job
@@ -170,3 +171,49 @@ def test_a_refit_warns_of_another_release_and_notes_an_unsaid_one(
     # A recorded value that is no release is refused, named as the report's.
     code, err = refit_messages(tmp_path, capsys, {"vllm_version": " 0.33.0"})
     assert code == 2 and "config.vllm_version ' 0.33.0'" in err
+
+
+SPREAD_FACTS = json.loads((UPSTREAM / "service-traffic-spread.json").read_text())
+SERVICE_URL = "http://vllm.deepseek.svc.cluster.local"
+JOB = ["--arrivals", "closed", "--concurrency", "8", "--requests", "10", "--as-job"]
+
+
+def test_the_job_measures_one_replica_not_the_service_s_spread(capsys: pytest.CaptureFixture[str]) -> None:
+    """Through the vllm Service kube-proxy spreads the Job's connections over every ready pod at
+    random (reference snapshot of its iptables rules), so the result would be several replicas'
+    sum: refused for a stack that keeps several (prod's minReplicas 2), warned otherwise, and a
+    pod's own address measures one."""
+    assert "--mode random" in SPREAD_FACTS["kube_proxy_iptables"]["fact"]
+    prod = ["--stack", "prod", "--instance-type", "g6e.12xlarge", *JOB]
+    assert cli.main([*prod, "--url", SERVICE_URL]) == 2
+    err = capsys.readouterr().err
+    assert "stack prod keeps at least 2 replicas (autoscaling.minReplicas)" in err
+    assert "get endpointslices -l kubernetes.io/service-name=vllm" in err  # how to name one pod
+    label = SPREAD_FACTS["endpointslice_service_label"]["fact"]
+    assert "kubernetes.io/service-name=vllm" in label
+    assert cli.main([*prod, "--url", "http://10.0.3.7:8000"]) == 0
+    captured = capsys.readouterr()
+    (pod,) = [d for d in yaml.safe_load_all(captured.out) if d["kind"] == "Job"]
+    args = pod["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert args[args.index("--base-url") + 1] == "http://10.0.3.7:8000"
+    assert "warning" not in captured.err
+    # dev keeps one replica: the Service is one replica's while no other starts, and said so.
+    assert cli.main(["--stack", "dev", "--instance-type", "g6.xlarge", *JOB, "--url", SERVICE_URL]) == 0
+    assert (
+        "warning: --url http://vllm.deepseek.svc.cluster.local: the vllm Service" in capsys.readouterr().err
+    )
+
+
+@pytest.mark.parametrize(
+    ("url", "noted"),
+    [
+        ("http://localhost:8000", False),  # a port-forward: kubectl pins it to one pod
+        ("http://127.0.0.1:8000", False),
+        ("http://10.0.3.7:8000", False),  # one pod's own address
+        ("https://internal-k8s-deepseek.us-east-1.elb.amazonaws.com", True),  # the load balancer
+        (SERVICE_URL, True),
+    ],
+)
+def test_a_local_run_through_a_balancer_is_noted(url: str, noted: bool) -> None:
+    assert "the first" in SPREAD_FACTS["kubectl_port_forward_service"]["fact"]
+    assert (cli.spread_note(url) is not None) is noted
