@@ -7,9 +7,10 @@ Examples:
   closed loop, 16 clients, 200 requests (a calibration point for simulate --calibration):
     python -m automation loadtest --url ... --model ... --arrivals closed --concurrency 16 --requests 200
   the same in the cluster with vllm bench serve, then its result as calibration points (--stack
-  records the replica as the stack's plan deploys it; --instance-type is its node's):
-    python -m automation loadtest --stack dev --url http://SERVICE --arrivals closed --concurrency 16 \\
-        --requests 200 --instance-type g6.xlarge --as-job | kubectl apply -f -
+  records the replica as the stack's plan deploys it; --instance-type is its node's; the URL one
+  pod's, from kubectl -n deepseek get endpointslices -l kubernetes.io/service-name=vllm):
+    python -m automation loadtest --stack dev --url http://POD_ADDRESS:8000 --arrivals closed \\
+        --concurrency 16 --requests 200 --instance-type g6.xlarge --as-job | kubectl apply -f -
     kubectl -n deepseek logs job/vllm-loadtest > bench.log
     python -m automation loadtest --from-vllm-bench bench.log --out calibration.json
 """
