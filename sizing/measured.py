@@ -15,12 +15,14 @@ when handed the wrong one.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..components.versions import VLLM_IMAGE, VLLM_RELEASE
 from .catalog import instance_catalog
@@ -66,6 +68,27 @@ RECORD_VERSION = (
     "python -m automation loadtest records it from the server's GET /version, which the load balancer "
     "does not route: run the load test through kubectl port-forward, or in the cluster (--as-job)"
 )
+
+# How a user measures one replica: a load balancer or Service spreads a test's connections over
+# every ready replica (kube-proxy picks an endpoint at random per connection; kubectl
+# port-forward pins one pod: reference/upstream/service-traffic-spread.json).
+MEASURE_ONE = (
+    "load test one replica: through kubectl port-forward svc/vllm 8000:80 (kubectl forwards to one of "
+    "the Service's pods) or at one pod's address"
+)
+
+
+def spreads_over_replicas(url: str) -> bool:
+    """Whether a load test at ``url`` may reach several replicas: a host name other than this
+    machine's (a load balancer's, the vllm Service's) spreads connections over every ready one;
+    a loopback address (a port-forward) or an IP address (one pod's own) reaches one."""
+    host = urlsplit(url).hostname or ""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return host != "localhost"
+    return False
+
 
 # How a user records every setting of the replica under test at once.
 RECORD_ALL = "python -m automation loadtest --stack NAME records them all from the stack's plan"
@@ -135,6 +158,8 @@ class ReplicaSetup:
     kv_cache_dtype: str | None = None
     # The vLLM release the server reported (VLLM_VERSION_KEY); a measurement, not a setting.
     vllm_version: str | None = None
+    # Where the load test sent its requests (the report's config.url), where it says.
+    url: str | None = None
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any], where: str) -> ReplicaSetup:
@@ -147,7 +172,12 @@ class ReplicaSetup:
         version = config.get(VLLM_VERSION_KEY)
         if version is not None and (problem := vllm_version_problem(version)):
             raise LoadTestReportError(f"{where}: config.{VLLM_VERSION_KEY} {version!r}: {problem}")
-        return cls(**{key: config.get(key) for key in REPLICA_SETTINGS}, vllm_version=version)
+        url = config.get("url")
+        return cls(
+            **{key: config.get(key) for key in REPLICA_SETTINGS},
+            vllm_version=version,
+            url=url if isinstance(url, str) else None,
+        )
 
     def release(self) -> str | None:
         """The vLLM release recorded, without a local version label (``0.33.0+cu130``: 0.33.0),
@@ -331,6 +361,19 @@ def _release_messages(measurements: Sequence[Measurement], where: str) -> tuple[
     return warning, note
 
 
+def _spread_warning(measurements: Sequence[Measurement], where: str) -> str | None:
+    """A warning where the report's requests went to an address that spreads them over every
+    ready replica (spreads_over_replicas), or None."""
+    urls = sorted({m.setup.url for m in measurements if m.setup.url and spreads_over_replicas(m.setup.url)})
+    if not urls:
+        return None
+    return (
+        f"warning: {where}: the load test ran against {', '.join(urls)}, a load balancer's or Service's "
+        "name, which spreads requests over every ready replica: if more than one was ready, its points "
+        f"are their sum, and the refit reads one replica that much faster. To measure one, {MEASURE_ONE}"
+    )
+
+
 def unstated_lengths(measurements: Sequence[Measurement]) -> list[int]:
     """The concurrencies of the points that state no lengths (taken at the planning lengths):
     what the commands warn about."""
@@ -502,5 +545,11 @@ def refit_report(
         raise LoadTestReportError(f"{where}: {error}") from None
     other_release, unsaid_release = _release_messages(measurements, where)
     notes = [f"note: {where}: {note}" for note in _assumed_setup(hw, measurements, instance_type, limits)]
-    messages = (_lengthless_warning(measurements, flag, path), other_release, *notes, unsaid_release)
+    messages = (
+        _lengthless_warning(measurements, flag, path),
+        _spread_warning(measurements, where),
+        other_release,
+        *notes,
+        unsaid_release,
+    )
     return Refitted(refitted, tuple(m for m in messages if m))

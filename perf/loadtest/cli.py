@@ -19,23 +19,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ipaddress
 import json
 import os
 import sys
 from pathlib import Path
 from typing import Any, NamedTuple
-from urllib.parse import urlsplit
 
 from deepseek_eks.components.versions import VLLM_RELEASE
 from deepseek_eks.sizing.measured import (
     LENGTH_DISTRIBUTIONS,
+    MEASURE_ONE,
     RECORD_VERSION,
     RECORDED_KV_CACHE_DTYPES,
     RECORDED_QUANTIZATIONS,
     REPLICA_SETTINGS,
     VLLM_VERSION_KEY,
     public_release,
+    spreads_over_replicas,
 )
 
 from .metrics import GoodputError, parse_goodput
@@ -334,21 +334,13 @@ def apply_stack(args: argparse.Namespace, replica: StackReplica) -> None:
 def spread_note(url: str) -> str | None:
     """A note for a local run at a name other than this machine's (a load balancer, a Service):
     it spreads the requests over every ready replica, so the report would be their sum; None for
-    a loopback or IP address (a port-forward, which kubectl pins to one pod, or one pod's own;
-    reference/upstream/service-traffic-spread.json)."""
-    host = urlsplit(url).hostname or ""
-    try:
-        ipaddress.ip_address(host)
-        return None
-    except ValueError:
-        pass
-    if host == "localhost":
+    a loopback or IP address (a port-forward, which kubectl pins to one pod, or one pod's own)."""
+    if not spreads_over_replicas(url):
         return None
     return (
         f"note: --url {url}: a load balancer or Service spreads the requests over every ready replica, "
-        "so the report is their sum, which a refit takes for one replica's speed. To measure one "
-        "replica, load test through kubectl port-forward svc/vllm 8000:80 (kubectl forwards to one of "
-        "the Service's pods) or at one pod's address"
+        f"so the report is their sum, which a refit takes for one replica's speed. To measure one, "
+        f"{MEASURE_ONE}"
     )
 
 

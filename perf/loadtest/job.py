@@ -128,9 +128,10 @@ def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | N
 
 
 def _recorded(config: LoadTestConfig) -> dict[str, str]:
-    """What the Job records of the replica under test: the name it serves, and each of its
-    settings (sizing/measured.py REPLICA_SETTINGS) given."""
-    recorded = {SERVED_MODEL_KEY: config.model}
+    """What the Job records of the replica under test: the name it serves, where it was reached
+    (``url``: a refit warns of a Service's, sizing/measured.py spreads_over_replicas), and each of
+    its settings (REPLICA_SETTINGS) given."""
+    recorded = {SERVED_MODEL_KEY: config.model, "url": config.url}
     for key in REPLICA_SETTINGS:
         if (value := getattr(config, key)) is not None:
             recorded[key] = str(value)
@@ -410,6 +411,8 @@ def calibration_from_bench(
     settings = _replica_settings(result, name, given or {}, fallback)
     served = _setting(result, SERVED_MODEL_KEY, "--model", model, name) or fallback.get("model")
     config = {"model": served, **settings} if served else settings
+    if isinstance(result.get("url"), str):  # where the Job reached it (``_recorded``)
+        config["url"] = result["url"]
     # The server's release, as the Job's probe read it (``command``); a result of a run without
     # it records none, and the refit notes that.
     if (release := result.get(VLLM_VERSION_KEY)) is not None:

@@ -655,6 +655,7 @@ def test_stack_records_the_replica_its_plan_deploys(
     metadata = job_metadata(argv, capsys)
     assert metadata == {
         "served_model_name": planned["variant"],
+        "url": "http://vllm.deepseek.svc.cluster.local",
         **{key: str(planned[key]) for key in REPLICA_SETTINGS if key != "instance_type"},
         "instance_type": node,
     }
@@ -665,7 +666,8 @@ def test_stack_records_the_replica_its_plan_deploys(
     (measured,) = read_load_test(out, "--load-test")
     assert measured.model == planned["variant"]
     assert measured.setup == ReplicaSetup(
-        **{**{key: planned[key] for key in REPLICA_SETTINGS}, "instance_type": node}
+        **{**{key: planned[key] for key in REPLICA_SETTINGS}, "instance_type": node},
+        url="http://vllm.deepseek.svc.cluster.local",  # where the Job reached it
     )
     # A flag beside --stack is what the replica under test ran with: kept, and the difference said.
     capped = planned["max_num_seqs"] // 2

@@ -217,3 +217,23 @@ def test_the_job_measures_one_replica_not_the_service_s_spread(capsys: pytest.Ca
 def test_a_local_run_through_a_balancer_is_noted(url: str, noted: bool) -> None:
     assert "the first" in SPREAD_FACTS["kubectl_port_forward_service"]["fact"]
     assert (cli.spread_note(url) is not None) is noted
+
+
+@pytest.mark.parametrize(
+    ("url", "warned"),
+    [
+        (SERVICE_URL, True),
+        ("https://internal-k8s-deepseek.us-east-1.elb.amazonaws.com", True),
+        ("http://localhost:8000", False),
+        ("http://10.0.3.7:8000", False),
+    ],
+)
+def test_a_refit_warns_of_a_report_measured_through_a_balancer(
+    url: str, warned: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report whose requests went to a load balancer's or Service's name may be several
+    replicas' sum: every refit says so, naming the URL and how to measure one."""
+    code, err = refit_messages(tmp_path, capsys, {"url": url, "vllm_version": VLLM_RELEASE})
+    assert code == 0
+    assert (f"the load test ran against {url}, a load balancer's or Service's name" in err) is warned
+    assert ("kubectl port-forward svc/vllm" in err) is warned
