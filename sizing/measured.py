@@ -37,6 +37,12 @@ from .performance import (
     hardware,
 )
 
+# The arrivals of a point the refit can time: ``concurrency`` clients back to back (the load
+# tester's --arrivals closed; vllm bench serve's --max-concurrency at --request-rate inf). An open
+# loop's concurrency is the mean in flight by Little's law, rounded: 0.3 reads as 1 client,
+# 2.5 as 2, and the refit would take the replica's speed from the wrong count.
+CLOSED_LOOP = "closed"
+
 # How a point's request lengths were drawn (its ``length_distribution``; absent: fixed, as every
 # report before 2026-12-06 ran): the load tester's --lengths choices (perf/loadtest/runner.py).
 LENGTH_DISTRIBUTIONS = ("fixed", "exponential")
@@ -220,6 +226,9 @@ class Measurement:
     model: str | None = None
     # The replica's settings while it was measured (the report's ``config``), where it says.
     setup: ReplicaSetup = field(default_factory=ReplicaSetup)
+    # How its requests arrived (the point's ``arrivals``; absent: closed, as reports before
+    # 2026-12-06 were calibrated): only a closed loop holds ``concurrency`` streams throughout.
+    arrivals: str = CLOSED_LOOP
 
     @property
     def max_num_seqs(self) -> int | None:
@@ -281,6 +290,7 @@ def _measurement(point: Any, where: str, path: Path, model: str | None, setup: R
         distribution == "exponential",
         model,
         setup,
+        str(point.get("arrivals", CLOSED_LOOP)),
     )
 
 
@@ -471,6 +481,15 @@ def refit(
             f"the load test measured {', '.join(others)} (its report's config.model), not "
             f"{variant}: the refit would take that model's speed for this one's. Load test a "
             f"replica serving {variant}"
+        )
+    open_loop = sorted({(m.concurrency, m.arrivals) for m in measurements if m.arrivals != CLOSED_LOOP})
+    if open_loop:
+        named = ", ".join(f"concurrency {c} ({arrivals} arrivals)" for c, arrivals in open_loop)
+        raise LoadTestReportError(
+            f"the points at {named} were measured open loop: their concurrency is the mean number of "
+            "requests in flight, rounded to a whole number, not that many clients back to back, so the "
+            "refit would take the replica's speed from the wrong count. Calibrate with closed-loop "
+            "points: python -m automation loadtest --arrivals closed --concurrency N (or the Job's)"
         )
     differences = sorted({d for m in measurements for d in m.setup.differences(hw)}, key=str)
     if differences:

@@ -105,7 +105,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=1024,
         help="open loop: connections at once (closed loop uses --concurrency)",
     )
-    p.add_argument("--seed", type=int, default=1, help="random seed of arrivals and lengths (default 1)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="random seed of arrivals and lengths (default 1); with --as-job, of vllm bench serve's prompts "
+        "too (default: a fresh one each run, so a rerun's prompts are not in the prefix cache)",
+    )
     p.add_argument(
         "--api-key-env", default=API_KEY_ENV, help=f"env var holding the API key (default {API_KEY_ENV})"
     )
@@ -219,7 +224,10 @@ def print_job(args: argparse.Namespace, config: LoadTestConfig, replica: StackRe
         # Until the last request may start, plus its timeout and five minutes to schedule the pod.
         deadline = int((config.duration_s or 6 * 3600) + config.timeout_s + 300)
     job = manifests(
-        bench_args(config, tokenizer_for(args), args.namespace), args.namespace, deadline, args.image
+        bench_args(config, tokenizer_for(args), args.namespace, args.seed),
+        args.namespace,
+        deadline,
+        args.image,
     )
     print(yaml.safe_dump_all(job, sort_keys=False), end="")
 
@@ -260,7 +268,7 @@ def config_from_args(args: argparse.Namespace) -> LoadTestConfig:
         connect_timeout_s=args.connect_timeout,
         read_timeout_s=args.read_timeout,
         max_connections=args.max_connections,
-        seed=args.seed,
+        seed=1 if args.seed is None else args.seed,
         api_key=os.environ.get(args.api_key_env) or None,
         ignore_eos=not args.no_ignore_eos,
         goodput_ms=goodput,

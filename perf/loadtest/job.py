@@ -75,10 +75,13 @@ VERSION_PROBE = (
 )
 
 
-def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | None = None) -> list[str]:
+def bench_args(
+    config: LoadTestConfig, tokenizer: str | None, namespace: str | None = None, seed: int | None = None
+) -> list[str]:
     """``vllm bench serve``'s arguments for ``config`` and the model's ``tokenizer`` (None:
     unknown), for a Job in ``namespace`` (its URL is checked against the Job's policies); a
-    LoadTestError naming every option it cannot express."""
+    LoadTestError naming every option it cannot express. ``seed``: the one the user gave; None
+    leaves it to the container (``command``), a fresh one each run."""
     problems = []
     if namespace is not None and (problem := url_problem(config.url, namespace)):
         problems.append(problem)
@@ -108,7 +111,9 @@ def bench_args(config: LoadTestConfig, tokenizer: str | None, namespace: str | N
     # lengths (vllm/benchmarks/datasets/datasets.py lines 1900-1907; definitions.json
     # "random_range_ratio"), so the points read back are fixed-length (sizing/measured.py).
     args += ["--random-output-len", str(config.lengths.output_tokens)]
-    args += ["--num-prompts", str(config.max_requests), "--seed", str(config.seed)]
+    args += ["--num-prompts", str(config.max_requests)]
+    if seed is not None:
+        args += ["--seed", str(seed)]
     if config.arrivals.mode == "closed":
         args += ["--max-concurrency", str(config.arrivals.concurrency)]  # --request-rate stays inf
     else:
@@ -145,9 +150,13 @@ def command(args: list[str]) -> list[str]:
     if "--metadata" not in args or any(a.startswith("--") for a in args[args.index("--metadata") + 1 :]):
         raise ValueError("bench_args must end with --metadata: the server's release is appended to it")
     result = f"{RESULTS_DIR}/{RESULT_FILE}"
+    # The random dataset draws its token ids from --seed (vllm/benchmarks/datasets/datasets.py
+    # RandomDataset), and vLLM caches prompt blocks across requests by default: a rerun with the
+    # last run's seed would send the prompts still in the cache. So a fresh seed each run (the
+    # clock's seconds), unless --seed in ``args`` (the user's, later on the line) overrides it.
     script = (
         f'url=$1; shift; v=$(python3 -c "{VERSION_PROBE}" "$url") || v=; '
-        f'vllm bench serve "$@" ${{v:+"{VLLM_VERSION_KEY}=$v"}} '
+        f'vllm bench serve --seed "$(date +%s)" "$@" ${{v:+"{VLLM_VERSION_KEY}=$v"}} '
         f'&& printf "%s%s\\n" "{RESULT_MARKER}" "$(cat {result})"'
     )
     return ["sh", "-c", script, "loadtest", args[args.index("--base-url") + 1], *args]
@@ -169,11 +178,14 @@ def pod_address(url: str) -> bool:
 
 
 def one_pod_url(namespace: str) -> str:
-    """The --url of one of the vllm Service's endpoints, as a shell command substitution: the
-    Service's EndpointSlices name its pods' addresses (leaders only, for a multi-node replica)."""
+    """The --url of one ready endpoint of the vllm Service, as a shell command substitution: the
+    Service's EndpointSlices name its pods' addresses (leaders only, for a multi-node replica),
+    starting and terminating pods too, marked by conditions.ready (discovery/v1), hence the
+    filter."""
     return (
         f"--url http://$(kubectl -n {namespace} get endpointslices -l kubernetes.io/service-name={APP} "
-        f"-o jsonpath='{{.items[0].endpoints[0].addresses[0]}}'):{VLLM_PORT}"
+        "-o jsonpath='{range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]}{\"\\n\"}{end}' "
+        f"| head -1):{VLLM_PORT}"
     )
 
 
@@ -374,6 +386,18 @@ def _replica_settings(
     return settings
 
 
+def bench_arrivals(result: Mapping[str, Any]) -> str:
+    """How a vllm bench serve run sent its requests: ``closed`` (at most ``max_concurrency`` in
+    flight, each sent when one ended: --request-rate inf, saved as the string "inf",
+    result-fields.json "request_rate_inf"), ``poisson`` (a finite --request-rate), or
+    ``all-at-once`` (no rate and no cap: every request at the start)."""
+    rate = result.get("request_rate")
+    unbounded = rate in ("inf", None) or (isinstance(rate, int | float) and math.isinf(rate))
+    if not unbounded:
+        return "poisson"
+    return "closed" if result.get("max_concurrency") else "all-at-once"
+
+
 def calibration_from_bench(
     result: dict[str, Any],
     name: str,
@@ -475,6 +499,7 @@ def calibration_from_bench(
                 "output_tokens_per_s": round(tokens_per_s, 3),
                 **lengths,
                 "max_in_flight": peak,
+                "arrivals": bench_arrivals(result),
                 "source": "vllm bench serve",
                 "warnings": warnings,
             }

@@ -233,10 +233,18 @@ class RequestResult:
     error: str | None = None
 
 
-def _prompt(index: int, tokens: int) -> str:
-    # A distinct first word per request defeats prefix caching; "go" is one token in the Llama
-    # and Qwen vocabularies, so the prompt is close to ``tokens`` tokens long.
-    return f"request {index}: " + " ".join(["go"] * max(0, tokens - 3))
+def _prompt(run: str, index: int, tokens: int) -> str:
+    # A first word distinct per request and per run defeats prefix caching, which vLLM keeps on
+    # by default and which hashes whole 16-token blocks: a block with one differing token is a
+    # miss, within a run and against an earlier run's cached prompts alike. "go" is one token in
+    # the Llama and Qwen vocabularies, so the prompt is close to ``tokens`` tokens long.
+    return f"{run}-{index}: " + " ".join(["go"] * max(0, tokens - 3))
+
+
+def run_id() -> str:
+    """A run's own prompt prefix: drawn apart from the seeded arrivals and lengths, which a
+    rerun repeats, so a rerun's prompts are not the cached prompts of the last."""
+    return f"{random.SystemRandom().getrandbits(32):08x}"
 
 
 def split_events(buffer: bytearray) -> list[bytes]:
@@ -275,11 +283,12 @@ def error_kind(error: BaseException, streaming: bool) -> str:
     return "bad_response"  # an event that is not JSON, or any other protocol error
 
 
-def request_body(config: LoadTestConfig, index: int, prompt: int, output: int) -> bytes:
-    """The streaming chat-completions request, usage in the last event."""
+def request_body(config: LoadTestConfig, run: str, index: int, prompt: int, output: int) -> bytes:
+    """The streaming chat-completions request of request ``index`` of the run ``run`` (run_id),
+    usage in the last event."""
     body: dict[str, Any] = {
         "model": config.model,
-        "messages": [{"role": "user", "content": _prompt(index, prompt)}],
+        "messages": [{"role": "user", "content": _prompt(run, index, prompt)}],
         "max_tokens": output,
         "stream": True,
         "stream_options": {"include_usage": True},
@@ -301,7 +310,7 @@ def streamed_output(delta: dict[str, Any]) -> bool:
 
 
 async def _one(
-    config: LoadTestConfig, pool: Pool, index: int, prompt: int, output: int, t0: float
+    config: LoadTestConfig, pool: Pool, run: str, index: int, prompt: int, output: int, t0: float
 ) -> RequestResult:
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -325,7 +334,7 @@ async def _one(
             def sent() -> None:
                 bound.reschedule(min(whole, loop.time() + config.read_timeout_s))
 
-            body = request_body(config, index, prompt, output)
+            body = request_body(config, run, index, prompt, output)
             async with pool.post("/v1/chat/completions", body, headers, sent) as response:
                 if response.status != 200:
                     await response.read_all()
@@ -420,6 +429,7 @@ async def run(
     """Run the load test and return its report (see ``report``)."""
     version = await asyncio.to_thread(server_version, config.url, config.connect_timeout_s)
     rng = random.Random(config.seed)
+    run_prefix = run_id()
     pool = config.pool()
     loop = asyncio.get_running_loop()
     t0 = loop.time()
@@ -436,7 +446,7 @@ async def run(
         progress.in_flight += 1
         progress.max_in_flight = max(progress.max_in_flight, progress.in_flight)
         try:
-            result = await _one(config, pool, index, prompt, output, t0)
+            result = await _one(config, pool, run_prefix, index, prompt, output, t0)
         finally:
             progress.in_flight -= 1
         results.append(result)
@@ -586,6 +596,8 @@ def report(
                 **lengths,
                 # How they were drawn: the refit times exponential lengths as such (sizing/measured.py).
                 "length_distribution": config.lengths.distribution,
+                # Only a closed loop's concurrency is a count of streams the refit can time.
+                "arrivals": config.arrivals.mode,
                 "max_in_flight": max_in_flight,
                 "source": "automation loadtest",
                 "warnings": warnings,

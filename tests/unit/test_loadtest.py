@@ -305,7 +305,7 @@ def test_cli_writes_json_that_calibrates_the_simulator(
     # from usage.completion_tokens (the server streams max_tokens), the prompt as the server
     # counted it (usage.prompt_tokens: this server counts the content's words), not the 20 asked for.
     config = LoadTestConfig(url="http://127.0.0.1:1", model="ok", max_requests=3)
-    bodies = [json.loads(request_body(config, i, 20, 10)) for i in range(3)]
+    bodies = [json.loads(request_body(config, "0a1b2c3d", i, 20, 10)) for i in range(3)]
     counted = [len(b["messages"][0]["content"].split()) for b in bodies]
     (measured,) = curve.measurements
     assert measured.lengths_stated and measured.output_tokens == 10
@@ -351,7 +351,8 @@ def test_job_runs_vllm_bench_serve_with_flags_it_has(capsys: pytest.CaptureFixtu
     assert container["image"] == VLLM_IMAGE  # the pinned image carries vllm bench serve
     shell, flag, script, name, url, *args = container["command"]
     assert (shell, flag, name) == ("sh", "-c", "loadtest")
-    assert 'vllm bench serve "$@"' in script and url == "http://vllm.deepseek.svc.cluster.local"
+    assert 'vllm bench serve --seed "$(date +%s)" "$@"' in script  # a fresh seed unless --seed is given
+    assert url == "http://vllm.deepseek.svc.cluster.local" and "--seed" not in args
     # Every flag passed is one vLLM 0.33.0's parser has (reference snapshot), with our values.
     known = set(json.loads((REFERENCE / "bench-serve-flags.json").read_text())["flags"])
     passed = [a for a in args if a.startswith("--")]
@@ -745,3 +746,18 @@ def test_the_local_report_records_the_replica_it_measured() -> None:
     pacing = Pacing(ttft_s=0.0, itl_s=0.001)
     report, _ = fake_run(pacing, 2, 5, max_num_seqs=16, instance_type="g6e.2xlarge")
     assert (report["config"]["max_num_seqs"], report["config"]["instance_type"]) == (16, "g6e.2xlarge")
+
+
+def test_a_rerun_sends_prompts_the_last_run_did_not() -> None:
+    """vLLM's prefix cache (on by default) hashes whole 16-token blocks: a rerun with the same seed
+    draws the same arrivals and lengths, but each run's prompts start with its own word, so no
+    block of a rerun's prompt is an earlier run's."""
+    firsts = []
+    for _ in range(2):
+        _, stats = load_test(
+            "ok", max_requests=2, lengths=TEN_TOKENS, arrivals=Arrivals("closed", concurrency=1)
+        )
+        prompts = [b["messages"][0]["content"] for b in stats.bodies]
+        assert len({p.split()[0] for p in prompts}) == 2  # one per request within the run
+        firsts.append(prompts[0].split()[0])
+    assert firsts[0] != firsts[1]

@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -27,18 +28,21 @@ VERSION_ROUTE = json.loads((UPSTREAM / "vllm-0.33.0" / "version-route.json").rea
 BENCH_FIELDS = json.loads((UPSTREAM / "vllm-bench-serve" / "result-fields.json").read_text())
 
 
-def local_run(version: object) -> dict:
-    """One closed-loop request on the fake server, whose GET /version answers ``version`` (None:
-    not found, as through the load balancer)."""
+ONE_CLIENT = Arrivals("closed", concurrency=1)
+
+
+def local_run(version: object, arrivals: Arrivals = ONE_CLIENT, requests: int = 1) -> dict:
+    """``requests`` short requests (one closed-loop client by default) on the fake server, whose
+    GET /version answers ``version`` (None: not found, as through the load balancer)."""
 
     async def go() -> dict:
         async with serve(Pacing(ttft_s=0.0, itl_s=0.001), version=version) as (url, _):
             config = LoadTestConfig(
                 url=url,
                 model="fake",
-                arrivals=Arrivals("closed", concurrency=1),
+                arrivals=arrivals,
                 lengths=Lengths(prompt_tokens=8, output_tokens=3),
-                max_requests=1,
+                max_requests=requests,
                 timeout_s=10,
             )
             return await run(config)
@@ -86,6 +90,7 @@ for a in args[last + 1:]:
         break
     items.append(a)
 result = {"duration": 10.0, "completed": 4, "failed": 0, "output_throughput": 40.0, "max_concurrency": 1}
+result["seed_seen"] = int([args[i + 1] for i, a in enumerate(args) if a == "--seed"][-1])  # the last
 result.update({k.strip(): v.strip() for k, v in (item.split("=", 1) for item in items)})
 with open(value("--result-dir") + "/" + value("--result-filename"), "w") as out:
     json.dump(result, out)
@@ -98,7 +103,8 @@ def test_the_job_asks_the_server_its_release_before_the_run(
 ) -> None:
     """The Job's container command, run by a real sh with the stand-in on PATH against a server
     answering GET /version as vLLM 0.33.0 does: the release reaches the result's metadata and the
-    converted report's config. A server that does not answer leaves the run going, unrecorded."""
+    converted report's config. A server that does not answer leaves the run going, unrecorded.
+    The random prompts' seed is fresh each run (the clock's), or the one given."""
     assert "split at the first '='" in BENCH_FIELDS["metadata"]
     monkeypatch.setattr(job, "RESULTS_DIR", str(tmp_path))
     bin_dir = tmp_path / "bin"
@@ -118,7 +124,8 @@ def test_the_job_asks_the_server_its_release_before_the_run(
                 arrivals=Arrivals("closed", concurrency=1),
                 max_requests=4,
             )
-            argv = job.command(job.bench_args(config, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"))
+            seed = None if answers else 7
+            argv = job.command(job.bench_args(config, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", seed=seed))
             env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
             process = await asyncio.create_subprocess_exec(
                 *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
@@ -129,6 +136,10 @@ def test_the_job_asks_the_server_its_release_before_the_run(
     returncode, out, err = asyncio.run(go())
     assert returncode == 0, err
     result = job.read_bench_result(out, "job.log")
+    if answers:  # no --seed given: the container's clock
+        assert abs(result["seed_seen"] - time.time()) < 600
+    else:
+        assert result["seed_seen"] == 7
     assert result["served_model_name"] == "r1-distill-qwen-7b"  # the flags' metadata kept
     report = job.calibration_from_bench(result, "job.log")
     if answers:
@@ -237,3 +248,46 @@ def test_a_refit_warns_of_a_report_measured_through_a_balancer(
     assert code == 0
     assert (f"the load test ran against {url}, a load balancer's or Service's name" in err) is warned
     assert ("kubectl port-forward svc/vllm" in err) is warned
+
+
+def test_an_open_loop_point_is_refused_by_every_refit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An open loop's concurrency is the mean in flight, rounded (Little's law): a Poisson run at
+    0.3 in flight reads as one client, and the refit would take the replica's speed from that
+    count. The point says how it arrived, locally and from vllm bench serve (a finite
+    --request-rate is open loop: serve.py's request generator), and the refit refuses it."""
+
+    open_point = local_run(None, Arrivals("poisson", rate_rps=20.0), requests=4)["points"][0]
+    assert open_point["arrivals"] == "poisson"
+    code, err = refit_messages_with_point(tmp_path, capsys, open_point)
+    assert code == 2 and "measured open loop" in err and "--arrivals closed" in err
+    # vllm bench serve: the Job's poisson mode (a finite rate) and a run with no rate and no cap.
+    poisson = {"duration": 10.0, "completed": 4, "output_throughput": 40.0, "request_rate": 2.0}
+    assert (
+        job.calibration_from_bench(poisson | {"max_concurrency": 4}, "r")["points"][0]["arrivals"]
+        == "poisson"
+    )
+    burst = {"duration": 10.0, "completed": 4, "output_throughput": 40.0, "request_rate": "inf"}
+    assert (
+        job.calibration_from_bench(burst | {"max_concurrency": None, "latencies": [5.0] * 4}, "r")["points"][
+            0
+        ]["arrivals"]
+        == "all-at-once"
+    )
+    closed = job.calibration_from_bench(burst | {"max_concurrency": 4}, "r")["points"][0]
+    assert closed["arrivals"] == "closed"
+    assert 'written as the string "inf"' in BENCH_FIELDS["request_rate_inf"]
+
+
+def refit_messages_with_point(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], point: dict
+) -> tuple[int, str]:
+    """python -m sizing capacity for the 7B on g6 with a report holding ``point`` (its lengths
+    set to the planning ones, its rate kept)."""
+    report = tmp_path / "point.json"
+    point = {**point, "prompt_tokens": 500, "output_tokens": 1162}
+    report.write_text(json.dumps({"config": {"vllm_version": VLLM_RELEASE}, "points": [point]}))
+    argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
+    code = sizing_main([*argv, "--ttft-slo", "5", "--load-test", str(report)])
+    return code, capsys.readouterr().err
