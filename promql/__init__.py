@@ -28,6 +28,10 @@ VLLM_QUEUE_TIME = "vllm:request_queue_time_seconds"  # histogram
 VLLM_E2E_LATENCY = "vllm:e2e_request_latency_seconds"  # histogram
 VLLM_GENERATION_TOKENS = "vllm:generation_tokens_total"  # counter
 VLLM_PROMPT_TOKENS = "vllm:prompt_tokens_total"  # counter
+VLLM_PROMPT_TOKENS_CACHED = (
+    "vllm:prompt_tokens_cached_total"  # counter: prompt tokens the prefix cache served
+)
+VLLM_PREEMPTIONS = "vllm:num_preemptions_total"  # counter
 
 # llm-d's router (the Gateway API Inference Extension endpoint picker, v1.5.0 pkg/epp/metrics/metrics.go;
 # facts: reference/upstream/llm-d/router-facts.json). No Namespace: the name is <subsystem>_<name>.

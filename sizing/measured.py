@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..components.versions import VLLM_IMAGE, VLLM_RELEASE
+from ..promql import VLLM_GENERATION_TOKENS, VLLM_PREEMPTIONS, VLLM_PROMPT_TOKENS, VLLM_PROMPT_TOKENS_CACHED
 from .catalog import instance_catalog
 from .fit import Point, fit_points
 from .memory import KvCacheDtype, Quantization
@@ -42,6 +43,56 @@ from .performance import (
 # loop's concurrency is the mean in flight by Little's law, rounded: 0.3 reads as 1 client,
 # 2.5 as 2, and the refit would take the replica's speed from the wrong count.
 CLOSED_LOOP = "closed"
+
+# The server's counters a run is checked against, and the key of each in a point's ``server``.
+SERVER_COUNTERS = {
+    VLLM_GENERATION_TOKENS: "generation_tokens",
+    VLLM_PREEMPTIONS: "preemptions",
+    VLLM_PROMPT_TOKENS: "prompt_tokens",
+    VLLM_PROMPT_TOKENS_CACHED: "prompt_tokens_cached",
+}
+
+# A point's ``server``: what the server's own counters rose by during the run (its /metrics, read
+# before and after by the load tester or the Job: perf/loadtest/probe.py), beside the output
+# tokens the test received. More generated than received beyond this share: other traffic.
+SHARED_TOLERANCE = 0.05
+# Prompt tokens the prefix cache served beyond this share: the point skipped that much prefill.
+CACHED_TOLERANCE = 0.05
+
+
+def server_problems(server: Mapping[str, Any]) -> list[str]:
+    """Why a point's speed may not be the replica's own on new requests, by the server's counters
+    over the run (``server``): it generated more tokens than the test received (other requests
+    shared it), it preempted sequences (recomputation the replica model does not time), or its
+    prefix cache served part of the prompts (prefill skipped)."""
+
+    def number(key: str) -> float | None:
+        value = server.get(key)
+        return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+    problems = []
+    generated, received = number("generation_tokens"), number("client_output_tokens")
+    if generated is not None and received is not None and generated > received * (1 + SHARED_TOLERANCE):
+        problems.append(
+            f"the server generated {generated:,.0f} output tokens during the run and the test received "
+            f"{received:,.0f}: other requests shared the replica (the load balancer or the router still "
+            "send it traffic, or requests failed), so this point is slower than the replica alone; "
+            "measure it while it serves nothing else"
+        )
+    if preempted := number("preemptions"):
+        problems.append(
+            f"the server preempted {preempted:,.0f} times during the run: its KV cache ran out and vLLM "
+            "recomputed the preempted requests, which the replica model does not time; lower "
+            "--concurrency or the lengths"
+        )
+    cached, prompts = number("prompt_tokens_cached"), number("prompt_tokens")
+    if cached and prompts and cached > CACHED_TOLERANCE * prompts:
+        problems.append(
+            f"vLLM's prefix cache served {cached / prompts:.0%} of the prompt tokens: that prefill was "
+            "skipped, so this point is faster than the replica on new prompts"
+        )
+    return problems
+
 
 # How a point's request lengths were drawn (its ``length_distribution``; absent: fixed, as every
 # report before 2026-12-06 ran): the load tester's --lengths choices (perf/loadtest/runner.py).
@@ -229,6 +280,8 @@ class Measurement:
     # How its requests arrived (the point's ``arrivals``; absent: closed, as reports before
     # 2026-12-06 were calibrated): only a closed loop holds ``concurrency`` streams throughout.
     arrivals: str = CLOSED_LOOP
+    # What the server counted during the run (the point's ``server``: server_problems), if read.
+    server: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def max_num_seqs(self) -> int | None:
@@ -291,6 +344,7 @@ def _measurement(point: Any, where: str, path: Path, model: str | None, setup: R
         model,
         setup,
         str(point.get("arrivals", CLOSED_LOOP)),
+        point["server"] if isinstance(point.get("server"), Mapping) else {},
     )
 
 
@@ -369,6 +423,16 @@ def _release_messages(measurements: Sequence[Measurement], where: str) -> tuple[
             f"{VLLM_RELEASE}, the one this checkout deploys ({RECORD_VERSION})"
         )
     return warning, note
+
+
+def _server_warnings(measurements: Sequence[Measurement], where: str) -> list[str]:
+    """A warning for each point whose server counted what its speed should not include
+    (server_problems)."""
+    return [
+        f"warning: {where}: the point at concurrency {m.concurrency}: {problem}"
+        for m in measurements
+        for problem in server_problems(m.server)
+    ]
 
 
 def _spread_warning(measurements: Sequence[Measurement], where: str) -> str | None:
@@ -567,6 +631,7 @@ def refit_report(
     messages = (
         _lengthless_warning(measurements, flag, path),
         _spread_warning(measurements, where),
+        *_server_warnings(measurements, where),
         other_release,
         *notes,
         unsaid_release,

@@ -14,7 +14,9 @@ token, ``finish_reason: "length"`` on the last token's chunk, then, with
 ``stream_options.include_usage``, a chunk with ``choices: []`` and ``usage``, then ``data: [DONE]``.
 Connections are kept alive (HTTP/1.1), as uvicorn does. Given a ``version`` answer (vLLM's is
 ``{"version": "<release>"}``, reference/upstream/vllm-0.33.0/version-route.json), ``GET /version``
-returns it; without one the route is not found, as through the load balancer.
+returns it; without one the route is not found, as through the load balancer. Given a
+``metrics`` function, ``GET /metrics`` returns the text it makes of the server's log (the
+exposition vLLM would give: reference/upstream/vllm-0.33.0/counters-exposition.txt).
 
 Run alone (another process, so the server's work does not share the tester's event loop):
 ``python -m perf.loadtest.fake_server --port 8100 --ttft 0.2 --itl 0.02``.
@@ -34,6 +36,7 @@ from typing import Any
 CHAT_PATH = b"/v1/chat/completions"
 COMPLETIONS_PATH = b"/v1/completions"
 VERSION_PATH = b"/version"
+METRICS_PATH = b"/metrics"
 
 
 @dataclass(frozen=True)
@@ -154,11 +157,11 @@ async def _stream(
     await writer.drain()
 
 
-def _json_response(payload: Any) -> bytes:
-    text = json.dumps(payload).encode()
-    return b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (
-        len(text),
-        text,
+def _response(body: bytes, content_type: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n%s" % (
+        content_type,
+        len(body),
+        body,
     )
 
 
@@ -168,13 +171,18 @@ async def _connection(
     pacing: Pacing,
     log: ServerLog,
     version: Any = None,
+    metrics: Callable[[ServerLog], str] | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     try:
         while (request := await _read_request(reader)) is not None:
             path, body = request
             if path == VERSION_PATH and version is not None:
-                writer.write(_json_response(version))
+                writer.write(_response(json.dumps(version).encode(), b"application/json"))
+                await writer.drain()
+                continue
+            if path == METRICS_PATH and metrics is not None:
+                writer.write(_response(metrics(log).encode(), b"text/plain; version=0.0.4; charset=utf-8"))
                 await writer.drain()
                 continue
             if path not in (CHAT_PATH, COMPLETIONS_PATH) or not body.get("stream"):
@@ -218,12 +226,17 @@ async def listen(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> As
 
 @asynccontextmanager
 async def serve(
-    pacing: Pacing, host: str = "127.0.0.1", port: int = 0, version: Any = None
+    pacing: Pacing,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    version: Any = None,
+    metrics: Callable[[ServerLog], str] | None = None,
 ) -> AsyncIterator[tuple[str, ServerLog]]:
     """The fake server with ``pacing`` for the ``async with`` block; yields its URL and log.
-    ``version``: what ``GET /version`` answers (None: the route is not found)."""
+    ``version``: what ``GET /version`` answers, ``metrics`` makes ``GET /metrics``'s text from the
+    log (None: the route is not found)."""
     log = ServerLog()
-    async with listen(lambda r, w: _connection(r, w, pacing, log, version), host, port) as url:
+    async with listen(lambda r, w: _connection(r, w, pacing, log, version, metrics), host, port) as url:
         yield url, log
 
 

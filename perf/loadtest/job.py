@@ -28,6 +28,7 @@ import ipaddress
 import json
 import math
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,15 +37,17 @@ from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_lab
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 from deepseek_eks.sizing.measured import (
     REPLICA_SETTINGS,
+    SERVER_COUNTERS,
     VLLM_VERSION_KEY,
     WHOLE_NUMBER_SETTINGS,
+    server_problems,
     setting_flag,
     vllm_version_problem,
 )
 from deepseek_eks.sizing.planner import VLLM_PORT
 
+from . import probe
 from .runner import (
-    VERSION_PATH,
     LoadTestConfig,
     LoadTestError,
     check_replica_setting,
@@ -64,15 +67,15 @@ BENCH_API_KEY_ENV = "OPENAI_API_KEY"
 # The result's ``model_id`` is --model, the tokenizer's repository (what the random dataset needs),
 # not the name the stack serves under; the Job records that under this metadata key.
 SERVED_MODEL_KEY = "served_model_name"
-# Before the run, the Job asks the server which vLLM release it runs (GET /version: the Service
-# reaches it, the load balancer would not) and adds it to --metadata, so the result records the
-# server's release, not the client's. Python, because the vLLM image is built on it; printing
-# nothing when the answer is not a release, so the run goes on unrecorded rather than failing.
-VERSION_PROBE = (
-    "import json,sys,urllib.request as r;"
-    f"v=json.load(r.urlopen(sys.argv[1]+'{VERSION_PATH}',timeout=10)).get('version');"
-    "print(v if isinstance(v,str) and 0<len(v)<=64 and v.strip()==v else '')"
-)
+# The Job asks the server it tests about itself with the load tester's own probe (probe.py: its
+# source runs as python3 -c, the vLLM image having Python but not this package), handed over in
+# this variable: the release before the run, appended to --metadata so the result records the
+# server's release and not the client's; its counters before and after, printed on one marked
+# line. A probe that fails prints nothing, and the run goes on unrecorded rather than failing.
+PROBE_ENV = "DEEPSEEK_EKS_PROBE"
+COUNTERS_MARKER = "DEEPSEEK_EKS_SERVER_COUNTERS "
+# Where read_bench_result puts the counters line's readings in the result it returns.
+COUNTERS_KEY = "deepseek_eks_server_counters"
 
 
 def bench_args(
@@ -144,9 +147,10 @@ def _recorded(config: LoadTestConfig) -> dict[str, str]:
 
 
 def command(args: list[str]) -> list[str]:
-    """The container command: the server's release read (VERSION_PROBE on ``args``' --base-url)
-    and appended to the closing --metadata, vllm bench serve with ``args`` ("$@", so no shell
-    quoting applies), then the saved result on one marked log line."""
+    """The container command: the server's release read (the probe on ``args``' --base-url) and
+    appended to the closing --metadata, its counters read, vllm bench serve with ``args`` ("$@",
+    so no shell quoting applies), its counters read again; then the readings and the saved
+    result, each on one marked log line."""
     if "--metadata" not in args or any(a.startswith("--") for a in args[args.index("--metadata") + 1 :]):
         raise ValueError("bench_args must end with --metadata: the server's release is appended to it")
     result = f"{RESULTS_DIR}/{RESULT_FILE}"
@@ -154,10 +158,15 @@ def command(args: list[str]) -> list[str]:
     # RandomDataset), and vLLM caches prompt blocks across requests by default: a rerun with the
     # last run's seed would send the prompts still in the cache. So a fresh seed each run (the
     # clock's seconds), unless --seed in ``args`` (the user's, later on the line) overrides it.
+    probe_ = f'python3 -c "${PROBE_ENV}"'
+    counters = f'{probe_} counters "$url" ' + " ".join(f'"{name}"' for name in SERVER_COUNTERS)
     script = (
-        f'url=$1; shift; v=$(python3 -c "{VERSION_PROBE}" "$url") || v=; '
-        f'vllm bench serve --seed "$(date +%s)" "$@" ${{v:+"{VLLM_VERSION_KEY}=$v"}} '
-        f'&& printf "%s%s\\n" "{RESULT_MARKER}" "$(cat {result})"'
+        f'url=$1; shift; v=$({probe_} version "$url") || v=; b=$({counters}) || b=; '
+        f'vllm bench serve --seed "$(date +%s)" "$@" ${{v:+"{VLLM_VERSION_KEY}=$v"}} && {{ '
+        f"a=$({counters}) || a=; "
+        f'printf "%s{{\\"before\\": %s, \\"after\\": %s}}\\n" "{COUNTERS_MARKER}" '
+        f'"${{b:-null}}" "${{a:-null}}"; '
+        f'printf "%s%s\\n" "{RESULT_MARKER}" "$(cat {result})"; }}'
     )
     return ["sh", "-c", script, "loadtest", args[args.index("--base-url") + 1], *args]
 
@@ -276,6 +285,7 @@ def manifests(
             {"name": "HF_HOME", "value": f"{TMP_DIR}/hf"},
             {"name": "XDG_CACHE_HOME", "value": f"{TMP_DIR}/.cache"},
             {"name": "TMPDIR", "value": TMP_DIR},
+            {"name": PROBE_ENV, "value": Path(probe.__file__).read_text()},
             {
                 "name": BENCH_API_KEY_ENV,
                 "valueFrom": {"secretKeyRef": {"name": API_KEY_SECRET, "key": API_KEY_KEY, "optional": True}},
@@ -329,7 +339,8 @@ def manifests(
 
 def read_bench_result(text: str, name: str) -> dict[str, Any]:
     """The result JSON of vllm bench serve from ``text``: the file --save-result wrote, or the
-    Job's log (its last ``RESULT_MARKER`` line). A LoadTestError naming ``name`` if neither."""
+    Job's log (its last ``RESULT_MARKER`` line, with the server's counters of its last
+    ``COUNTERS_MARKER`` line under COUNTERS_KEY). A LoadTestError naming ``name`` if neither."""
     try:
         data = json.loads(text)
     except ValueError:
@@ -345,6 +356,15 @@ def read_bench_result(text: str, name: str) -> dict[str, Any]:
             raise LoadTestError(f"--from-vllm-bench {name}: the result line is not JSON ({error})") from None
     if not isinstance(data, dict):
         raise LoadTestError(f"--from-vllm-bench {name}: expected one JSON object, got {type(data).__name__}")
+    counters = [line for line in text.splitlines() if line.startswith(COUNTERS_MARKER)]
+    if counters:
+        try:
+            readings = json.loads(counters[-1][len(COUNTERS_MARKER) :])
+        except ValueError as error:
+            raise LoadTestError(
+                f"--from-vllm-bench {name}: the counters line is not JSON ({error})"
+            ) from None
+        data[COUNTERS_KEY] = readings if isinstance(readings, dict) else {}
     return data
 
 
@@ -448,7 +468,15 @@ def calibration_from_bench(
     # The configured cap bounds what was in flight; without one, vLLM's max_concurrent_requests
     # (requests active in the busiest one-second bucket) is an upper bound.
     peak = int(result.get("max_concurrency") or result.get("max_concurrent_requests") or concurrency)
-    warnings = point_warnings(concurrency, peak, max_num_seqs)
+    readings = result.get(COUNTERS_KEY) or {}
+    output_total = result.get("total_output_tokens")
+    server = probe.run_deltas(
+        readings.get("before") or {},
+        readings.get("after") or {},
+        output_total if isinstance(output_total, int | float) else 0,
+        SERVER_COUNTERS,
+    )
+    warnings = point_warnings(concurrency, peak, max_num_seqs) + server_problems(server)
     if result.get("failed"):
         warnings.append(f"{result['failed']} of {result['completed'] + result['failed']} requests failed")
     tokens_per_s = float(result["output_throughput"])
@@ -500,6 +528,7 @@ def calibration_from_bench(
                 **lengths,
                 "max_in_flight": peak,
                 "arrivals": bench_arrivals(result),
+                **({"server": server} if server else {}),
                 "source": "vllm bench serve",
                 "warnings": warnings,
             }

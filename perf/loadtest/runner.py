@@ -35,12 +35,15 @@ from urllib.parse import urlsplit
 
 from deepseek_eks.sizing.measured import (
     REPLICA_SETTINGS,
+    SERVER_COUNTERS,
     VLLM_VERSION_KEY,
     replica_setting_problem,
+    server_problems,
     setting_flag,
     vllm_version_problem,
 )
 
+from . import probe
 from .client import BodyCut, ConnectFailed, ConnectTimedOut, NoResponse, Pool
 from .metrics import goodput_rps, summary, tpot_s
 
@@ -50,10 +53,6 @@ ARRIVALS = ("constant", "poisson", "schedule", "closed")
 # inference using vLLM on ND-H100-v5"); "long-reasoning": traces of thousands of tokens.
 LENGTH_PROFILES = {"chat": (200, 300), "reasoning": (500, 1162), "long-reasoning": (1000, 8000)}
 OUTPUT_TEXT_KEYS = ("content", "reasoning_content", "reasoning")
-# Where vLLM's server reports its release, without the API key (reference/upstream/vllm-0.33.0/
-# version-route.json); the load balancer routes only /v1 (components/serving/vllm.py), so through
-# it the route is not found, and a port-forward or the in-cluster Job reaches it.
-VERSION_PATH = "/version"
 # Concurrent streams at which tools/bench_loadtest.py found this tester within 5 % of a fake
 # server's true throughput on the project's 2-core machine (docs/load-testing.md).
 VERIFIED_STREAMS = 128
@@ -196,28 +195,46 @@ class LoadTestConfig:
         return Pool(check_url(self.url), self.connections(), self.connect_timeout_s)
 
 
-def server_version(url: str, timeout_s: float) -> tuple[str | None, str | None]:
-    """The vLLM release the server at ``url`` reports (GET /version), and None; or None and why
-    it could not be read. Asked once before the load starts, so it times nothing."""
-    request = urllib.request.Request(check_url(url) + VERSION_PATH, headers={"Accept": "application/json"})
-    # Straight to the server, as the load's own connections go (client.py): no proxy from the
-    # environment.
+def _get(url: str, path: str, timeout_s: float) -> tuple[bytes | None, str | None]:
+    """The body of GET ``url``+``path``, or None and why not. Straight to the server, as the
+    load's own connections go (client.py): no proxy from the environment."""
+    request = urllib.request.Request(check_url(url) + path)
     opener = urllib.request.build_opener(
         urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=ssl.create_default_context())
     )
     try:
         with opener.open(request, timeout=timeout_s) as response:
-            body = json.loads(response.read(4096))
+            return response.read(), None
     except urllib.error.HTTPError as error:
-        return None, f"GET {VERSION_PATH} answered {error.code}"
+        return None, f"GET {path} answered {error.code}"
     except (urllib.error.URLError, OSError) as error:
-        return None, f"GET {VERSION_PATH}: {getattr(error, 'reason', None) or error}"
+        return None, f"GET {path}: {getattr(error, 'reason', None) or error}"
+
+
+def server_version(url: str, timeout_s: float) -> tuple[str | None, str | None]:
+    """The vLLM release the server at ``url`` reports (GET /version), and None; or None and why
+    it could not be read. Asked once before the load starts, so it times nothing."""
+    body, why = _get(url, probe.VERSION_PATH, timeout_s)
+    if body is None:
+        return None, why
+    try:
+        answer = json.loads(body)
     except ValueError:
-        return None, f"GET {VERSION_PATH} answered no JSON"
-    version = body.get("version") if isinstance(body, dict) else None
+        return None, f"GET {probe.VERSION_PATH} answered no JSON"
+    version = probe.release(answer)
     if vllm_version_problem(version) is not None:
-        return None, f"GET {VERSION_PATH} answered {str(body)[:80]!r}, not a vLLM release"
+        return None, f"GET {probe.VERSION_PATH} answered {str(answer)[:80]!r}, not a vLLM release"
     return version, None
+
+
+def server_counters(url: str, timeout_s: float) -> dict[str, float]:
+    """The server's counters a run is checked against (SERVER_COUNTERS, GET /metrics), or {}
+    where it does not answer with them (through the load balancer, which routes only /v1)."""
+    body, _ = _get(url, probe.METRICS_PATH, timeout_s)
+    try:
+        return probe.counter_totals(body.decode(), tuple(SERVER_COUNTERS)) if body is not None else {}
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return {}
 
 
 @dataclass
@@ -427,7 +444,11 @@ async def run(
     config: LoadTestConfig, on_progress: Callable[[Progress, float], None] | None = None
 ) -> dict[str, Any]:
     """Run the load test and return its report (see ``report``)."""
+    # What the server says of itself, before and after the load (probe.py): the load balancer
+    # routes only /v1 (components/serving/vllm.py), so through it neither answers, and a
+    # port-forward or one pod's address reaches both.
     version = await asyncio.to_thread(server_version, config.url, config.connect_timeout_s)
+    before = await asyncio.to_thread(server_counters, config.url, config.connect_timeout_s)
     rng = random.Random(config.seed)
     run_prefix = run_id()
     pool = config.pool()
@@ -506,7 +527,8 @@ async def run(
     elapsed = loop.time() - t0
     if on_progress:
         on_progress(progress, elapsed)
-    return report(config, results, elapsed, progress.max_in_flight, busy_s, version)
+    after = await asyncio.to_thread(server_counters, config.url, config.connect_timeout_s)
+    return report(config, results, elapsed, progress.max_in_flight, busy_s, version, (before, after))
 
 
 def point_warnings(concurrency: int, max_in_flight: int, max_num_seqs: int | None) -> list[str]:
@@ -546,12 +568,15 @@ def report(
     max_in_flight: int,
     busy_s: float,
     version: tuple[str | None, str | None] = (None, None),
+    counters: tuple[dict[str, float], dict[str, float]] = ({}, {}),
 ) -> dict[str, Any]:
     """Latency statistics and throughput as ``vllm bench serve`` defines them (metrics.py), goodput
     under the configured SLOs, errors by kind, and a calibration point for the simulator (mean
     concurrency by Little's law: request-seconds / elapsed), flagged where it may mislead.
     ``version``: the server's vLLM release, or why it is unknown (``server_version``), recorded
-    in ``config`` beside the replica's settings (sizing/measured.py reads it there)."""
+    in ``config`` beside the replica's settings (sizing/measured.py reads it there). ``counters``:
+    the server's before and after the run (``server_counters``): the point's ``server`` is what
+    they rose by, and each problem they show is a warning (sizing/measured.py server_problems)."""
     ok = [r for r in results if r.error is None]
     output_tokens = sum(r.output_tokens for r in ok)
     mean_concurrency = busy_s / elapsed_s if elapsed_s else 0.0
@@ -567,7 +592,8 @@ def report(
     lengths = point_lengths(sum(r.prompt_tokens for r in ok), output_tokens, len(ok))
     # Streams the tester timed at once: open-loop arrivals beyond the pool wait in the client.
     streams = min(max_in_flight, config.connections())
-    warnings = point_warnings(concurrency, streams, config.max_num_seqs)
+    server = probe.run_deltas(*counters, output_tokens, SERVER_COUNTERS)
+    warnings = point_warnings(concurrency, streams, config.max_num_seqs) + server_problems(server)
     cfg = asdict(config)
     cfg.pop("api_key")
     release, unknown = version
@@ -598,6 +624,7 @@ def report(
                 "length_distribution": config.lengths.distribution,
                 # Only a closed loop's concurrency is a count of streams the refit can time.
                 "arrivals": config.arrivals.mode,
+                **({"server": server} if server else {}),
                 "max_in_flight": max_in_flight,
                 "source": "automation loadtest",
                 "warnings": warnings,

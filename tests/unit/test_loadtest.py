@@ -60,10 +60,10 @@ def _event(payload: dict) -> bytes:
 
 
 def no_version_route(head: bytes, writer: asyncio.StreamWriter) -> bool:
-    """Whether ``head`` is the tester's GET /version (runner.server_version, asked once before the
-    load), answered here as a server without the route does: 404, so these servers count only
-    the load's requests."""
-    if not head.startswith(b"GET /version "):
+    """Whether ``head`` is one of the tester's GETs (runner.server_version and server_counters,
+    before and after the load), answered here as a server without those routes does: 404, so
+    these servers count only the load's requests."""
+    if not head.startswith(b"GET "):
         return False
     writer.write(b"HTTP/1.1 404 Not Found" + CLOSE + b"Content-Length: 0\r\n\r\n")
     writer.close()

@@ -7,20 +7,23 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
+from deepseek_eks import promql
 from deepseek_eks.components.versions import VLLM_RELEASE
-from deepseek_eks.perf.loadtest import cli, job
-from deepseek_eks.perf.loadtest.fake_server import Pacing, serve
+from deepseek_eks.perf.loadtest import cli, job, probe
+from deepseek_eks.perf.loadtest.fake_server import Pacing, ServerLog, serve
 from deepseek_eks.perf.loadtest.runner import Arrivals, Lengths, LoadTestConfig, run
 from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
 from deepseek_eks.sizing.cli import main as sizing_main
-from deepseek_eks.sizing.measured import REPLICA_SETTINGS
+from deepseek_eks.sizing.measured import REPLICA_SETTINGS, SERVER_COUNTERS
 
 UPSTREAM = Path(__file__).parents[2] / "reference" / "upstream"
 # What vLLM 0.33.0's server answers at GET /version, read from its wheel.
@@ -31,12 +34,18 @@ BENCH_FIELDS = json.loads((UPSTREAM / "vllm-bench-serve" / "result-fields.json")
 ONE_CLIENT = Arrivals("closed", concurrency=1)
 
 
-def local_run(version: object, arrivals: Arrivals = ONE_CLIENT, requests: int = 1) -> dict:
+def local_run(
+    version: object,
+    arrivals: Arrivals = ONE_CLIENT,
+    requests: int = 1,
+    metrics: Callable[[ServerLog], str] | None = None,
+) -> dict:
     """``requests`` short requests (one closed-loop client by default) on the fake server, whose
-    GET /version answers ``version`` (None: not found, as through the load balancer)."""
+    GET /version answers ``version`` and GET /metrics ``metrics``'s text (None: not found, as
+    through the load balancer)."""
 
     async def go() -> dict:
-        async with serve(Pacing(ttft_s=0.0, itl_s=0.001), version=version) as (url, _):
+        async with serve(Pacing(ttft_s=0.0, itl_s=0.001), version=version, metrics=metrics) as (url, _):
             config = LoadTestConfig(
                 url=url,
                 model="fake",
@@ -90,6 +99,7 @@ for a in args[last + 1:]:
         break
     items.append(a)
 result = {"duration": 10.0, "completed": 4, "failed": 0, "output_throughput": 40.0, "max_concurrency": 1}
+result["total_output_tokens"] = 400
 result["seed_seen"] = int([args[i + 1] for i, a in enumerate(args) if a == "--seed"][-1])  # the last
 result.update({k.strip(): v.strip() for k, v in (item.split("=", 1) for item in items)})
 with open(value("--result-dir") + "/" + value("--result-filename"), "w") as out:
@@ -117,7 +127,19 @@ def test_the_job_asks_the_server_its_release_before_the_run(
 
     async def go() -> tuple[int | None, str, str]:
         version = VERSION_ROUTE["response"] if answers else None
-        async with serve(Pacing(), version=version) as (url, _):
+        readings = iter(range(1, 10))  # each GET /metrics: 1000 more tokens than the last
+
+        def rising(log: ServerLog) -> str:
+            return SAMPLE.sub(
+                lambda m: (
+                    f"{m['name']}{{{m['labels']}}} {1000.0 * next(readings)}"
+                    if m["name"] == promql.VLLM_GENERATION_TOKENS and 'engine="0"' in m["labels"]
+                    else m[0]
+                ),
+                EXPOSITION,
+            )
+
+        async with serve(Pacing(), version=version, metrics=rising if answers else None) as (url, _):
             config = LoadTestConfig(
                 url=url,
                 model="r1-distill-qwen-7b",
@@ -125,8 +147,12 @@ def test_the_job_asks_the_server_its_release_before_the_run(
                 max_requests=4,
             )
             seed = None if answers else 7
-            argv = job.command(job.bench_args(config, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", seed=seed))
-            env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+            args = job.bench_args(config, "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", seed=seed)
+            (pod,) = [d for d in job.manifests(args, "deepseek", 600) if d["kind"] == "Job"]
+            container = pod["spec"]["template"]["spec"]["containers"][0]
+            argv = container["command"]
+            given = {e["name"]: e["value"] for e in container["env"] if "value" in e}  # the probe among them
+            env = {**os.environ, **given, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
             process = await asyncio.create_subprocess_exec(
                 *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env
             )
@@ -142,10 +168,15 @@ def test_the_job_asks_the_server_its_release_before_the_run(
         assert result["seed_seen"] == 7
     assert result["served_model_name"] == "r1-distill-qwen-7b"  # the flags' metadata kept
     report = job.calibration_from_bench(result, "job.log")
+    (point,) = report["points"]
     if answers:
         assert report["config"]["vllm_version"] == VERSION_ROUTE["response"]["version"]
+        # The counters read before and after the run: 1000 generated against the 400 received.
+        assert point["server"]["generation_tokens"] == 1000 and point["server"]["client_output_tokens"] == 400
+        assert any("other requests shared the replica" in w for w in point["warnings"])
     else:
         assert "vllm_version" not in result and "vllm_version" not in report["config"]
+        assert "server" not in point  # no /metrics answered: nothing read
 
 
 def refit_messages(tmp_path: Path, capsys: pytest.CaptureFixture[str], config: dict) -> tuple[int, str]:
@@ -291,3 +322,67 @@ def refit_messages_with_point(
     argv = ["capacity", "--variant", "r1-distill-qwen-7b", "--families", "g6", "--rate", "0.5"]
     code = sizing_main([*argv, "--ttft-slo", "5", "--load-test", str(report)])
     return code, capsys.readouterr().err
+
+
+# vLLM 0.33.0's counters as prometheus_client exposes them (a _total and a _created series, one
+# per engine), snapshotted with how it was produced.
+EXPOSITION = (UPSTREAM / "vllm-0.33.0" / "counters-exposition.txt").read_text()
+SAMPLE = re.compile(r"^(?P<name>[a-z:_]+)\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.MULTILINE)
+
+
+def test_the_probe_sums_each_counter_over_its_engines_and_skips_created() -> None:
+    sums: dict[str, float] = {}
+    for m in SAMPLE.finditer(EXPOSITION):
+        sums[m["name"]] = sums.get(m["name"], 0.0) + float(m["value"])
+    assert {n.removesuffix("_total") for n in SERVER_COUNTERS} <= set(
+        (UPSTREAM / "vllm-0.33.0" / "metric-names.txt").read_text().split()
+    )  # names the wheel defines
+    assert set(SERVER_COUNTERS) <= set(sums)  # and exposes so
+    assert probe.counter_totals(EXPOSITION, tuple(SERVER_COUNTERS)) == {n: sums[n] for n in SERVER_COUNTERS}
+    assert any(n.endswith("_created") for n in sums)  # there, and not summed into a counter
+
+
+def vllm_metrics(other_traffic: float = 0.0, preemptions_per_request: int = 0) -> Callable[[ServerLog], str]:
+    """GET /metrics as vLLM would answer it: the snapshot's exposition with engine 0's counters at
+    what the fake server has streamed (times 1 + ``other_traffic``, for requests the test did not
+    send) and engine 1's at 0."""
+
+    def make(log: ServerLog) -> str:
+        streamed = sum(r.tokens for r in log.requests if r.last_token is not None)
+        values = {
+            promql.VLLM_GENERATION_TOKENS: streamed * (1 + other_traffic),
+            promql.VLLM_PREEMPTIONS: preemptions_per_request * len(log.requests),
+            promql.VLLM_PROMPT_TOKENS: 8.0 * len(log.requests),
+            promql.VLLM_PROMPT_TOKENS_CACHED: 0.0,
+        }
+
+        def sample(m: re.Match) -> str:
+            value = values.get(m["name"], float(m["value"])) if 'engine="0"' in m["labels"] else 0.0
+            return f"{m['name']}{{{m['labels']}}} {value}"
+
+        return SAMPLE.sub(sample, EXPOSITION)
+
+    return make
+
+
+def test_the_server_s_counters_show_what_else_the_replica_did(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The load tester reads the server's counters before and after the run: a point records what
+    they rose by, beside what the test received, and each thing its speed should not include is
+    a warning, at the run and at every refit: other requests served meanwhile, preemptions."""
+    clean = local_run(None, requests=4, metrics=vllm_metrics())["points"][0]
+    assert clean["server"]["generation_tokens"] == clean["server"]["client_output_tokens"] == 12
+    assert clean["server"]["preemptions"] == 0 and not clean["warnings"]
+    shared = local_run(None, requests=4, metrics=vllm_metrics(other_traffic=1.0))["points"][0]
+    assert shared["server"]["generation_tokens"] == 24
+    assert any("other requests shared the replica" in w for w in shared["warnings"])
+    preempted = local_run(None, requests=4, metrics=vllm_metrics(preemptions_per_request=1))["points"][0]
+    assert any("the server preempted 4 times" in w for w in preempted["warnings"])
+    # Without /metrics (through the load balancer) the point has no server reading.
+    assert "server" not in local_run(None, requests=1)["points"][0]
+    for point, says in ((shared, "other requests shared the replica"), (preempted, "preempted 4 times")):
+        code, err = refit_messages_with_point(tmp_path, capsys, point)
+        assert code == 0 and f"the point at concurrency {point['concurrency']}: " in err and says in err
+    code, err = refit_messages_with_point(tmp_path, capsys, clean)
+    assert code == 0 and "warning" not in err
