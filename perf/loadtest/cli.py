@@ -206,7 +206,7 @@ def print_job(args: argparse.Namespace, config: LoadTestConfig, replica: StackRe
 
     from .job import bench_args, manifests, one_pod_url, spread_problem
 
-    if spread := spread_problem(config.url, args.namespace):
+    if spread := spread_problem(config.url):
         measure_one = f"measure one replica at its own address: {one_pod_url(args.namespace)}"
         if replica.min_replicas > 1:
             raise LoadTestError(

@@ -42,6 +42,7 @@ from deepseek_eks.sizing.measured import (
     WHOLE_NUMBER_SETTINGS,
     server_problems,
     setting_flag,
+    spreads_over_replicas,
     vllm_version_problem,
 )
 from deepseek_eks.sizing.planner import VLLM_PORT
@@ -219,23 +220,23 @@ def _service_names(namespace: str) -> set[str]:
     return {APP, f"{APP}.{namespace}", f"{APP}.{namespace}.svc", f"{APP}.{namespace}.svc.cluster.local"}
 
 
-# Why a load test through the vllm Service is not one replica's: kube-proxy sends each new
-# connection to one of the Service's ready endpoints at random (its iptables mode, the default on
-# Linux: kubernetes pkg/proxy/iptables/proxier.go at v1.34.12, a "-m statistic --mode random" rule
-# per endpoint; reference/upstream/service-traffic-spread.json), so the Job's connections spread
-# over every replica ready during the run.
+# Why a load test through the vllm Service (or a load balancer) is not one replica's: kube-proxy
+# sends each new connection to one of the Service's ready endpoints at random (its iptables mode,
+# the default on Linux: kubernetes pkg/proxy/iptables/proxier.go at v1.34.12, a "-m statistic
+# --mode random" rule per endpoint; reference/upstream/service-traffic-spread.json), and a load
+# balancer shares them out over its targets, so the Job's connections spread over every replica
+# ready during the run.
 SPREAD = (
-    "the vllm Service sends each of the Job's connections to one of its ready pods at random "
-    "(kube-proxy), so the result is the sum of every replica ready during the run, which a refit "
-    "takes for one replica's speed; and the test's own load may start another replica"
+    "a Service or load balancer sends each of the Job's connections to one of its ready pods (the vllm "
+    "Service's kube-proxy at random), so the result is the sum of every replica ready during the run, "
+    "which a refit takes for one replica's speed; and the test's own load may start another replica"
 )
 
 
-def spread_problem(url: str, namespace: str) -> str | None:
-    """Why a Job aimed at ``url`` may measure more than one replica (the vllm Service: SPREAD), or
-    None (one pod's address, or an endpoint outside the Service)."""
-    host = (urlsplit(url).hostname or "").lower()
-    return SPREAD if host in _service_names(namespace) else None
+def spread_problem(url: str) -> str | None:
+    """Why a Job aimed at ``url`` may measure more than one replica (a host name: SPREAD), or None
+    (one pod's own address)."""
+    return SPREAD if spreads_over_replicas(url) else None
 
 
 def network_policies(namespace: str) -> list[dict[str, Any]]:

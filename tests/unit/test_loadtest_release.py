@@ -241,9 +241,12 @@ def test_the_job_measures_one_replica_not_the_service_s_spread(capsys: pytest.Ca
     assert "warning" not in captured.err
     # dev keeps one replica: the Service is one replica's while no other starts, and said so.
     assert cli.main(["--stack", "dev", "--instance-type", "g6.xlarge", *JOB, "--url", SERVICE_URL]) == 0
-    assert (
-        "warning: --url http://vllm.deepseek.svc.cluster.local: the vllm Service" in capsys.readouterr().err
+    assert "warning: --url http://vllm.deepseek.svc.cluster.local: a Service or load balancer" in (
+        capsys.readouterr().err
     )
+    # An HTTPS load balancer (the Job's policies admit HTTPS) spreads the same way: refused for prod.
+    assert cli.main([*prod, "--url", "https://internal-k8s-deepseek.us-east-1.elb.amazonaws.com"]) == 2
+    assert "keeps at least 2 replicas" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
