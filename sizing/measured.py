@@ -70,6 +70,11 @@ def server_problems(server: Mapping[str, Any]) -> list[str]:
         value = server.get(key)
         return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
+    if any((value := number(key)) is not None and value < 0 for key in SERVER_COUNTERS.values()):
+        return [
+            "the server's counters fell during the run: it restarted, so the point spans a restart "
+            "(a cold start, and requests cut); run it again"
+        ]
     problems = []
     generated, received = number("generation_tokens"), number("client_output_tokens")
     if generated is not None and received is not None and generated > received * (1 + SHARED_TOLERANCE):

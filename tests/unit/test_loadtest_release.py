@@ -389,3 +389,7 @@ def test_the_server_s_counters_show_what_else_the_replica_did(
         assert code == 0 and f"the point at concurrency {point['concurrency']}: " in err and says in err
     code, err = refit_messages_with_point(tmp_path, capsys, clean)
     assert code == 0 and "warning" not in err
+    # Counters that fell: the server restarted during the run, whatever else they say.
+    restarted = {**clean, "server": {**clean["server"], "generation_tokens": -500, "preemptions": -2}}
+    code, err = refit_messages_with_point(tmp_path, capsys, restarted)
+    assert "it restarted" in err and "preempted" not in err
