@@ -33,10 +33,13 @@ from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import probe
+
 CHAT_PATH = b"/v1/chat/completions"
 COMPLETIONS_PATH = b"/v1/completions"
-VERSION_PATH = b"/version"
-METRICS_PATH = b"/metrics"
+# The routes the load tester's probe asks (probe.py), answered here as vLLM answers them.
+VERSION_PATH = probe.VERSION_PATH.encode()
+METRICS_PATH = probe.METRICS_PATH.encode()
 
 
 @dataclass(frozen=True)
