@@ -59,12 +59,12 @@ test: venv checkov-venv ## the whole test suite
 
 twin-build: ## build the twin's binaries from the Go module proxy (once; cached outside the tree)
 	twin/build.sh
-	twin/build.sh kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
+	twin/build.sh kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller lws coredns
 	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver prometheus promtool
 	twin/build-engine.sh
 
 twin: venv twin-build ## build the twin, judge every render against it, run stacks through the real engine
-	DEEPSEEK_EKS_REQUIRE_TOOLS=1 DEEPSEEK_EKS_REQUIRE_ENGINE=1 DEEPSEEK_EKS_REQUIRE_SEAMS=1 $(PY) -m pytest -q tests/twin tests/engine
+	DEEPSEEK_EKS_REQUIRE_TOOLS=1 DEEPSEEK_EKS_REQUIRE_ENGINE=1 DEEPSEEK_EKS_REQUIRE_SEAMS=1 DEEPSEEK_EKS_REQUIRE_LWS=1 $(PY) -m pytest -q tests/twin tests/engine
 
 twin-capacity: venv ## capacity: the real Karpenter (kwok provider) on dev's and prod's NodePools (docs/verification-twin.md)
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok

@@ -388,7 +388,21 @@ TWIN_UPSTREAMS: dict[str, Upstream] = {
         build="github.com/kedacore/keda/v2",
         note="moves with the keda chart",
     ),
+    "coredns": Upstream(
+        "go",
+        "github.com/coredns/coredns",
+        build="github.com/coredns/coredns",
+        hold_minor="the twin runs the CoreDNS release EKS's coredns add-on ships for the clusters' "
+        "Kubernetes minor (reference/upstream/eks-addon-versions.json)",
+    ),
     "kwok": Upstream("go", "sigs.k8s.io/kwok", build="sigs.k8s.io/kwok"),
+    "lws": Upstream(
+        "go",
+        "sigs.k8s.io/lws",
+        build="sigs.k8s.io/lws",
+        note="moves with the lws chart (0.10.0), whose module the proxy does not serve: the twin runs the "
+        "newest release it does (reference/upstream/lws-twin.json)",
+    ),
     "network-policy-controller": Upstream(
         "go",
         "github.com/aws/amazon-network-policy-controller-k8s",

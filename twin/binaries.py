@@ -32,6 +32,8 @@ PROGRAMS = {
     "prometheus-adapter": ("go/prometheus-adapter", "sigs.k8s.io/prometheus-adapter"),
     "keda-operator": ("go/keda", "github.com/kedacore/keda/v2"),
     "keda-metrics-apiserver": ("go/keda", "github.com/kedacore/keda/v2"),
+    "lws": ("go/lws", "sigs.k8s.io/lws"),
+    "coredns": ("go/coredns", "github.com/coredns/coredns"),
     "prometheus": ("go/prometheus", "github.com/prometheus/prometheus"),
     "promtool": ("go/prometheus", "github.com/prometheus/prometheus"),
 }

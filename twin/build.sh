@@ -3,7 +3,7 @@
 # missing from the cache. Usage: twin/build.sh [NAME...]
 #   NAME: etcd kube-apiserver (default) kube-controller-manager kube-scheduler kwok karpenter-kwok
 #         prometheus-adapter network-policy-controller keda-operator keda-metrics-apiserver
-#         (the autoscaling loop) prometheus promtool (the chart's Prometheus: the loop, the PromQL tests)
+#         (the autoscaling loop) lws coredns (the 671B path's controller, cluster DNS) prometheus promtool (the chart's Prometheus: the loop, the PromQL tests)
 # Binaries land in ${DEEPSEEK_EKS_TWIN_CACHE:-$HOME/.cache/deepseek-eks/twin}/<name>-<version>/<name>,
 # outside the work tree, so a machine builds each version once. Versions come
 # from the wrapper modules' go.mod files (twin/go/*/go.mod), the one place they are pinned.
@@ -31,6 +31,8 @@ karpenter_version="$(required_version "$here/go/karpenter" sigs.k8s.io/karpenter
 adapter_version="$(required_version "$here/go/prometheus-adapter" sigs.k8s.io/prometheus-adapter)"
 npc_version="$(required_version "$here/go/network-policy-controller" github.com/aws/amazon-network-policy-controller-k8s)"
 keda_version="$(required_version "$here/go/keda" github.com/kedacore/keda/v2)"
+lws_version="$(required_version "$here/go/lws" sigs.k8s.io/lws)"
+coredns_version="$(required_version "$here/go/coredns" github.com/coredns/coredns)"
 prometheus_version="$(required_version "$here/go/prometheus" github.com/prometheus/prometheus)"
 
 prometheus_ldflags() {
@@ -80,6 +82,13 @@ build_one() {
       version="$keda_version"; module="$here/go/keda"
       case "$name" in keda-operator) pkg="github.com/kedacore/keda/v2/cmd/operator" ;; *) pkg="github.com/kedacore/keda/v2/cmd/adapter" ;; esac
       ldflags="-s -w -X github.com/kedacore/keda/v2/version.Version=$version" ;;
+    lws) # the LeaderWorkerSet controller and its webhooks (the 671B path); its version stamp is
+      # sigs.k8s.io/lws/pkg/version.GitVersion, which its --version and logs print
+      version="$lws_version"; module="$here/go/lws"; pkg="sigs.k8s.io/lws/cmd"
+      ldflags="-s -w -X sigs.k8s.io/lws/pkg/version.GitVersion=$version" ;;
+    coredns) # EKS's cluster DNS, every plugin of its default build; its version stamp is
+      # github.com/coredns/coredns/coremain.GitCommit (coremain/version.go reads CoreVersion from source)
+      version="$coredns_version"; module="$here/go/coredns"; pkg="github.com/coredns/coredns"; ldflags="-s -w" ;;
     prometheus|promtool) # the Prometheus the pinned kube-prometheus-stack chart runs, and its promtool
       version="$prometheus_version"; module="$here/go/prometheus"
       pkg="github.com/prometheus/prometheus/cmd/$name"; ldflags="$(prometheus_ldflags)" ;;

@@ -289,6 +289,34 @@ class Program:
     process: subprocess.Popen[bytes]
     log: Path
 
+    @classmethod
+    def start(cls, command: Sequence[str], log: Path, env: dict[str, str] | None = None) -> Program:
+        """``command`` started with its output in ``log``."""
+        with log.open("wb") as handle:
+            process = subprocess.Popen(
+                list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+            )
+        return cls(process, log)
+
+
+def wait_for(what: str, found: Any, programs: Sequence[Program], timeout_s: float) -> Any:
+    """``found()`` once it is truthy (an ``OSError`` or ``TwinError`` counts as not yet), within
+    ``timeout_s``; a TwinError with the logs' tails when a program exits first or time runs out."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for program in programs:
+            if program.process.poll() is not None:
+                code = program.process.returncode
+                raise TwinError(f"{program.log.stem} exited with {code} before {what}:\n{_tail(program.log)}")
+        with contextlib.suppress(OSError, TwinError):
+            value = found()
+            if value:
+                return value
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"{p.log.stem}:\n{_tail(p.log, 10)}" for p in programs)
+            raise TwinError(f"no {what} within {timeout_s:.0f} s\n{tails}")
+        time.sleep(0.3)
+
 
 class Capacity:
     """One render on a running twin with Karpenter beside it: create pods, read decisions."""
