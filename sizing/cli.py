@@ -56,9 +56,11 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
     )
     lines += [f"warning        {w}" for w in d["warnings"]]
     stages = d["startup_breakdown"]
+    # A LeaderWorkerSet group's node stage is two launches in turn (sizing/planner.py startup_breakdown).
+    serial = {"node": " (the leader's node, then its workers')"} if d["nodes_per_replica"] > 1 else {}
     lines.append(
         "cold start     "
-        + ", ".join(f"{stage} {seconds} s" for stage, seconds in stages.items())
+        + ", ".join(f"{stage} {seconds} s{serial.get(stage, '')}" for stage, seconds in stages.items())
         + f"; probe budget {d['startup_probe_seconds']} s, Pulumi waits {d['rollout_seconds']} s"
     )
     extras = {

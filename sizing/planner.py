@@ -723,16 +723,37 @@ class SizingPlan:
         image pulled, weights loaded, engine compiled and warmed up (rates cited above). The image
         stage is what the replica still waits for: with ``image_prepull`` the pull starts while the
         GPUs register. The engine's torch.compile is the cached figure where ``compile_cache``
-        holds: only the service's very first replica on a GPU model compiles from scratch."""
+        holds: only the service's very first replica on a GPU model compiles from scratch.
+
+        A replica on several nodes waits for two node launches, one after the other: LWS creates
+        a group's worker StatefulSet only once its leader is bound to a node where the group is
+        kept to one zone (kubernetes-sigs/lws v0.10.0 pkg/controllers/pod_controller.go: "if
+        exclusive placement is enabled but leader pod is not scheduled, don't create the worker
+        sts"; components/serving/vllm.py LWS_EXCLUSIVE_TOPOLOGY), and no node is launched for a
+        worker that does not exist yet (tests/twin/test_lws.py runs that controller)."""
         engine = self.engine_seconds(cached=self.compile_cache)
-        mode = self._stage_mode
+        node = NODE_READY_S[self._stage_mode]
         return {
-            "node": NODE_READY_S[mode],
-            # Only what is left of the pull once the GPUs are registered (IMAGE_PULL_HIDDEN_S).
-            "image": max(0, IMAGE_PULL_S[mode] - IMAGE_PULL_HIDDEN_S[mode]),
+            "node": node + (node if self.nodes_per_replica > 1 else 0),
+            "image": self._image_wait_seconds,
             "weights": math.ceil(self.weights_load_seconds),
             "engine": engine,
         }
+
+    @property
+    def _image_wait_seconds(self) -> int:
+        """What is left of the image pull once a node's GPUs are registered (IMAGE_PULL_HIDDEN_S)."""
+        mode = self._stage_mode
+        return max(0, IMAGE_PULL_S[mode] - IMAGE_PULL_HIDDEN_S[mode])
+
+    @property
+    def group_wait_seconds(self) -> int:
+        """How long a multi-node replica's leader, once started, waits for its workers to start:
+        their nodes, launched only once the leader is bound (``startup_breakdown``), and their image.
+        0 for a single-node replica."""
+        if self.nodes_per_replica == 1:
+            return 0
+        return NODE_READY_S[self._stage_mode] + self._image_wait_seconds
 
     @property
     def image_prepull(self) -> bool:
@@ -771,16 +792,19 @@ class SizingPlan:
     @property
     def startup_probe_seconds(self) -> int:
         """How long a replica may take from container start to healthy (the startup probe): the
-        weights and the uncached engine stage (the first replica compiles) with a margin."""
+        weights and the uncached engine stage (the first replica compiles) with a margin, and for a
+        multi-node replica first its workers' start (``group_wait_seconds``), which its leader waits
+        for inside the probe's window."""
         weights = self.startup_breakdown["weights"]
-        return max(MIN_STARTUP_S, math.ceil((weights + self.engine_seconds(cached=False)) * STARTUP_MARGIN))
+        work = self.group_wait_seconds + weights + self.engine_seconds(cached=False)
+        return max(MIN_STARTUP_S, math.ceil(work * STARTUP_MARGIN))
 
     @property
     def rollout_seconds(self) -> int:
-        """How long Pulumi waits for a new replica: a GPU node and the image pull before the
+        """How long Pulumi waits for a new replica: a GPU node and the image pull before the (leader's)
         container starts, then its startup budget, plus slack for scheduling retries."""
-        stages = self.startup_breakdown
-        return stages["node"] + stages["image"] + self.startup_probe_seconds + ROLLOUT_SLACK_S
+        first_node = NODE_READY_S[self._stage_mode]
+        return first_node + self._image_wait_seconds + self.startup_probe_seconds + ROLLOUT_SLACK_S
 
     @property
     def drain_seconds(self) -> int:

@@ -19,6 +19,7 @@ import itertools
 import json
 import os
 import shutil
+import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +213,7 @@ class Group:
     slices: list[dict[str, Any]]
     scale: dict[str, Any]
     nodes: dict[str, dict[str, Any]]
+    pods_while_leader_unbound: list[str] | None
 
     @property
     def leader(self) -> dict[str, Any]:
@@ -320,24 +322,50 @@ def _endpoints_written(api: Api, namespace: str) -> bool:
     return True
 
 
+def _unbound_leader_seen(api: Api, lws: dict[str, Any]) -> list[str]:
+    """The group's StatefulSets and pods (``Kind/name``) once the LWS pod controller has handled
+    its unbound leader: under ``UniquePerReplica`` it first makes the group's headless Service
+    (named after the leader), then goes on to the worker StatefulSet or stops for want of a node;
+    so once that Service is there, what exists is what the controller makes before any node is
+    chosen."""
+    namespace, leader = lws["metadata"]["namespace"], leader_name(lws)
+    path = f"/api/v1/namespaces/{namespace}/services/{leader}"
+    wait_for(f"headless Service {leader}", lambda: api.call("GET", path).ok, [], STEP_TIMEOUT_S)
+    # The worker StatefulSet, were it made, comes in the same reconcile, just after the Service.
+    time.sleep(1.0)
+    kinds = {
+        "StatefulSet": f"/apis/apps/v1/namespaces/{namespace}/statefulsets",
+        "Pod": f"/api/v1/namespaces/{namespace}/pods",
+    }
+    return sorted(
+        f"{kind}/{o['metadata']['name']}" for kind, path in kinds.items() for o in _items(api, path)
+    )
+
+
 def _place_group(
     api: Api, lws: dict[str, Any], zone: str, programs: Sequence[Program]
-) -> dict[str, dict[str, Any]]:
+) -> tuple[dict[str, dict[str, Any]], list[str] | None]:
     """Place the first group's leader on a node of ``zone`` and each worker, once the pod
-    controller has made it, on a node of the zone its node selector names; returns the nodes."""
+    controller has made it, on a node of the zone its node selector names. Returns the nodes,
+    and the StatefulSets and pods there were while the leader was unbound (None under another subdomain policy
+    than ``UniquePerReplica``, which gives no moment to read them at)."""
     namespace = lws["metadata"]["namespace"]
     size = int(lws["spec"]["leaderWorkerTemplate"].get("size", 1))
     nodes: dict[str, dict[str, Any]] = {}
+    unbound: list[str] | None = None
     for index in range(size):
         name = leader_name(lws) if index == 0 else f"{leader_name(lws)}-{index}"
         pod = wait_for(f"pod {name}", lambda name=name: _pod(api, namespace, name), programs, STEP_TIMEOUT_S)
+        policy = (lws["spec"].get("networkConfig") or {}).get("subdomainPolicy")
+        if index == 0 and policy == "UniquePerReplica":
+            unbound = _unbound_leader_seen(api, lws)
         node = node_object(
             f"{namespace}-node-{index}", (pod["spec"].get("nodeSelector") or {}).get(ZONE_KEY, zone)
         )
         _install(api, [node])
         nodes[node["metadata"]["name"]] = node
         place_pod(api, pod, node["metadata"]["name"], next(_POD_ADDRESSES))
-    return nodes
+    return nodes, unbound
 
 
 def run_group(
@@ -354,7 +382,7 @@ def run_group(
     _install(
         api, [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, *prerequisites, lws]
     )
-    nodes = _place_group(api, lws, zone, programs)
+    nodes, unbound = _place_group(api, lws, zone, programs)
     wait_for(
         "EndpointSlices for every Service",
         lambda: _endpoints_written(api, namespace),
@@ -371,6 +399,7 @@ def run_group(
         slices=slices,
         scale=api.call("GET", f"{base}/scale").body,
         nodes=nodes,
+        pods_while_leader_unbound=unbound,
     )
 
 

@@ -186,6 +186,17 @@ def test_workers_are_kept_in_their_leaders_zone_and_groups_apart(run: Run) -> No
     assert any(own_key in e["values"] for e in excluded)
 
 
+def test_a_groups_workers_wait_for_their_leaders_node(run: Run) -> None:
+    """While the leader has no node, the pod controller makes no worker, so no node is launched
+    for one: a group's nodes come up one launch after the other, as sizing/planner.py
+    ``startup_breakdown`` counts them for a multi-node replica."""
+    group = run.ours
+    name = group.lws["metadata"]["name"]
+    leader = group.leader["metadata"]["name"]
+    assert group.pods_while_leader_unbound == [f"Pod/{leader}", f"StatefulSet/{name}"]
+    assert group.workers, "the workers came once the leader was bound"
+
+
 def test_the_client_service_keeps_its_name_and_sends_to_leaders_only(run: Run) -> None:
     """The render's Service (what the load balancer, the router and the load test use) keeps its
     name and cluster IP beside the controller's headless Services, and its EndpointSlice lists the

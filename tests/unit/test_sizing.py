@@ -478,6 +478,30 @@ def test_startup_breakdown_has_every_stage_for_every_source(source: str, mode: s
     assert p.to_dict()["startup_breakdown"] == stages
 
 
+@pytest.mark.parametrize("mode", ["auto-mode", "karpenter"])
+def test_a_replica_on_two_nodes_waits_for_two_launches_in_turn(mode: str) -> None:
+    """LWS makes a group's workers only once its leader has a node (the group kept in one zone:
+    tests/twin/test_lws.py, with the real controller), so a two-node replica's node stage is two
+    launches, and its leader's startup probe also waits for the workers' launch and image."""
+    two = feasible(plan(PlanRequest("r1-671b", ("p5",), weights_source="s3", compute_mode=mode)))
+    one = feasible(plan(PlanRequest("r1-671b", ("p5en",), weights_source="s3", compute_mode=mode)))
+    assert (two.nodes_per_replica, one.nodes_per_replica) == (2, 1)
+    launch = one.startup_breakdown["node"]
+    stages = two.startup_breakdown
+    assert stages["node"] == 2 * launch
+    assert two.startup_seconds == sum(stages.values())
+    # The leader's container starts after the first launch and its image; inside its probe window
+    # come the workers' launch and image, then the weights and the engine (uncached: no compile
+    # cache for a multi-node replica).
+    assert not two.compile_cache
+    inside = launch + stages["image"] + stages["weights"] + stages["engine"]
+    assert two.startup_probe_seconds == max(300, math.ceil(inside * 1.5))
+    assert two.rollout_seconds == launch + stages["image"] + two.startup_probe_seconds + 300
+    assert one.startup_probe_seconds == max(
+        300, math.ceil((one.startup_breakdown["weights"] + engine_s(one, cached=False)) * 1.5)
+    )
+
+
 def streamer_rate_gib_s() -> float:
     """One Run:ai streaming process's rate from S3: the EKS guide's 10.4 GB in 5.02 s."""
     guide = cold_start_facts()["eks_guide_load_serve_model"]
