@@ -67,7 +67,7 @@ twin: venv twin-build ## build the twin, judge every render against it, run stac
 	DEEPSEEK_EKS_REQUIRE_TOOLS=1 DEEPSEEK_EKS_REQUIRE_ENGINE=1 DEEPSEEK_EKS_REQUIRE_SEAMS=1 DEEPSEEK_EKS_REQUIRE_LWS=1 $(PY) -m pytest -q tests/twin tests/engine
 
 twin-capacity: venv ## capacity: the real Karpenter (kwok provider) on dev's and prod's NodePools (docs/verification-twin.md)
-	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok
+	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok lws
 	DEEPSEEK_EKS_REQUIRE_CAPACITY=1 $(PY) -m pytest -q tests/twin/test_capacity.py tests/twin/test_capacity_karpenter.py
 
 twin-loop: venv ## the autoscaling loop end to end for dev, prod, dev on gpu-utilization and dev waking from zero (docs/verification-twin.md; root, Prometheus)

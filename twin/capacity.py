@@ -44,7 +44,9 @@ from deepseek_eks.automation.stackfile import PROJECT_ROOT
 
 from .binaries import require_binaries
 from .check import load_render, pods_of, subject, wait_established
-from .instance_types import AUTO_MODE, CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, facts, instance_types_file
+from .instance_types import AUTO_MODE, CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, ZONE, facts, instance_types_file
+from .lws import group_index_label, keeps_group_in_one_domain, running_lws
+from .programs import Program, kubeconfig
 from .server import Api, TwinError, _stop, _tail, free_port, running_twin
 
 PROGRAMS = ("kube-controller-manager", "kube-scheduler", "kwok", "karpenter-kwok")
@@ -189,31 +191,20 @@ def replica_pods(workload: dict[str, Any], index: int) -> list[dict[str, Any]]:
     return out
 
 
-def kubeconfig(api: Api, folder: Path) -> Path:
-    """An admin kubeconfig for the programs run beside the twin (certificate files by path)."""
-    files = api.certificates
-    if files is None:
-        raise TwinError("this Api was not made by running_twin: no certificates for a kubeconfig")
-    cluster = {"server": str(api.http.base_url).rstrip("/"), "certificate-authority": str(files.ca)}
-    user = {"client-certificate": str(files.client_cert), "client-key": str(files.client_key)}
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "twin", "cluster": cluster}],
-        "users": [{"name": "admin", "user": user}],
-        "contexts": [{"name": "twin", "context": {"cluster": "twin", "user": "admin"}}],
-        "current-context": "twin",
-    }
-    path = folder / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
 # The node lifecycle controller lifts the not-ready taint the API server puts on every new Node
 # (TaintNodesByCondition) once kwok reports it Ready; without it no pod ever binds.
 NODE_CONTROLLERS = ("node-lifecycle-controller",)
 # The capacity scenario also runs the render's DaemonSets.
 CAPACITY_CONTROLLERS = (*NODE_CONTROLLERS, "daemonset-controller")
+
+
+def refused_replica_pods(workload: dict[str, Any]) -> int:
+    """The pods one replica that finds no node leaves Pending: all of a Deployment's replica; of a
+    LeaderWorkerSet group kept to one zone, its leader only, since LWS makes the workers once the
+    leader has a node (lws v0.10.0 pkg/controllers/pod_controller.go; tests/twin/test_lws.py)."""
+    if workload["kind"] == "LeaderWorkerSet" and keeps_group_in_one_domain(workload):
+        return 1
+    return len(replica_pods(workload, 0))
 
 
 def kwok_stages() -> list[Path]:
@@ -280,42 +271,6 @@ def controllers(
     finally:
         for program in reversed(started.values()):
             _stop(program.process)
-
-
-@dataclass(frozen=True)
-class Program:
-    """A program run beside the twin, and its log."""
-
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    @classmethod
-    def start(cls, command: Sequence[str], log: Path, env: dict[str, str] | None = None) -> Program:
-        """``command`` started with its output in ``log``."""
-        with log.open("wb") as handle:
-            process = subprocess.Popen(
-                list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
-            )
-        return cls(process, log)
-
-
-def wait_for(what: str, found: Any, programs: Sequence[Program], timeout_s: float) -> Any:
-    """``found()`` once it is truthy (an ``OSError`` or ``TwinError`` counts as not yet), within
-    ``timeout_s``; a TwinError with the logs' tails when a program exits first or time runs out."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        for program in programs:
-            if program.process.poll() is not None:
-                code = program.process.returncode
-                raise TwinError(f"{program.log.stem} exited with {code} before {what}:\n{_tail(program.log)}")
-        with contextlib.suppress(OSError, TwinError):
-            value = found()
-            if value:
-                return value
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"{p.log.stem}:\n{_tail(p.log, 10)}" for p in programs)
-            raise TwinError(f"no {what} within {timeout_s:.0f} s\n{tails}")
-        time.sleep(0.3)
 
 
 class Capacity:
@@ -395,6 +350,7 @@ class Capacity:
                 "pool": labels.get(NODEPOOL_LABEL, ""),
                 "type": labels.get(INSTANCE_TYPE_LABEL, ""),
                 "capacity": labels.get(CAPACITY_TYPE, ""),
+                "zone": labels.get(ZONE, ""),
             }
         return out
 
@@ -501,9 +457,15 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
 
     def grow(replicas: int) -> None:
         nonlocal created
-        for index in range(created, created + replicas):
-            for pod in replica_pods(workload, index):
-                capacity.create(pod)
+        if workload["kind"] == "LeaderWorkerSet":
+            # The real LWS controller makes the groups (check_capacity runs it): scale the set.
+            scaled = copy.deepcopy(workload)
+            scaled["spec"]["replicas"] = created + replicas
+            capacity.create(scaled)
+        else:
+            for index in range(created, created + replicas):
+                for pod in replica_pods(workload, index):
+                    capacity.create(pod)
         created += replicas
 
     # The floor is the plan's on-demand-only pool beside one that admits spot (what its weight
@@ -547,13 +509,38 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
                 f"admits {admits[pool.name]} of {per_replica} GPUs"
             )
     pending = sum(1 for w in placement.values() if not w["pool"])
-    if pending != pods_per_replica:
+    refused = refused_replica_pods(workload)
+    if pending != refused:
         report.findings.append(
             f"{pending} pod(s) Pending after {total + 1} replicas, expected exactly one replica "
-            f"({pods_per_replica} pod(s)) refused by the limits"
+            f"({refused} pod(s)) refused by the limits"
         )
+    if workload["kind"] == "LeaderWorkerSet" and keeps_group_in_one_domain(workload):
+        _group_zone_probe(capacity, namespace)
     _taint_probe(capacity, pools)
     _daemonset_probe(capacity, daemonsets, namespace)
+
+
+def _group_zone_probe(capacity: Capacity, namespace: str) -> None:
+    """Exclusive placement on the zone, as the real LWS webhook and controller apply it and
+    Karpenter and the scheduler honour it: each placed group's pods in one zone, no two groups in
+    the same zone (what components/serving/vllm.py zone_refusal counts on)."""
+    label = group_index_label()
+    where = capacity.placement(namespace)
+    zones: dict[str, set[str]] = {}
+    for pod in capacity.pods(namespace):
+        group = (pod["metadata"].get("labels") or {}).get(label)
+        zone = where.get(pod["metadata"]["name"], {}).get("zone")
+        if group is not None and zone:
+            zones.setdefault(group, set()).add(zone)
+    for group, found in sorted(zones.items()):
+        capacity.report.observed.append(f"group {group}: zone {', '.join(sorted(found))}")
+        if len(found) != 1:
+            capacity.report.findings.append(f"group {group} spans zones {sorted(found)}")
+    placed = [next(iter(found)) for found in zones.values() if len(found) == 1]
+    shared = sorted({z for z in placed if placed.count(z) > 1})
+    if shared:
+        capacity.report.findings.append(f"several groups share zone(s) {shared}")
 
 
 def _daemonset_probe(capacity: Capacity, daemonsets: list[dict[str, Any]], namespace: str) -> None:
@@ -646,7 +633,8 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
         }
     )
     report = CapacityReport(render.name)
-    require_binaries(PROGRAMS)
+    runs_lws = any(o.get("kind") == "LeaderWorkerSet" for o in objects)
+    require_binaries((*PROGRAMS, "lws") if runs_lws else PROGRAMS)
     with tempfile.TemporaryDirectory(prefix="deepseek-eks-capacity-") as temp:
         folder = Path(temp)
         gpu_class = next(
@@ -656,10 +644,17 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
         )
         types = folder / "instance_types.json"
         instance_types_file(types, plan["region"], zones, ephemeral_storage(objects, gpu_class))
+        # LeaderWorkerSets are made into pods by the real LWS controller, from StatefulSets.
+        kcm = (*CAPACITY_CONTROLLERS, "statefulset-controller") if runs_lws else CAPACITY_CONTROLLERS
         try:
             with running_twin() as api:
                 install_crds(api)
-                with controllers(api, folder, types, kcm_controllers=CAPACITY_CONTROLLERS) as programs:
+                with (
+                    controllers(api, folder, types, kcm_controllers=kcm) as programs,
+                    running_lws(api, folder) if runs_lws else contextlib.nullcontext() as lws,
+                ):
+                    if lws is not None:
+                        programs["lws"] = lws
                     run_scenario(Capacity(api, programs, report), render)
         finally:
             if keep is not None:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .binaries import require_binaries
-from .capacity import Program, kubeconfig, wait_for
+from .programs import Program, kubeconfig, wait_for
 from .server import LOOPBACK, Api, TwinError, _stop, _tail, free_port
 
 CLUSTER_DOMAIN = "cluster.local"

@@ -778,8 +778,9 @@ def prepare(
     target = autoscaler["spec"]["scaleTargetRef"]
     if target.get("kind", "Deployment") != "Deployment":
         raise LoopInputError(
-            f"{stack} scales a {target['kind']} (the 671B path): the loop runs Deployments only, since the "
-            "LeaderWorkerSet controller does not run on the twin yet; run it for a distilled variant"
+            f"{stack} scales a {target['kind']} (the 671B path): the loop drives and reads Deployments only "
+            "(the real LeaderWorkerSet controller makes r1's groups in `twin capacity` and "
+            "tests/twin/test_lws.py, not here yet); run it for a distilled variant"
         )
     workload = next(
         o for o in compressed if o.get("kind") == "Deployment" and o["metadata"]["name"] == target["name"]

@@ -30,9 +30,9 @@ import yaml
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
 
 from .binaries import require_binaries
-from .capacity import Program, kubeconfig, wait_for
 from .check import wait_established
 from .crds import crd_objects
+from .programs import Program, kubeconfig, wait_for
 from .server import LOOPBACK, Api, TwinError, _stop, free_port
 
 FACTS = PROJECT_ROOT / "reference" / "upstream" / "lws-twin.json"
@@ -48,6 +48,18 @@ REWRITES = (
 
 def facts() -> dict[str, Any]:
     return json.loads(FACTS.read_text())
+
+
+def group_index_label() -> str:
+    """The label every pod of a group carries its group's index in (lws-twin.json)."""
+    return str(facts()["exclusive_topology_annotation"]["group_index_label"])
+
+
+def keeps_group_in_one_domain(lws: dict[str, Any]) -> bool:
+    """Whether ``lws`` asks for exclusive placement (one group per topology domain), under which
+    the controller makes a group's workers only once its leader has a node (lws-twin.json)."""
+    key = facts()["exclusive_topology_annotation"]["key"]
+    return key in (lws["metadata"].get("annotations") or {})
 
 
 def lws_crds() -> list[dict[str, Any]]:

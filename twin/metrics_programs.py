@@ -43,9 +43,10 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
 
 from .binaries import require_binaries
-from .capacity import Program, install_crd_files
+from .capacity import install_crd_files
 from .check import load_render
 from .netns import Netns, Network, service_names
+from .programs import Program
 from .server import Api, TwinError, _stop, _tail
 
 ADAPTER, KEDA = "prometheus-adapter", "keda"

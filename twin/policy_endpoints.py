@@ -27,7 +27,8 @@ from typing import Any
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
 
 from .binaries import require_binaries
-from .capacity import Program, install_crd_files, kubeconfig
+from .capacity import install_crd_files
+from .programs import Program, kubeconfig
 from .server import Api, TwinError, _stop, _tail, free_port
 
 CONTROLLER = "network-policy-controller"

@@ -187,3 +187,47 @@ def test_a_gpu_pool_without_a_gpu_limit_is_a_finding(tmp_path: Path) -> None:
     maximum = json.loads((render / "plan.json").read_text())["max_replicas"]
     assert len(report.findings) == 1
     assert all(s in report.findings[0] for s in ("NodePool/gpu-inference:", "nvidia.com/gpu", f"({maximum})"))
+
+
+class _Placed:
+    """A stand-in Capacity for the group-zone probe: pods with their group labels, and placements."""
+
+    def __init__(self, groups: dict[str, tuple[str, list[str]]]) -> None:
+        # group -> (zone, pod names); the label is LWS's own (reference/upstream/lws-twin.json).
+        label = json.loads((UPSTREAM / "lws-twin.json").read_text())["exclusive_topology_annotation"]
+        self._pods = [
+            {"metadata": {"name": pod, "labels": {label["group_index_label"]: group}}}
+            for group, (_, pods) in groups.items()
+            for pod in pods
+        ]
+        self._where = {pod: {"zone": zone} for _, (zone, pods) in groups.items() for pod in pods}
+        self.report = CapacityReport("r1")
+
+    def pods(self, namespace: str) -> list[dict[str, Any]]:
+        return self._pods
+
+    def placement(self, namespace: str) -> dict[str, dict[str, str]]:
+        return self._where
+
+
+def test_the_group_zone_probe_finds_groups_that_share_or_split_a_zone() -> None:
+    """What the real controllers must keep (tests/twin/test_capacity_karpenter.py runs them): one
+    zone a group, one group a zone."""
+    from deepseek_eks.twin.capacity import _group_zone_probe
+
+    apart = _Placed(
+        {"0": ("us-east-1a", ["vllm-0", "vllm-0-1"]), "1": ("us-east-1b", ["vllm-1", "vllm-1-1"])}
+    )
+    _group_zone_probe(apart, "deepseek")  # type: ignore[arg-type]
+    assert apart.report.findings == []
+    assert apart.report.observed == ["group 0: zone us-east-1a", "group 1: zone us-east-1b"]
+    shared = _Placed({"0": ("us-east-1a", ["vllm-0"]), "1": ("us-east-1a", ["vllm-1"])})
+    _group_zone_probe(shared, "deepseek")  # type: ignore[arg-type]
+    assert shared.report.findings == ["several groups share zone(s) ['us-east-1a']"]
+    split = _Placed({"0": ("us-east-1a", ["vllm-0"])})
+    split._where["vllm-0-1"] = {"zone": "us-east-1b"}
+    split._pods.append(
+        {"metadata": {"name": "vllm-0-1", "labels": dict(split._pods[0]["metadata"]["labels"])}}
+    )
+    _group_zone_probe(split, "deepseek")  # type: ignore[arg-type]
+    assert split.report.findings == ["group 0 spans zones ['us-east-1a', 'us-east-1b']"]

@@ -26,12 +26,13 @@ from deepseek_eks.twin.capacity import PROGRAMS, check_capacity
 from deepseek_eks.twin.server import TwinError
 from tests.twin.conftest import render_stack, require_binaries
 
-BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok"
+BUILD = "twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok lws"
 
 
 def require_capacity() -> None:
-    """Skip (or, under DEEPSEEK_EKS_REQUIRE_CAPACITY=1, fail) without Tier 2's binaries."""
-    absent = missing_binaries(TIER0 + PROGRAMS)
+    """Skip (or, under DEEPSEEK_EKS_REQUIRE_CAPACITY=1, fail) without Tier 2's binaries (the LWS
+    controller included: it makes r1's groups)."""
+    absent = missing_binaries((*TIER0, *PROGRAMS, "lws"))
     require_binaries(absent, "Tier 2 binaries", f"run `{BUILD}`", "DEEPSEEK_EKS_REQUIRE_CAPACITY")
 
 
@@ -44,7 +45,14 @@ def test_karpenter_places_each_plans_replicas_as_the_plan_says(tmp_path: Path, s
     report = check_capacity(render, keep=tmp_path / "logs")
     assert report.findings == []
     observed = "\n".join(report.observed)
-    capacity_types = json.loads((render / "plan.json").read_text())["capacity_types"]
+    plan = json.loads((render / "plan.json").read_text())
+    capacity_types = plan["capacity_types"]
+    if plan["nodes_per_replica"] > 1:
+        # The real LWS controller made the groups: each placed one has its zone, a zone of its own
+        # (a shared or split zone is a finding above), and the refused one is its leader alone.
+        zones = [line for line in report.observed if line.startswith("group ")]
+        assert len(zones) == plan["max_replicas"] + 1  # the GPU limit admits a surge group
+        assert sum("-> Pending" in line for line in report.observed) == 1
     assert ("-> gpu-inference-floor" in observed) == ({"spot", "on-demand"} <= set(capacity_types))
     assert "-> Pending" in observed and "no-gpu-toleration -> general" in observed
     # The image pre-pull DaemonSet, placed by the real DaemonSet controller and scheduler, is on
