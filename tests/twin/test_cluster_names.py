@@ -27,6 +27,7 @@ import yaml
 from deepseek_eks.automation.stackfile import stack_names
 from deepseek_eks.twin import missing_binaries
 from deepseek_eks.twin.binaries import TIER0
+from deepseek_eks.twin.check import load_render
 from deepseek_eks.twin.coredns import Dns, running_coredns
 from deepseek_eks.twin.server import Api, running_twin
 from tests.twin.conftest import render_stack, require_binaries
@@ -69,15 +70,6 @@ def chart_services(render: Path) -> list[dict[str, Any]]:
     return services
 
 
-def _objects(render: Path) -> list[dict[str, Any]]:
-    return [
-        o
-        for f in sorted((render / "kubernetes").glob("*.yaml"))
-        for o in yaml.safe_load_all(f.read_text())
-        if o
-    ]
-
-
 class Cluster:
     def __init__(self, api: Api, dns: Dns, folder: Path) -> None:
         self.api, self.dns, self.folder = api, dns, folder
@@ -104,7 +96,7 @@ def cluster() -> Iterator[Cluster]:
 @pytest.mark.parametrize("stack", stack_names())
 def test_every_cluster_name_a_stack_dials_is_a_service_coredns_answers(cluster: Cluster, stack: str) -> None:
     render = render_stack(stack, "karpenter", cluster.folder / stack)
-    objects = _objects(render)
+    objects = load_render(render)[0]
     services = [o for o in objects if o["kind"] == "Service"] + chart_services(render)
     for namespace in sorted({s["metadata"]["namespace"] for s in services}):
         cluster.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})

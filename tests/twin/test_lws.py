@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from deepseek_eks.twin import missing_binaries
 from deepseek_eks.twin.binaries import TIER0
+from deepseek_eks.twin.check import load_render
 from deepseek_eks.twin.coredns import Dns, running_coredns
 from deepseek_eks.twin.lws import (
     ZONE_KEY,
@@ -47,15 +47,6 @@ PROGRAMS = (*TIER0, "kube-controller-manager", "lws", "coredns")
 # A name in the container's shell command: $LWS_X, ${LWS_X}, or Kubernetes' $(LWS_X).
 LWS_VARIABLE = re.compile(r"\$[({]?(LWS_[A-Z_]+)")
 SHARED_NAMESPACE = "deepseek-shared-probe"
-
-
-def _objects(folder: Path) -> list[dict[str, Any]]:
-    return [
-        o
-        for f in sorted((folder / "kubernetes").rglob("*.yaml"))
-        for o in yaml.safe_load_all(f.read_text())
-        if o
-    ]
 
 
 class Run:
@@ -84,7 +75,7 @@ def run() -> Iterator[Run]:
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="twin-lws-") as tmp:
         folder = Path(tmp)
-        render = _objects(render_stack("r1", "karpenter", folder))
+        render = load_render(render_stack("r1", "karpenter", folder))[0]
         lws = next(o for o in render if o["kind"] == "LeaderWorkerSet")
         namespace = lws["metadata"]["namespace"]
         # What the group's pods and Services need from the render: its ServiceAccounts and Services.
