@@ -35,14 +35,27 @@ from tests.upstream import UPSTREAM
 
 REQUIRED_BY = "DEEPSEEK_EKS_REQUIRE_LWS"
 CLUSTER_NAME = re.compile(
-    r"\b([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9-]+)\.svc(?:\.cluster\.local)?(?::(\d+))?\b"
+    r"(?:\b(https?)://)?\b([a-z0-9](?:[-a-z0-9]*[a-z0-9])?)\.([a-z0-9-]+)\.svc(?:\.cluster\.local)?(?::(\d+))?\b"
 )
+# The port a URL without one is dialled on (RFC 9110 4.2.1, 4.2.2).
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 def dialled_names(render: Path) -> set[tuple[str, str, int | None]]:
-    """(service, namespace, port or None) of every cluster name in the render's files."""
-    text = "\n".join(f.read_text() for f in sorted(render.rglob("*")) if f.suffix in (".yaml", ".json"))
-    return {(m[1], m[2], int(m[3]) if m[3] else None) for m in CLUSTER_NAME.finditer(text)}
+    """(service, namespace, port) of every cluster name in the render's files: the port written, or
+    in the render's objects and outputs a URL scheme's default, else None. A Helm value's URL
+    without a port gets none: a chart may add the port from a value of its own
+    (prometheus-adapter 5.3.0 runs ``--prometheus-url=<prometheus.url>:<prometheus.port>``, as
+    tests/data/chart_objects.json records it rendered)."""
+    found = set()
+    for path in sorted(render.rglob("*")):
+        if path.suffix not in (".yaml", ".json"):
+            continue
+        helm_value = path.parent.name == "helm"
+        for m in CLUSTER_NAME.finditer(path.read_text()):
+            default = None if helm_value else DEFAULT_PORTS.get(m[1] or "")
+            found.add((m[2], m[3], int(m[4]) if m[4] else default))
+    return found
 
 
 def chart_services(render: Path) -> list[dict[str, Any]]:
