@@ -45,6 +45,7 @@ from deepseek_eks.automation.stackfile import PROJECT_ROOT
 from .binaries import require_binaries
 from .check import load_render, pods_of, subject, wait_established
 from .instance_types import AUTO_MODE, CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, ZONE, facts, instance_types_file
+from .lws import REWRITES as LWS_REWRITES
 from .lws import group_index_label, keeps_group_in_one_domain, running_lws
 from .programs import Program, kubeconfig
 from .server import Api, TwinError, _stop, _tail, free_port, running_twin
@@ -655,6 +656,7 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
                 ):
                     if lws is not None:
                         programs["lws"] = lws
+                        report.observed += [f"twin: {rewrite}" for rewrite in LWS_REWRITES]
                     run_scenario(Capacity(api, programs, report), render)
         finally:
             if keep is not None:

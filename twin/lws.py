@@ -225,7 +225,7 @@ class Group:
     slices: list[dict[str, Any]]
     scale: dict[str, Any]
     nodes: dict[str, dict[str, Any]]
-    pods_while_leader_unbound: list[str] | None
+    made_while_leader_unbound: list[str] | None
 
     @property
     def leader(self) -> dict[str, Any]:
@@ -411,7 +411,7 @@ def run_group(
         slices=slices,
         scale=api.call("GET", f"{base}/scale").body,
         nodes=nodes,
-        pods_while_leader_unbound=unbound,
+        made_while_leader_unbound=unbound,
     )
 
 

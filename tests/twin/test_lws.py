@@ -184,7 +184,7 @@ def test_a_groups_workers_wait_for_their_leaders_node(run: Run) -> None:
     group = run.ours
     name = group.lws["metadata"]["name"]
     leader = group.leader["metadata"]["name"]
-    assert group.pods_while_leader_unbound == [f"Pod/{leader}", f"StatefulSet/{name}"]
+    assert group.made_while_leader_unbound == [f"Pod/{leader}", f"StatefulSet/{name}"]
     assert group.workers, "the workers came once the leader was bound"
 
 
