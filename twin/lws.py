@@ -237,9 +237,9 @@ class Group:
         return [p for name, p in sorted(self.pods.items()) if name != leader]
 
 
-def leader_name(lws: dict[str, Any], group: int = 0) -> str:
-    """Group ``group``'s leader pod: the leader StatefulSet's pod ``<lws>-<group>``."""
-    return f"{lws['metadata']['name']}-{group}"
+def leader_name(lws: dict[str, Any]) -> str:
+    """The first group's leader pod: the leader StatefulSet's pod ``<lws>-0``."""
+    return f"{lws['metadata']['name']}-0"
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .server import Api, TwinError, _tail
+from .server import Api, TwinError, _start, _tail
 
 
 def kubeconfig(api: Api, folder: Path) -> Path:
@@ -45,12 +45,8 @@ class Program:
 
     @classmethod
     def start(cls, command: Sequence[str], log: Path, env: dict[str, str] | None = None) -> Program:
-        """``command`` started with its output in ``log``."""
-        with log.open("wb") as handle:
-            process = subprocess.Popen(
-                list(command), stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
-            )
-        return cls(process, log)
+        """``command`` started with its output in ``log`` (server._start, the twin's own way)."""
+        return cls(_start(list(command), log, env), log)
 
 
 def wait_for(what: str, found: Any, programs: Sequence[Program], timeout_s: float) -> Any:

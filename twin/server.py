@@ -186,10 +186,12 @@ def lost_port_race(log: Path) -> bool:
     return "address already in use" in _tail(log).lower()
 
 
-def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:
+def _start(command: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     handle = log.open("wb")
     try:
-        return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return subprocess.Popen(
+            command, stdout=handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
+        )
     finally:
         handle.close()  # the child has its own descriptor
 
