@@ -70,10 +70,10 @@ twin-capacity: venv ## capacity: the real Karpenter (kwok provider) on dev's and
 	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok lws
 	DEEPSEEK_EKS_REQUIRE_CAPACITY=1 $(PY) -m pytest -q tests/twin/test_capacity.py tests/twin/test_capacity_karpenter.py
 
-twin-loop: venv ## the autoscaling loop end to end for dev, prod, dev on gpu-utilization and dev waking from zero (docs/verification-twin.md; root, Prometheus)
-	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller
+twin-loop: venv ## the autoscaling loop end to end for dev, prod, r1, dev on gpu-utilization and dev waking from zero (docs/verification-twin.md; root, Prometheus)
+	twin/build.sh etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok network-policy-controller lws
 	twin/build.sh prometheus-adapter keda-operator keda-metrics-apiserver prometheus promtool
-	DEEPSEEK_EKS_REQUIRE_LOOP=1 DEEPSEEK_EKS_LOOP_ALL=1 $(PY) -m pytest -q tests/twin/test_loop.py
+	DEEPSEEK_EKS_REQUIRE_LOOP=1 DEEPSEEK_EKS_REQUIRE_LWS=1 DEEPSEEK_EKS_LOOP_ALL=1 $(PY) -m pytest -q tests/twin/test_loop.py
 
 lint: venv ## ruff, and every generated file current (make generate rewrites them)
 	$(PY) -m ruff check .

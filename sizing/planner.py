@@ -246,6 +246,13 @@ MIN_STARTUP_S = 300
 ROLLOUT_SLACK_S = 300
 
 
+def node_launches_in_turn(nodes_per_replica: int) -> int:
+    """Node launches a replica on a new node waits for, one after the other: a replica on several
+    nodes waits for two (its leader's node, then its workers', which LWS makes only once the leader
+    is bound: ``SizingPlan.startup_breakdown``), a single-node replica for one."""
+    return 2 if nodes_per_replica > 1 else 1
+
+
 def planned_max_num_seqs(
     kv_cache_tokens: int,
     min_full_length_sequences: int = 1,
@@ -734,7 +741,7 @@ class SizingPlan:
         engine = self.engine_seconds(cached=self.compile_cache)
         node = NODE_READY_S[self._stage_mode]
         return {
-            "node": node + (node if self.nodes_per_replica > 1 else 0),
+            "node": node * node_launches_in_turn(self.nodes_per_replica),
             "image": self._image_wait_seconds,
             "weights": math.ceil(self.weights_load_seconds),
             "engine": engine,

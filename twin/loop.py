@@ -7,7 +7,8 @@ real program except the GPUs and vLLM itself:
 - the real kube-apiserver (with ``--enable-aggregator-routing``: it calls the metrics APIs at their
   endpoint addresses, as nothing here implements ClusterIPs), kube-controller-manager (its real
   HPA, Deployment and ReplicaSet controllers), kube-scheduler, kwok (which plays the kubelets) and
-  Karpenter's kwok provider (twin/capacity.py);
+  Karpenter's kwok provider (twin/capacity.py); for the 671B path, the LeaderWorkerSet controller
+  and its webhooks with the StatefulSet controller (twin/lws.py), which make each group KEDA asks for;
 - Prometheus (Debian's), prometheus-adapter and KEDA's operator and metrics server, each in a
   network namespace of its own on a bridge the loop owns, configured as the render configures them
   (twin/prometheus.py, metrics_programs.py, netns.py);
@@ -41,6 +42,7 @@ import yaml
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.stackfile import read_stack
 from deepseek_eks.components.serving.router import PLUGINS_FILE, ROUTER
+from deepseek_eks.sizing.planner import node_launches_in_turn
 
 from .binaries import TIER0, BinariesMissing, require_binaries
 from .capacity import (
@@ -58,6 +60,8 @@ from .capacity import (
 )
 from .check import _rank, _unmasked, load_render
 from .instance_types import AUTO_MODE, GPU_RESOURCE, instance_types_file
+from .lws import LWS_GROUP, group_index_label, running_lws, set_label
+from .lws import REWRITES as LWS_REWRITES
 from .server import Api, free_port, running_twin
 
 COMPRESSION = 30  # one twin second stands for this many seconds on a cluster
@@ -77,6 +81,8 @@ LOOP_CONTROLLERS = (
     "disruption-controller",
     "serviceaccount-controller",
 )
+# Beside them for a LeaderWorkerSet: the StatefulSets the LWS controller writes become pods.
+GROUP_CONTROLLERS = ("statefulset-controller",)
 # Kinds the loop applies from the render (in check.py's dependency order). Left out, each with its
 # reason: NetworkPolicy (judged by the flow matrix on the network-policy controller's output, not
 # enforced here: no node agent), Ingress/IngressClass (no load-balancer controller: the scenario's
@@ -86,9 +92,12 @@ LOOP_CONTROLLERS = (
 APPLIED_KINDS = {
     "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
     "ConfigMap", "Secret", "PriorityClass", "StorageClass", "Service", "Deployment",
-    "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject",
+    "PodDisruptionBudget", "HorizontalPodAutoscaler", "ScaledObject", "LeaderWorkerSet",
     "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 }  # fmt: skip
+# What an autoscaler in a render may scale: vLLM's Deployment, or the 671B path's LeaderWorkerSet,
+# made into groups by the real LWS controller.
+SCALED_KINDS = ("Deployment", "LeaderWorkerSet")
 LOOP_TIMEOUT_S = 600.0  # the whole scenario, however the controllers behave
 SCENARIOS = ("step", "wake")
 
@@ -145,6 +154,9 @@ class LoopReport:
     simulator: dict[str, Any] = field(default_factory=dict)
     # minReplicas, maxReplicas and what the plan says the scenario's peak load needs
     replicas: dict[str, int] = field(default_factory=dict)
+    # The plan's start-up as the twin plays it (compressed seconds): one node launch, the launches a
+    # replica waits for in turn, the pod's own start; and the nodes a replica spans.
+    planned: dict[str, float] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -165,6 +177,7 @@ class LoopReport:
             },
             "timings_s": {k: round(v, 1) for k, v in self.timings.items()},
             "replicas": self.replicas,
+            "planned": {k: round(v, 1) for k, v in self.planned.items()},
             "timeline": [s.as_json() for s in self.timeline],
             "flows": self.flows,
             "assertions": [a.as_json() for a in self.assertions],
@@ -263,16 +276,79 @@ def _duration_text(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
+# A node is launching until kwok's node-initialize stage ends its launch: this startup taint, put on
+# by Karpenter at registration (NodePool ``startupTaints``; sigs.k8s.io/karpenter v1.14.1
+# pkg/controllers/nodeclaim/lifecycle/registration.go syncNode, in the same patch that lifts its
+# unregistered taint) and taken off by that stage, keeps pods off a node before it could run them.
+# On EKS no pod can be: the Node object appears only when its kubelet registers, after the
+# instance boots, and a GPU pod fits only once the device plugin advertises nvidia.com/gpu; both are
+# in the plan's node stage. A kwok node, made by Karpenter's kwok provider with its whole capacity
+# and no condition, is otherwise schedulable at once (the node lifecycle controller taints a node
+# only for a Ready condition that is False or Unknown: k8s.io/kubernetes v1.34
+# pkg/controller/nodelifecycle doNoScheduleTaintingPass).
+LAUNCH_TAINT = {"key": "twin.deepseek-eks.io/launching", "effect": "NoSchedule"}
+
+
+def with_launch_taint(nodepools: list[dict[str, Any]], rewrites: list[str]) -> list[dict[str, Any]]:
+    """``nodepools`` with ``LAUNCH_TAINT`` among their startup taints (each rewrite listed)."""
+    out = []
+    for pool in nodepools:
+        pool = copy.deepcopy(pool)
+        template = pool["spec"]["template"]["spec"]
+        template["startupTaints"] = [*(template.get("startupTaints") or []), dict(LAUNCH_TAINT)]
+        rewrites.append(
+            f"NodePool/{pool['metadata']['name']} startupTaints + {LAUNCH_TAINT['key']}:"
+            f"{LAUNCH_TAINT['effect']} (no pod on a node until kwok has played its launch)"
+        )
+        out.append(pool)
+    return out
+
+
+def _launch_ends(stage: dict[str, Any]) -> dict[str, Any]:
+    """kwok's node-initialize stage made the end of a node's launch: it starts once Karpenter has
+    registered the node (``LAUNCH_TAINT`` on it), and with the Ready status it takes the taint off
+    (kwok v0.8.0: ``next.patches`` replace ``statusTemplate``, pkg/apis/internalversion/conversion.go;
+    a ``json`` patch rendered from a template, pkg/utils/lifecycle/next.go computePatch)."""
+    stage = copy.deepcopy(stage)
+    spec = stage["spec"]
+    key = LAUNCH_TAINT["key"]
+    spec["selector"]["matchExpressions"].append(
+        {
+            "key": f'.spec.taints.[] | select( .key == "{key}" ) | .effect',
+            "operator": "In",
+            "values": [LAUNCH_TAINT["effect"]],
+        }
+    )
+    status = spec["next"].pop("statusTemplate")
+    remove = (
+        "{{ range $i, $taint := .spec.taints }}{{ if eq $taint.key "
+        f'"{key}"'
+        " }}\n- op: test\n  path: /spec/taints/{{ $i }}/key\n  value: "
+        f'"{key}"'
+        "\n- op: remove\n  path: /spec/taints/{{ $i }}\n{{ end }}{{ end }}"
+    )
+    spec["next"]["patches"] = [
+        {"subresource": "status", "root": "status", "template": status},
+        {"type": "json", "template": remove},
+    ]
+    return stage
+
+
 def kwok_loop_stages(folder: Path, node_delay_s: float, pod_delay_s: float) -> tuple[list[Path], list[str]]:
-    """kwok's vendored lifecycle with a delay before a new node turns Ready (the plan's node
-    launch) and before a scheduled pod runs Ready (the plan's image pull, weights and engine
-    start), both compressed (kwok Stage ``spec.delay.durationMilliseconds``, sigs.k8s.io/kwok
-    v0.8.0 pkg/apis/v1alpha1/stage_types.go)."""
+    """kwok's vendored lifecycle with a delay before a new node turns Ready and schedulable (a
+    node launch: see ``LAUNCH_TAINT``) and before a scheduled pod runs Ready (the plan's image
+    pull, weights and engine start), both compressed (kwok Stage
+    ``spec.delay.durationMilliseconds``, sigs.k8s.io/kwok v0.8.0 pkg/apis/v1alpha1/stage_types.go)."""
     out, rewrites = [], []
     delays = {"node-initialize": node_delay_s, "pod-ready": pod_delay_s}
     for path in kwok_stages():
         stage = yaml.safe_load(path.read_text())
         name = stage["metadata"]["name"]
+        if name == "node-initialize":
+            stage = _launch_ends(stage)
+            rewrites.append(
+                f"kwok stage {name}: starts at registration, ends with {LAUNCH_TAINT['key']} lifted"
+            )
         if name in delays:
             millis = int(delays[name] * 1000)
             stage["spec"]["delay"] = {"durationMilliseconds": millis}
@@ -288,6 +364,58 @@ def kwok_loop_stages(folder: Path, node_delay_s: float, pod_delay_s: float) -> t
 # -- the scenario -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Scaled:
+    """The workload the autoscaler scales, as the loop reads it: a Deployment, whose replicas are
+    pods, or a LeaderWorkerSet (the 671B path), whose replicas are groups of ``group_size`` pods.
+    Both keep the replicas asked for in ``spec.replicas`` and those ready in
+    ``status.readyReplicas``; for a LeaderWorkerSet the real LWS controller counts a group ready once
+    its leader and its worker StatefulSet are (reference/upstream/lws-twin.json ``status``)."""
+
+    kind: str
+    namespace: str
+    name: str
+    pod_selector: str  # a label selector for every pod of the workload, workers included
+    group_size: int
+
+    @classmethod
+    def of(cls, workload: dict[str, Any]) -> Scaled:
+        namespace, name = workload["metadata"]["namespace"], workload["metadata"]["name"]
+        if workload["kind"] == "LeaderWorkerSet":
+            size = int(workload["spec"]["leaderWorkerTemplate"].get("size", 1))
+            return cls("LeaderWorkerSet", namespace, name, f"{set_label('set_name')}={name}", size)
+        labels = workload["spec"]["selector"]["matchLabels"]
+        return cls("Deployment", namespace, name, ",".join(f"{k}={v}" for k, v in labels.items()), 1)
+
+    @property
+    def path(self) -> str:
+        if self.kind == "LeaderWorkerSet":
+            return f"/apis/{LWS_GROUP}/v1/namespaces/{self.namespace}/leaderworkersets/{self.name}"
+        return f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{self.name}"
+
+    def serving(
+        self, ready: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
+        """Of the ``ready`` pods, those that serve (a Deployment's pods; the leaders of groups
+        whose every pod is Ready, the condition LWS counts a group ready on), and each worker of
+        such a group with its leader: its GPUs work for the leader's replica."""
+        if self.kind != "LeaderWorkerSet":
+            return ready, []
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for pod in ready:
+            groups.setdefault(pod["metadata"]["labels"].get(group_index_label(), ""), []).append(pod)
+        leaders, followers = [], []
+        for members in groups.values():
+            leader = next(
+                (p for p in members if p["metadata"]["labels"].get(set_label("worker_index")) == "0"), None
+            )
+            if leader is None or len(members) < self.group_size:
+                continue
+            leaders.append(leader)
+            followers += [(p, leader) for p in members if p is not leader]
+        return leaders, followers
+
+
 @dataclass
 class Observed:
     """What the loop reads from the API server each tick."""
@@ -295,8 +423,10 @@ class Observed:
     desired: int
     ready: int
     gpu_nodes: list[dict[str, Any]]
-    ready_pods: list[dict[str, Any]]
-    loading_pods: list[dict[str, Any]]  # on a node, not Ready yet: they hold GPUs, serve nothing
+    ready_pods: list[dict[str, Any]]  # serving: a Deployment's Ready pods, the leaders of Ready groups
+    loading_pods: list[dict[str, Any]]  # on a node, not serving yet: they hold GPUs, serve nothing
+    # the workers of Ready groups, each with its leader: their GPUs work for the leader's replica
+    followers: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
 
 class Loop:
@@ -314,8 +444,7 @@ class Loop:
         self.api, self.capacity, self.report = api, capacity, report
         self.nodepools = [p for p in nodepools if p["spec"]["template"]["spec"].get("taints")]  # GPU pools
         self.workload = workload
-        self.namespace = workload["metadata"]["namespace"]
-        self.name = workload["metadata"]["name"]
+        self.scaled = Scaled.of(workload)
         self.pools = pools
         self.start = time.monotonic()
         self.load = 0.0
@@ -325,21 +454,20 @@ class Loop:
         return time.monotonic() - self.start
 
     def observe(self) -> Observed:
-        deployment = self.api.call(
-            "GET", f"/apis/apps/v1/namespaces/{self.namespace}/deployments/{self.name}"
-        ).body
-        desired = int((deployment.get("spec") or {}).get("replicas") or 0)
-        ready = int((deployment.get("status") or {}).get("readyReplicas") or 0)
+        scaled = self.api.call("GET", self.scaled.path).body
+        desired = int((scaled.get("spec") or {}).get("replicas") or 0)
+        ready = int((scaled.get("status") or {}).get("readyReplicas") or 0)
         gpu_pools = {name for name, pool in self.pools.items() if pool.tainted}
         nodes = [
             n
             for n in self.api.call("GET", "/api/v1/nodes").body.get("items") or []
             if n["metadata"].get("labels", {}).get(NODEPOOL_LABEL) in gpu_pools
         ]
-        selector = ",".join(f"{k}={v}" for k, v in self.workload["spec"]["selector"]["matchLabels"].items())
         pods = (
             self.api.call(
-                "GET", f"/api/v1/namespaces/{self.namespace}/pods", params={"labelSelector": selector}
+                "GET",
+                f"/api/v1/namespaces/{self.scaled.namespace}/pods",
+                params={"labelSelector": self.scaled.pod_selector},
             ).body.get("items")
             or []
         )
@@ -352,14 +480,14 @@ class Loop:
                 for c in (p.get("status") or {}).get("conditions") or []
             )
         ]
+        serving, followers = self.scaled.serving(ready_pods)
+        busy = serving + [worker for worker, _ in followers]
         loading = [
             p
             for p in pods
-            if p["spec"].get("nodeName")
-            and not p["metadata"].get("deletionTimestamp")
-            and p not in ready_pods
+            if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp") and p not in busy
         ]
-        return Observed(desired, ready, nodes, ready_pods, loading)
+        return Observed(desired, ready, nodes, serving, loading, followers)
 
     def tick(self) -> Observed:
         self.capacity.alive()
@@ -423,6 +551,15 @@ def step_scenario(
     )
     if not ok:
         return
+    # The twin plays the plan's stages; a replica Ready sooner than they add up means a stage was
+    # skipped (a pod on a node still launching, a group's workers made before their leader had a node).
+    planned_s = startup["node"] + startup["pod"]
+    report.check(
+        "start-up-not-shorter-than-planned",
+        t_floor >= planned_s - TICK_S,
+        f"the first replica Ready at t={t_floor:.0f} s; the plan's start-up on a new node, as played, is "
+        f"{planned_s:.0f} s",
+    )
     # 2. The step.
     loop.load = peak_rps
     needed = min(ceiling, needed_at(peak_rps))
@@ -704,6 +841,11 @@ class Prepared:
     instance_types: Path
     metrics: tuple[str, ...]  # metrics_programs' `which`
 
+    @property
+    def runs_lws(self) -> bool:
+        """Whether the scaled workload is a LeaderWorkerSet, made by the real LWS controller."""
+        return bool(self.workload["kind"] == "LeaderWorkerSet")
+
 
 def _node_class_rewrites(objects: list[dict[str, Any]], auto_mode: bool) -> list[str]:
     out = []
@@ -746,12 +888,29 @@ def prepare(
         "node": breakdown["node"] / factor,
         "pod": (sum(breakdown.values()) - breakdown["node"]) / factor,
     }
-    stages, stage_rewrites = kwok_loop_stages(folder, startup["node"], startup["pod"])
+    # kwok plays one node launch; a replica on several nodes waits for more than one, in turn, and
+    # that sequence is left to the programs that make it (the LWS controller and Karpenter).
+    launches = node_launches_in_turn(int(plan.get("nodes_per_replica", 1)))
+    stages, stage_rewrites = kwok_loop_stages(folder, startup["node"] / launches, startup["pod"])
     report.rewrites += stage_rewrites
+    report.planned = {
+        "start_up_s": startup["node"] + startup["pod"],
+        "node_launch_s": startup["node"] / launches,
+        "launches_in_turn": launches,
+        "nodes_per_replica": int(plan.get("nodes_per_replica", 1)),
+    }
+    if launches > 1:
+        report.rewrites.append(
+            f"kwok's node-initialize plays one node launch of the plan's {launches} in turn for a "
+            f"{plan['nodes_per_replica']}-node replica; the real LWS controller makes a group's workers "
+            "once its leader has a node and Karpenter launches theirs, so the twin's start-up of a group "
+            "is theirs, judged against the plan's"
+        )
     report.rewrites.append(
         f"kube-controller-manager --horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S}s (default 15s)"
     )
     nodepools, classes = kwok_nodepools(compressed)
+    nodepools = with_launch_taint(nodepools, report.rewrites)
     groups = {
         o["spec"]["template"]["spec"]["nodeClassRef"]["group"]
         for o in compressed
@@ -776,14 +935,14 @@ def prepare(
         types, plan["region"], zones, ephemeral_storage(compressed, gpu_class), auto_mode=auto_mode
     )
     target = autoscaler["spec"]["scaleTargetRef"]
-    if target.get("kind", "Deployment") != "Deployment":
+    kind = target.get("kind", "Deployment")
+    if kind not in SCALED_KINDS:
         raise LoopInputError(
-            f"{stack} scales a {target['kind']} (the 671B path): the loop drives and reads Deployments only "
-            "(the real LeaderWorkerSet controller makes r1's groups in `twin capacity` and "
-            "tests/twin/test_lws.py, not here yet); run it for a distilled variant"
+            f"{stack}'s {_describe(autoscaler)} scales a {kind}: the loop drives and reads "
+            f"{' and '.join(k + 's' for k in SCALED_KINDS)} only"
         )
     workload = next(
-        o for o in compressed if o.get("kind") == "Deployment" and o["metadata"]["name"] == target["name"]
+        o for o in compressed if o.get("kind") == kind and o["metadata"]["name"] == target["name"]
     )
     applied_autoscaler = next(o for o in compressed if o.get("kind") == autoscaler["kind"])
     return Prepared(
@@ -813,13 +972,16 @@ def judge_flows(report: LoopReport, render_dir: Path) -> None:
     report.check("flows", not failed, f"{len(verdicts)} flow(s) judged" + (f"; {said}" if said else ""))
 
 
-def _scheduled_pods(seen: Observed) -> tuple[list[Any], list[Any]]:
+def _scheduled_pods(seen: Observed) -> tuple[list[Any], list[Any], dict[Any, Any]]:
+    """The stand-in's view of the fleet: serving pods, loading pods, and each worker of a serving
+    group with its leader."""
     from .standin import PodRef
 
     def ref(pod: dict[str, Any]) -> PodRef:
         return PodRef(pod["metadata"]["namespace"], pod["metadata"]["name"], pod["spec"].get("nodeName", ""))
 
-    return [ref(p) for p in seen.ready_pods], [ref(p) for p in seen.loading_pods]
+    followers = {ref(worker): ref(leader) for worker, leader in seen.followers}
+    return [ref(p) for p in seen.ready_pods], [ref(p) for p in seen.loading_pods], followers
 
 
 def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path) -> LoopReport:
@@ -828,9 +990,11 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
     objects, _ = load_render(render_dir)
     report = LoopReport(stack, scenario, _describe(_autoscaler(objects)), factor)
     ready = prepare(stack, scenario, render_dir, factor, folder, report)
-    extra = (
+    extra: tuple[str, ...] = (
         ("keda-operator", "keda-metrics-apiserver") if "keda" in ready.metrics else ("prometheus-adapter",)
     )
+    if ready.runs_lws:
+        extra += ("lws",)
     require_binaries((*TIER0, *PROGRAMS, policy_endpoints.CONTROLLER, *extra))
     if not prometheus.PROMETHEUS.exists():
         raise BinariesMissing(f"{prometheus.PROMETHEUS} is missing: {prometheus.INSTALL_HINT}")
@@ -866,12 +1030,16 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         report.rewrites += started.rewrites
         api.discover()
         kcm_flags = [f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S}s"]
+        kcm = (*LOOP_CONTROLLERS, *GROUP_CONTROLLERS) if ready.runs_lws else LOOP_CONTROLLERS
         programs = scope.enter_context(
             controllers(
-                api, folder, ready.instance_types, kcm_controllers=LOOP_CONTROLLERS, kcm_flags=kcm_flags,
+                api, folder, ready.instance_types, kcm_controllers=kcm, kcm_flags=kcm_flags,
                 stages=ready.stages,
             )
         )  # fmt: skip
+        if ready.runs_lws:
+            programs["lws"] = scope.enter_context(running_lws(api, folder))
+            report.rewrites += list(LWS_REWRITES)
         capacity.programs = {**programs, **started.programs}
         for obj in ready.classes + ready.nodepools:
             capacity.create(obj)
@@ -889,8 +1057,8 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         peak_gpus: dict[str, int] = {}
 
         def on_tick(load: float, seen: Observed) -> None:
-            serving, loading = _scheduled_pods(seen)
-            stand_in.set_state(load, serving, loading)
+            serving, loading, followers = _scheduled_pods(seen)
+            stand_in.set_state(load, serving, loading, followers)
             prom.set_targets(stand_in.targets(f"{net.host_address}:{port}"))
             for pool, gpus in _pool_gpus(seen.gpu_nodes).items():
                 peak_gpus[pool] = max(peak_gpus.get(pool, 0), gpus)

@@ -55,6 +55,12 @@ def group_index_label() -> str:
     return str(facts()["exclusive_topology_annotation"]["group_index_label"])
 
 
+def set_label(which: str) -> str:
+    """A label every pod of a LeaderWorkerSet carries (lws-twin.json ``labels``): ``set_name``
+    (the set's name) or ``worker_index`` (0 for a group's leader)."""
+    return str(facts()["labels"][which])
+
+
 def keeps_group_in_one_domain(lws: dict[str, Any]) -> bool:
     """Whether ``lws`` asks for exclusive placement (one group per topology domain), under which
     the controller makes a group's workers only once its leader has a node (lws-twin.json)."""

@@ -37,6 +37,7 @@ import contextlib
 import http.server
 import json
 import math
+import shlex
 import threading
 import time
 import uuid
@@ -135,7 +136,12 @@ def _vllm_container(objects: Sequence[Mapping[str, Any]]) -> tuple[str, Mapping[
 
 
 def _served_model_name(container: Mapping[str, Any]) -> str:
+    """``--served-model-name`` from the container's args, or from the shell script it runs (the
+    671B leader's ``sh -c`` starts Ray first, then ``exec vllm serve ...``)."""
     args = [str(a) for a in container.get("args", [])]
+    command = [str(c) for c in container.get("command", [])]
+    if len(command) == 3 and command[0].endswith("sh") and command[1] == "-c":
+        args += shlex.split(command[2])
     for i, arg in enumerate(args):
         if arg == "--served-model-name" and i + 1 < len(args):
             return args[i + 1]
@@ -206,7 +212,8 @@ class StandIn:
         self.dcgm_namespace = dcgm_namespace
         # (namespace, name, port name, port number) of the PodMonitor that selects the vLLM pods
         self.podmonitor = podmonitor
-        self.gpus_per_pod = int(plan["gpus_per_replica"])
+        # A replica on several nodes (an LWS group) is one pod a node, each holding that node's share.
+        self.gpus_per_pod = int(plan["gpus_per_replica"]) // int(plan.get("nodes_per_replica", 1))
         # NVML's product name (nvmlDeviceGetName, e.g. "NVIDIA L4"); an approximation built from
         # the plan's GPU model, and no rendered query reads it.
         self.gpu_model_name = f"NVIDIA {plan['gpu_model']}"
@@ -228,6 +235,7 @@ class StandIn:
         self._arrival_rps = 0.0
         self._ready: tuple[PodRef, ...] = ()
         self._loading: tuple[PodRef, ...] = ()
+        self._followers: dict[PodRef, PodRef] = {}
 
     @classmethod
     def from_render(
@@ -295,9 +303,17 @@ class StandIn:
         util = busy * gpu_utilization_sample(1) + (1 - busy) * gpu_utilization_sample(0)
         return PodValues(running, waiting, kv, util)
 
-    def set_state(self, arrival_rps: float, ready: Sequence[PodRef], loading: Sequence[PodRef] = ()) -> None:
+    def set_state(
+        self,
+        arrival_rps: float,
+        ready: Sequence[PodRef],
+        loading: Sequence[PodRef] = (),
+        followers: Mapping[PodRef, PodRef] | None = None,
+    ) -> None:
         """The scenario's load now and the pods serving it (``ready``: the load balancer's
-        targets); ``loading`` pods hold GPUs (dcgm-exporter maps them) but serve nothing yet."""
+        targets); ``loading`` pods hold GPUs (dcgm-exporter maps them) but serve nothing yet;
+        ``followers`` maps each worker of a serving multi-node replica to its leader (in ``ready``):
+        its GPUs run that replica's batch, and it serves no metrics of its own."""
         with self._lock:
             # Each pod's backlog carries over between calls: its share of the arrivals beyond
             # what it completes at saturation queues up in its own vLLM, and drains at that rate
@@ -315,7 +331,8 @@ class StandIn:
             self._backlog = {p: q for p, q in self._backlog.items() if p in ready}
             self._arrival_rps = max(0.0, float(arrival_rps))
             self._ready = tuple(ready)
-            self._loading = tuple(p for p in loading if p not in ready)
+            self._followers = {w: lead for w, lead in (followers or {}).items() if lead in self._ready}
+            self._loading = tuple(p for p in loading if p not in ready and p not in self._followers)
 
     def drain_seconds(self) -> float:
         """Clock seconds until the longest queue now held empties at its pod's saturated rate with
@@ -328,6 +345,7 @@ class StandIn:
         with self._lock:
             ready, loading, rate = self._ready, self._loading, self._arrival_rps
             backlog = dict(self._backlog)
+            followers = dict(self._followers)
         per_pod = self.pod_values(rate / len(ready)) if ready else IDLE
         values = {}
         for pod in ready:
@@ -340,6 +358,7 @@ class StandIn:
                 )
             else:
                 values[pod] = per_pod
+        values.update({worker: values[leader] for worker, leader in followers.items()})
         values.update({p: IDLE for p in loading})
         return values, ready
 

@@ -6,11 +6,12 @@ controller) but vLLM and the GPUs, played by the stand-in (twin/standin.py). The
 asserts the scenario itself (exit 1 when an assertion fails); these tests run it as a user would and
 read its JSON, so a loop that stops asserting, or asserts the wrong numbers, fails here too.
 
-About 3-4 minutes per stack. CI runs dev (through KEDA: concurrency with the seasonal floor) every
-time; the other cases run with DEEPSEEK_EKS_LOOP_ALL=1 (`make twin-loop`), to keep a cold .ci/run
-within its budget. Skips without
-the programs or without network namespaces (root, `ip netns`); under DEEPSEEK_EKS_REQUIRE_LOOP=1
-(CI, once it has built them) fails instead.
+About 2-5 minutes per stack. CI runs dev (through KEDA: concurrency with the seasonal floor) and r1
+(KEDA's queue depth scaling the 671B path's LeaderWorkerSet, whose groups the real LWS controller
+makes) every time; the other cases run with DEEPSEEK_EKS_LOOP_ALL=1 (`make twin-loop`), to keep a
+cold .ci/run within its budget. Skips without the programs or without network namespaces (root,
+`ip netns`); under DEEPSEEK_EKS_REQUIRE_LOOP=1 (CI, once it has built them) fails instead, and
+for r1 under DEEPSEEK_EKS_REQUIRE_LWS=1 without the LWS controller.
 """
 
 from __future__ import annotations
@@ -36,11 +37,15 @@ CASES = {
     "dev": ((), "keda"),  # concurrency with the seasonal floor
     "prod": ((), "keda"),
     "dev-gpu": (("autoscaling.signal=gpu-utilization", "autoscaling.seasonal=false"), "prometheus-adapter"),
+    "r1": ((), "keda"),  # queue depth, a LeaderWorkerSet of two-node groups
 }
-IN_CI = ("dev",)
+IN_CI = ("dev", "r1")
 
 
-def _require(metrics: str) -> None:
+def _require(metrics: str, stack: str = "dev") -> None:
+    if stack == "r1":
+        build = "run `twin/build.sh lws` (the LeaderWorkerSet controller)"
+        require_binaries(missing_binaries(("lws",)), "the LWS controller", build, "DEEPSEEK_EKS_REQUIRE_LWS")
     programs = ("keda-operator", "keda-metrics-apiserver") if metrics == "keda" else ("prometheus-adapter",)
     absent = missing_binaries((*TIER0, *PROGRAMS, "network-policy-controller", *programs))
     build = f"run `twin/build.sh {' '.join(programs)}` (and the twin's other programs)"
@@ -82,7 +87,7 @@ def test_the_loop_holds(case: str) -> None:
         pytest.skip(f"{case}: run with DEEPSEEK_EKS_LOOP_ALL=1 (`make twin-loop`); CI runs {ci}")
     stack = case.split("-")[0]
     overrides, metrics = CASES[case]
-    _require(metrics)
+    _require(metrics, stack)
     code, report, stderr = _loop(stack, overrides)
     assert report, f"no JSON report (exit {code}):\n{stderr}"
     failed = [a for a in report["assertions"] if not a["ok"]]
@@ -93,8 +98,8 @@ def test_the_loop_holds(case: str) -> None:
     assert timeline and set(timeline[0]) >= {"t", "desired_replicas", "ready_replicas", "nodes", "node_types"}
     assert report["flows"] and set(report["flows"][0]) >= {"from", "to", "port", "required", "admitted"}
     assert {a["name"] for a in report["assertions"]} >= {
-        "flows", "floor-ready", "scale-up", "scale-down", "never-below-minReplicas", "nodepool-limits",
-        "nodes-released", "node-types-planned",
+        "flows", "floor-ready", "start-up-not-shorter-than-planned", "scale-up", "scale-down",
+        "never-below-minReplicas", "nodepool-limits", "nodes-released", "node-types-planned",
     }  # fmt: skip
     assert report["time_compression"]["factor"] > 1 and report["rewrites"]
 
@@ -106,7 +111,18 @@ def test_the_loop_holds(case: str) -> None:
     assert ready[-1] <= replicas["min"] and timeline[-1]["desired_replicas"] == replicas["min"]
     first_up = next(i for i, n in enumerate(ready) if n >= replicas["min"])
     assert min(s["desired_replicas"] for s in timeline[first_up:]) >= replicas["min"]
-    assert max(s["nodes"] for s in timeline) >= replicas["needed_at_peak"]
+    planned = report["planned"]
+    assert max(s["nodes"] for s in timeline) >= replicas["needed_at_peak"] * planned["nodes_per_replica"]
+    # The floor's first replica took at least the plan's start-up as played (its node launches and
+    # the pod's own start): Ready sooner, the twin skipped a stage.
+    first_ready = next(s["t"] for s in timeline if s["ready_replicas"] >= 1)
+    assert first_ready >= planned["start_up_s"] - 1.0
+    if planned["nodes_per_replica"] > 1:
+        # A group's second node launched only once its first had come up and taken the leader: the
+        # real LWS controller makes the workers after that (one launch later, at the earliest).
+        first = next(s["t"] for s in timeline if s["nodes"] >= 1)
+        second = next(s["t"] for s in timeline if s["nodes"] >= 2)
+        assert second - first >= planned["node_launch_s"] - 1.0, (first, second, planned)
     # The simulator ran on the same scenario and is reported beside, not judged.
     assert report["simulator"]["phases"]["scale_up_s"]["twin"] is not None
 

@@ -3,6 +3,7 @@ timings and the plan's start-up, and what it refuses. The loop itself: tests/twi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,16 @@ from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.stackfile import read_stack
 from deepseek_eks.twin.check import load_render
 from deepseek_eks.twin.loop import (
+    LAUNCH_TAINT,
     LoopInputError,
+    LoopReport,
+    Scaled,
     compress_objects,
     kwok_loop_stages,
+    prepare,
     run_loop,
 )
+from deepseek_eks.twin.lws import group_index_label, set_label
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +79,17 @@ def test_kwok_stages_delay_nodes_and_pods(tmp_path: Path) -> None:
     assert by_name["node-initialize"]["spec"]["delay"] == {"durationMilliseconds": 5000}
     assert by_name["pod-ready"]["spec"]["delay"] == {"durationMilliseconds": 29200}
     assert "delay" not in by_name["pod-delete"]["spec"]  # deletions stay immediate
-    assert len(rewrites) == 2
+    # The node's launch starts once Karpenter has registered it with the launch taint, and ends
+    # with the Ready status and the taint lifted (kwok runs patches in order; statusTemplate is
+    # ignored beside them).
+    initialize = by_name["node-initialize"]["spec"]
+    keys = [e["key"] for e in initialize["selector"]["matchExpressions"]]
+    assert any(LAUNCH_TAINT["key"] in k for k in keys)
+    patches = initialize["next"]["patches"]
+    assert "statusTemplate" not in initialize["next"]
+    assert patches[0]["subresource"] == "status" and "conditions:" in patches[0]["template"]
+    assert patches[1]["type"] == "json" and "op: remove" in patches[1]["template"]
+    assert len(rewrites) == 3
 
 
 def test_wake_needs_a_stack_that_scales_from_zero(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,9 +107,74 @@ def test_unknown_scenario_is_refused() -> None:
         run_loop("dev", "sawtooth")
 
 
-def test_the_671b_path_is_refused_with_its_reason(monkeypatch: pytest.MonkeyPatch) -> None:
-    """r1 scales a LeaderWorkerSet, whose controller the twin does not run: a clear refusal (exit 2),
-    not a crash half-way."""
-    monkeypatch.setattr("deepseek_eks.twin.loop.require_binaries", lambda programs: {})
-    with pytest.raises(LoopInputError, match="LeaderWorkerSet"):
-        run_loop("r1")
+@pytest.fixture(scope="module")
+def r1(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write(render(read_stack("r1")), tmp_path_factory.mktemp("render") / "r1")
+
+
+def test_the_671b_path_plays_one_launch_a_node(r1: Path, tmp_path: Path) -> None:
+    """r1's plan counts two node launches in turn for a replica; kwok plays one launch a node and
+    leaves the sequence to the LWS controller and Karpenter, so the stages add up to the plan's
+    start-up only through the programs; every NodePool gets the launch taint."""
+    report = LoopReport("r1", "step", "", 30)
+    ready = prepare("r1", "step", r1, 30, tmp_path, report)
+    plan = json.loads((r1 / "plan.json").read_text())
+    assert ready.runs_lws and ready.workload["kind"] == "LeaderWorkerSet"
+    node_stage = plan["startup_breakdown"]["node"] / 30
+    assert plan["nodes_per_replica"] == 2
+    initialize = next(
+        yaml.safe_load(p.read_text()) for p in ready.stages if p.name.endswith("node-initialize.yaml")
+    )
+    assert initialize["spec"]["delay"]["durationMilliseconds"] == int(node_stage / 2 * 1000)
+    assert report.planned["start_up_s"] == pytest.approx(sum(plan["startup_breakdown"].values()) / 30)
+    assert any("one node launch of the plan's 2" in r for r in report.rewrites)
+    for pool in ready.nodepools:
+        assert LAUNCH_TAINT in pool["spec"]["template"]["spec"]["startupTaints"]
+
+
+def test_a_kind_the_loop_cannot_scale_is_refused(r1: Path, tmp_path: Path) -> None:
+    """An autoscaler aimed at a kind the loop does not read is refused with the kinds it does."""
+    for path in (r1 / "kubernetes").glob("*.yaml"):
+        text = path.read_text()
+        if "kind: ScaledObject" in text:
+            path.write_text(text.replace("kind: LeaderWorkerSet", "kind: StatefulSet", 1))
+    try:
+        with pytest.raises(LoopInputError, match="Deployments and LeaderWorkerSets only"):
+            prepare("r1", "step", r1, 30, tmp_path, LoopReport("r1", "step", "", 30))
+    finally:
+        for path in (r1 / "kubernetes").glob("*.yaml"):
+            text = path.read_text()
+            if "kind: ScaledObject" in text:
+                path.write_text(text.replace("kind: StatefulSet", "kind: LeaderWorkerSet", 1))
+
+
+def _pod(name: str, group: str, worker: str) -> dict:
+    """A Ready pod of LWS ``vllm``'s group ``group`` with worker index ``worker``."""
+    labels = {set_label("set_name"): "vllm", group_index_label(): group, set_label("worker_index"): worker}
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def test_a_group_serves_once_every_pod_of_it_is_ready() -> None:
+    """A LeaderWorkerSet replica serves once its leader and its workers are all Ready (how the LWS
+    controller counts readyReplicas); its workers then work for the leader; a Deployment's Ready
+    pods each serve."""
+    lws = {
+        "kind": "LeaderWorkerSet",
+        "metadata": {"name": "vllm", "namespace": "deepseek"},
+        "spec": {"leaderWorkerTemplate": {"size": 2}},
+    }
+    scaled = Scaled.of(lws)
+    assert scaled.pod_selector == f"{set_label('set_name')}=vllm" and scaled.group_size == 2
+    whole = [_pod("vllm-0", "0", "0"), _pod("vllm-0-1", "0", "1")]
+    half = [_pod("vllm-1", "1", "0")]  # its worker not Ready yet
+    serving, followers = scaled.serving(whole + half)
+    assert [p["metadata"]["name"] for p in serving] == ["vllm-0"]
+    pairs = [(w["metadata"]["name"], lead["metadata"]["name"]) for w, lead in followers]
+    assert pairs == [("vllm-0-1", "vllm-0")]
+    deployment = {
+        "kind": "Deployment",
+        "metadata": {"name": "vllm", "namespace": "deepseek"},
+        "spec": {"selector": {"matchLabels": {"app": "vllm"}}},
+    }
+    pods = [_pod("a", "", ""), _pod("b", "", "")]
+    assert Scaled.of(deployment).serving(pods) == (pods, [])

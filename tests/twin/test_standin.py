@@ -176,3 +176,35 @@ def test_a_queue_stays_in_the_pod_that_took_it(renders: dict[str, Path]) -> None
     values = stand_in.values()
     assert values[A.name]["vllm:num_requests_waiting"] == pytest.approx(mu * 300, rel=1e-6)
     assert values[B.name]["vllm:num_requests_waiting"] == 0.0
+
+
+def test_a_two_node_group_reports_each_nodes_gpus_under_its_own_pod(tmp_path: Path) -> None:
+    """r1: one replica is a leader and a worker, each on its own p5 node with the GPUs its pod
+    template asks for. While the group serves, dcgm-exporter maps each node's GPUs to the pod on it,
+    the worker's working for the leader's batch; only the leader serves vLLM's metrics."""
+    folder = write(render(stack_config("r1")), tmp_path / "r1")
+    lws = next(o for o in _objects(folder) if o["kind"] == "LeaderWorkerSet")
+    template = lws["spec"]["leaderWorkerTemplate"]
+    per_pod = {
+        role: sum(
+            int(c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu", 0))
+            for c in template[role]["spec"]["containers"]
+        )
+        for role in ("leaderTemplate", "workerTemplate")
+    }
+    leader, worker = PodRef("deepseek", "vllm-0", "node-a"), PodRef("deepseek", "vllm-0-1", "node-b")
+    standin = StandIn.from_render(folder, clock=lambda: 0.0)
+    standin.set_state(_plan(folder)["requests_per_second"], [leader], [], {worker: leader})
+    for pod, role in ((leader, "leaderTemplate"), (worker, "workerTemplate")):
+        dcgm = standin.dcgm_metrics(pod.node)
+        assert dcgm is not None
+        series = [line for line in dcgm.splitlines() if line.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+        assert len(series) == per_pod[role] > 0
+        assert all(f'pod="{pod.name}"' in s for s in series)
+    busy = standin.values()
+    assert busy[worker.name]["DCGM_FI_DEV_GPU_UTIL"] == busy[leader.name]["DCGM_FI_DEV_GPU_UTIL"] > 0
+    assert standin.vllm_metrics(worker.namespace, worker.name) is None
+    assert standin.vllm_metrics(leader.namespace, leader.name) is not None
+    # The same worker while its group is still loading: its GPUs are held and idle.
+    standin.set_state(0.5, [], [leader, worker])
+    assert standin.values()[worker.name]["DCGM_FI_DEV_GPU_UTIL"] == pytest.approx(0, abs=1e-9)
