@@ -612,8 +612,10 @@ def step_scenario(
     )
     # Nodes left empty by the shrink go after the pools' (compressed) consolidation delay, plus
     # Karpenter's own pace: its disruption loop polls every 10 s and re-validates an empty node's
-    # candidacy before deleting it (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/disruption:
-    # controller.go pollingPeriod, validation.go), tolerance on top.
+    # candidacy 15 s before deleting it (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/disruption:
+    # controller.go pollingPeriod, consolidation.go commandValidationDelay), as many rounds as
+    # the pools' disruption budgets need to release them (a group's two nodes under r1's budget
+    # of one node: two rounds), tolerance on top.
     floor_nodes = math.ceil(
         floor * int(plan.get("nodes_per_replica", 1)) / int(plan.get("replicas_per_node", 1))
     )
@@ -621,7 +623,10 @@ def step_scenario(
         (_duration_s(p["spec"].get("disruption", {}).get("consolidateAfter", "Never")) or 0.0)
         for p in loop.nodepools
     )
-    nodes_budget = consolidate + 2 * 10.0 + 15.0 + tolerance
+    peak_nodes = max(s.nodes for s in report.timeline)
+    rounds = release_rounds(loop.nodepools, peak_nodes - floor_nodes, peak_nodes)
+    round_s = KARPENTER_POLL_S + KARPENTER_VALIDATION_S
+    nodes_budget = consolidate + KARPENTER_POLL_S + rounds * round_s + tolerance
     t_empty = loop.now()
     ok, t_nodes = loop.run_until(lambda s: len(s.gpu_nodes) <= floor_nodes, nodes_budget)
     report.timings["nodes_release_s"] = t_nodes - t_empty
@@ -629,8 +634,8 @@ def step_scenario(
         "nodes-released",
         ok,
         f"GPU nodes back to {floor_nodes} {t_nodes - t_empty:.0f} s after the replicas shrank (budget "
-        f"{nodes_budget:.0f} s: consolidateAfter {consolidate:.0f} s, Karpenter's polling and validation, "
-        f"tolerance {tolerance:.0f} s)",
+        f"{nodes_budget:.0f} s: consolidateAfter {consolidate:.0f} s, Karpenter's polling and validation "
+        f"in {rounds} round(s) of its disruption budgets, tolerance {tolerance:.0f} s)",
     )
     # 4. Invariants over the whole timeline.
     below = [s for s in report.timeline if s.t > t_floor and s.desired_replicas < floor]
@@ -650,6 +655,34 @@ def step_scenario(
         f"GPU node types seen {seen_types}; the plan allows {sorted(allowed)}"
         + (f"; not planned: {foreign}" if foreign else ""),
     )
+
+
+# Karpenter's disruption pace (sigs.k8s.io/karpenter v1.14.1 pkg/controllers/disruption): the
+# controller polls every 10 s (controller.go pollingPeriod) and validates a command 15 s before
+# carrying it out (consolidation.go commandValidationDelay). Neither is a setting, so neither is
+# compressed.
+KARPENTER_POLL_S = 10.0
+KARPENTER_VALIDATION_S = 15.0
+# A NodePool's disruption budgets when it sets none (pkg/apis/v1/nodepool.go, the CRD default).
+DEFAULT_BUDGETS = [{"nodes": "10%"}]
+
+
+def release_rounds(nodepools: list[dict[str, Any]], empty: int, nodes: int) -> int:
+    """Rounds of Karpenter's emptiness consolidation that release ``empty`` of ``nodes`` nodes: each
+    round deletes at most what the strictest budget that applies to empty nodes allows (a count, or a
+    share of ``nodes`` rounded up: pkg/apis/v1/nodepool.go GetAllowedDisruptions). A budget with a
+    schedule is taken as active: the longer wait."""
+    if empty <= 0:
+        return 1
+    allowed = empty
+    for pool in nodepools:
+        for budget in (pool["spec"].get("disruption") or {}).get("budgets") or DEFAULT_BUDGETS:
+            if budget.get("reasons") and "Empty" not in budget["reasons"]:
+                continue
+            value = str(budget["nodes"])
+            cap = math.ceil(nodes * float(value[:-1]) / 100) if value.endswith("%") else int(value)
+            allowed = min(allowed, cap)
+    return math.ceil(empty / allowed) if allowed > 0 else empty
 
 
 def never_above_max(report: LoopReport, ceiling: int) -> None:

@@ -20,6 +20,7 @@ from deepseek_eks.twin.loop import (
     compress_objects,
     kwok_loop_stages,
     prepare,
+    release_rounds,
     run_loop,
 )
 from deepseek_eks.twin.lws import group_index_label, set_label
@@ -178,3 +179,21 @@ def test_a_group_serves_once_every_pod_of_it_is_ready() -> None:
     }
     pods = [_pod("a", "", ""), _pod("b", "", "")]
     assert Scaled.of(deployment).serving(pods) == (pods, [])
+
+
+def _pool(*budgets: dict) -> dict:
+    return {"spec": {"disruption": {"budgets": list(budgets)}} if budgets else {}}
+
+
+def test_nodes_are_released_in_rounds_of_the_disruption_budget() -> None:
+    """Karpenter deletes at most what a pool's budgets allow a round (sigs.k8s.io/karpenter v1.14.1
+    GetAllowedDisruptions: a count, or a share of the pool's nodes rounded up; unset, 10 %), so a
+    two-node group under r1's budget of one node takes two rounds."""
+    assert release_rounds([_pool({"nodes": "1"})], 2, 4) == 2
+    assert release_rounds([_pool({"nodes": "2"})], 2, 4) == 1
+    assert release_rounds([_pool()], 2, 4) == 2  # 10 % of 4, rounded up: one a round
+    assert release_rounds([_pool()], 4, 30) == 2  # 10 % of 30: three a round
+    assert release_rounds([_pool({"nodes": "50%"})], 3, 5) == 1  # 2.5, rounded up to 3
+    # A budget for drift alone does not hold back empty nodes.
+    assert release_rounds([_pool({"nodes": "1", "reasons": ["Drifted"]}, {"nodes": "5"})], 2, 4) == 1
+    assert release_rounds([_pool({"nodes": "1"})], 0, 1) == 1
