@@ -12,13 +12,11 @@ import yaml
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.stackfile import read_stack
 from deepseek_eks.twin.check import load_render
+from deepseek_eks.twin.compression import LAUNCH_TAINT, compress_objects, kwok_loop_stages
 from deepseek_eks.twin.loop import (
-    LAUNCH_TAINT,
     LoopInputError,
     LoopReport,
     Scaled,
-    compress_objects,
-    kwok_loop_stages,
     prepare,
     release_rounds,
     run_loop,
