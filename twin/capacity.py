@@ -46,7 +46,7 @@ from .binaries import require_binaries
 from .check import load_render, pods_of, subject, wait_established
 from .instance_types import AUTO_MODE, CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, ZONE, facts, instance_types_file
 from .lws import REWRITES as LWS_REWRITES
-from .lws import group_index_label, keeps_group_in_one_domain, running_lws
+from .lws import LWS_CONTROLLERS, group_index_label, keeps_group_in_one_domain, running_lws
 from .programs import Program, kubeconfig
 from .server import Api, TwinError, _stop, _tail, free_port, running_twin
 
@@ -646,7 +646,7 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
         types = folder / "instance_types.json"
         instance_types_file(types, plan["region"], zones, ephemeral_storage(objects, gpu_class))
         # LeaderWorkerSets are made into pods by the real LWS controller, from StatefulSets.
-        kcm = (*CAPACITY_CONTROLLERS, "statefulset-controller") if runs_lws else CAPACITY_CONTROLLERS
+        kcm = (*CAPACITY_CONTROLLERS, *LWS_CONTROLLERS) if runs_lws else CAPACITY_CONTROLLERS
         try:
             with running_twin() as api:
                 install_crds(api)

@@ -59,7 +59,7 @@ from .capacity import (
 from .check import _rank, _unmasked, load_render
 from .compression import compress_objects, duration_s, kwok_loop_stages, scaled, with_launch_taint
 from .instance_types import AUTO_MODE, GPU_RESOURCE, instance_types_file
-from .lws import LWS_GROUP, group_index_label, running_lws, set_label
+from .lws import LWS_CONTROLLERS, LWS_GROUP, group_index_label, running_lws, set_label
 from .lws import REWRITES as LWS_REWRITES
 from .server import Api, free_port, running_twin
 
@@ -80,8 +80,6 @@ LOOP_CONTROLLERS = (
     "disruption-controller",
     "serviceaccount-controller",
 )
-# Beside them for a LeaderWorkerSet: the StatefulSets the LWS controller writes become pods.
-GROUP_CONTROLLERS = ("statefulset-controller",)
 # Kinds the loop applies from the render (in check.py's dependency order). Left out, each with its
 # reason: NetworkPolicy (judged by the flow matrix on the network-policy controller's output, not
 # enforced here: no node agent), Ingress/IngressClass (no load-balancer controller: the scenario's
@@ -888,7 +886,7 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         report.rewrites += started.rewrites
         api.discover()
         kcm_flags = [f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S}s"]
-        kcm = (*LOOP_CONTROLLERS, *GROUP_CONTROLLERS) if ready.runs_lws else LOOP_CONTROLLERS
+        kcm = (*LOOP_CONTROLLERS, *LWS_CONTROLLERS) if ready.runs_lws else LOOP_CONTROLLERS
         programs = scope.enter_context(
             controllers(
                 api, folder, ready.instance_types, kcm_controllers=kcm, kcm_flags=kcm_flags,

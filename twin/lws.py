@@ -211,9 +211,12 @@ def running_lws(api: Api, folder: Path) -> Iterator[Program]:
 
 # --- One replica group, made by the real controllers --------------------------------------------
 
-# The kube-controller-manager controllers a group needs: the StatefulSets LWS writes become pods,
-# and Services become the EndpointSlices that cluster DNS and kube-proxy read.
-GROUP_CONTROLLERS = ("statefulset-controller", "endpointslice-controller")
+# The kube-controller-manager controller beside the LWS manager wherever it runs: the StatefulSets
+# LWS writes become pods.
+LWS_CONTROLLERS = ("statefulset-controller",)
+# What a group needs besides, to be read as a cluster reads it: Services become the EndpointSlices
+# that cluster DNS and kube-proxy read.
+GROUP_CONTROLLERS = (*LWS_CONTROLLERS, "endpointslice-controller")
 STEP_TIMEOUT_S = 60.0
 ZONE_KEY = "topology.kubernetes.io/zone"
 # Pod addresses the twin hands out as it plays the kubelet: distinct across groups and namespaces.
