@@ -45,8 +45,8 @@ from deepseek_eks.automation.stackfile import PROJECT_ROOT
 from .binaries import require_binaries
 from .check import load_render, pods_of, subject, wait_established
 from .instance_types import AUTO_MODE, CAPACITY_TYPE, GPU_RESOURCE, UPSTREAM, ZONE, facts, instance_types_file
-from .lws import REWRITES as LWS_REWRITES
 from .lws import LWS_CONTROLLERS, group_index_label, keeps_group_in_one_domain, running_lws
+from .lws import REWRITES as LWS_REWRITES
 from .programs import Program, kubeconfig
 from .server import Api, TwinError, _stop, _tail, free_port, running_twin
 
