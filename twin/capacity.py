@@ -222,25 +222,30 @@ def controllers(
     kcm_controllers: Sequence[str] = NODE_CONTROLLERS,
     kcm_flags: Sequence[str] = (),
     stages: Sequence[Path] | None = None,
+    karpenter_env: dict[str, str] | None = None,
 ) -> Iterator[dict[str, Program]]:
     """kube-controller-manager (running ``kcm_controllers`` with ``kcm_flags``), kube-scheduler,
     kwok (with ``stages``, else its vendored fast lifecycle) and Karpenter's kwok provider against
-    ``api`` (Karpenter's CRDs must be installed first: it sets up its indexes once, at start);
-    yields them by name."""
+    ``api`` (Karpenter's CRDs must be installed first: it sets up its indexes once, at start), with
+    ``karpenter_env`` over the environment set here; yields them by name."""
     binaries = require_binaries(PROGRAMS)
     config = kubeconfig(api, folder)
     annotation = "=".join(next(iter(facts()["node"]["annotation"].items())))
     stages = kwok_stages() if stages is None else list(stages)
-    env = os.environ | {
-        "KUBECONFIG": str(config),
-        "INSTANCE_TYPES_FILE_PATH": str(instance_types),
-        "DISABLE_LEADER_ELECTION": "true",
-        "METRICS_PORT": str(free_port()),
-        "HEALTH_PROBE_PORT": str(free_port()),
-        "BATCH_MAX_DURATION": "2s",  # decide quickly; the defaults (10 s / 1 s) only batch more pods
-        "BATCH_IDLE_DURATION": "1s",
-        "LOG_LEVEL": "debug",
-    }
+    env = (
+        os.environ
+        | {
+            "KUBECONFIG": str(config),
+            "INSTANCE_TYPES_FILE_PATH": str(instance_types),
+            "DISABLE_LEADER_ELECTION": "true",
+            "METRICS_PORT": str(free_port()),
+            "HEALTH_PROBE_PORT": str(free_port()),
+            "BATCH_MAX_DURATION": "2s",  # decide quickly; the defaults (10 s / 1 s) only batch more pods
+            "BATCH_IDLE_DURATION": "1s",
+            "LOG_LEVEL": "debug",
+        }
+        | (karpenter_env or {})
+    )
     commands = {
         "kube-controller-manager": [
             str(binaries["kube-controller-manager"]), f"--kubeconfig={config}", "--leader-elect=false",

@@ -133,8 +133,56 @@ def with_launch_taint(nodepools: list[dict[str, Any]], rewrites: list[str]) -> l
     return out
 
 
+# When a node's launch, and a bound pod's start, end: written by kwok the first time it sees the
+# node (made by Karpenter's kwok provider at its launch) or the pod (once bound), as that instant
+# plus the compressed delay. kwok cancels a resource's pending stage and starts its delay again on
+# every update it sees (sigs.k8s.io/kwok v0.8.0 pkg/kwok/controllers/node_controller.go preprocess
+# and addStageJob; pod_controller.go the same), so a fixed delay would count from the last update:
+# for a node, Karpenter's registration, about a twin second after its launch (30 s on a cluster's
+# clock). A ``durationFrom`` that yields a time is that time less now
+# (pkg/utils/lifecycle/value_duration_from.go), however often the delay is started again.
+LAUNCH_ENDS = "twin.deepseek-eks.io/launch-ends"
+READY_AT = "twin.deepseek-eks.io/ready-at"
+# Go's layout for RFC 3339 with nanoseconds, the form value_duration_from.go parses (time.RFC3339Nano).
+_GO_TIME_LAYOUT = "2006-01-02T15:04:05.000000000Z07:00"
+
+
+def _annotation_key(annotation: str) -> str:
+    return f'.metadata.annotations["{annotation}"]'
+
+
+def _stamp(stage: dict[str, Any], name: str, annotation: str, delay_s: float) -> dict[str, Any]:
+    """A stage selecting what ``stage`` selects that has no ``annotation`` yet, and writing it at
+    once: the time ``delay_s`` from now (kwok renders templates with sprig's ``now``,
+    ``dateModify`` and ``date``: pkg/utils/gotpl/funcs.go)."""
+    selector = copy.deepcopy(stage["spec"]["selector"])
+    selector["matchExpressions"].append({"key": _annotation_key(annotation), "operator": "DoesNotExist"})
+    when = f'{{{{ now | dateModify "{int(delay_s * 1000)}ms" | date "{_GO_TIME_LAYOUT}" | Quote }}}}'
+    return {
+        "apiVersion": stage["apiVersion"],
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": copy.deepcopy(stage["spec"]["resourceRef"]),
+            "selector": selector,
+            "next": {
+                "patches": [{"root": "metadata", "template": f"annotations:\n  {annotation}: {when}\n"}]
+            },
+        },
+    }
+
+
+def _at_stamp(stage: dict[str, Any], annotation: str) -> dict[str, Any]:
+    """``stage`` for resources ``annotation`` is on, delayed until the time it holds."""
+    stage = copy.deepcopy(stage)
+    spec = stage["spec"]
+    spec["selector"]["matchExpressions"].append({"key": _annotation_key(annotation), "operator": "Exists"})
+    spec["delay"] = {"durationFrom": {"jq": {"expression": _annotation_key(annotation)}}}
+    return stage
+
+
 def _launch_ends(stage: dict[str, Any]) -> dict[str, Any]:
-    """kwok's node-initialize stage made the end of a node's launch: it starts once Karpenter has
+    """kwok's node-initialize stage made the end of a node's launch: it applies once Karpenter has
     registered the node (``LAUNCH_TAINT`` on it), and with the Ready status it takes the taint off
     (kwok v0.8.0: ``next.patches`` replace ``statusTemplate``, pkg/apis/internalversion/conversion.go;
     a ``json`` patch rendered from a template, pkg/utils/lifecycle/next.go computePatch)."""
@@ -163,28 +211,40 @@ def _launch_ends(stage: dict[str, Any]) -> dict[str, Any]:
     return stage
 
 
+# kwok's stage played with a delay, the stage of ours that stamps when it ends, and its annotation.
+_TIMED = {"node-initialize": ("node-launch", LAUNCH_ENDS), "pod-ready": ("pod-start", READY_AT)}
+
+
 def kwok_loop_stages(folder: Path, node_delay_s: float, pod_delay_s: float) -> tuple[list[Path], list[str]]:
-    """kwok's vendored lifecycle with a delay before a new node turns Ready and schedulable (a
-    node launch: see ``LAUNCH_TAINT``) and before a scheduled pod runs Ready (the plan's image
-    pull, weights and engine start), both compressed (kwok Stage
-    ``spec.delay.durationMilliseconds``, sigs.k8s.io/kwok v0.8.0 pkg/apis/v1alpha1/stage_types.go)."""
+    """kwok's vendored lifecycle with a node turning Ready and schedulable ``node_delay_s`` after
+    kwok first sees it (its launch: see ``LAUNCH_TAINT``), or once Karpenter has registered it if
+    that is later, and a bound pod turning Ready ``pod_delay_s`` after kwok first sees it bound (the
+    plan's image pull, weights and engine start), both compressed (see ``LAUNCH_ENDS``). The
+    stamping stages are ours; the others kwok's, changed as the rewrites say."""
     out, rewrites = [], []
     delays = {"node-initialize": node_delay_s, "pod-ready": pod_delay_s}
     for path in kwok_stages():
-        stage = yaml.safe_load(path.read_text())
-        name = stage["metadata"]["name"]
+        original = yaml.safe_load(path.read_text())
+        name = original["metadata"]["name"]
+        stages = [original]
         if name == "node-initialize":
-            stage = _launch_ends(stage)
+            stages = [_launch_ends(original)]
             rewrites.append(
-                f"kwok stage {name}: starts at registration, ends with {LAUNCH_TAINT['key']} lifted"
+                f"kwok stage {name}: applies once Karpenter has registered the node and lifts "
+                f"{LAUNCH_TAINT['key']}"
             )
-        if name in delays:
-            millis = int(delays[name] * 1000)
-            stage["spec"]["delay"] = {"durationMilliseconds": millis}
+        if name in _TIMED:
+            stamp_name, annotation = _TIMED[name]
+            delay_s = delays[name]
+            # The stamp selects what kwok's own stage does: a node from its creation, before registration.
+            stages = [_stamp(original, stamp_name, annotation, delay_s), _at_stamp(stages[0], annotation)]
+            kind = original["spec"]["resourceRef"]["kind"].lower()
             rewrites.append(
-                f"kwok stage {name}: delay {millis / 1000:.1f} s (the plan's start-up, compressed)"
+                f"kwok stage {name}: {delay_s:.1f} s after kwok first sees the {kind} (the plan's "
+                f"start-up, compressed; stage {stamp_name} writes the time in {annotation})"
             )
-        target = folder / f"stage-{path.name}"
-        target.write_text(yaml.safe_dump(stage))
-        out.append(target)
+        for stage in stages:
+            target = folder / f"stage-{stage['metadata']['name']}.yaml"
+            target.write_text(yaml.safe_dump(stage))
+            out.append(target)
     return out, rewrites

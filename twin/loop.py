@@ -67,8 +67,16 @@ COMPRESSION = 30  # one twin second stands for this many seconds on a cluster
 TICK_S = 1.0
 # The HPA controller's sync period (kube-controller-manager --horizontal-pod-autoscaler-sync-period,
 # default 15 s: k8s.io/kubernetes v1.34 pkg/controller/podautoscaler/config/v1alpha1/defaults.go),
-# compressed but not below one second.
-HPA_SYNC_PERIOD_S = 1
+# compressed (the flag is a duration with no lower bound: cmd/kube-controller-manager/app/options/
+# hpacontroller.go Validate checks the number of workers only).
+HPA_SYNC_PERIOD_S = 15 / COMPRESSION
+# How often Prometheus's scrape manager takes the targets discovery found (prometheus v0.314.0
+# cmd/prometheus/main.go --scrape.discovery-reload-interval, default 5 s), before compression.
+PROMETHEUS_DISCOVERY_RELOAD_S = 5.0
+# Karpenter's provisioning batch: it waits for pods to stop arriving for the idle duration, at most
+# the max duration, before it decides (defaults 1 s and 10 s: sigs.k8s.io/karpenter v1.14.1
+# pkg/operator/options/options.go BATCH_IDLE_DURATION, BATCH_MAX_DURATION), compressed.
+KARPENTER_BATCH_S = {"BATCH_IDLE_DURATION": 1.0 / COMPRESSION, "BATCH_MAX_DURATION": 10.0 / COMPRESSION}
 # What runs in kube-controller-manager: the workload controllers the loop needs, the HPA, and the
 # node lifecycle (capacity.NODE_CONTROLLERS); names as `kube-controller-manager --controllers` takes them.
 LOOP_CONTROLLERS = (
@@ -322,6 +330,31 @@ class Loop:
         )
         return seen
 
+    def autoscaler_reads_every_metric(self) -> bool:
+        """Whether the HorizontalPodAutoscaler on the workload (the render's, or the one KEDA made
+        for its ScaledObject) has a value for each of its metrics. The HPA controller keeps a status
+        per metric spec, left empty for one it could not get, and may call scaling active while
+        some are invalid (k8s.io/kubernetes v1.34 pkg/controller/podautoscaler/horizontal.go
+        computeReplicasForMetrics), so both are read."""
+        hpas = (
+            self.api.call(
+                "GET", f"/apis/autoscaling/v2/namespaces/{self.scaled.namespace}/horizontalpodautoscalers"
+            ).body.get("items")
+            or []
+        )
+        for hpa in hpas:
+            target = hpa["spec"]["scaleTargetRef"]
+            if (target.get("kind"), target.get("name")) != (self.scaled.kind, self.scaled.name):
+                continue
+            status = hpa.get("status") or {}
+            active = any(
+                c["type"] == "ScalingActive" and c["status"] == "True" for c in status.get("conditions") or []
+            )
+            current = status.get("currentMetrics") or []
+            specs = hpa["spec"].get("metrics") or []
+            return active and len(current) == len(specs) and all(m.get("type") for m in current)
+        return False
+
     def run_until(self, done: Callable[[Observed], bool], timeout_s: float) -> tuple[bool, float]:
         """Tick until ``done`` holds or ``timeout_s`` passes; (whether it held, when)."""
         deadline = time.monotonic() + timeout_s
@@ -357,9 +390,11 @@ def step_scenario(
     needed_at: Callable[[float], int],
     peak_rps: float,
     drain_s: Callable[[], float] = lambda: 0.0,
+    scraped: Callable[[], bool] = lambda: True,
 ) -> None:
     """Baseline at ``minReplicas``; a load step the plan needs ``maxReplicas`` for; then no load.
-    Asserts the rise, the limits and types, the shrink and the floor."""
+    Asserts the rise, the limits and types, the shrink and the floor. ``scraped`` says whether
+    Prometheus has scraped every target the floor serves."""
     floor, ceiling = int(plan["min_replicas"]), int(plan["max_replicas"])
     allowed = set(plan["instance_types"])
     tolerance = 30.0 + 4 * HPA_SYNC_PERIOD_S  # scrape, adapter relist or KEDA poll, a few HPA syncs
@@ -383,6 +418,20 @@ def step_scenario(
         f"the first replica Ready at t={t_floor:.0f} s; the plan's start-up on a new node, as played, is "
         f"{planned_s:.0f} s",
     )
+    # The autoscaler reads its metrics at the floor before the load steps up: the simulator it is
+    # compared with starts in that steady state, and a new replica's series waits for a scrape and,
+    # through prometheus-adapter, for its next relist; on a cluster the floor has served for long.
+    # (KEDA's Prometheus trigger may read an empty result as 0, so the scrape is waited for too.)
+    ok, t_metrics = loop.run_until(lambda s: scraped() and loop.autoscaler_reads_every_metric(), start_budget)
+    report.timings["metrics_read_s"] = t_metrics - t_floor
+    report.check(
+        "metrics-read-at-the-floor",
+        ok,
+        f"Prometheus had scraped the floor's targets and the autoscaler had a value for each metric "
+        f"{t_metrics - t_floor:.0f} s after the floor was Ready, with no load (budget {start_budget:.0f} s)",
+    )
+    if not ok:
+        return
     # 2. The step.
     loop.load = peak_rps
     needed = min(ceiling, needed_at(peak_rps))
@@ -763,8 +812,13 @@ def prepare(
             "is theirs, judged against the plan's"
         )
     report.rewrites.append(
-        f"kube-controller-manager --horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S}s (default 15s)"
+        f"kube-controller-manager --horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S:g}s "
+        "(default 15s)"
     )
+    report.rewrites += [
+        f"Karpenter {name} {seconds * 1000:.0f}ms (default {seconds * COMPRESSION:g}s)"
+        for name, seconds in KARPENTER_BATCH_S.items()
+    ]
     nodepools, classes = kwok_nodepools(compressed)
     nodepools = with_launch_taint(nodepools, report.rewrites)
     groups = {
@@ -868,9 +922,17 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         port = free_port()
         scope.enter_context(stand_in.serving(net.host_address, port))
         report.rewrites += stand_in.address_rewrites()
+        scrape_s = _scrape_interval_s(render_dir, factor)
+        reload_s = PROMETHEUS_DISCOVERY_RELOAD_S / factor
+        report.rewrites.append(
+            f"Prometheus: one scrape and rule-evaluation interval, {scrape_s * 1000:.0f}ms (the render's "
+            f"{scrape_s * factor:g}s, compressed); new targets taken every {reload_s * 1000:.0f}ms "
+            f"(--scrape.discovery-reload-interval, default {PROMETHEUS_DISCOVERY_RELOAD_S:g}s)"
+        )
         prom = scope.enter_context(
             prometheus.running_prometheus(
-                render_dir, folder / "prometheus", f"{prom_ns.address}:9090", scrape_interval_s=1.0,
+                render_dir, folder / "prometheus", f"{prom_ns.address}:9090", scrape_interval_s=scrape_s,
+                discovery_reload_s=reload_s,
                 command_prefix=prom_ns.prefix(),
             )
         )  # fmt: skip
@@ -885,12 +947,13 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         )
         report.rewrites += started.rewrites
         api.discover()
-        kcm_flags = [f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S}s"]
+        kcm_flags = [f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD_S:g}s"]
+        batch = {name: f"{seconds * 1000:.0f}ms" for name, seconds in KARPENTER_BATCH_S.items()}
         kcm = (*LOOP_CONTROLLERS, *LWS_CONTROLLERS) if ready.runs_lws else LOOP_CONTROLLERS
         programs = scope.enter_context(
             controllers(
                 api, folder, ready.instance_types, kcm_controllers=kcm, kcm_flags=kcm_flags,
-                stages=ready.stages,
+                stages=ready.stages, karpenter_env=batch,
             )
         )  # fmt: skip
         if ready.runs_lws:
@@ -934,7 +997,7 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
         peak = stand_in.planned_rps() * int(ready.plan["max_replicas"])
         step_scenario(
             loop, report, ready.plan, ready.autoscaler, ready.startup, stand_in.replicas_needed, peak,
-            stand_in.drain_seconds,
+            stand_in.drain_seconds, prom.scrapes_every_target,
         )  # fmt: skip
         pool_limits_check(report, peak_gpus, ready.pools)
     return report
@@ -949,6 +1012,18 @@ def _adapter_flags(render_dir: Path, factor: int) -> dict[str, str]:
     # sigs.k8s.io/prometheus-adapter v0.12.0 cmd/adapter/adapter.go: default 10m when unset.
     value = duration_s(adapter_flag(render_dir, flag) or "10m") or 600.0
     return {flag: f"{scaled(value, factor, 1)}s"}
+
+
+def _scrape_interval_s(render_dir: Path, factor: int) -> float:
+    """The render's scrape interval (its vLLM PodMonitor and dcgm-exporter ServiceMonitor, read as
+    the simulator reads them; the shorter when they differ: the twin's Prometheus has one job),
+    compressed."""
+    from deepseek_eks.perf.simulate.stack import stack_facts
+
+    objects, _ = load_render(render_dir)
+    helm = {p.stem: yaml.safe_load(p.read_text()) for p in sorted((render_dir / "helm").glob("*.yaml"))}
+    facts = stack_facts(objects, helm)
+    return min(facts.vllm_scrape_s, facts.gpu_scrape_s) / factor
 
 
 def _pool_gpus(nodes: list[dict[str, Any]]) -> dict[str, int]:
@@ -968,7 +1043,11 @@ def _pool_gpus(nodes: list[dict[str, Any]]) -> dict[str, int]:
 def _first(
     samples: Sequence[tuple[float, int, int]], after: float, done: Callable[[int, int], bool]
 ) -> float | None:
-    """When, after ``after``, (desired, ready) first satisfied ``done``."""
+    """When, after ``after``, (desired, ready) first satisfied ``done``; ``samples`` may be a
+    record of changes only (the simulator's fleet), so the state in force at ``after`` counts."""
+    before = [s for s in samples if s[0] < after]
+    if before and done(*before[-1][1:]):
+        return 0.0
     return next((t - after for t, desired, ready in samples if t >= after and done(desired, ready)), None)
 
 
@@ -1014,7 +1093,7 @@ def simulator_beside_wake(stack: str, overrides: dict[str, str] | None, report: 
     trace = [Request(asked, DEFAULT_PROMPT_TOKENS, DEFAULT_OUTPUT_TOKENS)]
     router = RouterSpec.from_plan(inputs.plan, inputs.max_replicas)
     run = simulate(inputs, trace, max(duration, asked + 1), router=router)
-    simulated = [(t, desired, ready) for t, desired, ready, _waiting, _rate in run.outcome.timeline]
+    simulated = run.outcome.fleet
     real = [(s.t * factor, s.desired_replicas, s.ready_replicas) for s in report.timeline]
     phases: list[Phase] = [
         ("activation_s", asked, lambda d, r: d >= 1),
@@ -1050,10 +1129,13 @@ def simulator_beside(
     inputs = load_stack(stack, overrides)
     trace = arrivals(rate, duration, 1, LengthProfile(), int(inputs.plan["max_model_len"]))
     run = simulate(inputs, trace, duration)
-    simulated = [(t, desired, ready) for t, desired, ready, _waiting, _rate in run.outcome.timeline]
+    simulated = run.outcome.fleet
     real = [(s.t * factor, s.desired_replicas, s.ready_replicas) for s in report.timeline]
     step_at, fall_at = report.timings["step_at"] * factor, report.timings["fall_at"] * factor
+    # When the autoscaler first asked for the peak's replicas, then when they were Ready: a
+    # difference in the rise shows whether the signal or the start-up took longer.
     phases: list[Phase] = [
+        ("asked_s", step_at, lambda d, r: d >= needed),
         ("scale_up_s", step_at, lambda d, r: r >= needed),
         ("scale_down_s", fall_at, lambda d, r: d <= floor),
     ]

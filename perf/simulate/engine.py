@@ -304,6 +304,9 @@ class Outcome:
     busy_seconds: float = 0.0
     # (t, desired replicas, ready replicas, waiting requests, arrivals/s over the last step)
     timeline: list[tuple[float, int, int, int, float]] = field(default_factory=list)
+    # (t, desired replicas, ready replicas) at every change, to the event: what the twin loop's
+    # phases are read from (the timeline's steps are too coarse for a scale-up's links)
+    fleet: list[tuple[float, int, int]] = field(default_factory=list)
     # requests running + waiting at each step as Prometheus has them (the seasonal triggers' input;
     # a later run's history, run.demand_history), before-0 history included
     demand: DemandHistory = field(default_factory=DemandHistory)
@@ -380,6 +383,7 @@ class Simulation:
             self.nodes.append(node)
             pod.state = "ready"
             pod.ready_at = 0.0
+        self._fleet_changed()
         for _ in range(c.warm_spare_nodes):
             node = _Node(0.0, spare=True)
             node.ready = node.has_image = True
@@ -735,6 +739,7 @@ class Simulation:
         pod.state = "ready"
         pod.ready_at = self.now
         pod.last = self.now
+        self._fleet_changed()
         if self.held:
             self._dispatch()
 
@@ -804,6 +809,13 @@ class Simulation:
             for pod in sorted(live, key=self._deletion_rank)[: len(live) - desired]:
                 self._delete_pod(pod)
         self.pods = [p for p in self.pods if p.state != "gone"]
+        self._fleet_changed()
+
+    def _fleet_changed(self) -> None:
+        """Record the fleet if it changed: the Deployment's replicas and the Ready pods."""
+        fleet = (len(self._live()), sum(1 for p in self.pods if p.state == "ready"))
+        if not self.out.fleet or self.out.fleet[-1][1:] != fleet:
+            self.out.fleet.append((self.now, *fleet))
 
     # ---- metrics and the autoscaler -------------------------------------------------------
 

@@ -98,7 +98,8 @@ def test_the_loop_holds(case: str) -> None:
     assert timeline and set(timeline[0]) >= {"t", "desired_replicas", "ready_replicas", "nodes", "node_types"}
     assert report["flows"] and set(report["flows"][0]) >= {"from", "to", "port", "required", "admitted"}
     assert {a["name"] for a in report["assertions"]} >= {
-        "flows", "floor-ready", "start-up-not-shorter-than-planned", "scale-up", "scale-down",
+        "flows", "floor-ready", "start-up-not-shorter-than-planned", "metrics-read-at-the-floor",
+        "scale-up", "scale-down",
         "never-below-minReplicas", "nodepool-limits", "nodes-released", "node-types-planned",
     }  # fmt: skip
     assert report["time_compression"]["factor"] > 1 and report["rewrites"]
@@ -123,8 +124,12 @@ def test_the_loop_holds(case: str) -> None:
         first = next(s["t"] for s in timeline if s["nodes"] >= 1)
         second = next(s["t"] for s in timeline if s["nodes"] >= 2)
         assert second - first >= planned["node_launch_s"] - 1.0, (first, second, planned)
-    # The simulator ran on the same scenario and is reported beside, not judged.
-    assert report["simulator"]["phases"]["scale_up_s"]["twin"] is not None
+    # The simulator ran on the same scenario and is reported beside, not judged: the rise in two
+    # parts, the autoscaler asking for the peak's replicas, then those replicas Ready.
+    phases = report["simulator"]["phases"]
+    for side in ("twin", "simulator"):
+        assert phases["asked_s"][side] is not None and phases["scale_up_s"][side] is not None
+        assert phases["asked_s"][side] <= phases["scale_up_s"][side]
 
 
 WAKE = (

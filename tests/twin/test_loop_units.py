@@ -12,11 +12,18 @@ import yaml
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.stackfile import read_stack
 from deepseek_eks.twin.check import load_render
-from deepseek_eks.twin.compression import LAUNCH_TAINT, compress_objects, kwok_loop_stages
+from deepseek_eks.twin.compression import (
+    LAUNCH_ENDS,
+    LAUNCH_TAINT,
+    READY_AT,
+    compress_objects,
+    kwok_loop_stages,
+)
 from deepseek_eks.twin.loop import (
     LoopInputError,
     LoopReport,
     Scaled,
+    _phases,
     prepare,
     release_rounds,
     run_loop,
@@ -71,16 +78,31 @@ def test_nodepool_consolidation_is_compressed(prod: list[dict]) -> None:
 
 
 def test_kwok_stages_delay_nodes_and_pods(tmp_path: Path) -> None:
+    """The stages' structure; tests/twin/test_kwok_launch.py runs them in the real kwok."""
     stages, rewrites = kwok_loop_stages(tmp_path, 5.0, 29.2)
     by_name = {
         yaml.safe_load(p.read_text())["metadata"]["name"]: yaml.safe_load(p.read_text()) for p in stages
     }
-    assert by_name["node-initialize"]["spec"]["delay"] == {"durationMilliseconds": 5000}
-    assert by_name["pod-ready"]["spec"]["delay"] == {"durationMilliseconds": 29200}
     assert "delay" not in by_name["pod-delete"]["spec"]  # deletions stay immediate
-    # The node's launch starts once Karpenter has registered it with the launch taint, and ends
-    # with the Ready status and the taint lifted (kwok runs patches in order; statusTemplate is
-    # ignored beside them).
+    # Each timed stage waits for the time its stamping stage wrote, the delay after kwok first saw
+    # the resource; the stamp selects only what has no stamp yet (written once).
+    for timed, stamp, annotation, millis in (
+        ("node-initialize", "node-launch", LAUNCH_ENDS, 5000),
+        ("pod-ready", "pod-start", READY_AT, 29200),
+    ):
+        key = f'.metadata.annotations["{annotation}"]'
+        spec = by_name[timed]["spec"]
+        assert spec["delay"] == {"durationFrom": {"jq": {"expression": key}}}
+        assert {"key": key, "operator": "Exists"} in spec["selector"]["matchExpressions"]
+        writes = by_name[stamp]["spec"]
+        assert {"key": key, "operator": "DoesNotExist"} in writes["selector"]["matchExpressions"]
+        assert "delay" not in writes and writes["resourceRef"] == spec["resourceRef"]
+        assert f'dateModify "{millis}ms"' in writes["next"]["patches"][0]["template"]
+    # The node's stamp is written from its creation, before Karpenter registers it.
+    node_stamp = by_name["node-launch"]["spec"]["selector"]["matchExpressions"]
+    assert not any(LAUNCH_TAINT["key"] in e["key"] for e in node_stamp)
+    # The launch ends once Karpenter has registered the node with the launch taint, with the Ready
+    # status and the taint lifted (kwok runs patches in order; statusTemplate is ignored beside them).
     initialize = by_name["node-initialize"]["spec"]
     keys = [e["key"] for e in initialize["selector"]["matchExpressions"]]
     assert any(LAUNCH_TAINT["key"] in k for k in keys)
@@ -121,10 +143,8 @@ def test_the_671b_path_plays_one_launch_a_node(r1: Path, tmp_path: Path) -> None
     assert ready.runs_lws and ready.workload["kind"] == "LeaderWorkerSet"
     node_stage = plan["startup_breakdown"]["node"] / 30
     assert plan["nodes_per_replica"] == 2
-    initialize = next(
-        yaml.safe_load(p.read_text()) for p in ready.stages if p.name.endswith("node-initialize.yaml")
-    )
-    assert initialize["spec"]["delay"]["durationMilliseconds"] == int(node_stage / 2 * 1000)
+    launch = next(yaml.safe_load(p.read_text()) for p in ready.stages if p.name.endswith("node-launch.yaml"))
+    assert f'dateModify "{int(node_stage / 2 * 1000)}ms"' in launch["spec"]["next"]["patches"][0]["template"]
     assert report.planned["start_up_s"] == pytest.approx(sum(plan["startup_breakdown"].values()) / 30)
     assert any("one node launch of the plan's 2" in r for r in report.rewrites)
     for pool in ready.nodepools:
@@ -195,3 +215,26 @@ def test_nodes_are_released_in_rounds_of_the_disruption_budget() -> None:
     # A budget for drift alone does not hold back empty nodes.
     assert release_rounds([_pool({"nodes": "1", "reasons": ["Drifted"]}, {"nodes": "5"})], 2, 4) == 1
     assert release_rounds([_pool({"nodes": "1"})], 0, 1) == 1
+
+
+def test_phases_read_a_record_of_changes_as_the_state_in_force() -> None:
+    """The simulator's fleet lists changes only: a phase starting between two changes reads the
+    state then in force, and the first change after it that satisfies the phase."""
+    changes = [(0.0, 1, 1), (100.0, 2, 1), (300.0, 2, 2), (900.0, 1, 1)]
+    ticks = [
+        (float(t), *next((d, r) for at, d, r in reversed(changes) if at <= t)) for t in range(0, 1000, 30)
+    ]
+    phases = [
+        ("asked_s", 50.0, lambda d, r: d >= 2),
+        ("scale_up_s", 50.0, lambda d, r: r >= 2),
+        ("already_asked", 150.0, lambda d, r: d >= 2),
+        ("scale_down_s", 400.0, lambda d, r: d <= 1),
+    ]
+    out = _phases("test", ticks, changes, phases, 120.0)["phases"]
+    assert {name: p["simulator"] for name, p in out.items()} == {
+        "asked_s": 50, "scale_up_s": 250, "already_asked": 0, "scale_down_s": 500,
+    }  # fmt: skip
+    # The twin's ticks see each change at the next tick.
+    assert {name: p["twin"] for name, p in out.items()} == {
+        "asked_s": 70, "scale_up_s": 250, "already_asked": 0, "scale_down_s": 500,
+    }  # fmt: skip

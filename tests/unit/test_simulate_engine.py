@@ -273,6 +273,11 @@ def test_a_warm_spare_node_starts_the_next_replica_without_node_and_image_and_co
     ready_at = min(t for t, _desired, ready, _queue, _rps in out.timeline if ready == 2)
     expected = step_at + load_s if spares else step_at + node_s + image_s + load_s
     assert expected <= ready_at < expected + TIMELINE_STEP_S  # the timeline samples each step
+    # The fleet record has each change at its instant: asked for at the plan's step, Ready a
+    # start-up later (what the twin loop compares its controllers' timings with).
+    assert min(t for t, desired, _ready in out.fleet if desired == 2) == step_at
+    assert min(t for t, _desired, ready in out.fleet if ready == 2) == pytest.approx(expected)
+    assert out.fleet[0] == (0.0, 1, 1)
     # Node time: the first replica's node all along, the second's from the step (without spares),
     # or the spare all along and its replacement from the step.
     paid = duration + (duration - step_at) + (duration if spares else 0.0)
