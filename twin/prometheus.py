@@ -5,8 +5,8 @@ range selectors and subqueries still include their start (Prometheus 3 made them
 ``prometheus_binaries``). It runs with a generated
 configuration: one file-based discovery job for the stand-in's targets (twin/standin.py
 writes the groups, with the target labels the prometheus-operator would give), a short scrape and
-rule-evaluation interval (``scrape_interval_s``, 1 s by default, against the render's 15 s: the
-loop compresses time), and the rendered PrometheusRule objects' groups as rule files, checked by
+rule-evaluation interval (``scrape_interval_s``, 1 s by default; the loop passes the render's 15 s
+compressed), and the rendered PrometheusRule objects' groups as rule files, checked by
 ``promtool check config`` before the server starts.
 
 What differs from the cluster's Prometheus (kube-prometheus-stack, run by the operator): no
@@ -59,9 +59,11 @@ JOB = "twin-standin"
 # file_sd re-reads on inotify events and at least this often (prometheus/prometheus
 # discovery/file/file.go, DefaultSDConfig RefreshInterval 5m; read at module v0.304.2 in the Go
 # module cache): short, so a lost event costs one second. The discovery manager then hands new
-# target groups to the scrape manager at most every 5 s (discovery/manager.go NewManager,
-# ``updatert: 5 * time.Second``, no flag): a pod that turns ready is scraped up to about 6 s after
-# ``set_targets`` (measured here: the first series about 6 s after the first write).
+# target groups on after a backoff of 100 ms growing to 5 s while updates keep coming
+# (v0.314.0 discovery/manager.go ``sender``), and the scrape manager takes them every 5 s
+# (``reloader``, the hidden flag --scrape.discovery-reload-interval): with that left at its
+# default a pod that turns ready was scraped up to about 6 s after ``set_targets`` (measured
+# here); the loop compresses it (``running_prometheus`` ``discovery_reload_s``): about 1 s.
 FILE_SD_REFRESH = "1s"
 
 
