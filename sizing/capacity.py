@@ -159,12 +159,14 @@ def kv_slots(limits: SchedulerLimits, prompt_tokens: int, output_tokens: int) ->
 def service_model(
     hw: Hardware, limits: SchedulerLimits, prompt_tokens: int, output_tokens: int
 ) -> tuple[float, float, int]:
-    """(prefill s, service s, slots) of one replica at these lengths: what the M/M/c model queues.
-    Slots are ``kv_slots``; each is held for the output at the inter-token latency of that many
-    sequences decoding together."""
+    """(prefill s, service s, slots) of one replica at these mean lengths: what the M/M/c model
+    queues. Slots are ``kv_slots``; each is held for the output at the inter-token latency of that
+    many sequences decoding together, the lengths drawn exponentially as the queue model's service
+    is (``steady_state``'s exponential_lengths: each running sequence holds its prompt and a whole
+    mean output, as ``kv_slots`` reasons)."""
     slots = kv_slots(limits, prompt_tokens, output_tokens)
-    full = steady_state(hw, limits, slots, prompt_tokens, output_tokens)
-    alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens)
+    full = steady_state(hw, limits, slots, prompt_tokens, output_tokens, exponential_lengths=True)
+    alone = steady_state(hw, limits, 1, prompt_tokens, output_tokens, exponential_lengths=True)
     return alone.ttft_s, output_tokens * full.itl_s, slots
 
 
@@ -202,7 +204,7 @@ def capacity(
     hi = max(lo, replicas_for(peak_rate, slo_s, prefill, service, slots))
     # At saturation: every slot the queue model counts busy, so the figures agree with the counts
     # (at the planning lengths the slots are the plan's max_num_seqs, and the price the plan's).
-    saturated = steady_state(hw, limits, slots, prompt_tokens, output_tokens)
+    saturated = steady_state(hw, limits, slots, prompt_tokens, output_tokens, exponential_lengths=True)
     tokens = saturated.output_tokens_per_second
     return Capacity(
         max(1, lo),

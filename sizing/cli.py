@@ -47,12 +47,14 @@ def summary_lines(result: SizingPlan | Infeasible) -> list[str]:
         f"cost           ${d['replica_hourly_usd']:.2f}/h per replica; "
         f"${d['hourly_usd_at_min']:.2f}/h at min, ${d['hourly_usd_at_max']:.2f}/h at max",
     ]
+    basis = d["throughput_basis"]
     lines.append(
         f"throughput     {d['output_tokens_per_second']:,.0f} output tok/s per replica at "
-        f"{d['max_num_seqs']} streams of {d['throughput_basis']['prompt_tokens']} in / "
-        f"{d['throughput_basis']['output_tokens']} out ({d['requests_per_second']:.3f} req/s), "
+        f"{d['max_num_seqs']} sequences of {basis['prompt_tokens']} in / {basis['output_tokens']} out "
+        f"({basis['lengths']} lengths; {d['requests_per_second']:.3f} req/s), "
         f"TTFT {d['ttft_s']:.2f} s, ITL {d['itl_s'] * 1000:.0f} ms; "
-        f"${d['usd_per_million_output_tokens']:.2f} per million output tokens"
+        f"${d['usd_per_million_output_tokens']:.2f} per million output tokens "
+        f"(HBM roofline ${d['roofline_usd_per_million_output_tokens']:.2f})"
     )
     lines += [f"warning        {w}" for w in d["warnings"]]
     stages = d["startup_breakdown"]

@@ -30,6 +30,7 @@ from .catalog import instance_catalog
 from .fit import Point, fit_points
 from .memory import KvCacheDtype, Quantization
 from .performance import (
+    LENGTH_DISTRIBUTIONS,
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
     Hardware,
@@ -97,11 +98,6 @@ def server_problems(server: Mapping[str, Any]) -> list[str]:
             "skipped, so this point is faster than the replica on new prompts"
         )
     return problems
-
-
-# How a point's request lengths were drawn (its ``length_distribution``; absent: fixed, as every
-# report before 2026-12-06 ran): the load tester's --lengths choices (perf/loadtest/runner.py).
-LENGTH_DISTRIBUTIONS = ("fixed", "exponential")
 
 
 class LoadTestReportError(ValueError):

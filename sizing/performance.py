@@ -55,6 +55,27 @@ BLOCK_SIZE = 16
 PLAN_PROMPT_TOKENS = 500
 PLAN_OUTPUT_TOKENS = 1162
 
+# How requests' lengths are drawn around their means: all the same, or exponentially (the
+# simulator's default traffic, perf/simulate/traffic.py ``LengthProfile``). A load test point's
+# ``length_distribution`` (absent: fixed, as every report before 2026-12-06 ran) and the load
+# tester's --lengths choices (perf/loadtest/runner.py) take these names.
+LENGTH_DISTRIBUTIONS = ("fixed", "exponential")
+
+
+def length_distribution(exponential_lengths: bool) -> str:
+    """The name of the draw, as ``LENGTH_DISTRIBUTIONS`` spells it."""
+    return LENGTH_DISTRIBUTIONS[1] if exponential_lengths else LENGTH_DISTRIBUTIONS[0]
+
+
+def resident_tokens(prompt_tokens: float, output_tokens: float, exponential_lengths: bool) -> float:
+    """Tokens a running sequence holds on average in a full batch: with every request as long,
+    its prompt and half its output (a closed loop spreads its streams over their lifetime); with
+    lengths drawn exponentially around those means, its prompt and a whole mean output (a
+    sequence seen running is length-biased and its generated part, seen at a random moment, is
+    again exponential with the mean output: ``preemption_probability``)."""
+    return prompt_tokens + (output_tokens if exponential_lengths else output_tokens / 2)
+
+
 # A request's path outside the engine step before its first token: HTTP, the OpenAI server's
 # tokenization and the scheduler's admission. InferenceBench's H100 sweep (vLLM 0.21.0,
 # Llama-3.1-8B, https://yobitelcomm.github.io/bench/recipes/concurrency-sweep/) measured TTFT p50
@@ -612,7 +633,7 @@ def steady_state(
     bs = limits.block_size
     # Tokens a running sequence holds on average, and those a prefill token attends to: half its
     # prompt when every prompt is as long; E[P^2] / 2E[P] = the mean prompt for exponential ones.
-    resident = prompt_tokens + (output_tokens if exponential_lengths else output_tokens / 2)
+    resident = resident_tokens(prompt_tokens, output_tokens, exponential_lengths)
     prefill_attended = prompt_tokens if exponential_lengths else prompt_tokens / 2
     by_kv = limits.kv_blocks // _blocks(resident, bs)
     running = min(concurrency, limits.max_num_seqs, max(1, by_kv))
@@ -664,25 +685,64 @@ class Roofline:
     output_tokens_per_second: float
 
 
-def roofline(hw: Hardware, kv_cache_tokens: int, prompt_tokens: int, output_tokens: int) -> Roofline:
+def roofline(
+    hw: Hardware,
+    kv_cache_tokens: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    exponential_lengths: bool = False,
+) -> Roofline:
     """The HBM roofline of one replica at the KV-limited batch for these lengths.
 
-    Batch: as many sequences as the KV cache holds at their mean length (prompt + half the output,
-    as ``steady_state`` spreads a closed loop over its lifetime). Step: every GPU reads its
-    weights and the batch's KV once at the datasheet's HBM bandwidth (for PP, the stages in
-    turn), or, where more, computes the step's FLOPs at the datasheet's dense peak. Each step
-    emits one token per sequence."""
-    mean_blocks = _blocks(prompt_tokens + output_tokens / 2, BLOCK_SIZE)
-    batch = max(1, kv_cache_tokens // BLOCK_SIZE // mean_blocks)
+    Batch: as many sequences as the KV cache holds at the tokens a running sequence holds on
+    average (``resident_tokens``: prompt + half the output when every request is as long, prompt
+    + a whole mean output when lengths are drawn exponentially around those means; no batch of
+    that workload holds more sequences on average without outgrowing the cache). Step: every GPU
+    reads its weights and the batch's KV once at the datasheet's HBM bandwidth (for PP, the
+    stages in turn), or, where more, computes the step's FLOPs at the datasheet's dense peak.
+    Each step emits one token per sequence."""
+    resident = resident_tokens(prompt_tokens, output_tokens, exponential_lengths)
+    batch = max(1, kv_cache_tokens // BLOCK_SIZE // _blocks(resident, BLOCK_SIZE))
     m, tp, pp = hw.model, hw.tensor_parallel, hw.pipeline_parallel
     tokens = batch * (1 + prompt_tokens / output_tokens)  # decodes plus the prefills they replace
     weights = float(weight_bytes_per_gpu(m, hw.quantization, tp, pp) * pp)
     if m.moe:
         routed = weights * routed_expert_parameters(m) / m.parameters
         weights -= routed * (1.0 - touched_expert_fraction(m, math.ceil(tokens)))
-    context = batch * (prompt_tokens + output_tokens / 2)
+    context = batch * resident
     kv = kv_bytes_per_token_per_gpu(m, tp, pp, hw.kv_cache_dtype) * pp * context
     memory_s = (weights + kv) / (hw.gpu.memory_gb_s * 1e9)
     compute_s = 2.0 * active_parameters(m) * tokens / tp / (hw.peak_tflops * 1e12)
     step = max(memory_s, compute_s)
     return Roofline(batch, step, batch / step)
+
+
+# The plan's workload: requests whose prompt and output are drawn exponentially around the
+# planning lengths, as the simulator's default traffic draws them (perf/simulate/traffic.py
+# ``LengthProfile``). The plan sizes its batch for it (``preemption_probability``), quotes its
+# throughput and price on it (``planning_state``) and judges that price against its roofline
+# (``planning_roofline``): one workload for the three.
+PLAN_EXPONENTIAL_LENGTHS = True
+
+
+def planning_state(hw: Hardware, limits: SchedulerLimits, concurrency: int) -> SteadyState:
+    """The replica model at ``concurrency`` sequences of the plan's workload."""
+    return steady_state(
+        hw,
+        limits,
+        concurrency,
+        PLAN_PROMPT_TOKENS,
+        PLAN_OUTPUT_TOKENS,
+        exponential_lengths=PLAN_EXPONENTIAL_LENGTHS,
+    )
+
+
+def planning_roofline(hw: Hardware, kv_cache_tokens: int) -> Roofline:
+    """The HBM roofline of one replica on the plan's workload."""
+    return roofline(
+        hw,
+        kv_cache_tokens,
+        PLAN_PROMPT_TOKENS,
+        PLAN_OUTPUT_TOKENS,
+        exponential_lengths=PLAN_EXPONENTIAL_LENGTHS,
+    )

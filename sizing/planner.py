@@ -52,6 +52,7 @@ from .memory import (
 from .nodes import PodRoom, pod_room
 from .overhead import runtime_overhead
 from .performance import (
+    PLAN_EXPONENTIAL_LENGTHS,
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
     PREEMPTION_TARGET,
@@ -63,9 +64,10 @@ from .performance import (
     default_max_num_batched_tokens,
     hardware,
     interconnect_gb_s,
+    length_distribution,
+    planning_roofline,
+    planning_state,
     preemption_probability,
-    roofline,
-    steady_state,
 )
 
 VLLM_PORT = 8000
@@ -457,13 +459,14 @@ PLAN_FIELD_DOCS: dict[str, str] = {
     "hourly_usd_at_min": "GPU nodes' hourly price at autoscaling.minReplicas.",
     "hourly_usd_at_max": "GPU nodes' hourly price at autoscaling.maxReplicas.",
     "price_source": "Where the prices come from (the bundled price table and its date, or a refresh).",
-    "output_tokens_per_second": "Output tokens/s of one replica at saturation (max_num_seqs streams of "
+    "output_tokens_per_second": "Output tokens/s of one replica at saturation (max_num_seqs sequences of "
     "throughput_basis' lengths), from the replica model.",
     "requests_per_second": "Requests/s one replica completes at saturation.",
     "ttft_s": "Predicted time to first token at saturation.",
     "itl_s": "Predicted inter-token latency at saturation.",
-    "throughput_basis": "What the throughput fields assume: concurrency, prompt and output tokens, "
-    "whether the KV cache preempts, and the model.",
+    "throughput_basis": "What the throughput fields assume: concurrency, mean prompt and output tokens, "
+    "their distribution (lengths: exponential, as the simulator draws them, or fixed), whether the "
+    "KV cache preempts, and the model.",
     "warnings": "What the plan warns about (each names the setting and the fix).",
 }
 
@@ -548,10 +551,9 @@ class SizingPlan:
 
     @property
     def saturation(self) -> SteadyState:
-        """One replica at ``max_num_seqs`` streams of the planning lengths (replica model)."""
-        return steady_state(
-            self.hardware, self.scheduler_limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS
-        )
+        """One replica at ``max_num_seqs`` sequences of the plan's workload (replica model,
+        ``planning_state``: lengths drawn exponentially around the planning lengths)."""
+        return planning_state(self.hardware, self.scheduler_limits, self.max_num_seqs)
 
     @property
     def usd_per_million_output_tokens(self) -> float:
@@ -565,10 +567,11 @@ class SizingPlan:
     @property
     def roofline_usd_per_million_output_tokens(self) -> float:
         """The replica's hourly price over what the HBM roofline emits in an hour at the KV-limited
-        batch, for the same instance, variant, quantization and planning lengths (datasheet
-        bandwidth and peak, no efficiency or host time; derivation in docs/sizing-performance.md):
-        the floor usd_per_million_output_tokens is judged against."""
-        top = roofline(self.hardware, self.kv_cache_tokens, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS)
+        batch, for the same instance, variant, quantization and workload (the planning lengths,
+        drawn as the batch and the saturation figures take them; datasheet bandwidth and peak, no
+        efficiency or host time; derivation in docs/sizing-performance.md): the floor
+        usd_per_million_output_tokens is judged against."""
+        top = planning_roofline(self.hardware, self.kv_cache_tokens)
         return self.usd_per_million(top.output_tokens_per_second)
 
     @property
@@ -934,8 +937,9 @@ class SizingPlan:
                 "concurrency": sat.concurrency,
                 "prompt_tokens": PLAN_PROMPT_TOKENS,
                 "output_tokens": PLAN_OUTPUT_TOKENS,
+                "lengths": length_distribution(PLAN_EXPONENTIAL_LENGTHS),
                 "preempted": sat.preempted,
-                "model": "sizing/performance.py steady_state at max_num_seqs",
+                "model": "sizing/performance.py planning_state at max_num_seqs",
             },
         }
 

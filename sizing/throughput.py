@@ -1,7 +1,8 @@
 """``python -m sizing throughput``: the replica model's steady state for one load.
 
     python -m sizing throughput --variant V --instance-type T [--tp N] [--quantization Q]
-        --concurrency C --prompt-tokens P --output-tokens O [--max-num-seqs N] [--region R]
+        --concurrency C --prompt-tokens P --output-tokens O [--lengths fixed|exponential]
+        [--max-num-seqs N] [--region R]
         [--load-test REPORT] [--json]
 
 It sizes the replica as the planner would (KV cache from the GPUs' memory, vLLM's default
@@ -28,12 +29,14 @@ from .catalog import VARIANTS, instance_catalog, model_catalog
 from .measured import LoadTestReportError, read_load_test, refit_report
 from .memory import Quantization, tensor_parallel_refusal
 from .performance import (
+    LENGTH_DISTRIBUTIONS,
     Hardware,
     PerformanceError,
     SchedulerLimits,
     default_max_num_batched_tokens,
     default_max_num_seqs,
     hardware,
+    length_distribution,
     steady_state,
 )
 from .planner import PRICE_FALLBACK_REGION, PlanRequest, Rejection, evaluate
@@ -58,6 +61,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=int, required=True, help="streams in flight (closed loop)")
     p.add_argument("--prompt-tokens", type=int, required=True)
     p.add_argument("--output-tokens", type=int, required=True)
+    p.add_argument(
+        "--lengths",
+        choices=LENGTH_DISTRIBUTIONS,
+        default=LENGTH_DISTRIBUTIONS[0],
+        help="token counts per request: the means exactly (a benchmark's closed loop), or drawn "
+        "exponentially around them, as the simulator and the plan's throughput_basis take them "
+        f"(default {LENGTH_DISTRIBUTIONS[0]})",
+    )
     p.add_argument("--max-model-len", type=int, default=32768, help="context window (default 32768)")
     p.add_argument(
         "--max-num-seqs",
@@ -165,7 +176,8 @@ def main(argv: list[str]) -> int:
         except LoadTestReportError as e:
             print(f"error: {e}", file=sys.stderr)
             return 2
-    state = steady_state(hw, limits, args.concurrency, args.prompt_tokens, args.output_tokens)
+    exponential = args.lengths == length_distribution(True)
+    state = steady_state(hw, limits, args.concurrency, args.prompt_tokens, args.output_tokens, exponential)
     doc = {
         "variant": model.variant,
         "instance_type": instance.name,
@@ -175,6 +187,7 @@ def main(argv: list[str]) -> int:
         "quantization": hw.quantization.value,
         "prompt_tokens": args.prompt_tokens,
         "output_tokens": args.output_tokens,
+        "lengths": args.lengths,
         "max_num_seqs": limits.max_num_seqs,
         "max_num_seqs_rule": rule,
         "max_num_batched_tokens": limits.max_num_batched_tokens,
@@ -186,7 +199,8 @@ def main(argv: list[str]) -> int:
         return 0
     print(
         f"{model.variant} on {instance.name} (TP {fit.tensor_parallel}, {hw.quantization.value}), "
-        f"{args.concurrency} streams of {args.prompt_tokens} in / {args.output_tokens} out:\n"
+        f"{args.concurrency} streams of {args.prompt_tokens} in / {args.output_tokens} out "
+        f"({args.lengths} lengths):\n"
         f"  {state.output_tokens_per_second:.1f} output tok/s, {state.requests_per_second:.3f} req/s, "
         f"TTFT {state.ttft_s:.2f} s, ITL {state.itl_s * 1000:.1f} ms\n"
         f"  {state.running} running (limited by {state.limited_by}; max-num-seqs {limits.max_num_seqs}: "

@@ -141,7 +141,12 @@ def quality_table() -> str:
 def basis() -> str:
     """What the cost table assumes, read from the sizing command's own defaults."""
     from deepseek_eks.sizing import PlanRequest
-    from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS
+    from deepseek_eks.sizing.performance import (
+        PLAN_EXPONENTIAL_LENGTHS,
+        PLAN_OUTPUT_TOKENS,
+        PLAN_PROMPT_TOKENS,
+        length_distribution,
+    )
 
     defaults = PlanRequest(variant="", families=())
     return (
@@ -149,8 +154,10 @@ def basis() -> str:
         f"{defaults.max_model_len:,}, {defaults.min_replicas} to {defaults.max_replicas} replicas, "
         f"{defaults.region} On-Demand prices), each variant on the cheapest instance that fits among "
         "the GPU families with bf16 (g4dn's T4 serves these checkpoints in float16, which the plan "
-        "warns can overflow); throughput, TTFT and ITL for one replica serving `max_num_seqs` "
-        f"streams of {PLAN_PROMPT_TOKENS:,} prompt and {PLAN_OUTPUT_TOKENS:,} output tokens."
+        "warns can overflow); throughput, TTFT and ITL for one replica running `max_num_seqs` "
+        f"sequences of {PLAN_PROMPT_TOKENS:,} prompt and {PLAN_OUTPUT_TOKENS:,} output tokens on "
+        f"average, {length_distribution(PLAN_EXPONENTIAL_LENGTHS)} lengths (the plan's "
+        "`throughput_basis`: the simulator's draw)."
     )
 
 

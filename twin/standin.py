@@ -4,9 +4,9 @@ by the replica model, for the twin's Prometheus to scrape.
 The model: steady state per tick plus one transient, a fluid backlog. ``set_state`` takes the
 arrival rate the scenario sends and the ready pods; the load balancer's round robin splits it
 evenly (the ALB default: perf/simulate/stack.py ``routing``), so each pod sees ``lambda /
-n`` requests/s. For that rate the replica model (sizing/performance.py ``steady_state`` at the
-plan's lengths, hardware and scheduler limits, through perf/simulate/replica.py) gives, at
-each integer concurrency up to what the replica runs at once, the requests/s it completes; the
+n`` requests/s. For that rate the replica model (sizing/performance.py ``planning_state``: the
+plan's workload, hardware and scheduler limits, through perf/simulate/replica.py) gives, at each
+integer concurrency up to what the replica runs at once, the requests/s it completes; the
 running sequences are the concurrency that completes ``lambda / n`` (interpolated between
 integers, so a gauge can read 0.4), which is Little's law over the model's service time. Then:
 
@@ -19,9 +19,10 @@ integers, so a gauge can read 0.4), which is Little's law over the model's servi
   in scenario seconds (``compression``), drained at that rate once its share is under it; the pod
   then waits ``max(that convention, its backlog)`` with a full batch. Without it a burst's queue would
   vanish the instant the load falls, and scale-in would start a drain too early.
-- ``vllm:kv_cache_usage_perc``: the blocks those sequences hold at the model's mean length
-  (prompt + half the output, as ``steady_state`` sizes the batch), counted as the simulator counts
-  them (perf/simulate/engine.py ``kv_cache_usage``).
+- ``vllm:kv_cache_usage_perc``: the blocks those sequences hold on average on the plan's
+  workload (``resident_tokens``: prompt + a whole mean output for exponential lengths, as
+  ``steady_state`` sizes the batch), counted as the simulator counts them (perf/simulate/engine.py
+  ``kv_cache_usage``).
 - ``DCGM_FI_DEV_GPU_UTIL`` per GPU of the pod: the simulator's point sample
   (engine.py ``gpu_utilization_sample``: 100 while a sequence runs, else 0), served as its
   expectation over the instants a collection may fall on: busy a fraction ``min(1, running)`` of
@@ -54,7 +55,13 @@ from deepseek_eks.perf.simulate.replica import ReplicaModel, plan_limits, publis
 from deepseek_eks.perf.simulate.run import _needs
 from deepseek_eks.perf.simulate.stack import autoscaler_from_objects
 from deepseek_eks.promql import ROUTER_INFO, ROUTER_QUEUE, ROUTER_RUNNING
-from deepseek_eks.sizing.performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, steady_state
+from deepseek_eks.sizing.performance import (
+    PLAN_EXPONENTIAL_LENGTHS,
+    PLAN_OUTPUT_TOKENS,
+    PLAN_PROMPT_TOKENS,
+    planning_state,
+    resident_tokens,
+)
 
 VLLM_CONTAINER = "vllm"
 # vLLM's Prometheus stat logger labels every series with the served model name and the engine
@@ -221,7 +228,7 @@ class StandIn:
         assert self.replica.hardware is not None  # from_plan always carries hardware
         self.limits = plan_limits(plan)
         states = [
-            steady_state(self.replica.hardware, self.limits, c, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS)
+            planning_state(self.replica.hardware, self.limits, c)
             for c in range(1, self.limits.max_num_seqs + 1)
         ]
         # Sequences one replica runs at once (max_num_seqs, or fewer when the KV cache is the
@@ -297,7 +304,9 @@ class StandIn:
             c = next(i for i in range(1, len(rps)) if rps[i] >= pod_rps)
             running = c - 1 + (pod_rps - rps[c - 1]) / (rps[c] - rps[c - 1])
             waiting = 0.0
-        tokens = round(running * (PLAN_PROMPT_TOKENS + PLAN_OUTPUT_TOKENS / 2))
+        tokens = round(
+            running * resident_tokens(PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, PLAN_EXPONENTIAL_LENGTHS)
+        )
         kv = kv_cache_usage(tokens, math.ceil(running), self.limits.kv_cache_tokens)
         busy = min(1.0, running)
         util = busy * gpu_utilization_sample(1) + (1 - busy) * gpu_utilization_sample(0)

@@ -29,6 +29,7 @@ from deepseek_eks.sizing.measured import (
 )
 from deepseek_eks.sizing.memory import KvCacheDtype, Quantization
 from deepseek_eks.sizing.performance import (
+    PLAN_EXPONENTIAL_LENGTHS,
     PLAN_OUTPUT_TOKENS,
     PLAN_PROMPT_TOKENS,
     Hardware,
@@ -36,7 +37,7 @@ from deepseek_eks.sizing.performance import (
     SchedulerLimits,
     default_max_num_batched_tokens,
     hardware,
-    steady_state,
+    planning_state,
     step_seconds,
 )
 
@@ -114,22 +115,21 @@ def plan_limits(plan: Mapping[str, Any]) -> SchedulerLimits:
 
 def published_curve(plan: Mapping[str, Any]) -> ThroughputCurve:
     """The replica model's curve for the plan: steady-state output tokens/s at concurrency 1, 2,
-    4, ... up to max_num_seqs for the planning lengths, with the model attached."""
+    4, ... up to max_num_seqs on the plan's workload (``planning_state``: the planning lengths drawn
+    exponentially, as the simulator draws them), with the model attached."""
     try:
         hw = plan_hardware(plan)
     except (KeyError, PerformanceError) as error:
         raise NoThroughputData(f"no replica model for the plan: {error}") from None
     limits = plan_limits(plan)
     levels = sorted({1, *(2**i for i in range(1, 11) if 2**i < limits.max_num_seqs), limits.max_num_seqs})
-    points = tuple(
-        (c, steady_state(hw, limits, c, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS).output_tokens_per_second)
-        for c in levels
-    )
+    points = tuple((c, planning_state(hw, limits, c).output_tokens_per_second) for c in levels)
     e = hw.efficiencies
     source = (
         f"replica model (sizing/performance.py): {plan['variant']} on {hw.gpus}x {hw.gpu.name}, "
-        f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out; efficiencies bandwidth {e.bandwidth}, "
-        f"compute {e.compute}, step overhead {e.step_overhead_s * 1000:g} ms ({e.source})"
+        f"{PLAN_PROMPT_TOKENS} in / {PLAN_OUTPUT_TOKENS} out (exponential); "
+        f"efficiencies bandwidth {e.bandwidth}, compute {e.compute}, "
+        f"step overhead {e.step_overhead_s * 1000:g} ms ({e.source})"
     )
     return ThroughputCurve(points, source, hw)
 
@@ -137,9 +137,11 @@ def published_curve(plan: Mapping[str, Any]) -> ThroughputCurve:
 def calibrated_hardware(plan: Mapping[str, Any], curve: ThroughputCurve) -> Hardware:
     """The plan's hardware with efficiencies refitted to a measured curve (the user's load test
     overrides the bundled fit), each point at the mean lengths its requests had; a curve with no
-    measurements (points only) is taken at the planning lengths."""
+    measurements (points only) is taken on the plan's workload (``planning_state``)."""
     measured = curve.measurements or tuple(
-        Measurement(c, t, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, False, curve.source)
+        Measurement(
+            c, t, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, False, curve.source, PLAN_EXPONENTIAL_LENGTHS
+        )
         for c, t in curve.points
     )
     try:
@@ -216,10 +218,8 @@ class ReplicaModel:
         return 1.0 / self.curve.per_sequence(max(1, seqs))
 
     def saturated_tokens_per_s(self) -> float:
-        """Output tokens/s at max_num_seqs for the planning lengths."""
+        """Output tokens/s at max_num_seqs on the plan's workload (``planning_state``)."""
         if self.hardware is None:
             return self.curve.aggregate(self.max_num_seqs)
         limits = SchedulerLimits(self.max_num_seqs, self.max_num_batched_tokens, self.kv_cache_tokens)
-        return steady_state(
-            self.hardware, limits, self.max_num_seqs, PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS
-        ).output_tokens_per_second
+        return planning_state(self.hardware, limits, self.max_num_seqs).output_tokens_per_second

@@ -19,6 +19,7 @@ from deepseek_eks.sizing.performance import (
     SchedulerLimits,
     default_max_num_batched_tokens,
     hardware,
+    planning_state,
     steady_state,
 )
 from deepseek_eks.sizing.planner import Fit, PlanRequest, evaluate
@@ -181,7 +182,7 @@ def test_a_calibration_is_refitted_at_the_lengths_its_requests_had(tmp_path: Pat
     points = load_test_points(truth, limits, 1024, 128)
     report = tmp_path / "bench.json"
     report.write_text(json.dumps({"points": points}))
-    expected = steady_state(truth, limits, d["max_num_seqs"], 500, 1162).output_tokens_per_second
+    expected = planning_state(truth, limits, d["max_num_seqs"]).output_tokens_per_second
     curve = load_calibration(report)
     assert unstated_lengths(curve.measurements) == [] and "state no lengths" not in curve.source
     assert ReplicaModel.from_plan(d, curve).saturated_tokens_per_s() == pytest.approx(expected, rel=0.05)
@@ -467,7 +468,7 @@ def test_a_calibration_with_exponential_lengths_is_refitted_as_such(tmp_path: Pa
     points = load_test_points(truth, limits, 500, 1162, exponential_lengths=True)
     report = tmp_path / "exponential.json"
     report.write_text(json.dumps({"points": points}))
-    expected = steady_state(truth, limits, d["max_num_seqs"], 500, 1162).output_tokens_per_second
+    expected = planning_state(truth, limits, d["max_num_seqs"]).output_tokens_per_second
     assert ReplicaModel.from_plan(d, load_calibration(report)).saturated_tokens_per_s() == pytest.approx(
         expected, rel=0.05
     )

@@ -71,7 +71,8 @@ def test_plan_carries_throughput_and_cost_per_token(capsys: pytest.CaptureFixtur
     argv = [
         "throughput", "--variant", d["variant"], "--instance-type", d["instance_type"],
         "--concurrency", str(d["max_num_seqs"]), "--prompt-tokens", str(basis["prompt_tokens"]),
-        "--output-tokens", str(basis["output_tokens"]), "--max-model-len", str(d["max_model_len"]), "--json",
+        "--output-tokens", str(basis["output_tokens"]), "--lengths", basis["lengths"],
+        "--max-model-len", str(d["max_model_len"]), "--json",
     ]  # fmt: skip
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["output_tokens_per_second"] == pytest.approx(rate, rel=0.01)
@@ -128,24 +129,38 @@ def test_any_catalogued_type_is_answered_whatever_the_region_offers(
 
 def test_plan_carries_the_hbm_roofline_below_its_own_cost() -> None:
     # The roofline from datasheet figures computed here, not from the module: the KV-limited batch
-    # at the mean length, weights + batch KV over HBM bandwidth per step (dev's 7B is bandwidth-bound).
+    # of the plan's workload (lengths drawn exponentially around 500 / 1,162, as the simulator draws
+    # them: a running sequence holds its prompt and a whole mean output on average, 1,662 tokens),
+    # weights + batch KV over HBM bandwidth per step (dev's 7B is bandwidth-bound).
     from deepseek_eks.sizing.catalog import model_catalog
     from deepseek_eks.sizing.memory import kv_bytes_per_token_per_gpu, weight_bytes_per_gpu
     from deepseek_eks.sizing.performance import read_data
 
     d = plan(PlanRequest("r1-distill-qwen-7b", ("g6",))).to_dict()
+    assert d["throughput_basis"]["lengths"] == "exponential"
     model = model_catalog()[d["variant"]]
     q = __import__("deepseek_eks.sizing.memory", fromlist=["Quantization"]).Quantization(d["quantization"])
-    mean_blocks = -(-(500 + 1162 / 2) // 16)
-    batch = d["kv_cache_tokens"] // 16 // mean_blocks
+    held = 500 + 1162
+    batch = d["kv_cache_tokens"] // 16 // -(-held // 16)
     bandwidth = read_data("gpu_specs.json")["gpus"]["L4"]["memory_gb_s"] * 1e9
     step = (
-        weight_bytes_per_gpu(model, q, 1, 1) + kv_bytes_per_token_per_gpu(model, 1, 1) * batch * 1081
+        weight_bytes_per_gpu(model, q, 1, 1) + kv_bytes_per_token_per_gpu(model, 1, 1) * batch * held
     ) / bandwidth
     expected = d["replica_hourly_usd"] / (batch / step * 3600) * 1e6
     assert d["roofline_usd_per_million_output_tokens"] == pytest.approx(expected, rel=0.01)
     assert d["roofline_usd_per_million_output_tokens"] < d["usd_per_million_output_tokens"]
     assert batch > d["max_num_seqs"]  # the plan runs fewer sequences than the cache holds
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_the_stacks_plans_cost_at_most_twice_their_roofline(stack: str) -> None:
+    """The goal for the example stacks: the plan's $/M output tokens within 2x the HBM roofline
+    of the same workload (the batch rule, the throughput and the roofline all on the planning
+    lengths drawn exponentially)."""
+    from deepseek_eks.automation.api import prepare
+
+    d = prepare(stack).plan.to_dict()
+    assert d["usd_per_million_output_tokens"] <= 2 * d["roofline_usd_per_million_output_tokens"]
 
 
 def test_a_load_test_refits_the_answer_to_the_measured_replica(
