@@ -28,7 +28,14 @@ from statistics import NormalDist
 from .catalog import GPU_FAMILIES, VARIANTS
 from .measured import LoadTestReportError, Measurement, read_load_test, refit_report
 from .memory import Quantization
-from .performance import PLAN_OUTPUT_TOKENS, PLAN_PROMPT_TOKENS, Hardware, SchedulerLimits, steady_state
+from .performance import (
+    PLAN_OUTPUT_TOKENS,
+    PLAN_PROMPT_TOKENS,
+    Hardware,
+    SchedulerLimits,
+    resident_tokens,
+    steady_state,
+)
 from .planner import PlanError, PlanRequest, SizingPlan, plan
 
 SLO_QUANTILE = 0.95
@@ -139,7 +146,7 @@ def kv_slots(limits: SchedulerLimits, prompt_tokens: int, output_tokens: int) ->
     prompt^2 + output^2. ``n`` sequences fit when their sum stays within the cache at the SLO
     quantile (normal approximation of the sum): n m + z sqrt(n v) <= KV tokens.
     """
-    mean = prompt_tokens + output_tokens
+    mean = resident_tokens(prompt_tokens, output_tokens, exponential_lengths=True)
     var = prompt_tokens**2 + output_tokens**2
     z = NormalDist().inv_cdf(SLO_QUANTILE)
     kv = limits.kv_blocks * limits.block_size

@@ -37,6 +37,7 @@ from .performance import (
     PerformanceError,
     SchedulerLimits,
     hardware,
+    length_distribution,
 )
 
 # The arrivals of a point the refit can time: ``concurrency`` clients back to back (the load
@@ -341,7 +342,7 @@ def _measurement(point: Any, where: str, path: Path, model: str | None, setup: R
         output if output is not None else PLAN_OUTPUT_TOKENS,
         prompt is not None,
         str(point.get("source") or path.name),
-        distribution == "exponential",
+        distribution == length_distribution(True),
         model,
         setup,
         str(point.get("arrivals", CLOSED_LOOP)),
