@@ -101,7 +101,10 @@ def _serve(address: str, body: bytes) -> tuple[http.server.HTTPServer, int]:
 
 def _start_prometheus(ns: netns.Netns, target: str, folder: Path) -> subprocess.Popen[bytes]:
     config = {
-        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+        # A scrape that outlasts its timeout (no longer than the interval) marks the series stale,
+        # so a trigger's query reads its `or vector(0)` branch for a moment: on a loaded two-core
+        # CI machine the fake exporter in the test's own process once missed a 1 s timeout.
+        "global": {"scrape_interval": "5s", "scrape_timeout": "5s", "evaluation_interval": "5s"},
         # honor_labels: the served namespace/pod labels stay as served (what the DCGM exporter's
         # exported_* labels and vLLM's own labels look like after kube-prometheus-stack's scrape).
         "scrape_configs": [
@@ -128,6 +131,21 @@ def _query(prometheus: str, query: str) -> list[dict[str, Any]]:
     reply = httpx.get(f"http://{prometheus}:9090/api/v1/query", params={"query": query}, timeout=5)
     result: list[dict[str, Any]] = reply.json()["data"]["result"]
     return result
+
+
+def _served(prometheus: str, query: str) -> Decimal:
+    """The query's value once the fake exporter's series are fresh.
+
+    The triggers fall back to 0 while the pod's series are missing (`or vector(0)`), which a
+    scrape that timed out also causes for a moment; a real 0 is never served here, so a 0 is
+    waited out (and a query that only ever reads 0 fails the wait, naming it)."""
+
+    def nonzero() -> Decimal | None:
+        value = Decimal(_query(prometheus, query)[0]["value"][1])
+        return value or None
+
+    found: Decimal = _wait(f"a non-zero answer to {query}", nonzero, 60)
+    return found
 
 
 def _wait(what: str, check: Any, timeout: float, log: Path | None = None) -> Any:
@@ -185,7 +203,7 @@ def _check_external(
         match = re.match(r"s(\d+)-", metric["name"])
         assert match, metric["name"]
         trigger = scaled["spec"]["triggers"][int(match[1])]
-        expected = Decimal(_query(prometheus, trigger["metadata"]["query"])[0]["value"][1])
+        expected = _served(prometheus, trigger["metadata"]["query"])
         selector = ",".join(f"{k}={v}" for k, v in metric["selector"]["matchLabels"].items())
         url = f"/apis/external.metrics.k8s.io/v1beta1/namespaces/deepseek/{metric['name']}"
 
@@ -347,10 +365,8 @@ def test_adapter_and_keda_serve_the_rendered_metrics(renders: dict[str, Path], t
                         operator_log,
                     )
                     _check_external(api, prometheus.address, scaled, created, keda.programs)
-                    values = {
-                        Decimal(_query(prometheus.address, t["metadata"]["query"])[0]["value"][1])
-                        for t in scaled["spec"]["triggers"]
-                    }
+                    queries = [t["metadata"]["query"] for t in scaled["spec"]["triggers"]]
+                    values = {_served(prometheus.address, q) for q in queries}
                     assert values == {GPU_UTIL, WAITING}  # both triggers read what was served
                 for apiservice in (CUSTOM_METRICS, EXTERNAL_METRICS):  # withdrawn with their servers
                     gone = api.call("GET", f"/apis/apiregistration.k8s.io/v1/apiservices/{apiservice}")
