@@ -6,9 +6,11 @@ Expected values come from reference/upstream snapshots or are worked out by hand
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import zoneinfo
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -187,49 +189,74 @@ def test_reactive_plan_does_not_see_ahead() -> None:
     assert plans[0] != plans[1]  # the later minutes do differ
 
 
+class ProdStep:
+    """prod on a 12-hour step, with each run the tests compare made once and shared: the oracle,
+    the stack's own autoscaler, the published guides and the fixed-fleet frontier each take tens
+    of seconds, and several tests judge the same runs against each other."""
+
+    def __init__(self) -> None:
+        from deepseek_eks.perf.simulate.replica import published_curve
+
+        self.inputs = load_stack("prod")
+        self.curve = published_curve(self.inputs.plan)
+        spec = TraceSpec(profile="step", hours=12, seed=5, lengths=LengthProfile(200, 300))
+        self.trace, self.duration, _ = build_trace(spec, self.inputs, self.curve)
+
+    @property
+    def args(self) -> tuple:
+        return self.inputs, self.trace, self.duration, self.curve
+
+    @functools.cached_property
+    def oracle(self) -> Any:
+        return oracle(*self.args)
+
+    @functools.cached_property
+    def own(self) -> Any:
+        return simulate(*self.args)
+
+    @functools.cached_property
+    def guides(self) -> list[Any]:
+        return [simulate(*self.args, g) for g in guides()]
+
+    @functools.cached_property
+    def frontier(self) -> list[Any]:
+        return frontier(*self.args)
+
+
 @pytest.fixture(scope="module")
-def prod_step() -> tuple:
-    inputs = load_stack("prod")
-    from deepseek_eks.perf.simulate.replica import published_curve
-
-    curve = published_curve(inputs.plan)
-    spec = TraceSpec(profile="step", hours=12, seed=5, lengths=LengthProfile(200, 300))
-    trace, duration, _ = build_trace(spec, inputs, curve)
-    return inputs, curve, trace, duration
+def prod_step() -> ProdStep:
+    return ProdStep()
 
 
-def test_oracle_uses_no_more_gpu_hours_than_any_run_at_equal_attainment(prod_step) -> None:
-    inputs, curve, trace, duration = prod_step
-    best = oracle(inputs, trace, duration, curve)
+def test_oracle_uses_no_more_gpu_hours_than_any_run_at_equal_attainment(prod_step: ProdStep) -> None:
+    best = prod_step.oracle
     assert best.summary.label == ORACLE
     # It runs a plan or a fixed fleet, never the stack's HPA or ScaledObject, and says so.
     assert best.summary.autoscaler.startswith(f"{ORACLE}: ")
     assert best.summary.autoscaler.endswith(", no autoscaler")
-    others = [simulate(inputs, trace, duration, curve, g) for g in guides()]
-    others += frontier(inputs, trace, duration, curve)
-    others.append(simulate(inputs, trace, duration, curve))
+    others = [*prod_step.guides, *prod_step.frontier, prod_step.own]
     for run in others:
         if run.summary.ttft_slo_attainment >= best.summary.ttft_slo_attainment:
             assert best.summary.gpu_hours <= run.summary.gpu_hours, run.summary.label
 
 
-def test_the_oracle_held_to_min_replicas_never_plans_below_it(prod_step) -> None:
+def test_the_oracle_held_to_min_replicas_never_plans_below_it(prod_step: ProdStep) -> None:
     """prod keeps 2 replicas at least (its stack file says why): the oracle compare adds after the
     plain one holds that floor from the first minute, so it pays at least the floor's GPU-hours,
     which the plain oracle (free to drop to one) need not."""
-    inputs, curve, trace, duration = prod_step
+    inputs, _, duration, _ = prod_step.args
     floor = int(inputs.plan["min_replicas"])
     assert floor == 2
-    held = oracle(inputs, trace, duration, curve, floor=floor, label=ORACLE_AT_MIN_REPLICAS).summary
+    held = oracle(*prod_step.args, floor=floor, label=ORACLE_AT_MIN_REPLICAS).summary
     assert held.label == ORACLE_AT_MIN_REPLICAS and held.autoscaler.startswith(f"{ORACLE_AT_MIN_REPLICAS}: ")
     floor_gpu_hours = floor * int(inputs.plan["gpus_per_replica"]) * duration / 3600
     assert held.gpu_hours >= floor_gpu_hours
-    assert oracle(inputs, trace, duration, curve).summary.gpu_hours < floor_gpu_hours
+    assert prod_step.oracle.summary.gpu_hours < floor_gpu_hours
 
 
-def test_reactive_baseline_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_step) -> None:
-    inputs, curve, trace, duration = prod_step
-    bound = reactive_baseline(inputs, trace, duration, curve)
+def test_reactive_baseline_meets_the_goal_no_cheaper_than_the_signals_that_do(prod_step: ProdStep) -> None:
+    inputs, trace, duration, curve = prod_step.args
+    bound = reactive_baseline(*prod_step.args)
     summary = bound.run.summary
     assert summary.label == REACTIVE_BASELINE
     assert summary.ttft_slo_attainment >= ATTAINMENT_GOAL
@@ -238,9 +265,8 @@ def test_reactive_baseline_meets_the_goal_no_cheaper_than_the_signals_that_do(pr
     # the goal costs at least this plan. It is the cheapest of a family of plans, not a bound on
     # every signal: with the operator step model the stack's own combined signal meets the goal
     # for 191.9 GPU-hours against its 192.0, so the stack's signal is only held to within 1 %.
-    own = simulate(inputs, trace, duration, curve).summary
-    signals = [simulate(inputs, trace, duration, curve, g) for g in guides()]
-    meeting = [r.summary for r in signals if r.summary.ttft_slo_attainment >= ATTAINMENT_GOAL]
+    own = prod_step.own.summary
+    meeting = [r.summary for r in prod_step.guides if r.summary.ttft_slo_attainment >= ATTAINMENT_GOAL]
     if own.ttft_slo_attainment >= ATTAINMENT_GOAL:
         assert summary.gpu_hours <= own.gpu_hours * 1.01, own.label
     assert meeting or own.ttft_slo_attainment >= ATTAINMENT_GOAL, "no signal meets the goal"
@@ -255,9 +281,8 @@ def test_reactive_baseline_meets_the_goal_no_cheaper_than_the_signals_that_do(pr
     assert lower_run.ttft_slo_attainment < ATTAINMENT_GOAL
 
 
-def test_frontier_stops_at_the_first_fleet_meeting_the_goal(prod_step) -> None:
-    inputs, curve, trace, duration = prod_step
-    runs = frontier(inputs, trace, duration, curve)
+def test_frontier_stops_at_the_first_fleet_meeting_the_goal(prod_step: ProdStep) -> None:
+    runs = prod_step.frontier
     attainment = [r.summary.ttft_slo_attainment for r in runs]
     assert [r.summary.label for r in runs] == [f"fixed:{n}" for n in range(1, len(runs) + 1)]
     assert all(a < 0.99 for a in attainment[:-1])
