@@ -141,8 +141,8 @@ def _served(prometheus: str, query: str) -> Decimal:
     waited out (and a query that only ever reads 0 fails the wait, naming it)."""
 
     def nonzero() -> Decimal | None:
-        value = Decimal(_query(prometheus, query)[0]["value"][1])
-        return value or None
+        result = _query(prometheus, query)  # empty while neither branch has a sample yet
+        return (Decimal(result[0]["value"][1]) or None) if result else None
 
     found: Decimal = _wait(f"a non-zero answer to {query}", nonzero, 60)
     return found
