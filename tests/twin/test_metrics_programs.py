@@ -101,9 +101,10 @@ def _serve(address: str, body: bytes) -> tuple[http.server.HTTPServer, int]:
 
 def _start_prometheus(ns: netns.Netns, target: str, folder: Path) -> subprocess.Popen[bytes]:
     config = {
-        # A scrape that outlasts its timeout (no longer than the interval) marks the series stale,
-        # so a trigger's query reads its `or vector(0)` branch for a moment: on a loaded two-core
-        # CI machine the fake exporter in the test's own process once missed a 1 s timeout.
+        # A scrape that outlasts its timeout marks the series stale, so a trigger's query reads its
+        # `or vector(0)` branch for a moment: on a loaded two-core CI machine the fake exporter in
+        # the test's own process once missed a 1 s timeout. An unset timeout is min(10 s, interval)
+        # and a longer one is refused (github.com/prometheus/prometheus v0.314.0 config/config.go:668-673).
         "global": {"scrape_interval": "5s", "scrape_timeout": "5s", "evaluation_interval": "5s"},
         # honor_labels: the served namespace/pod labels stay as served (what the DCGM exporter's
         # exported_* labels and vLLM's own labels look like after kube-prometheus-stack's scrape).
