@@ -4,6 +4,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STACK  ?= dev
 OUT    ?= build/rendered
+# Test processes for `make test` (pytest-xdist); `TEST_JOBS=auto` takes one per CPU. Two halve the
+# suite's time on CI's 2 cores: much of it waits on the twin's programs, not the CPU.
+TEST_JOBS ?= 2
 
 .PHONY: venv checkov-venv docs-venv docs generate render plan urns urns-update pins test lint typecheck check clean twin twin-build twin-capacity twin-loop
 
@@ -54,8 +57,8 @@ urns-update: venv ## rewrite tests/snapshots after a reviewed URN change (commit
 pins: venv ## every pinned version with its upstream source; fails when reference data lags
 	$(PY) -m automation pins
 
-test: venv checkov-venv ## the whole test suite
-	$(PY) -m pytest
+test: venv checkov-venv ## the whole test suite, on TEST_JOBS processes (default 2)
+	$(PY) -m pytest -n $(TEST_JOBS)
 
 twin-build: ## build the twin's binaries from the Go module proxy (once; cached outside the tree)
 	twin/build.sh

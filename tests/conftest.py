@@ -12,6 +12,67 @@ from deepseek_eks.automation.render import construct as run_build
 from deepseek_eks.automation.stackfile import StackConfig, read_stack
 from deepseek_eks.settings import PROJECT
 
+# `make test` runs the suite on several processes (pytest-xdist). Each test is sent with its group:
+# by default its module, so a module's fixtures (a twin, a render, a simulated day) are made once,
+# on one process. Tests that share something beyond their module run as one group: each of these
+# folders' session fixtures and engine state, and the host network the loop builds
+# (twin/netns.py removes a bridge of its prefix that it finds, so two at once would tear down each
+# other's).
+SHARED_GROUPS: dict[str, tuple[str, ...]] = {
+    "engine": ("tests/engine/",),
+    "package": ("tests/package/",),
+    "host-network": (
+        "tests/twin/test_loop.py",
+        "tests/twin/test_loop_units.py",
+        "tests/twin/test_metrics_programs.py",
+    ),
+}
+# Groups handed out first, so that no process is left with a long one at the end while the other
+# idles: those that run real programs (the engine, the twin's loop and capacity) or simulate days.
+# Only the order changes; every test runs either way.
+LONG_FIRST = (
+    "engine",
+    "host-network",
+    "tests/twin/",
+    "tests/unit/test_simulate",
+    "tests/docs/test_doc_examples",
+)
+
+
+def schedule_group(relative: str) -> str:
+    """The group a test file's tests are scheduled in: a shared group it belongs to, or itself."""
+    for group, prefixes in SHARED_GROUPS.items():
+        if any(relative.startswith(prefix) for prefix in prefixes):
+            return group
+    return relative
+
+
+def _rank(group: str) -> int:
+    return next((i for i, prefix in enumerate(LONG_FIRST) if group.startswith(prefix)), len(LONG_FIRST))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Only on xdist's workers: a plain run keeps the files' order. Every worker sorts alike, so
+    # their collections still agree, as xdist requires.
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: _rank(schedule_group(item.nodeid.split("::", 1)[0])))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    # xdist's own `--dist loadgroup` reads marks into node ids through an attribute pytest 9.2 no
+    # longer has (Node.nodeid reads `_id`), so it sends every test alone: group here instead.
+    if config.getvalue("dist") != "load":  # `-n N` alone means "load"; another --dist asked is kept
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return schedule_group(nodeid.split("::", 1)[0])
+
+    config.option.loadscopereorder = False  # keep LONG_FIRST's order, not the most tests first
+    return GroupScheduling(config, log)
+
 
 @pytest.fixture(autouse=True)
 def hermetic_aws(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from google.protobuf.json_format import MessageToJson
 
-from tests.package_tree import package_tree
+from tests.package_tree import build_lock, package_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 GENERIC = ("components", "settings", "sizing", "promql", "automation", "policy")
@@ -31,26 +31,27 @@ SKIP = {".venv", ".venv-checkov", ".venv-docs", "build", ".git", "reference", "n
 
 
 def _build_wheel(out: Path) -> Path:
-    # setuptools copies into build/lib and packs what is there: a file deleted or renamed in the
-    # checkout since the last build would otherwise still be in the wheel.
-    for stale in (ROOT / "build" / "lib", *ROOT.glob("build/bdist.*")):
-        shutil.rmtree(stale, ignore_errors=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            ".",
-        ],
-        cwd=ROOT,
-        check=True,
-    )
+    with build_lock():
+        # setuptools copies into build/lib and packs what is there: a file deleted or renamed in the
+        # checkout since the last build would otherwise still be in the wheel.
+        for stale in (ROOT / "build" / "lib", *ROOT.glob("build/bdist.*")):
+            shutil.rmtree(stale, ignore_errors=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "--no-build-isolation",
+                "-q",
+                "-w",
+                str(out),
+                ".",
+            ],
+            cwd=ROOT,
+            check=True,
+        )
     (wheel,) = out.glob("deepseek_eks-*.whl")
     return wheel
 
