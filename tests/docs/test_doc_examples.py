@@ -244,6 +244,7 @@ def test_the_documents_hold_examples() -> None:
 
 
 @pytest.mark.parametrize("block", SHELL, ids=[b.where for b in SHELL])
+@pytest.mark.timeout(TIMEOUT_S)  # README's `simulate --compare` takes 2-3 minutes beside another test process
 def test_shell_block(block: Block, runner: Runner) -> None:
     problems = []
     for argv, comment in commands(block):

@@ -81,6 +81,7 @@ def _loop(stack: str, overrides: tuple[str, ...], as_args: bool = False) -> tupl
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.timeout(900)  # as the loop's own: r1's takes 4-5 minutes beside another test process
 def test_the_loop_holds(case: str) -> None:
     if case not in IN_CI and os.environ.get("DEEPSEEK_EKS_LOOP_ALL") != "1":
         ci = ", ".join(IN_CI)
@@ -139,6 +140,7 @@ WAKE = (
 )
 
 
+@pytest.mark.timeout(900)
 def test_a_service_at_zero_wakes_on_a_queued_request() -> None:
     """dev with llm-d's router (a stand-in serving its queue gauges) and router-queue at
     minReplicas 0: KEDA (real) holds zero, activates on one queued request, the replica turns

@@ -48,6 +48,9 @@ from deepseek_eks.settings.schedule import Cron, CronError, ScheduledFloor
 from tests.unit.test_simulate_engine import fixed_config
 
 ROOT = Path(__file__).parents[2]
+# The prod-step runs the module shares take two to three minutes each beside another test process.
+pytestmark = pytest.mark.timeout(600)
+
 GUIDES = json.loads((ROOT / "reference/upstream/seed-guides/guides.json").read_text())
 UPSTREAM = json.loads((ROOT / "reference/upstream/hpa-keda-controllers.json").read_text())
 
