@@ -60,8 +60,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    # xdist's own `--dist loadgroup` reads marks into node ids through an attribute pytest 9.2 no
-    # longer has (Node.nodeid reads `_id`), so it sends every test alone: group here instead.
+    # xdist's own `--dist loadgroup` writes a test's group into `item._nodeid` (xdist 3.8.0
+    # remote.py:241-253), which pytest 9.2 no longer reads (Node.nodeid returns `_id`,
+    # _pytest/nodes.py:289-292), so it sends every test alone: group here instead.
     if config.getvalue("dist") != "load":  # `-n N` alone means "load"; another --dist asked is kept
         return None
     from xdist.scheduler import LoadScopeScheduling
