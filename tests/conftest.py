@@ -39,8 +39,10 @@ LONG_FIRST = (
 )
 
 
-def schedule_group(relative: str) -> str:
-    """The group a test file's tests are scheduled in: a shared group it belongs to, or itself."""
+def schedule_group(nodeid: str) -> str:
+    """The group a test (its node id, or its file's path from the root) is scheduled in: a shared
+    group its file belongs to, or its file."""
+    relative = nodeid.split("::", 1)[0]
     for group, prefixes in SHARED_GROUPS.items():
         if any(relative.startswith(prefix) for prefix in prefixes):
             return group
@@ -55,7 +57,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     # Only on xdist's workers: a plain run keeps the files' order. Every worker sorts alike, so
     # their collections still agree, as xdist requires.
     if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: _rank(schedule_group(item.nodeid.split("::", 1)[0])))
+        items.sort(key=lambda item: _rank(schedule_group(item.nodeid)))
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -69,7 +71,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class GroupScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return schedule_group(nodeid.split("::", 1)[0])
+            return schedule_group(nodeid)
 
     config.option.loadscopereorder = False  # keep LONG_FIRST's order, not the most tests first
     return GroupScheduling(config, log)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
-from tests.conftest import LONG_FIRST, SHARED_GROUPS, schedule_group
+from tests.conftest import LONG_FIRST, SHARED_GROUPS, pytest_xdist_make_scheduler, schedule_group
 
 ROOT = Path(__file__).resolve().parents[2]
 # What builds the loop's host network (twin/netns.py's bridge, removed by prefix when one starts):
@@ -30,6 +32,27 @@ def test_shared_folders_are_one_group_and_other_modules_their_own() -> None:
     assert len(engine) > 1 and {schedule_group(f) for f in engine} == {"engine"}
     assert len(package) > 1 and {schedule_group(f) for f in package} == {"package"}
     assert schedule_group("tests/unit/test_stackfile.py") == "tests/unit/test_stackfile.py"
+    assert schedule_group("tests/unit/test_stackfile.py::test_a[x]") == "tests/unit/test_stackfile.py"
+
+
+def _config(dist: str) -> Any:
+    values = {"dist": dist, "tx": ["2*popen"]}
+    return SimpleNamespace(getvalue=values.__getitem__, option=SimpleNamespace(loadscopereorder=True))
+
+
+def test_the_suites_scheduler_hands_out_groups_in_the_long_first_order() -> None:
+    config = _config("load")  # what `-n 2` alone asks for
+    scheduler = pytest_xdist_make_scheduler(config, None)
+    # xdist's scheduler makes its units with this split, in the order the workers collected
+    # (the workers sort by LONG_FIRST; the scheduler keeps it rather than the most tests first)
+    assert not config.option.loadscopereorder
+    split = scheduler._split_scope
+    assert split("tests/engine/test_engine_dev_stack.py::t") == split("tests/engine/test_engine_random.py::t")
+    assert split("tests/twin/test_loop.py::t[dev]") == split("tests/twin/test_metrics_programs.py::t")
+    assert split("tests/unit/test_stackfile.py::a") == split("tests/unit/test_stackfile.py::b[1]")
+    assert split("tests/unit/test_stackfile.py::a") != split("tests/unit/test_cli_help.py::a")
+    # another --dist asked for on the command line is xdist's own
+    assert pytest_xdist_make_scheduler(_config("loadfile"), None) is None
 
 
 def test_every_long_first_prefix_names_a_group_or_a_module_that_exists() -> None:
