@@ -460,7 +460,9 @@ def step_scenario(
     high = max(s.desired_replicas for s in report.timeline)
     down_window, down_periods = _window_s(autoscaler, "scaleDown")
     steps_down = max(0, high - floor)
-    # The queue the burst left behind keeps the queue and concurrency signals up until it drains.
+    # The queue the burst left behind keeps the queue and concurrency signals up until it drains,
+    # and the batch then runs down over a request's service time (GPU utilization reads 100 while
+    # one runs): the stand-in's drain_seconds counts both.
     drain = drain_s()
     report.timings["backlog_drain_s"] = drain
     down_budget = drain + down_window + steps_down * max(down_periods or [1]) + tolerance

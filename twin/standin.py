@@ -1,25 +1,24 @@
 """A stand-in for each ready vLLM pod's ``/metrics`` and for dcgm-exporter on each GPU node, driven
 by the replica model, for the twin's Prometheus to scrape.
 
-The model: steady state per tick plus one transient, a fluid backlog. ``set_state`` takes the
-arrival rate the scenario sends and the ready pods; the load balancer's round robin splits it
-evenly (the ALB default: perf/simulate/stack.py ``routing``), so each pod sees ``lambda /
-n`` requests/s. For that rate the replica model (sizing/performance.py ``planning_state``: the
-plan's workload, hardware and scheduler limits, through perf/simulate/replica.py) gives, at each
-integer concurrency up to what the replica runs at once, the requests/s it completes; the
-running sequences are the concurrency that completes ``lambda / n`` (interpolated between
-integers, so a gauge can read 0.4), which is Little's law over the model's service time. Then:
+The model: a fluid count of the requests in each pod. ``set_state`` takes the arrival rate the
+scenario sends and the ready pods; the load balancer's round robin splits it evenly (the ALB
+default: perf/simulate/stack.py ``routing``), so each pod receives ``lambda / n`` requests/s.
+The replica model (sizing/performance.py ``planning_state``: the plan's workload, hardware and
+scheduler limits, through perf/simulate/replica.py) gives, at each integer concurrency up to what
+the replica runs at once, the requests/s it completes (interpolated between integers). A pod's
+count ``N`` moves as arrivals minus completions, ``dN/dt = lambda / n - completed(min(N,
+max_running))``, in scenario seconds (``compression``), between calls and up to each scrape. Below
+saturation it settles where completions match arrivals, the concurrency of Little's law over the
+model's service time; above it the batch stays full and the excess queues for as long as the
+overload lasts, and drains at the saturated rate once the share falls under it. A step of load
+thus builds up over about one request's service time, as requests arrive, and the last requests
+run on after the load stops (the plan's lengths are exponential, so what remains of them is too:
+the count decays as the fluid's does). Then:
 
-- ``vllm:num_requests_running``: those sequences.
-- ``vllm:num_requests_waiting``: 0 below the replica's saturated rate (the model is deterministic:
-  a slot is free whenever a request arrives); above it, the requests that arrive in excess during
-  one request's service at a full batch, ``(lambda / n - mu) x service``. An overloaded queue has
-  no steady state (it grows for as long as the overload lasts): so the stand-in also keeps a
-  backlog per pod across calls, its share of the arrivals beyond what it completes at saturation,
-  in scenario seconds (``compression``), drained at that rate once its share is under it; the pod
-  then waits ``max(that convention, its backlog)`` with a full batch. Without it a burst's queue would
-  vanish the instant the load falls, and scale-in would start a drain too early.
-- ``vllm:kv_cache_usage_perc``: the blocks those sequences hold on average on the plan's
+- ``vllm:num_requests_running``: ``min(N, max_running)``.
+- ``vllm:num_requests_waiting``: the rest, ``N - max_running`` when positive.
+- ``vllm:kv_cache_usage_perc``: the blocks the running sequences hold on average on the plan's
   workload (``resident_tokens``: prompt + a whole mean output for exponential lengths, as
   ``steady_state`` sizes the batch), counted as the simulator counts them (perf/simulate/engine.py
   ``kv_cache_usage``).
@@ -28,9 +27,14 @@ integers, so a gauge can read 0.4), which is Little's law over the model's servi
   expectation over the instants a collection may fall on: busy a fraction ``min(1, running)`` of
   the time. A pod still loading its weights holds its GPUs and reads 0, as in the simulator.
 
+The pods ready at the first call start in the steady state of their share (the simulator starts
+its floor so; on a cluster the floor has served for long); under overload, with a full batch and
+nothing queued yet. A pod that turns ready later starts empty, and a queue stays in the pod that
+took it (vLLM never hands a waiting request to another replica).
+
 What it is not: no arrival randomness (a real queue waits below saturation too), no warm-up,
-preemption or request-length spread (the simulator's engine.py models those), no histograms (TTFT,
-queue time): only the four series the autoscaling signals read."""
+preemption or lengths per request (the simulator's engine.py models those; the fluid follows their
+means), no histograms (TTFT, queue time): only the four series the autoscaling signals read."""
 
 from __future__ import annotations
 
@@ -87,6 +91,16 @@ DCGM_RELEASE = "dcgm-exporter"
 DCGM_CONTAINER = "exporter"
 DCGM_PORT_NAME = "metrics"
 DCGM_PORT = 9400
+
+
+# The fluid is integrated in steps of at most this share of the shortest time constant it has (one
+# request's service alone, ``1 / completed(1)``; completions grow no faster with the count than
+# that), by Heun's method: well inside its stability bound, and within a few parts in a thousand
+# of the exact curve.
+STEP_SHARE_OF_TIME_CONSTANT = 0.1
+# With no arrivals the fluid only tends to empty; below this many requests the pod is empty
+# (its GPUs then read below 0.1 % busy anyway).
+EMPTY_BELOW = 1e-3
 
 
 @dataclass(frozen=True)
@@ -210,9 +224,10 @@ class StandIn:
         # loop's time compression): the backlog grows and drains in scenario seconds.
         self.compression = compression
         self._clock = clock
-        # Per ready pod, the requests queued beyond what it serves (a fluid model, see set_state).
-        self._backlog: dict[PodRef, float] = {}
+        # Per ready pod, the requests in it, running and waiting (the module's fluid count).
+        self._in_pod: dict[PodRef, float] = {}
         self._last: float | None = None
+        self._started = False
         self.namespace = namespace
         self.model_name = model_name
         self.floor = floor
@@ -236,8 +251,7 @@ class StandIn:
         self.max_running = states[-1].running
         self._rps = [0.0] + [s.requests_per_second for s in states[: self.max_running]]
         self.saturated_rps = states[-1].requests_per_second
-        # A request's time in the batch at full load: its output at the full batch's token interval.
-        self.service_s = PLAN_OUTPUT_TOKENS * states[-1].itl_s
+        self._step_s = STEP_SHARE_OF_TIME_CONSTANT / self._rps[1]
         self._lock = threading.Lock()
         self._arrival_rps = 0.0
         self._ready: tuple[PodRef, ...] = ()
@@ -292,18 +306,48 @@ class StandIn:
         saturated = self.replica.saturated_tokens_per_s() * (1 + 1e-9)
         return _needs(tokens_per_step, saturated, 1.0, self.floor, ahead=False)[0]
 
-    def pod_values(self, pod_rps: float) -> PodValues:
-        """The values one replica serves at ``pod_rps`` requests/s (see the module's model)."""
-        if pod_rps <= 0:
-            return IDLE
+    def completed_rps(self, in_pod: float) -> float:
+        """Requests/s one replica completes with ``in_pod`` requests in it: the model's rate at that
+        concurrency (interpolated), the saturated rate once the batch is full."""
+        if in_pod <= 0:
+            return 0.0
+        if in_pod >= self.max_running:
+            return self.saturated_rps
+        c = math.floor(in_pod)
+        return self._rps[c] + (in_pod - c) * (self._rps[c + 1] - self._rps[c])
+
+    def steady_count(self, pod_rps: float) -> float:
+        """The requests in a replica that receives ``pod_rps`` requests/s once it has settled: the
+        concurrency whose completions match them (Little's law over the model's service time);
+        a full batch at or above saturation (then the queue grows without a steady state)."""
         rps = self._rps
+        if pod_rps <= 0:
+            return 0.0
         if pod_rps >= rps[-1]:
-            running = float(self.max_running)
-            waiting = (pod_rps - rps[-1]) * self.service_s
-        else:
-            c = next(i for i in range(1, len(rps)) if rps[i] >= pod_rps)
-            running = c - 1 + (pod_rps - rps[c - 1]) / (rps[c] - rps[c - 1])
-            waiting = 0.0
+            return float(self.max_running)
+        c = next(i for i in range(1, len(rps)) if rps[i] >= pod_rps)
+        return c - 1 + (pod_rps - rps[c - 1]) / (rps[c] - rps[c - 1])
+
+    def count_after(self, in_pod: float, pod_rps: float, seconds: float) -> float:
+        """The requests in a replica ``seconds`` scenario seconds on, from ``in_pod``, while it
+        receives ``pod_rps`` requests/s: ``dN/dt = pod_rps - completed_rps(N)``."""
+        if seconds <= 0:
+            return in_pod
+        steps = max(1, math.ceil(seconds / self._step_s))
+        h = seconds / steps
+        n = in_pod
+        for _ in range(steps):
+            slope = pod_rps - self.completed_rps(n)
+            guess = max(0.0, n + h * slope)
+            n = max(0.0, n + h * (slope + pod_rps - self.completed_rps(guess)) / 2)
+        return 0.0 if pod_rps <= 0 and n < EMPTY_BELOW else n
+
+    def pod_values(self, in_pod: float) -> PodValues:
+        """What one replica serves with ``in_pod`` requests in it (see the module's model)."""
+        if in_pod <= 0:
+            return IDLE
+        running = min(in_pod, float(self.max_running))
+        waiting = max(0.0, in_pod - self.max_running)
         tokens = round(
             running * resident_tokens(PLAN_PROMPT_TOKENS, PLAN_OUTPUT_TOKENS, PLAN_EXPONENTIAL_LENGTHS)
         )
@@ -311,6 +355,16 @@ class StandIn:
         busy = min(1.0, running)
         util = busy * gpu_utilization_sample(1) + (1 - busy) * gpu_utilization_sample(0)
         return PodValues(running, waiting, kv, util)
+
+    def _advance(self) -> None:
+        """Move every ready pod's count on to now, at the arrivals and pods set last (under the lock)."""
+        now = self._clock()
+        if self._last is not None and self._ready:
+            elapsed = (now - self._last) * self.compression
+            share = self._arrival_rps / len(self._ready)
+            for pod in self._ready:
+                self._in_pod[pod] = self.count_after(self._in_pod.get(pod, 0.0), share, elapsed)
+        self._last = now
 
     def set_state(
         self,
@@ -324,49 +378,44 @@ class StandIn:
         ``followers`` maps each worker of a serving multi-node replica to its leader (in ``ready``):
         its GPUs run that replica's batch, and it serves no metrics of its own."""
         with self._lock:
-            # Each pod's backlog carries over between calls: its share of the arrivals beyond
-            # what it completes at saturation queues up in its own vLLM, and drains at that rate
-            # once its share is under it. A queue stays in the pod that took it (the load balancer
-            # routes on arrival; vLLM never hands a waiting request to another replica), so a pod
-            # that turns ready later starts empty, and a burst's queue outlives the burst.
-            now = self._clock()
-            if self._last is not None and self._ready:
-                elapsed = (now - self._last) * self.compression
-                share = self._arrival_rps / len(self._ready)
-                for pod in self._ready:
-                    queued = self._backlog.get(pod, 0.0) + (share - self.saturated_rps) * elapsed
-                    self._backlog[pod] = max(0.0, queued)
-            self._last = now
-            self._backlog = {p: q for p, q in self._backlog.items() if p in ready}
+            # What happened since the last call ran at the last call's load and pods.
+            self._advance()
             self._arrival_rps = max(0.0, float(arrival_rps))
+            if not self._started and ready:
+                # The first pods: the steady state of their share (the module's docstring).
+                self._started = True
+                settled = self.steady_count(self._arrival_rps / len(ready))
+                self._in_pod = {pod: settled for pod in ready}
+            # A pod that left the load balancer takes its requests with it; a new one starts empty.
+            self._in_pod = {pod: self._in_pod.get(pod, 0.0) for pod in ready}
             self._ready = tuple(ready)
             self._followers = {w: lead for w, lead in (followers or {}).items() if lead in self._ready}
             self._loading = tuple(p for p in loading if p not in ready and p not in self._followers)
 
     def drain_seconds(self) -> float:
-        """Clock seconds until the longest queue now held empties at its pod's saturated rate with
-        no more arrivals (what a scale-in must wait for beyond its stabilization window)."""
+        """Clock seconds until, with no more arrivals, the fullest pod is down to its last request
+        (its queue drained at the saturated rate, then its batch run down): when the signals of a
+        scale-in start to fall (what a scale-in must wait for beyond its stabilization window)."""
         with self._lock:
-            longest = max(self._backlog.values(), default=0.0)
-        return longest / self.saturated_rps / self.compression
+            self._advance()
+            fullest = max(self._in_pod.values(), default=0.0)
+        seconds = 0.0
+        # The queue empties at the saturated rate; the batch then runs down as the fluid does.
+        if fullest > self.max_running:
+            seconds += (fullest - self.max_running) / self.saturated_rps
+            fullest = float(self.max_running)
+        while fullest > 1.0:
+            fullest = self.count_after(fullest, 0.0, self._step_s)
+            seconds += self._step_s
+        return seconds / self.compression
 
     def _snapshot(self) -> tuple[dict[PodRef, PodValues], tuple[PodRef, ...]]:
         with self._lock:
-            ready, loading, rate = self._ready, self._loading, self._arrival_rps
-            backlog = dict(self._backlog)
+            self._advance()
+            ready, loading = self._ready, self._loading
+            counts = dict(self._in_pod)
             followers = dict(self._followers)
-        per_pod = self.pod_values(rate / len(ready)) if ready else IDLE
-        values = {}
-        for pod in ready:
-            queued = backlog.get(pod, 0.0)
-            if queued > 0:
-                # A backlog keeps the pod's batch full and its queue waiting.
-                full = self.pod_values(max(rate / len(ready), self.saturated_rps))
-                values[pod] = PodValues(
-                    full.running, max(full.waiting, queued), full.kv_cache_usage, full.gpu_utilization
-                )
-            else:
-                values[pod] = per_pod
+        values = {pod: self.pod_values(counts.get(pod, 0.0)) for pod in ready}
         values.update({worker: values[leader] for worker, leader in followers.items()})
         values.update({p: IDLE for p in loading})
         return values, ready

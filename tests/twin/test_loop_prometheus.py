@@ -71,24 +71,35 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+class ManualClock:
+    """The stand-in's clock, moved only by the test: the values hold still while the queries are
+    compared (the stand-in's counts move with time; tests/twin/test_standin.py covers how)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+Scraped = tuple[StandIn, Prometheus, Callable[[], None], ManualClock]
+
+
 @pytest.fixture
-def scraped(
-    tmp_path: Path, renders: dict[str, Path]
-) -> Iterator[Callable[[str], tuple[StandIn, Prometheus, Callable[[], None]]]]:
+def scraped(tmp_path: Path, renders: dict[str, Path]) -> Iterator[Callable[[str], Scraped]]:
     """Start the stand-in's server and Prometheus for a stack; the third item re-publishes the
-    stand-in's targets after a change of pods."""
+    stand-in's targets after a change of pods, the fourth is the stand-in's clock."""
     with contextlib.ExitStack() as stack:
 
-        def start(name: str) -> tuple[StandIn, Prometheus, Callable[[], None]]:
-            # A frozen clock: the values hold still while the queries are compared (a backlog
-            # would grow under the overload these tests serve; tests/twin/test_standin.py covers it).
-            standin = StandIn.from_render(renders[name], clock=lambda: 0.0)
+        def start(name: str) -> Scraped:
+            clock = ManualClock()
+            standin = StandIn.from_render(renders[name], clock=clock)
             base = stack.enter_context(standin.serving(LOOPBACK, 0)).removeprefix("http://")
             listen = f"{LOOPBACK}:{free_port()}"
             prometheus = stack.enter_context(
                 running_prometheus(renders[name], tmp_path / name, listen, scrape_interval_s=SCRAPE_S)
             )
-            return standin, prometheus, lambda: prometheus.set_targets(standin.targets(base))
+            return standin, prometheus, lambda: prometheus.set_targets(standin.targets(base)), clock
 
         yield start
 
@@ -107,7 +118,7 @@ def _eventually(check: Callable[[], bool], timeout_s: float = 20.0) -> None:
 
 
 def test_keda_triggers_read_the_standin(scraped: Any, renders: dict[str, Path]) -> None:
-    standin, prometheus, publish = scraped("prod-combined")
+    standin, prometheus, publish, clock = scraped("prod-combined")
     triggers = [
         t
         for o in _objects(renders["prod-combined"])
@@ -116,8 +127,10 @@ def test_keda_triggers_read_the_standin(scraped: Any, renders: dict[str, Path]) 
         if t["type"] == "prometheus"
     ]
     assert {t["name"] for t in triggers} == {"queue-depth", "gpu-utilization"}
-    # Overloaded: two ready replicas at 1.5 times their saturated rate each, so requests wait.
+    # Overloaded: two ready replicas at 1.5 times their saturated rate each, for a minute, so
+    # requests wait.
     standin.set_state(3 * standin.saturated_rps, [A, B])
+    clock.now += 60.0
     publish()
     values = standin.values()
     expected = {
@@ -132,6 +145,7 @@ def test_keda_triggers_read_the_standin(scraped: Any, renders: dict[str, Path]) 
     # The load falls to nothing: both queries follow to 0 (the rendered fallback for "no target
     # up" is not what answers: the targets are up and report 0).
     standin.set_state(0.0, [A, B])
+    clock.now += 2 * 3600.0  # the queue drained and the last requests done
     for trigger in triggers:
         _eventually(functools.partial(_answers, prometheus, trigger["metadata"]["query"], 0.0))
 
@@ -161,7 +175,7 @@ def _fill(rule: dict[str, Any], namespace: str, pods: list[str]) -> str:
 
 
 def test_adapter_rule_reads_the_standin(scraped: Any, renders: dict[str, Path]) -> None:
-    standin, prometheus, publish = scraped("dev")
+    standin, prometheus, publish, _ = scraped("dev")
     rule = _adapter_rule(renders["dev"])
     # A light load, so that the utilization is a fraction (busy part of the time), and a third
     # pod still loading: dcgm-exporter maps its GPU to it and it reads 0.
@@ -193,7 +207,7 @@ def test_adapter_rule_reads_the_standin(scraped: Any, renders: dict[str, Path]) 
 
 def test_rendered_rules_load(scraped: Any, renders: dict[str, Path]) -> None:
     # promtool checked them before start; Prometheus itself lists every rendered group.
-    _, prometheus, _ = scraped("prod")
+    _, prometheus, _, _ = scraped("prod")
     groups = httpx.get(f"{prometheus.url}/api/v1/rules", timeout=5).json()["data"]["groups"]
     rendered = [
         g for o in _objects(renders["prod"]) if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]
@@ -226,7 +240,7 @@ def test_missing_prometheus_is_binaries_missing(
 def test_the_seasonal_triggers_read_0_without_history(scraped: Any, renders: dict[str, Path]) -> None:
     """prod as shipped: with the replicas busy now and nothing a day or a week back, the seasonal
     queries answer 0 (one element), not an empty result KEDA would take as an error."""
-    standin, prometheus, publish = scraped("prod")
+    standin, prometheus, publish, _ = scraped("prod")
     seasonal = [
         t["metadata"]["query"]
         for o in _objects(renders["prod"])
