@@ -657,7 +657,7 @@ def check_capacity(render: Path, keep: Path | None = None) -> CapacityReport:
                 install_crds(api)
                 with (
                     controllers(api, folder, types, kcm_controllers=kcm) as programs,
-                    running_lws(api, folder) if runs_lws else contextlib.nullcontext() as lws,
+                    running_lws(api, folder, render) if runs_lws else contextlib.nullcontext() as lws,
                 ):
                     if lws is not None:
                         programs["lws"] = lws

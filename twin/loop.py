@@ -959,7 +959,7 @@ def _run(stack: str, scenario: str, render_dir: Path, factor: int, folder: Path)
             )
         )  # fmt: skip
         if ready.runs_lws:
-            programs["lws"] = scope.enter_context(running_lws(api, folder))
+            programs["lws"] = scope.enter_context(running_lws(api, folder, render_dir))
             report.rewrites += list(LWS_REWRITES)
         capacity.programs = {**programs, **started.programs}
         for obj in ready.classes + ready.nodepools:

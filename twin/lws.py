@@ -7,8 +7,10 @@ What differs from a cluster (``REWRITES``): the twin builds v0.9.0, the newest r
 proxy serves, where the chart pins v0.10.0 (reference/upstream/lws-twin.json lists the diff on the
 paths we run); the webhooks are called by URL on 127.0.0.1 with the twin's serving certificate
 instead of through the chart's Service and the manager's own certificate rotation; the manager
-runs with the twin's admin kubeconfig, not the chart's ServiceAccount; and the DisaggregatedSet
-kind, which the manager always watches and the render never uses, gets a schema-less CRD.
+reaches the API server through a kubeconfig holding a token of the chart's ServiceAccount instead
+of in-cluster config (the chart's RBAC, as ``helm template`` renders it for the stack, is applied
+and is what authorizes it: chart_release.py); and the DisaggregatedSet kind, which the manager
+always watches and the render never uses, gets a schema-less CRD.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import yaml
 from deepseek_eks.automation.stackfile import PROJECT_ROOT
 
 from .binaries import require_binaries
+from .chart_release import account_kubeconfig, chart_release, install_accounts_and_rbac
 from .check import wait_established
 from .crds import crd_objects
 from .programs import Program, kubeconfig, wait_for
@@ -37,11 +40,12 @@ from .server import LOOPBACK, Api, TwinError, _stop, free_port
 
 FACTS = PROJECT_ROOT / "reference" / "upstream" / "lws-twin.json"
 LWS_GROUP = "leaderworkerset.x-k8s.io"
+LWS_RELEASE = "lws"  # the render's Helm release of the LWS chart (helm/lws.yaml)
 READY_TIMEOUT_S = 120.0  # a cold Go manager on a busy 2-core machine, its caches synced
 REWRITES = (
     "LeaderWorkerSet controller v0.9.0 (the chart pins v0.10.0; the module proxy serves no v0.10.0)",
     "LWS webhooks called by URL on 127.0.0.1 with the twin's certificate, not the chart's Service",
-    "LWS manager with the twin's admin kubeconfig, not the chart's ServiceAccount",
+    "LWS manager with a token of the chart's ServiceAccount in a kubeconfig, not in-cluster config",
     "a schema-less DisaggregatedSet CRD, which the manager watches and the render never uses",
 )
 
@@ -166,14 +170,21 @@ def _probe_lws() -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def running_lws(api: Api, folder: Path) -> Iterator[Program]:
+def running_lws(api: Api, folder: Path, render: Path) -> Iterator[Program]:
     """The LWS manager against ``api`` (a twin on 127.0.0.1), its CRDs installed and its webhooks
-    registered and answering; on leaving, the webhooks are removed before the manager stops, so
-    the twin goes on creating pods without it."""
+    registered and answering, authorized by the RBAC of ``render``'s LWS release (its
+    ServiceAccount's token); on leaving, the webhooks are removed before the manager stops, so the
+    twin goes on creating pods without it."""
     binary = require_binaries(("lws",))["lws"]
     certificates = api.certificates
     if certificates is None:
         raise TwinError("this Api was not made by running_twin: no certificate for the LWS webhooks")
+    release = chart_release(render, LWS_RELEASE)
+    (manager,) = release.deployments()
+    install_accounts_and_rbac(api, release, [manager])
+    account = manager["spec"]["template"]["spec"].get("serviceAccountName") or "default"
+    server = str(api.http.base_url).rstrip("/")
+    config_path = account_kubeconfig(api, server, release.namespace, account, folder / "lws-kubeconfig")
     for crd in lws_crds():
         _install(api, [crd])
         wait_established(api, crd["metadata"]["name"])
@@ -187,7 +198,7 @@ def running_lws(api: Api, folder: Path) -> Iterator[Program]:
     webhook_port, health_port = free_port(), free_port()
     config = folder / "lws-config.yaml"
     config.write_text(yaml.safe_dump(manager_configuration(cert_dir, webhook_port, health_port)))
-    env = os.environ | {"KUBECONFIG": str(kubeconfig(api, folder))}
+    env = os.environ | {"KUBECONFIG": str(config_path)}
     program = Program.start([str(binary), f"--config={config}", "--zap-log-level=2"], folder / "lws.log", env)
     hooks = webhook_configurations(f"https://{LOOPBACK}:{webhook_port}", certificates.ca.read_bytes())
     try:

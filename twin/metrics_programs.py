@@ -19,11 +19,8 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import copy
 import datetime
-import hashlib
 import ipaddress
-import json
 import os
 import subprocess
 import time
@@ -44,6 +41,13 @@ from deepseek_eks.automation.stackfile import PROJECT_ROOT
 
 from .binaries import require_binaries
 from .capacity import install_crd_files
+from .chart_release import (
+    Release,
+    account_kubeconfig,
+    apply_object,
+    chart_release,
+    install_accounts_and_rbac,
+)
 from .check import load_render
 from .netns import Netns, Network, service_names
 from .programs import Program
@@ -51,12 +55,8 @@ from .server import Api, TwinError, _stop, _tail
 
 ADAPTER, KEDA = "prometheus-adapter", "keda"
 WHICH = (ADAPTER, KEDA)
-CHART_OBJECTS = PROJECT_ROOT / "tests" / "data" / "chart_objects.json"
-CHARTS = PROJECT_ROOT / "reference" / "upstream" / "helm-charts"
 KEDA_CRDS = PROJECT_ROOT / "reference" / "upstream" / "keda-2.20.2" / "crds"
-RBAC_KINDS = ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding")
 AVAILABLE_TIMEOUT_S = 240.0  # a cold start of an aggregated API server on a busy 2-core machine
-TOKEN_SECONDS = 24 * 3600
 # The APIService each chart registers, and the Deployment (by its container's command) serving it.
 # prometheus-community/helm-charts @ e6e041b6 (prometheus-adapter-5.3.0)
 #   charts/prometheus-adapter/templates/custom-metrics-apiservice.yaml
@@ -75,58 +75,6 @@ class Started:
 
     programs: dict[str, Program]
     rewrites: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Release:
-    """One Helm release of the render: its namespace, values (chart defaults under the rendered
-    ones) and the objects ``helm template`` renders for them (RBAC and workloads)."""
-
-    name: str
-    namespace: str
-    values: dict[str, Any]
-    objects: list[dict[str, Any]]
-
-    def deployments(self) -> list[dict[str, Any]]:
-        return [o for o in self.objects if o["kind"] == "Deployment"]
-
-
-def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def _digest(values: Any) -> str:
-    # As tools/chart_objects.py records it (tests/chart_objects.py values_digest).
-    return hashlib.sha256(json.dumps(values, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def chart_release(render: Path, release: str) -> Release:
-    """``release`` of the render (``helm/<release>.yaml``) with the chart objects ``helm template``
-    rendered for exactly its values; ``TwinError`` when the fixture holds no such rendering."""
-    path = render / "helm" / f"{release}.yaml"
-    if not path.exists():
-        raise TwinError(f"the render {render} installs no {release} release ({path} is missing)")
-    helm = yaml.safe_load(path.read_text())
-    values = helm.get("values") or {}
-    fixture = json.loads(CHART_OBJECTS.read_text())
-    digest = _digest(values)
-    entry = next(
-        (e for e in fixture["releases"] if e["release"] == release and e["values_sha256"] == digest), None
-    )
-    if entry is None:
-        raise TwinError(
-            f"{CHART_OBJECTS.name} holds no `helm template` of {release} with the values of {path}: "
-            "regenerate it with tools/chart_objects.py"
-        )
-    defaults_path = CHARTS / f"{helm['chart']}-{helm['version']}" / "values.yaml"
-    defaults = yaml.safe_load(defaults_path.read_text()) if defaults_path.exists() else {}
-    return Release(release, str(helm["namespace"]), _merge(defaults or {}, values), entry["objects"])
 
 
 def adapter_config(values: dict[str, Any]) -> dict[str, Any]:
@@ -219,29 +167,6 @@ def keda_certificates(folder: Path, namespace: str, services: Sequence[str]) -> 
 # --- objects --------------------------------------------------------------------------------
 
 
-def _ensure_namespace(api: Api, name: str) -> None:
-    # Created only when absent: an apply by the twin's field manager would take away the labels a
-    # render's own apply of the namespace (same manager) has set.
-    if api.call("GET", f"/api/v1/namespaces/{name}").status == 404:
-        reply = api.call(
-            "POST",
-            "/api/v1/namespaces",
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
-        )
-        if not reply.ok and reply.status != 409:
-            raise TwinError(f"namespace {name} was refused ({reply.status}): {reply.message}")
-
-
-def _apply(api: Api, obj: dict[str, Any]) -> None:
-    reply = api.apply(obj, dry_run=False)
-    if not reply.ok:
-        meta = obj["metadata"]
-        raise TwinError(
-            f"{obj['kind']} {meta.get('namespace', '')}/{meta['name']} was refused "
-            f"({reply.status}): {reply.message}"
-        )
-
-
 def service_objects(
     name: str, namespace: str, ports: list[dict[str, Any]], endpoint_ports: list[dict[str, Any]], address: str
 ) -> list[dict[str, Any]]:
@@ -300,41 +225,6 @@ def _endpoint_ports(deployment: dict[str, Any], ports: list[dict[str, Any]]) -> 
         }
         for p in ports
     ]
-
-
-def token(api: Api, namespace: str, account: str) -> str:
-    """A token of the ServiceAccount (TokenRequest, authentication.k8s.io/v1)."""
-    body = {
-        "apiVersion": "authentication.k8s.io/v1",
-        "kind": "TokenRequest",
-        "spec": {"expirationSeconds": TOKEN_SECONDS},
-    }
-    reply = api.call("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token", body)
-    if not reply.ok:
-        raise TwinError(f"no token for {namespace}/{account} ({reply.status}): {reply.message}")
-    return str(reply.body["status"]["token"])
-
-
-def account_kubeconfig(api: Api, server: str, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig to ``server`` with the twin's CA and a token of ``namespace/account``."""
-    if api.certificates is None:
-        raise TwinError("this Api was not made by running_twin: no CA for a kubeconfig")
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [
-            {"name": "twin", "cluster": {"server": server, "certificate-authority": str(api.certificates.ca)}}
-        ],
-        "users": [{"name": account, "user": {"token": token(api, namespace, account)}}],
-        "contexts": [
-            {"name": "twin", "context": {"cluster": "twin", "user": account, "namespace": namespace}}
-        ],
-        "current-context": "twin",
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(config))
-    path.chmod(0o600)
-    return path
 
 
 def apiservice_available(api: Api, name: str) -> tuple[bool, str]:
@@ -423,25 +313,6 @@ def _deployment(release: Release, command: str | None = None) -> dict[str, Any]:
         if command is None or (container.get("command") or [None])[0] == command:
             return deployment
     raise TwinError(f"the {release.name} chart objects have no Deployment running {command}")
-
-
-def _accounts_and_rbac(api: Api, release: Release, deployments: list[dict[str, Any]]) -> None:
-    _ensure_namespace(api, release.namespace)
-    for deployment in deployments:
-        account = deployment["spec"]["template"]["spec"].get("serviceAccountName") or "default"
-        _apply(
-            api,
-            {
-                "apiVersion": "v1",
-                "kind": "ServiceAccount",
-                "metadata": {"name": account, "namespace": release.namespace},
-            },
-        )
-    for obj in release.objects:
-        if obj["kind"] in RBAC_KINDS:
-            if obj["metadata"].get("namespace"):
-                _ensure_namespace(api, obj["metadata"]["namespace"])
-            _apply(api, obj)
 
 
 def _prometheus_hosts(
@@ -565,7 +436,7 @@ def _start_adapter(
     deployment = _deployment(release)
     name, ns_name = deployment["metadata"]["name"], release.namespace
     ns = net.namespace(ADAPTER)
-    _accounts_and_rbac(api, release, [deployment])
+    install_accounts_and_rbac(api, release, [deployment])
     # charts/prometheus-adapter/templates/service.yaml (e6e041b6): one port `https`,
     # service.port -> targetPort https.
     ports = [
@@ -577,7 +448,7 @@ def _start_adapter(
         }
     ]
     for obj in service_objects(name, ns_name, ports, _endpoint_ports(deployment, ports), ns.address):
-        _apply(api, obj)
+        apply_object(api, obj)
     # charts/prometheus-adapter/templates/custom-metrics-apiservice.yaml (e6e041b6): registered when
     # rules.default or rules.custom; insecureSkipTLSVerify unless tls.enable or certManager.enabled.
     rules = release.values.get("rules") or {}
@@ -597,7 +468,7 @@ def _start_adapter(
     ):
         raise TwinError(f"{ADAPTER} tls.enable / certManager.enabled is not supported by the twin")
     spec["insecureSkipTLSVerify"] = True
-    _apply(
+    apply_object(
         api,
         {
             "apiVersion": "apiregistration.k8s.io/v1",
@@ -674,7 +545,7 @@ def _start_keda(
     metrics = _deployment(release, "/keda-adapter")
     operator_ns, metrics_ns = net.namespace("keda-operator"), net.namespace("keda-metrics")
     install_crd_files(api, KEDA_CRDS)
-    _accounts_and_rbac(api, release, [operator, metrics])
+    install_accounts_and_rbac(api, release, [operator, metrics])
     operator_service, metrics_service = operator["metadata"]["name"], metrics["metadata"]["name"]
     # kedacore/charts @ cbb9bb8c keda/templates/manager/service.yaml: `metricsservice` 9666 -> 9666
     # (the `metrics` port only with prometheus.operator.enabled).
@@ -705,7 +576,7 @@ def _start_keda(
             {k: v for k, v in p.items() if k != "appProtocol"} for p in _endpoint_ports(deployment, ports)
         ]
         for obj in service_objects(service, ns_name, ports, endpoint_ports, ns.address):
-            _apply(api, obj)
+            apply_object(api, obj)
         net.set_hosts({n: ns.address for n in service_names(service, ns_name)})
         started.rewrites.append(
             f"Service {ns_name}/{service}: no selector; Endpoints and EndpointSlice {service}-twin "
@@ -715,7 +586,7 @@ def _start_keda(
     home = folder / KEDA
     ca = keda_certificates(home / "certs", ns_name, [operator_service, metrics_service])
     port = int(release.values["service"]["portHttps"])
-    _apply(api, external_metrics_apiservice(metrics_service, ns_name, port, ca))
+    apply_object(api, external_metrics_apiservice(metrics_service, ns_name, port, ca))
     for role, deployment, ns in (
         ("keda-operator", operator, operator_ns),
         ("keda-metrics-apiserver", metrics, metrics_ns),

@@ -75,7 +75,8 @@ def run() -> Iterator[Run]:
     )  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="twin-lws-") as tmp:
         folder = Path(tmp)
-        render = load_render(render_stack("r1", "karpenter", folder))[0]
+        rendered = render_stack("r1", "karpenter", folder)
+        render = load_render(rendered)[0]
         lws = next(o for o in render if o["kind"] == "LeaderWorkerSet")
         namespace = lws["metadata"]["namespace"]
         # What the group's pods and Services need from the render: its ServiceAccounts and Services.
@@ -87,7 +88,7 @@ def run() -> Iterator[Run]:
         shared_lws["spec"]["networkConfig"] = {"subdomainPolicy": "Shared"}
         with (
             running_twin() as api,
-            running_lws(api, folder) as lws_program,
+            running_lws(api, folder, rendered) as lws_program,
             controller_manager(api, folder) as kcm,
             running_coredns(api, folder) as dns,
         ):
