@@ -221,7 +221,7 @@ class StandIn:
         self.router_queued = 0
         self.router_running = 0
         # One second of ``clock`` stands for ``compression`` seconds of the scenario (the twin
-        # loop's time compression): the backlog grows and drains in scenario seconds.
+        # loop's time compression): the pods' counts move in scenario seconds.
         self.compression = compression
         self._clock = clock
         # Per ready pod, the requests in it, running and waiting (the module's fluid count).
