@@ -17,7 +17,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -290,6 +290,62 @@ def error_summary(rows: Sequence[dict]) -> dict:
     }
 
 
+def bundled_rows(keep: Callable[[dict], bool] = lambda point: True) -> list[dict]:
+    """``report`` rows of the vetted points of measurements.json that ``keep`` accepts (given
+    each point's record), each predicted with the efficiencies fitted for its kernel class."""
+    from .performance import fitted_efficiencies
+
+    rows = []
+    for record in read_data("measurements.json")["points"]:
+        if "excluded" in record or not keep(record):
+            continue
+        point = point_from_json(record, fitted_efficiencies())
+        rows += report([point], fitted_efficiencies(kernel_class(point.hardware.model)))
+    return rows
+
+
+# A plan's replica figures are the model's. Where a held-out measurement of the very setup a plan
+# chose disagrees with it by more than this share, the plan says so (sizing/planner.py).
+SETUP_DISAGREEMENT = 0.25
+
+
+def setup_disagreement(variant: str, gpu: str, tp: int, pp: int, quantization: str) -> str | None:
+    """What a plan on this setup (variant, GPU, tensor and pipeline parallel sizes, weights) should
+    know when a held-out point of it misses the model by more than ``SETUP_DISAGREEMENT``: the
+    worst such point, as a plan warning naming the fix; None otherwise."""
+    records = {r["id"]: r for r in read_data("measurements.json")["points"]}
+
+    def same_setup(record: dict) -> bool:
+        return (
+            record.get("split") == "held_out"
+            and (record["variant"], record["gpu"], int(record["tp"]), int(record.get("pp", 1)))
+            == (variant, gpu, tp, pp)
+            and record["quantization"] == quantization
+        )
+
+    missed = [r for r in bundled_rows(same_setup) if abs(r["error_percent"]) > 100 * SETUP_DISAGREEMENT]
+    if not missed:
+        return None
+    worst = max(missed, key=lambda r: abs(r["error_percent"]))
+    measured, model = worst["measured_output_tokens_per_second"], worst["model_output_tokens_per_second"]
+    gap = abs(1 - measured / model) * 100
+    direction, reading = ("below", "optimistic") if measured < model else ("above", "pessimistic")
+    notes = [worst["id"]]
+    if records[worst["id"]].get("lengths_assumed"):
+        notes.append("lengths not stated by its source")
+    if len(missed) > 1:
+        notes.append(f"{len(missed) - 1} more point of this setup off by over {SETUP_DISAGREEMENT:.0%}")
+    notes.append("python -m sizing.bench")
+    return (
+        f"the replica model is unsure of {variant} on {tp}x {gpu} ({quantization}): a published "
+        f"measurement of this setup, held out of its fit, ran {gap:.0f}% {direction} it at "
+        f"{worst['concurrency']} concurrent streams, {measured:g} against {model:g} output tokens/s "
+        f"({'; '.join(notes)}). The plan's requests_per_second and price per token may be as "
+        f"{reading}: measure one replica with `python -m automation loadtest` and size on it "
+        "(`python -m automation capacity --load-test`) before relying on autoscaling.maxReplicas"
+    )
+
+
 def bench_main(argv: list[str] | None = None) -> int:
     """``python -m sizing.bench [--json]``: the model's error on the held-out points (never used
     to fit) and, labelled apart, on the points it was fitted to."""
@@ -298,10 +354,7 @@ def bench_main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from .performance import fitted_efficiencies
 
-    rows = []
-    for p in bundled_points(fitted_efficiencies()):
-        eff = fitted_efficiencies(kernel_class(p.hardware.model))
-        rows += report([p], eff)
+    rows = bundled_rows()
     held = [r for r in rows if r["split"] == "held_out"]
     fitted = [r for r in rows if r["split"] == "fit"]
     excluded = [p["id"] for p in read_data("measurements.json")["points"] if "excluded" in p]

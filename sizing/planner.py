@@ -34,6 +34,7 @@ from .catalog import (
     unknown_family_message,
 )
 from .checkpoints import known_checkpoint, pinned_revision, prequantized_format
+from .fit import setup_disagreement
 from .memory import (
     DEFAULT_GPU_MEMORY_UTILIZATION,
     GIB,
@@ -1248,6 +1249,10 @@ def plan(request: PlanRequest, catalog: InstanceCatalog | None = None) -> Sizing
             "that flag: name a 16-bit checkpoint, or a catalogued FP8 one (docs/sizing.md, FP8 weights)"
         )
     warnings += _precision_warnings(model, q, chosen)
+    setup = (model.variant, chosen.instance.gpu_model, chosen.tensor_parallel, chosen.pipeline_parallel)
+    unsure = setup_disagreement(*setup, q.value)
+    if unsure:
+        warnings.append(unsure)
     price_source = _price_source(catalog, request.region, request.capacity_types)
 
     def usd_per_million(fit: Fit) -> float:

@@ -38,7 +38,17 @@ TWO_NODES = (
     "the full model on p5 needs two nodes a replica; the stack file names p5en, one node a replica, "
     "where H200 capacity is available",
 )
-KEPT = {"dev": [DOCKER_HUB, ONE_REPLICA], "prod": [DOCKER_HUB], "r1": [DOCKER_HUB, TWO_NODES, ONE_REPLICA]}
+UNSURE = (
+    "the replica model is unsure of r1-distill-llama-70b on 4x L40S",
+    "prod's setup is the one the replica model's worst held-out measurement ran on (a vendor's "
+    "64-stream figure 45 % under the model): until the user's load test of one replica replaces the "
+    "model's figure, the plan's replicas and price may be optimistic, and the user should know",
+)
+KEPT = {
+    "dev": [DOCKER_HUB, ONE_REPLICA],
+    "prod": [DOCKER_HUB, UNSURE],
+    "r1": [DOCKER_HUB, TWO_NODES, ONE_REPLICA],
+}
 
 
 def _warnings(stack: str) -> list[str]:
@@ -98,15 +108,19 @@ EXAMPLE_KEPT = (
 )
 
 
+# team-b serves prod's 70B on g6e, the setup UNSURE is about.
+EXAMPLE_KEPT_BY_TEAM = {"team-a": EXAMPLE_KEPT, "team-b": (*EXAMPLE_KEPT, UNSURE)}
+
+
 @pytest.mark.parametrize("compute_mode", COMPUTE_MODES)
 def test_the_example_program_warns_only_about_what_it_decided(compute_mode: str) -> None:
     """examples/existing-cluster joins a cluster (no access CIDR to set); each of its two services
     warns, once, about what the example leaves to the user on purpose, and nothing else."""
     log = ProgramLog()
     run_existing_cluster_example(compute_mode, log)
-    for team in ("team-a", "team-b"):
+    for team, kept in EXAMPLE_KEPT_BY_TEAM.items():
         said = [w for w in log.warnings if w.startswith(f"DeepSeekService {team!r}: ")]
-        for phrase, _ in EXAMPLE_KEPT:
+        for phrase, _ in kept:
             assert len([w for w in said if phrase in w]) == 1, (team, phrase, said)
-        assert len(said) == len(EXAMPLE_KEPT), said
+        assert len(said) == len(kept), said
     assert all(w.startswith("DeepSeekService 'team-") for w in log.warnings), log.warnings

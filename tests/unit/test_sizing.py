@@ -668,3 +668,47 @@ def test_huge_hugging_face_downloads_warn() -> None:
         "r1-671b", ("p5en",), weights_source="s3", min_replicas=2, capacity_types=("on-demand",)
     )
     assert not feasible(plan(quiet)).warnings
+
+
+def _held_out_setups() -> dict[tuple[str, str, int, int, str], list[dict[str, Any]]]:
+    """The held-out points of measurements.json by setup, each with its bench row (its error)."""
+    from deepseek_eks.sizing.fit import bundled_rows
+
+    records = json.loads((Path(__file__).resolve().parents[2] / "sizing/data/measurements.json").read_text())
+    rows = {r["id"]: r for r in bundled_rows()}
+    setups: dict[tuple[str, str, int, int, str], list[dict[str, Any]]] = {}
+    for p in records["points"]:
+        if p.get("split") == "held_out" and "excluded" not in p:
+            key = (p["variant"], p["gpu"], int(p["tp"]), int(p.get("pp", 1)), p["quantization"])
+            setups.setdefault(key, []).append(rows[p["id"]])
+    return setups
+
+
+def test_a_plan_on_a_setup_a_held_out_point_disagrees_with_says_so() -> None:
+    """Where a held-out measurement of the setup a plan chose misses the model by over a quarter,
+    the plan warns, naming the worst such point and the fix; where the setup's held-out points
+    agree, or none exists, it says nothing."""
+    from deepseek_eks.sizing.fit import setup_disagreement
+
+    setups = _held_out_setups()
+    far = {k: v for k, v in setups.items() if any(abs(r["error_percent"]) > 25 for r in v)}
+    near = {k: v for k, v in setups.items() if k not in far}
+    assert far and near  # the bundled data has both kinds
+    for setup, rows in far.items():
+        warning = setup_disagreement(*setup)
+        assert warning is not None
+        worst = max(rows, key=lambda r: abs(r["error_percent"]))
+        assert worst["id"] in warning and "automation loadtest" in warning and "maxReplicas" in warning
+        measured, model = worst["measured_output_tokens_per_second"], worst["model_output_tokens_per_second"]
+        assert f"{abs(1 - measured / model) * 100:.0f}% {'below' if measured < model else 'above'}" in warning
+    for setup in near:
+        assert setup_disagreement(*setup) is None
+    assert setup_disagreement("r1-distill-qwen-1.5b", "L4", 1, 1, "bf16") is None  # no point at all
+    # The plan carries it for a request the planner sizes on such a setup, and not otherwise.
+    (variant, gpu, tp, pp, quantization) = next(k for k in far if k[1] == "L40S")
+    chosen = feasible(plan(PlanRequest(variant, ("g6e",), quantization=Quantization(quantization))))
+    fit = chosen.fits[0]
+    assert (fit.instance.gpu_model, fit.tensor_parallel, fit.pipeline_parallel) == (gpu, tp, pp)
+    assert any(w.startswith("the replica model is unsure of") for w in chosen.warnings)
+    quiet = feasible(plan(PlanRequest("r1-distill-qwen-1.5b", ("g6",))))
+    assert not any(w.startswith("the replica model is unsure of") for w in quiet.warnings)
