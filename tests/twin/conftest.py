@@ -22,6 +22,16 @@ from tests.conftest import stack_config
 from tests.examples import run_existing_cluster_example
 
 
+class ManualClock:
+    """A clock for the vLLM stand-in that only the test moves (``now``, in clock seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def require_binaries(absent: list[Path], what: str, build: str, required_by: str) -> None:
     """Skip when ``absent`` binaries are not built here, saying how to build them; fail instead
     when the environment variable ``required_by`` is 1 (CI, once it has built them)."""

@@ -41,7 +41,7 @@ from deepseek_eks.twin.prometheus import (
 from deepseek_eks.twin.server import LOOPBACK, TwinError, free_port
 from deepseek_eks.twin.standin import PodRef, StandIn
 from tests.conftest import stack_config
-from tests.twin.conftest import require_binaries
+from tests.twin.conftest import ManualClock, require_binaries
 
 A = PodRef("deepseek", "vllm-a", "node-a")
 B = PodRef("deepseek", "vllm-b", "node-b")
@@ -69,17 +69,6 @@ def renders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "prod": write(render(stack_config("prod")), out / "prod"),
         "prod-combined": write(render(combined), out / "prod-combined"),
     }
-
-
-class ManualClock:
-    """The stand-in's clock, moved only by the test: the values hold still while the queries are
-    compared (the stand-in's counts move with time; tests/twin/test_standin.py covers how)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 Scraped = tuple[StandIn, Prometheus, Callable[[], None], ManualClock]

@@ -17,6 +17,7 @@ import yaml
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.twin.standin import PodRef, StandIn
 from tests.conftest import stack_config
+from tests.twin.conftest import ManualClock
 
 STACKS = ("dev", "prod")
 A = PodRef("deepseek", "vllm-a", "node-a")
@@ -49,22 +50,12 @@ def test_zero_load_runs_nothing(renders: dict[str, Path], stack: str) -> None:
         assert values["DCGM_FI_DEV_GPU_UTIL"] == pytest.approx(0, abs=1e-9)
 
 
-class Clock:
-    """A clock the test moves (scenario seconds, compression 1 unless the test sets one)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.mark.parametrize("stack", STACKS)
 def test_overload_on_one_pod_queues(renders: dict[str, Path], stack: str) -> None:
     # Above what one replica completes at saturation (the plan's own figure), the batch is full
     # and the excess waits: it grows by what arrives beyond that rate, for as long as it lasts.
     plan = _plan(renders[stack])
-    clock = Clock()
+    clock = ManualClock()
     standin = StandIn.from_render(renders[stack], clock=clock)
     mu = plan["requests_per_second"]
     standin.set_state(1.5 * mu, [A])
@@ -89,7 +80,7 @@ def test_a_step_builds_up_as_requests_arrive(renders: dict[str, Path]) -> None:
     nearly every arrival is still running; the count then settles where completions match the
     arrivals (the replica model's concurrency for that rate)."""
     plan = _plan(renders["dev"])
-    clock = Clock()
+    clock = ManualClock()
     standin = StandIn.from_render(renders["dev"], clock=clock)
     standin.set_state(0.0, [A])
     rate = 0.5 * plan["requests_per_second"]
@@ -100,7 +91,7 @@ def test_a_step_builds_up_as_requests_arrive(renders: dict[str, Path]) -> None:
     early = standin.values()[A.name]["vllm:num_requests_running"]
     assert early == pytest.approx(rate * 1.0, rel=0.05)
     # The settled count: what a pod that had that load from the start runs.
-    settled_alone = StandIn.from_render(renders["dev"], clock=Clock())
+    settled_alone = StandIn.from_render(renders["dev"], clock=ManualClock())
     settled_alone.set_state(rate, [A])
     settled = settled_alone.values()[A.name]["vllm:num_requests_running"]
     assert 0 < settled < plan["max_num_seqs"]
@@ -130,7 +121,7 @@ def test_planned_load_needs_the_plans_replicas(renders: dict[str, Path], stack: 
 @pytest.mark.parametrize("stack", STACKS)
 def test_two_pods_split_the_load(renders: dict[str, Path], stack: str) -> None:
     plan = _plan(renders[stack])
-    clock = Clock()
+    clock = ManualClock()
     standin = StandIn.from_render(renders[stack], clock=clock)
     load = 0.2 * plan["requests_per_second"]
     standin.set_state(load, [A])
@@ -200,30 +191,30 @@ def test_a_backlog_outlives_the_burst_and_drains_at_the_served_rate(renders: dic
     """Overload queues up in scenario seconds; when the load stops, the queue drains at what the
     ready pods complete, not at once (a real vLLM keeps its waiting requests); then the batch runs
     down, and the pod is empty in the end."""
-    now = [0.0]
-    stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=lambda: now[0])
+    clock = ManualClock()
+    stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=clock)
     pod = PodRef("deepseek", "vllm-0", "node-0")
     mu = stand_in.planned_rps()
     stand_in.set_state(2 * mu, [pod])
     batch = stand_in.values()["vllm-0"]["vllm:num_requests_running"]
     assert stand_in.values()["vllm-0"]["vllm:num_requests_waiting"] == 0
-    now[0] = 10.0  # 300 scenario seconds at twice what one pod serves: mu x 300 requests queued
+    clock.now = 10.0  # 300 scenario seconds at twice what one pod serves: mu x 300 requests queued
     stand_in.set_state(0.0, [pod])
     waiting = stand_in.values()["vllm-0"]["vllm:num_requests_waiting"]
     assert waiting == pytest.approx(mu * 300, rel=1e-6)
     # With no arrivals: the queue at mu (300 s), then the batch runs down to its last request.
     drain = stand_in.drain_seconds()
     assert drain > 300 / 30
-    now[0] = 15.0  # 150 s at mu with no arrivals: half of it served
+    clock.now = 15.0  # 150 s at mu with no arrivals: half of it served
     assert stand_in.values()["vllm-0"]["vllm:num_requests_waiting"] == pytest.approx(mu * 150, rel=1e-6)
-    now[0] = 20.0 + 1 / 30
+    clock.now = 20.0 + 1 / 30
     values = stand_in.values()["vllm-0"]
     assert values["vllm:num_requests_waiting"] == 0.0
     assert 0 < values["vllm:num_requests_running"] < batch
     assert values["DCGM_FI_DEV_GPU_UTIL"] == 100
-    now[0] = 10.0 + drain  # drain_seconds counts from when it was asked
+    clock.now = 10.0 + drain  # drain_seconds counts from when it was asked
     assert stand_in.values()["vllm-0"]["vllm:num_requests_running"] == pytest.approx(1.0, rel=0.05)
-    now[0] = 1000.0
+    clock.now = 1000.0
     assert stand_in.values()["vllm-0"] == {
         "vllm:num_requests_running": 0.0,
         "vllm:num_requests_waiting": 0.0,
@@ -236,13 +227,13 @@ def test_a_queue_stays_in_the_pod_that_took_it(renders: dict[str, Path]) -> None
     """A pod that turns ready after the burst starts empty and fills from its share; the first pod
     still holds its own queue (the simulator routes the same way: perf/simulate/engine.py,
     per-pod queues)."""
-    now = [0.0]
-    stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=lambda: now[0])
+    clock = ManualClock()
+    stand_in = StandIn.from_render(renders["dev"], compression=30.0, clock=clock)
     mu = stand_in.planned_rps()
     stand_in.set_state(2 * mu, [A])
-    now[0] = 10.0
+    clock.now = 10.0
     stand_in.set_state(2 * mu, [A, B])  # B is ready now; A holds 300 mu
-    now[0] = 11.0  # 30 s at mu each: A's queue neither grows nor drains, B fills from empty
+    clock.now = 11.0  # 30 s at mu each: A's queue neither grows nor drains, B fills from empty
     stand_in.set_state(2 * mu, [A, B])
     values = stand_in.values()
     assert values[A.name]["vllm:num_requests_waiting"] == pytest.approx(mu * 300, rel=1e-6)
