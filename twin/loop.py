@@ -41,7 +41,7 @@ import yaml
 from deepseek_eks.automation.render import render, write
 from deepseek_eks.automation.stackfile import read_stack
 from deepseek_eks.components.serving.router import PLUGINS_FILE, ROUTER
-from deepseek_eks.sizing.planner import node_launches_in_turn
+from deepseek_eks.sizing.startup import node_launches_in_turn
 
 from .binaries import TIER0, BinariesMissing, require_binaries
 from .capacity import (

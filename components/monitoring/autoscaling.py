@@ -19,7 +19,7 @@ from deepseek_eks import promql
 from deepseek_eks.settings import ScalingSignal
 from deepseek_eks.settings.model import SEASONAL_PERIODS_S, ScheduleEntry
 from deepseek_eks.settings.schedule import ScheduledFloor
-from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S
+from deepseek_eks.sizing.startup import IMAGE_PULL_S, NODE_READY_S
 
 from ..helm import helm_release
 from ..manifests import custom_resource

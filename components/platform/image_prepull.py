@@ -4,7 +4,7 @@ Karpenter's GPU node is Ready about a minute before the device plugin advertises
 ``nvidia.com/gpu``, and only then is a vLLM replica scheduled there and its image pull started. A
 DaemonSet on the same GPU nodes (the service's node selector and tolerations) starts that pull once
 the node is Ready: its one container runs the vLLM image idle, so by the time the replica arrives the
-multi-GB image is on the node, or the rest of it is (sizing/planner.py IMAGE_PULL_HIDDEN_S, which the
+multi-GB image is on the node, or the rest of it is (sizing/startup.py IMAGE_PULL_HIDDEN_S, which the
 plan's startup_breakdown counts). It holds no GPU, asks for next to nothing (within the DaemonSet
 reserve of sizing/nodes.py), serves nothing and talks to nothing. Karpenter does not count
 DaemonSet pods when it judges a node empty, so it keeps no node alive.

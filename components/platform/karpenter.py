@@ -179,7 +179,7 @@ class KarpenterCapacity(pulumi.ComponentResource):
                 instance_store_raid0=raid0,
                 capacity_reservation_ids=args.capacity_reservation_ids,
                 security_group_ids=args.node_security_group_ids,
-                # The multi-GB vLLM image: SOCI parallel pull (sizing/planner.py IMAGE_PULL_S).
+                # The multi-GB vLLM image: SOCI parallel pull (sizing/startup.py IMAGE_PULL_S).
                 fast_image_pull=True,
             ),
             after_controller,

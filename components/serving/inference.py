@@ -19,14 +19,12 @@ from deepseek_eks.settings import s3_location
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.checkpoints import pinned_revision
 from deepseek_eks.sizing.planner import (
-    HF_DOWNLOAD_GIB_PER_S,
-    NODE_READY_S,
     SNAPSHOT_VOLUME_IOPS,
     SNAPSHOT_VOLUME_THROUGHPUT_MIBPS,
     STAGED_SOURCES,
-    STANDARD_PULL_S,
     WeightsSource,
 )
+from deepseek_eks.sizing.startup import HF_DOWNLOAD_GIB_PER_S, NODE_READY_S, STANDARD_PULL_S
 
 from ..helm import helm_release
 from ..manifests import TopLevelCustomResource

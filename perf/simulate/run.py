@@ -14,7 +14,7 @@ from typing import Any
 from deepseek_eks.automation.stackfile import PROJECT_ROOT, read_stack
 from deepseek_eks.settings import PROJECT, parse_settings
 from deepseek_eks.sizing.capacity import highest_rate, service_model
-from deepseek_eks.sizing.planner import IMAGE_PULL_S, NODE_READY_S, STARTUP_MARGIN
+from deepseek_eks.sizing.startup import IMAGE_PULL_S, NODE_READY_S, STARTUP_MARGIN, stage_mode
 
 from ..stats import percentile
 from .engine import Outcome, SimConfig, Simulation, StartupTimes
@@ -43,7 +43,7 @@ FIXED = "fixed:"
 ATTAINMENT_GOAL = 0.99
 
 # A plan without ``startup_breakdown`` (an older plan.json): the planner's own node and image
-# figures (sizing/planner.py NODE_READY_S, IMAGE_PULL_S: one source, each cited there).
+# figures (sizing/startup.py NODE_READY_S, IMAGE_PULL_S: one source, each cited there).
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,10 @@ def startup_times(plan: Mapping[str, Any], compute_mode: str) -> StartupTimes:
             image_s=float(stages["image"]),
             weights_s=float(stages["weights"]) + float(stages["engine"]),
         )
+    mode = stage_mode(compute_mode)
     return StartupTimes(
-        node_s=float(NODE_READY_S.get(compute_mode, NODE_READY_S["karpenter"])),
-        image_s=float(IMAGE_PULL_S.get(compute_mode, IMAGE_PULL_S["karpenter"])),
+        node_s=float(NODE_READY_S[mode]),
+        image_s=float(IMAGE_PULL_S[mode]),
         # The plan's startup budget is the expected load time times the probe's safety margin.
         weights_s=float(plan.get("startup_probe_seconds", plan["startup_seconds"])) / STARTUP_MARGIN,
     )

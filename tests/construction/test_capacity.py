@@ -171,7 +171,7 @@ def test_karpenter_gpu_nodes_keep_images_and_weights_on_local_nvme(prod: Constru
 def test_karpenter_gpu_nodes_pull_with_soci_parallel_mode(prod: Construction) -> None:
     """The GPU node class turns on nodeadm's FastImagePull gate in a NodeConfig part of its user
     data (the blueprint's AL2023 form), on an AL2023 release that ships SOCI parallel mode; the
-    image stage's rate was measured with it (sizing/planner.py IMAGE_PULL_S)."""
+    image stage's rate was measured with it (sizing/startup.py IMAGE_PULL_S)."""
     import email
 
     import yaml

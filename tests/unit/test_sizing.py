@@ -403,7 +403,7 @@ def test_capture_time_per_graph_and_layer_holds_out() -> None:
     """Fitted on vllm#19824 (70B, 80 layers), the per-graph, per-layer time predicts vllm#20264's
     3B model (28 layers, the same 67 graphs) within 30 % (21 s against 17 s): capture scales with
     graphs x layers, not with model size alone."""
-    from deepseek_eks.sizing.planner import CAPTURE_S_PER_GRAPH_LAYER
+    from deepseek_eks.sizing.startup import CAPTURE_S_PER_GRAPH_LAYER
 
     capture = cold_start_facts()["cuda_graph_capture"]
     held = capture["held_out"]

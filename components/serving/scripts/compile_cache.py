@@ -1,5 +1,5 @@
 """Keep vLLM's compile caches in the weights bucket, so a replica on a new node loads its compiled
-graphs instead of compiling them again (sizing/planner.py COMPILE_CACHED_S).
+graphs instead of compiling them again (sizing/startup.py COMPILE_CACHED_S).
 
 Runs in the vLLM image (Python 3 and boto3), in two modes:
 
