@@ -31,7 +31,7 @@ from botocore.exceptions import ConnectionError as AwsConnectionError
 from rich.table import Table
 from rich.text import Text
 
-from deepseek_eks.components.serving.inference import weights_addons
+from deepseek_eks.components.serving.weights import weights_addons
 from deepseek_eks.settings import CapacityType, ComputeMode, Settings, s3_location
 from deepseek_eks.sizing.catalog import InstanceCatalog, instance_catalog
 from deepseek_eks.sizing.planner import SizingPlan

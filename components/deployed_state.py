@@ -23,7 +23,7 @@ COMPUTE_MODE_OUTPUT = "computeMode"
 """The output that records the mode a service was deployed with (components/build.py)."""
 WEIGHTS_VOLUME_OUTPUT = "weightsVolume"
 """The output that records what the pods' weights volume holds (Mountpoint's prefix, the EBS
-snapshot); a change of it gets volume objects of its own (serving/inference.py weights_object_name)."""
+snapshot); a change of it gets volume objects of its own (serving/weights.py weights_object_name)."""
 WEIGHTS_LOCATION_OUTPUT = "weightsLocation"
 """The output that records where the deployed vLLM reads its weights (``s3://bucket/prefix``)."""
 

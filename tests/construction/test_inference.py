@@ -380,7 +380,7 @@ def test_outputs_name_the_model_and_a_working_request() -> None:
 
 
 def test_pulumi_does_not_wait_on_service_endpoints_and_gives_staging_its_time() -> None:
-    from deepseek_eks.components.serving.inference import stage_seconds
+    from deepseek_eks.components.serving.weights import stage_seconds
 
     rendered = render(stack_config("dev"))
     svc = next(o for o in rendered.objects() if o["kind"] == "Service")

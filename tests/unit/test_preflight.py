@@ -874,7 +874,7 @@ def test_pinned_weights_addons_are_checked_against_the_versions_eks_offers() -> 
     from botocore.stub import Stubber
 
     from deepseek_eks.automation.preflight import _check_addon
-    from deepseek_eks.components.serving.inference import weights_addons
+    from deepseek_eks.components.serving.weights import weights_addons
     from deepseek_eks.components.versions import MOUNTPOINT_S3_CSI_ADDON, MOUNTPOINT_S3_CSI_ADDON_VERSION
 
     assert weights_addons("s3-mountpoint") == {MOUNTPOINT_S3_CSI_ADDON: MOUNTPOINT_S3_CSI_ADDON_VERSION}

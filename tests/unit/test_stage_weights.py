@@ -408,7 +408,7 @@ def test_another_repository_of_the_variant_stages_beside_the_default_not_over_it
     """A stack that served the 8B distill from S3 and sets model.repository to a catalogued FP8
     checkpoint of it: the deployment's prefix for the new repository must not be the one the
     default's marker claims, or the stager refuses it and pulumi up fails."""
-    from deepseek_eks.components.serving.inference import staged_prefix
+    from deepseek_eks.components.serving.weights import staged_prefix
     from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
     from deepseek_eks.sizing.checkpoints import known_checkpoint
 

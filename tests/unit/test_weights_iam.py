@@ -20,8 +20,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from deepseek_eks.components.serving.inference import weights_access_policy
 from deepseek_eks.components.serving.scripts import stage_weights as sw
+from deepseek_eks.components.serving.weights import weights_access_policy
 from deepseek_eks.settings import SettingsError, parse_settings
 from tests.conftest import stack_config
 from tests.unit.test_stage_weights import hub_api
@@ -177,7 +177,7 @@ def test_a_weights_key_without_s3_weights_is_refused() -> None:
 
 
 def test_the_staging_claim_the_role_may_delete_is_the_one_the_stager_writes() -> None:
-    from deepseek_eks.components.serving.inference import STAGING_CLAIM_NAME
+    from deepseek_eks.components.serving.weights import STAGING_CLAIM_NAME
 
     assert STAGING_CLAIM_NAME == sw.IN_PROGRESS_NAME
     policy = weights_access_policy(BUCKET_ARN, PREFIX, write=True)
