@@ -102,7 +102,11 @@ SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
 # The engine stage: torch.compile, then CUDA graph capture, memory profiling and warm-up.
 # - torch.compile: 53-80 s uncached for 60-640 GB models; with the compiled artifacts fetched from
 #   S3 onto a new node, 16 s (65 s without) for a 67 GB model at TP 2 on p5.48xlarge (EKS user
-#   guide, ml-inference-fast-model-loading, "Pre-warm torch.compile cache on new nodes").
+#   guide, ml-inference-fast-model-loading, "Pre-warm torch.compile cache on new nodes"). Those
+#   are p5 figures, taken for every instance type: vLLM 0.33.0 sets TORCHINDUCTOR_COMPILE_THREADS=1
+#   whenever it is imported (vllm/env_override.py; facts vllm_0_33_0_compile_cache.compile_threads),
+#   so Inductor compiles on one thread and a node's vCPU count (4 on a g6.xlarge, 192 on a p5) does
+#   not change it; only a core's speed would.
 # - CUDA graph capture, which no cache removes, takes a time per graph per layer: each graph is one
 #   warm-up and one captured forward pass over the rank's layers (vllm/v1/worker/gpu_model_runner.py
 #   ``_warmup_and_capture``, one warm-up in vLLM 0.9.1 and 0.33.0 alike). Fitted on

@@ -411,6 +411,26 @@ def test_capture_time_per_graph_and_layer_holds_out() -> None:
     assert abs(predicted - held["capture_s"]) / held["capture_s"] < 0.3
 
 
+def test_the_uncached_compile_figure_holds_on_a_node_of_few_vcpus() -> None:
+    """The uncached torch.compile figure is the EKS guide's, measured on a p5 (192 vCPUs). vLLM
+    0.33.0 compiles on one thread whatever the node has (it sets TORCHINDUCTOR_COMPILE_THREADS=1
+    on import: cold-start-facts.json), so a 4-vCPU g6.xlarge's first replica is charged the same
+    compile and start-up, beside the capture its own graphs take."""
+    fact = cold_start_facts()["vllm_0_33_0_compile_cache"]["compile_threads"]
+    assert fact["file"] == "vllm/env_override.py"
+    assert fact["quote"] == 'os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = "1"'
+    few = feasible(plan(PlanRequest("r1-distill-qwen-7b", ("g6",))))
+    many = feasible(plan(PlanRequest("r1-distill-llama-70b", ("p5",))))
+    assert few.chosen.instance.vcpu <= 4 < 100 < many.chosen.instance.vcpu
+    for p in (few, many):
+        capture = math.ceil(p.cuda_graph_capture_seconds)
+        assert p.engine_seconds(cached=False) - capture == engine_s(p, cached=False) - capture
+        assert p.engine_seconds(cached=False) == engine_s(p, cached=False)
+    assert few.engine_seconds(cached=False) - math.ceil(few.cuda_graph_capture_seconds) == (
+        many.engine_seconds(cached=False) - math.ceil(many.cuda_graph_capture_seconds)
+    )
+
+
 def test_startup_budget_follows_the_weight_source() -> None:
     hf = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",))))
     s3 = feasible(plan(PlanRequest("r1-distill-llama-70b", ("g6e",), weights_source="s3")))
