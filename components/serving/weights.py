@@ -63,11 +63,19 @@ def weights_addons(weights_source: WeightsSource | str) -> dict[str, str]:
     return {}
 
 
+# Beside the copy, the node and the pull: the pod's scheduling and the stager's own calls (listing
+# the prefix, its claim and completion marker). A round margin, not a measured figure: past the
+# whole budget Pulumi stops waiting for the Job (its create timeout) and `pulumi up` fails, and a
+# rerun resumes from the files already staged (stage_weights.py skips an object of the listed size).
+STAGING_SLACK_S = 600
+
+
 def stage_seconds(plan: SizingPlan) -> int:
-    """How long staging may take: download then upload the checkpoint, plus a node and an image
-    pulled without SOCI (the Job may land on a node whose class does not turn it on)."""
+    """How long staging may take: download then upload the checkpoint (each at the Hugging Face
+    rate, the slower), plus a node and an image pulled without SOCI (the Job may land on a node
+    whose class does not turn it on), plus ``STAGING_SLACK_S``."""
     node_and_pull = NODE_READY_S["karpenter"] + STANDARD_PULL_S
-    return int(2 * plan.checkpoint_gib / HF_DOWNLOAD_GIB_PER_S) + node_and_pull + 600
+    return int(2 * plan.checkpoint_gib / HF_DOWNLOAD_GIB_PER_S) + node_and_pull + STAGING_SLACK_S
 
 
 def stage_job_spec(
