@@ -97,8 +97,11 @@ DEFAULT_LOADER_GIB_PER_S = 15e9 / 48.0 / 2**30
 # A volume created from a snapshot without fast snapshot restore fetches each block from S3 on
 # first read; the default rate is unpublished ("fluctuates"), so take the floor of the EBS
 # Provisioned Rate for Volume Initialization, 100 MiB/s (EC2 API CreateVolume
-# VolumeInitializationRate, valid 100-300 MiB/s), which the snapshot StorageClass sets.
-SNAPSHOT_INIT_GIB_PER_S = 100 / 1024
+# VolumeInitializationRate, valid 100-300 MiB/s), which the snapshot StorageClass sets
+# (components/serving/weights.py ``snapshot_weights``: aws-ebs-csi-driver's volumeInitializationRate
+# parameter, docs/parameters.md, v1.64.0).
+SNAPSHOT_INIT_RATE_MIBPS = 100
+SNAPSHOT_INIT_GIB_PER_S = SNAPSHOT_INIT_RATE_MIBPS / 1024
 # The engine stage: torch.compile, then CUDA graph capture, memory profiling and warm-up.
 # - torch.compile: 53-80 s uncached for 60-640 GB models; with the compiled artifacts fetched from
 #   S3 onto a new node, 16 s (65 s without) for a 67 GB model at TP 2 on p5.48xlarge (EKS user

@@ -14,7 +14,12 @@ from deepseek_eks.settings import s3_location
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.checkpoints import pinned_revision
 from deepseek_eks.sizing.planner import SNAPSHOT_VOLUME_IOPS, SNAPSHOT_VOLUME_THROUGHPUT_MIBPS, WeightsSource
-from deepseek_eks.sizing.startup import HF_DOWNLOAD_GIB_PER_S, NODE_READY_S, STANDARD_PULL_S
+from deepseek_eks.sizing.startup import (
+    HF_DOWNLOAD_GIB_PER_S,
+    NODE_READY_S,
+    SNAPSHOT_INIT_RATE_MIBPS,
+    STANDARD_PULL_S,
+)
 
 from ..platform.nodepools import SERVING_POD_ANNOTATIONS
 from ..versions import (
@@ -43,10 +48,6 @@ SNAPSHOT_API = "snapshot.storage.k8s.io"
 WEIGHTS_SNAPSHOT = "vllm-weights"
 WEIGHTS_SNAPSHOT_CLASS = "deepseek-weights"
 WEIGHTS_STORAGE_CLASS = "gp3-weights-from-snapshot"
-# EBS Provisioned Rate for Volume Initialization, in MiB/s (valid 100-300; EC2 CreateVolume): the
-# aws-ebs-csi-driver StorageClass parameter volumeInitializationRate (docs/parameters.md, v1.64.0).
-# The plan's weight-load estimate assumes this rate.
-SNAPSHOT_INIT_RATE_MIBPS = 100
 # The stager's claim object (components/serving/scripts/stage_weights.py IN_PROGRESS_NAME; that script runs
 # alone in the vLLM image and imports boto3, so the name is repeated here and a test keeps the two equal).
 STAGING_CLAIM_NAME = ".staging.json"
