@@ -639,7 +639,7 @@ class SizingPlan:
         0 for a single-node replica."""
         if self.nodes_per_replica == 1:
             return 0
-        return startup.NODE_READY_S[self._stage_mode] + self._image_wait_seconds
+        return startup.node_and_image_seconds(self._stage_mode)
 
     @property
     def image_prepull(self) -> bool:

@@ -155,6 +155,11 @@ def image_wait_seconds(compute_mode: str) -> int:
     return max(0, IMAGE_PULL_S[mode] - IMAGE_PULL_HIDDEN_S[mode])
 
 
+def node_and_image_seconds(compute_mode: str) -> int:
+    """From a new node's launch to its container starting: the node, then what is left of the pull."""
+    return NODE_READY_S[stage_mode(compute_mode)] + image_wait_seconds(compute_mode)
+
+
 def engine_seconds(*, cached: bool, capture_seconds: float) -> int:
     """The engine stage: torch.compile (the cached figure where the compile cache is restored), CUDA
     graph capture (``capture_seconds``) and the rest of start-up to the first answer."""
@@ -188,5 +193,4 @@ def startup_probe_seconds(*, group_wait_s: int, weights_s: int, uncached_engine_
 def rollout_seconds(compute_mode: str, *, startup_probe_s: int) -> int:
     """How long Pulumi waits for a new replica: a GPU node and what is left of the image pull before
     the (leader's) container starts, its start-up budget, then ``ROLLOUT_SLACK_S``."""
-    node = NODE_READY_S[stage_mode(compute_mode)]
-    return node + image_wait_seconds(compute_mode) + startup_probe_s + ROLLOUT_SLACK_S
+    return node_and_image_seconds(compute_mode) + startup_probe_s + ROLLOUT_SLACK_S

@@ -423,8 +423,6 @@ def test_the_uncached_compile_figure_holds_on_a_node_of_few_vcpus() -> None:
     many = feasible(plan(PlanRequest("r1-distill-llama-70b", ("p5",))))
     assert few.chosen.instance.vcpu <= 4 < 100 < many.chosen.instance.vcpu
     for p in (few, many):
-        capture = math.ceil(p.cuda_graph_capture_seconds)
-        assert p.engine_seconds(cached=False) - capture == engine_s(p, cached=False) - capture
         assert p.engine_seconds(cached=False) == engine_s(p, cached=False)
     assert few.engine_seconds(cached=False) - math.ceil(few.cuda_graph_capture_seconds) == (
         many.engine_seconds(cached=False) - math.ceil(many.cuda_graph_capture_seconds)
