@@ -1,4 +1,4 @@
-"""The policy pack ``pulumi preview --policy-pack policy`` runs: every rule of policy/rules.py,
+"""The policy pack ``pulumi preview --policy-pack policy`` runs: every rule of policy/rules/,
 mandatory, as a pulumi-policy resource or stack validation.
 
 ``python -m policy check FILE|-`` runs the same rules over a JSON list of resources without Pulumi

@@ -15,8 +15,9 @@ offline for the stack's Kubernetes version, with monitoring.coreos.com/v1 among 
 
 Why the file exists: tests/rendered/test_policy_pack.py runs the policy pack over these objects as
 a v4 Chart's children, so every chart object the pack would refuse is either fixed or allowed by a
-narrow, reasoned entry of CHART_ROLE_GRANTS / CHART_CAPABILITY_GRANTS (policy/rules.py), and an
-entry no object needs any more fails the test. Rerun this after changing a chart's values or pin.
+narrow, reasoned entry of CHART_ROLE_GRANTS (policy/rules/rbac.py) / CHART_CAPABILITY_GRANTS
+(policy/rules/workloads.py), and an entry no object needs any more fails the test. Rerun this after
+changing a chart's values or pin.
 """
 
 from __future__ import annotations

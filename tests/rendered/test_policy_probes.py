@@ -12,7 +12,7 @@ import pytest
 from deepseek_eks.automation.render import construct
 from deepseek_eks.automation.stackfile import stack_names
 from deepseek_eks.policy import rules
-from deepseek_eks.policy.rules import Resource, violations
+from deepseek_eks.policy.rules import Resource, base, rbac, violations, workloads
 from deepseek_eks.settings.model import SettingsError
 from tests import chart_objects
 from tests.conftest import feature_configs, stack_config
@@ -172,34 +172,34 @@ def test_every_chart_grant_is_still_needed() -> None:
     renders today, and each CHART_CAPABILITY_GRANTS entry's container adds those capabilities: an
     exception no object needs (a chart narrowed by its values, an upgrade) fails here."""
     resources = _chart_resources()
-    charts = rules.charts_of(resources)
+    charts = base.charts_of(resources)
     used: set[tuple[int, int]] = set()
     for resource in resources:
-        found = rules.kind_of(resource.type)
+        found = base.kind_of(resource.type)
         if found is None or found[1] not in ("Role", "ClusterRole"):
             continue
         name = str(resource.props["metadata"]["name"])
         for rule in resource.props.get("rules") or []:
-            if not rules.rbac_rule_problems(found[1], rule):
+            if not rbac.rbac_rule_problems(found[1], rule):
                 continue
-            for g, grant in enumerate(rules.CHART_ROLE_GRANTS):
+            for g, grant in enumerate(rbac.CHART_ROLE_GRANTS):
                 if (grant.chart, grant.kind, grant.name) != (charts.get(resource.urn), found[1], name):
                     continue
-                used |= {(g, a) for a, allowed in enumerate(grant.rules) if rules._within(rule, allowed)}
-    wanted = {(g, a) for g, grant in enumerate(rules.CHART_ROLE_GRANTS) for a in range(len(grant.rules))}
+                used |= {(g, a) for a, allowed in enumerate(grant.rules) if rbac._within(rule, allowed)}
+    wanted = {(g, a) for g, grant in enumerate(rbac.CHART_ROLE_GRANTS) for a in range(len(grant.rules))}
     unused = [
-        f"{rules.CHART_ROLE_GRANTS[g].chart}/{rules.CHART_ROLE_GRANTS[g].name} rules[{a}]"
+        f"{rbac.CHART_ROLE_GRANTS[g].chart}/{rbac.CHART_ROLE_GRANTS[g].name} rules[{a}]"
         for g, a in sorted(wanted - used)
     ]
     assert unused == []
-    for capability in rules.CHART_CAPABILITY_GRANTS:
+    for capability in workloads.CHART_CAPABILITY_GRANTS:
         added = {
             cap.upper()
             for r in resources
             if charts.get(r.urn) == capability.chart
             and r.props.get("kind") == capability.kind
             and r.props["metadata"]["name"] == capability.name
-            for _, _, spec in rules.pod_specs(r.props)
+            for _, _, spec in workloads.pod_specs(r.props)
             for c in spec.get("containers", [])
             if c.get("name") == capability.container
             for cap in (c.get("securityContext") or {}).get("capabilities", {}).get("add", [])
@@ -215,6 +215,6 @@ def test_without_their_chart_the_granted_objects_are_refused() -> None:
     ]
     found = violations(by_hand)
     refused = {(rule, m.split(" ", 2)[1]) for rule, _, m in found if rule == "rbac-least-privilege"}
-    assert {name for _, name in refused} >= {g.name for g in rules.CHART_ROLE_GRANTS}
+    assert {name for _, name in refused} >= {g.name for g in rbac.CHART_ROLE_GRANTS}
     containers = [m for rule, _, m in found if rule == "container-least-privilege"]
     assert any("(exporter) runs with adds capabilities SYS_ADMIN" in m for m in containers)

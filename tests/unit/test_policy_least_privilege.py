@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from deepseek_eks.policy import rules
-from deepseek_eks.policy.rules import Resource
+from deepseek_eks.policy.rules import Resource, base, iam, rbac, storage, workloads
 from tests.policy_probes import HALVES, NEAR_WORLD, TLS_DENY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
     ],
 )
 def test_iam_patterns_match_as_iam_does(pattern: str, value: str, matches: bool) -> None:
-    assert rules.iam_matches(pattern, value) is matches
+    assert iam.iam_matches(pattern, value) is matches
 
 
 @pytest.mark.parametrize(
@@ -56,7 +55,7 @@ def test_iam_patterns_match_as_iam_does(pattern: str, value: str, matches: bool)
     ],
 )
 def test_pass_role_on_any_role(resource: str, any_role: bool) -> None:
-    assert rules.passes_any_role(resource) is any_role
+    assert iam.passes_any_role(resource) is any_role
 
 
 def test_pass_role_on_any_role_is_refused_with_its_reason_and_one_role_is_not() -> None:
@@ -65,7 +64,7 @@ def test_pass_role_on_any_role_is_refused_with_its_reason_and_one_role_is_not() 
             {"Sid": "P", "Effect": "Allow", "Action": "iam:PassRole", "Resource": "arn:aws:iam::1:role/*"}
         ]
     }
-    [problem] = rules.wildcard_problems(doc)
+    [problem] = iam.wildcard_problems(doc)
     assert problem == (
         "statement P: iam:PassRole on arn:aws:iam::1:role/* lets the holder hand any role of the account, an "
         "administrator's too, to a service it controls: name the role's ARN"
@@ -73,17 +72,17 @@ def test_pass_role_on_any_role_is_refused_with_its_reason_and_one_role_is_not() 
     one = {
         "Statement": [{"Effect": "Allow", "Action": "iam:PassRole", "Resource": "arn:aws:iam::1:role/app"}]
     }
-    assert rules.wildcard_problems(one) == []
+    assert iam.wildcard_problems(one) == []
 
 
 def test_question_mark_actions_are_wildcards_and_never_read_verbs_on_star() -> None:
     doc = {"Statement": [{"Sid": "Q", "Effect": "Allow", "Action": "s3:Get?bject", "Resource": "*"}]}
-    problems = rules.wildcard_problems(doc)
+    problems = iam.wildcard_problems(doc)
     assert "statement Q: wildcard action(s) s3:Get?bject" in problems
     assert 'statement Q: "Resource": "*" for s3:Get?bject (not a documented exception)' in problems
     # a pattern that could read data is no "read verb", though it starts with Get
-    assert not rules._star_resource_allowed(["s3:Get*"])
-    assert rules._star_resource_allowed(["ec2:DescribeInstances"])
+    assert not iam._star_resource_allowed(["s3:Get*"])
+    assert iam._star_resource_allowed(["ec2:DescribeInstances"])
 
 
 @pytest.mark.parametrize(
@@ -103,8 +102,8 @@ def test_question_mark_actions_are_wildcards_and_never_read_verbs_on_star() -> N
     ],
 )
 def test_broad_managed_policies_are_refused_under_their_real_paths(arn: str) -> None:
-    assert rules.too_broad_managed_policy(arn)
-    [problem] = rules.no_wildcard_iam("aws:iam/rolePolicyAttachment:RolePolicyAttachment", {"policyArn": arn})
+    assert iam.too_broad_managed_policy(arn)
+    [problem] = iam.no_wildcard_iam("aws:iam/rolePolicyAttachment:RolePolicyAttachment", {"policyArn": arn})
     assert arn in problem and "attach a least-privilege policy" in problem
 
 
@@ -118,7 +117,7 @@ def test_broad_managed_policies_are_refused_under_their_real_paths(arn: str) -> 
     ],
 )
 def test_narrow_managed_policies_pass(arn: str) -> None:
-    assert rules.too_broad_managed_policy(arn) is None
+    assert iam.too_broad_managed_policy(arn) is None
 
 
 def test_the_vendored_managed_policies_name_their_source_and_real_arn() -> None:
@@ -138,12 +137,12 @@ def test_an_open_trust_policy_is_refused_and_an_organizations_is_not() -> None:
             )
         }
 
-    [problem] = rules.no_wildcard_iam("aws:iam/role:Role", role(None))
+    [problem] = iam.no_wildcard_iam("aws:iam/role:Role", role(None))
     assert problem.startswith(
         'assumeRolePolicy: statement T: lets everyone (Principal "*") assume the role with no condition'
     )
     assert (
-        rules.no_wildcard_iam("aws:iam/role:Role", role({"StringEquals": {"aws:PrincipalOrgID": "o-abc123"}}))
+        iam.no_wildcard_iam("aws:iam/role:Role", role({"StringEquals": {"aws:PrincipalOrgID": "o-abc123"}}))
         == []
     )
     service = {
@@ -155,7 +154,7 @@ def test_an_open_trust_policy_is_refused_and_an_organizations_is_not() -> None:
             }
         ]
     }
-    assert rules.no_wildcard_iam("aws:iam/role:Role", {"assumeRolePolicy": json.dumps(service)}) == []
+    assert iam.no_wildcard_iam("aws:iam/role:Role", {"assumeRolePolicy": json.dumps(service)}) == []
 
 
 # --- conditions
@@ -197,7 +196,7 @@ def test_an_open_trust_policy_is_refused_and_an_organizations_is_not() -> None:
     ],
 )
 def test_which_conditions_narrow_who_may_call(condition: Any, narrows: bool) -> None:
-    assert rules.narrows_who(condition) is narrows
+    assert iam.narrows_who(condition) is narrows
 
 
 DENY = {**TLS_DENY, "Sid": "TLS"}
@@ -235,19 +234,19 @@ DENY = {**TLS_DENY, "Sid": "TLS"}
     ],
 )
 def test_a_tls_only_deny_must_deny_every_plain_request(changes: dict[str, Any], flaw: str) -> None:
-    found = rules.insecure_transport_flaw({**DENY, **changes})
+    found = storage.insecure_transport_flaw({**DENY, **changes})
     assert found == flaw if flaw == "" else flaw in str(found)
 
 
 def test_a_statement_not_about_tls_is_no_tls_deny() -> None:
     assert (
-        rules.insecure_transport_flaw(
+        storage.insecure_transport_flaw(
             {"Effect": "Allow", "Condition": {"Bool": {"aws:SecureTransport": "true"}}}
         )
         is None
     )
     assert (
-        rules.insecure_transport_flaw({**DENY, "Condition": {"StringEquals": {"aws:SourceVpce": "vpce-1"}}})
+        storage.insecure_transport_flaw({**DENY, "Condition": {"StringEquals": {"aws:SourceVpce": "vpce-1"}}})
         is None
     )
 
@@ -266,7 +265,7 @@ def test_a_bucket_whose_tls_deny_never_matches_is_told_why() -> None:
         "urn:p",
         "p",
     )
-    [(urn, message)] = rules.buckets_encrypted_tls_only([bucket, holder])
+    [(urn, message)] = storage.buckets_encrypted_tls_only([bucket, holder])
     assert urn == "urn:b"
     assert message == (
         "bucket b has no policy denying requests without TLS (aws:SecureTransport false): its policy's "
@@ -282,7 +281,7 @@ def test_a_public_statement_names_the_condition_that_does_not_narrow() -> None:
         "Action": "s3:GetObject",
         "Condition": {"StringLike": {"aws:SourceVpce": "*"}},
     }
-    assert rules.public_statements({"Statement": [statement]}) == [
+    assert storage.public_statements({"Statement": [statement]}) == [
         "Read (its condition StringLike aws:SourceVpce ['*'] does not narrow who: it admits any caller)"
     ]
 
@@ -341,9 +340,7 @@ def test_a_public_statement_names_the_condition_that_does_not_narrow() -> None:
     ],
 )
 def test_rbac_rules_beyond_least_privilege(kind: str, rule: dict[str, Any], problem: str) -> None:
-    assert any(problem in p for p in rules.rbac_rule_problems(kind, rule)), rules.rbac_rule_problems(
-        kind, rule
-    )
+    assert any(problem in p for p in rbac.rbac_rule_problems(kind, rule)), rbac.rbac_rule_problems(kind, rule)
 
 
 @pytest.mark.parametrize(
@@ -368,7 +365,7 @@ def test_rbac_rules_beyond_least_privilege(kind: str, rule: dict[str, Any], prob
     ],
 )
 def test_narrow_rbac_rules_pass(kind: str, rule: dict[str, Any]) -> None:
-    assert rules.rbac_rule_problems(kind, rule) == []
+    assert rbac.rbac_rule_problems(kind, rule) == []
 
 
 def test_bindings_of_cluster_admin_or_to_everyone_are_refused() -> None:
@@ -376,38 +373,38 @@ def test_bindings_of_cluster_admin_or_to_everyone_are_refused() -> None:
         return {"roleRef": {"kind": "ClusterRole", "name": role}, "subjects": list(subjects)}
 
     sa = {"kind": "ServiceAccount", "name": "app", "namespace": "apps"}
-    assert rules.rbac_binding_problems(binding("view", sa)) == []
-    assert rules.rbac_binding_problems(binding("cluster-admin", sa)) == ["binds cluster-admin"]
-    assert rules.rbac_binding_problems(
-        binding("view", {"kind": "Group", "name": "system:authenticated"})
-    ) == ["binds view to Group system:authenticated"]
-    assert rules.rbac_binding_problems(binding("edit", {"kind": "User", "name": "system:anonymous"})) == [
+    assert rbac.rbac_binding_problems(binding("view", sa)) == []
+    assert rbac.rbac_binding_problems(binding("cluster-admin", sa)) == ["binds cluster-admin"]
+    assert rbac.rbac_binding_problems(binding("view", {"kind": "Group", "name": "system:authenticated"})) == [
+        "binds view to Group system:authenticated"
+    ]
+    assert rbac.rbac_binding_problems(binding("edit", {"kind": "User", "name": "system:anonymous"})) == [
         "binds edit to User system:anonymous"
     ]
-    assert rules.rbac_binding_problems(binding("view", {"kind": "Group", "name": "system:masters"})) == []
+    assert rbac.rbac_binding_problems(binding("view", {"kind": "Group", "name": "system:masters"})) == []
 
 
 def test_a_grant_covers_subsets_of_its_rules_only() -> None:
     allowed = {"apiGroups": ("",), "resources": ("secrets",), "verbs": ("get", "list", "update", "watch")}
-    assert rules._within({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]}, allowed)
-    assert not rules._within({"apiGroups": [""], "resources": ["secrets"], "verbs": ["delete"]}, allowed)
-    assert not rules._within({"apiGroups": ["*"], "resources": ["secrets"], "verbs": ["get"]}, allowed)
-    assert not rules._within(
+    assert rbac._within({"apiGroups": [""], "resources": ["secrets"], "verbs": ["list", "watch"]}, allowed)
+    assert not rbac._within({"apiGroups": [""], "resources": ["secrets"], "verbs": ["delete"]}, allowed)
+    assert not rbac._within({"apiGroups": ["*"], "resources": ["secrets"], "verbs": ["get"]}, allowed)
+    assert not rbac._within(
         {"apiGroups": [""], "resources": ["secrets", "configmaps"], "verbs": ["get"]}, allowed
     )
     group = {"apiGroups": ("monitoring.coreos.com",), "resources": ("*",), "verbs": ("*",)}
-    assert rules._within(
+    assert rbac._within(
         {"apiGroups": ["monitoring.coreos.com"], "resources": ["prometheuses"], "verbs": ["*"]}, group
     )
-    assert not rules._within({"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}, group)
+    assert not rbac._within({"apiGroups": [""], "resources": ["secrets"], "verbs": ["*"]}, group)
 
 
 def test_every_grant_states_a_reason_and_names_one_object() -> None:
-    for grant in rules.CHART_ROLE_GRANTS:
+    for grant in rbac.CHART_ROLE_GRANTS:
         assert grant.rules and len(grant.reason) > 40 and grant.kind in ("Role", "ClusterRole")
-    for capability in rules.CHART_CAPABILITY_GRANTS:
+    for capability in workloads.CHART_CAPABILITY_GRANTS:
         assert capability.capabilities and len(capability.reason) > 40
-    keys = [(g.chart, g.kind, g.name) for g in rules.CHART_ROLE_GRANTS]
+    keys = [(g.chart, g.kind, g.name) for g in rbac.CHART_ROLE_GRANTS]
     assert len(keys) == len(set(keys))
 
 
@@ -433,7 +430,7 @@ def test_every_grant_states_a_reason_and_names_one_object() -> None:
     ],
 )
 def test_containers_beyond_baseline(context: dict[str, Any], pod: dict[str, Any], problem: str) -> None:
-    assert problem in rules.container_problems(pod, {"name": "c", "securityContext": context})
+    assert problem in workloads.container_problems(pod, {"name": "c", "securityContext": context})
 
 
 def test_baseline_capabilities_and_restricted_settings_pass() -> None:
@@ -442,9 +439,9 @@ def test_baseline_capabilities_and_restricted_settings_pass() -> None:
         "allowPrivilegeEscalation": False,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    assert rules.container_problems({}, {"name": "c", "securityContext": context}) == []
-    assert rules.baseline_capabilities() >= {"NET_BIND_SERVICE", "CHOWN", "SETUID"}
-    assert not rules.baseline_capabilities() & {"SYS_ADMIN", "NET_ADMIN", "ALL", "NET_RAW"}
+    assert workloads.container_problems({}, {"name": "c", "securityContext": context}) == []
+    assert workloads.baseline_capabilities() >= {"NET_BIND_SERVICE", "CHOWN", "SETUID"}
+    assert not workloads.baseline_capabilities() & {"SYS_ADMIN", "NET_ADMIN", "ALL", "NET_RAW"}
 
 
 # --- Helm charts
@@ -464,7 +461,7 @@ def test_baseline_capabilities_and_restricted_settings_pass() -> None:
     ],
 )
 def test_chart_names(chart: str, name: str) -> None:
-    assert rules.chart_name({"chart": chart}) == name
+    assert base.chart_name({"chart": chart}) == name
 
 
 def test_an_objects_chart_is_its_nearest_helm_chart_ancestor() -> None:
@@ -482,24 +479,24 @@ def test_an_objects_chart_is_its_nearest_helm_chart_ancestor() -> None:
     loose = Resource(
         "kubernetes:rbac.authorization.k8s.io/v1:Role", {}, "urn:loose", "l", parent="urn:wrapper"
     )
-    charts = rules.charts_of([chart, component, inner, role, nested, loose])
+    charts = base.charts_of([chart, component, inner, role, nested, loose])
     assert charts == {"urn:role": "lws", "urn:nested": "keda"}
 
 
 def test_release_values_are_judged_by_the_host_and_container_rules() -> None:
     release = "kubernetes:helm.sh/v3:Release"
     values = {"exporter": {"hostNetwork": True, "securityContext": {"privileged": True}}}
-    [host] = rules.no_host_access(release, {"chart": "x", "namespace": "apps", "values": values})
+    [host] = workloads.no_host_access(release, {"chart": "x", "namespace": "apps", "values": values})
     assert (
         "values.exporter.hostNetwork true" in host
         and "values.exporter.securityContext.privileged true" in host
     )
     exporter = {"chart": "dcgm-exporter", "namespace": "node-monitoring", "values": {"hostPID": True}}
-    assert rules.no_host_access(release, exporter) == []  # an allow-listed exporter
+    assert workloads.no_host_access(release, exporter) == []  # an allow-listed exporter
     caps = {"securityContext": {"capabilities": {"add": ["SYS_ADMIN"]}}}
     dcgm = Resource(release, {"chart": "dcgm-exporter", "values": caps}, "urn:d", "d")
     other = Resource(release, {"chart": "other", "values": caps}, "urn:o", "o")
-    found = rules.container_least_privilege([dcgm, other])
+    found = workloads.container_least_privilege([dcgm, other])
     assert [urn for urn, _ in found] == ["urn:o"]
     escalating = Resource(
         release,
@@ -507,7 +504,7 @@ def test_release_values_are_judged_by_the_host_and_container_rules() -> None:
         "urn:e",
         "e",
     )
-    assert [urn for urn, _ in rules.container_least_privilege([escalating])] == ["urn:e"]
+    assert [urn for urn, _ in workloads.container_least_privilege([escalating])] == ["urn:e"]
 
 
 # --- the pack and the CLI carry the parent

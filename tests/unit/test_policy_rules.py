@@ -1,4 +1,4 @@
-"""Each policy rule (policy/rules.py) with passing and failing resource args; the pack's wrapping
+"""Each policy rule (policy/rules/) with passing and failing resource args; the pack's wrapping
 through pulumi-policy's own validate entry points (the policy server is not started)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from deepseek_eks.policy import rules
-from deepseek_eks.policy.rules import Resource
+from deepseek_eks.policy.rules import Resource, base, exposure, iam, nodes, pins, secrets, storage, workloads
 from tests.package_tree import package_tree
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,16 +46,18 @@ def pod(*containers: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_an_internal_ingress_passes_and_an_internet_facing_one_needs_limited_cidrs() -> None:
-    check = rules.endpoint_not_open_to_world
-    assert check(INGRESS, ingress(**{rules.INGRESS_SCHEME: "internal"})) == []
+    check = exposure.endpoint_not_open_to_world
+    assert check(INGRESS, ingress(**{exposure.INGRESS_SCHEME: "internal"})) == []
     assert check(INGRESS, ingress()) == []  # the controller's default scheme is internal
-    facing = {rules.INGRESS_SCHEME: "internet-facing"}
-    assert check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "203.0.113.0/24"})) == []
+    facing = {exposure.INGRESS_SCHEME: "internet-facing"}
+    assert check(INGRESS, ingress(**facing, **{exposure.INGRESS_INBOUND_CIDRS: "203.0.113.0/24"})) == []
     [missing] = check(INGRESS, ingress(**facing))
-    assert "without allowed CIDRs" in missing and rules.INGRESS_INBOUND_CIDRS in missing
-    [world] = check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "203.0.113.0/24,0.0.0.0/0"}))
+    assert "without allowed CIDRs" in missing and exposure.INGRESS_INBOUND_CIDRS in missing
+    [world] = check(
+        INGRESS, ingress(**facing, **{exposure.INGRESS_INBOUND_CIDRS: "203.0.113.0/24,0.0.0.0/0"})
+    )
     assert "admits the whole internet (203.0.113.0/24, 0.0.0.0/0 together admit 100% of IPv4's" in world
-    [v6] = check(INGRESS, ingress(**facing, **{rules.INGRESS_INBOUND_CIDRS: "::/0"}))
+    [v6] = check(INGRESS, ingress(**facing, **{exposure.INGRESS_INBOUND_CIDRS: "::/0"}))
     assert "::/0" in v6
 
 
@@ -69,10 +71,10 @@ def test_an_internal_ingress_passes_and_an_internet_facing_one_needs_limited_cid
     ],
 )
 def test_a_union_of_cidrs_covering_the_internet_is_open_like_a_slash_zero(cidrs: str) -> None:
-    facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: cidrs}
-    [world] = rules.endpoint_not_open_to_world(INGRESS, ingress(**facing))
+    facing = {exposure.INGRESS_SCHEME: "internet-facing", exposure.INGRESS_INBOUND_CIDRS: cidrs}
+    [world] = exposure.endpoint_not_open_to_world(INGRESS, ingress(**facing))
     assert "admits the whole internet" in world
-    cluster = rules.cluster_endpoint_private_or_limited(
+    cluster = exposure.cluster_endpoint_private_or_limited(
         "eks:index:Cluster", {"publicAccessCidrs": cidrs.split(",")}
     )
     assert "opens the EKS API endpoint to the internet" in cluster[0]
@@ -81,17 +83,20 @@ def test_a_union_of_cidrs_covering_the_internet_is_open_like_a_slash_zero(cidrs:
 def test_a_set_under_the_line_is_not_world_open_and_a_quarter_of_the_internet_is() -> None:
     """The line is 1/16 of the public address space (settings/cidrs.py): 0.0.0.0/5 is 3.2 % of it,
     a quarter of IPv4 with two non-public /8s in it is 28 %."""
-    facing = {rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/5,10.0.0.0/8"}
-    assert rules.endpoint_not_open_to_world(INGRESS, ingress(**facing)) == []
-    facing[rules.INGRESS_INBOUND_CIDRS] = "0.0.0.0/2,10.0.0.0/8"
-    assert rules.endpoint_not_open_to_world(INGRESS, ingress(**facing))
+    facing = {
+        exposure.INGRESS_SCHEME: "internet-facing",
+        exposure.INGRESS_INBOUND_CIDRS: "0.0.0.0/5,10.0.0.0/8",
+    }
+    assert exposure.endpoint_not_open_to_world(INGRESS, ingress(**facing)) == []
+    facing[exposure.INGRESS_INBOUND_CIDRS] = "0.0.0.0/2,10.0.0.0/8"
+    assert exposure.endpoint_not_open_to_world(INGRESS, ingress(**facing))
 
 
 def test_a_load_balancer_service_is_public_unless_marked_internal() -> None:
-    check = rules.endpoint_not_open_to_world
+    check = exposure.endpoint_not_open_to_world
     lb = {"metadata": {"name": "x"}, "spec": {"type": "LoadBalancer"}}
     assert "loadBalancerSourceRanges" in check(SERVICE, lb)[0]
-    internal = {**lb, "metadata": {"name": "x", "annotations": {rules.SERVICE_SCHEME: "internal"}}}
+    internal = {**lb, "metadata": {"name": "x", "annotations": {exposure.SERVICE_SCHEME: "internal"}}}
     assert check(SERVICE, internal) == []
     limited = {**lb, "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": ["198.51.100.0/24"]}}
     assert check(SERVICE, limited) == []
@@ -99,7 +104,7 @@ def test_a_load_balancer_service_is_public_unless_marked_internal() -> None:
 
 
 def test_the_cluster_api_endpoint_must_be_private_or_cidr_limited() -> None:
-    check = rules.cluster_endpoint_private_or_limited
+    check = exposure.cluster_endpoint_private_or_limited
     assert check("eks:index:Cluster", {"endpointPublicAccess": False}) == []
     assert (
         check("eks:index:Cluster", {"endpointPublicAccess": True, "publicAccessCidrs": ["192.0.2.0/24"]})
@@ -118,7 +123,7 @@ def test_the_cluster_api_endpoint_must_be_private_or_cidr_limited() -> None:
 
 
 def test_imdsv2_with_hop_limit_one_on_node_classes_and_launch_templates() -> None:
-    check = rules.imdsv2_hop_limit_one
+    check = nodes.imdsv2_hop_limit_one
     good = {"httpTokens": "required", "httpPutResponseHopLimit": 1}
     assert check(NODECLASS, {"spec": {"metadataOptions": good}}) == []
     assert (
@@ -156,11 +161,11 @@ def test_imdsv2_with_hop_limit_one_on_node_classes_and_launch_templates() -> Non
     ],
 )
 def test_image_references(image: str, why: str | None) -> None:
-    assert rules.unpinned_image(image) == why
+    assert pins.unpinned_image(image) == why
 
 
 def test_pinned_versions_covers_containers_ami_aliases_and_charts() -> None:
-    check = rules.pinned_versions
+    check = pins.pinned_versions
     assert check(DEPLOYMENT, pod({"name": "a", "image": "busybox:1.37"})) == []
     [latest] = check(DEPLOYMENT, pod({"name": "a", "image": "busybox:latest"}))
     assert "spec.template.spec.containers[0].image 'busybox:latest' uses the mutable tag latest" in latest
@@ -202,7 +207,7 @@ def gpu_pool(expire: str = "Never", group: str = "karpenter.k8s.aws", **disrupti
 
 
 def test_gpu_nodepools_cap_gpus_and_never_expire_or_consolidate_serving_nodes() -> None:
-    check = rules.gpu_nodepool_guarded
+    check = nodes.gpu_nodepool_guarded
     assert check(NODEPOOL, gpu_pool()) == []
     never = FACTS["karpenter"]["expiration"]["never"]
     assert never == "Never"
@@ -229,7 +234,7 @@ def test_gpu_nodepools_cap_gpus_and_never_expire_or_consolidate_serving_nodes() 
 
 
 def test_volumes_are_encrypted() -> None:
-    check = rules.encrypted_volumes
+    check = storage.encrypted_volumes
     sc = "kubernetes:storage.k8s.io/v1:StorageClass"
     assert (
         check(
@@ -280,7 +285,7 @@ def bucket_stack(encryption: bool = True, policy: str | None = TLS_ONLY) -> list
 
 
 def test_buckets_need_encryption_and_a_tls_only_policy() -> None:
-    check = rules.buckets_encrypted_tls_only
+    check = storage.buckets_encrypted_tls_only
     assert check(bucket_stack()) == []
     assert check(bucket_stack(encryption=False)) == [
         (BUCKET_URN, "bucket weights has no server-side encryption configuration")
@@ -298,7 +303,7 @@ def doc(*statements: dict[str, Any]) -> str:
 
 
 def test_iam_wildcards_only_within_the_documented_exceptions() -> None:
-    check = rules.no_wildcard_iam
+    check = iam.no_wildcard_iam
     rp = "aws:iam/rolePolicy:RolePolicy"
     reads = {
         "Sid": "R",
@@ -345,9 +350,9 @@ def test_the_documented_listener_exception_matches_the_components_policy() -> No
     from deepseek_eks.components.platform.iam_policies import load_balancer_controller_policy
 
     policy = load_balancer_controller_policy(partition="aws", cluster_name="c")
-    star = {a for s in policy["Statement"] if s.get("Resource") == "*" for a in rules._list(s["Action"])}
-    non_reads = {a for a in star if not a.split(":", 1)[1].startswith(rules.READ_VERBS)}
-    assert non_reads == rules.STAR_RESOURCE_EXCEPTIONS
+    star = {a for s in policy["Statement"] if s.get("Resource") == "*" for a in base.as_list(s["Action"])}
+    non_reads = {a for a in star if not a.split(":", 1)[1].startswith(iam.READ_VERBS)}
+    assert non_reads == iam.STAR_RESOURCE_EXCEPTIONS
 
 
 # --- secrets
@@ -369,11 +374,11 @@ def test_the_documented_listener_exception_matches_the_components_policy() -> No
     ],
 )
 def test_secret_looking_names(name: str, secret: bool) -> None:
-    assert rules.holds_secret(name) is secret
+    assert secrets.holds_secret(name) is secret
 
 
 def test_no_plaintext_secrets_in_env_args_configmaps_or_helm_values() -> None:
-    check = rules.no_plaintext_secrets
+    check = secrets.no_plaintext_secrets
     from_secret = {"name": "HF_TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "token"}}}
     assert (
         check(DEPLOYMENT, pod({"image": "x:1", "env": [from_secret, {"name": "HF_HOME", "value": "/m"}]}))
@@ -398,12 +403,12 @@ def test_no_plaintext_secrets_in_env_args_configmaps_or_helm_values() -> None:
 
 
 def exposed(cidrs: str = "203.0.113.0/24") -> Resource:
-    props = ingress(**{rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: cidrs})
+    props = ingress(**{exposure.INGRESS_SCHEME: "internet-facing", exposure.INGRESS_INBOUND_CIDRS: cidrs})
     return Resource(INGRESS, props, "urn:ingress", "ingress")
 
 
 def test_the_api_key_is_required_once_the_endpoint_is_internet_facing() -> None:
-    check = rules.api_key_when_exposed
+    check = exposure.api_key_when_exposed
     keyless = Resource(
         DEPLOYMENT, pod({"name": "vllm", "image": "vllm/vllm-openai:v0.33.0"}), "urn:vllm", "vllm"
     )
@@ -414,7 +419,7 @@ def test_the_api_key_is_required_once_the_endpoint_is_internet_facing() -> None:
     keyed = Resource(
         DEPLOYMENT, pod({"name": "vllm", "image": "vllm/vllm-openai:v0.33.0", "env": [keyed_env]}), "urn:vllm"
     )
-    internal = Resource(INGRESS, ingress(**{rules.INGRESS_SCHEME: "internal"}), "urn:ingress")
+    internal = Resource(INGRESS, ingress(**{exposure.INGRESS_SCHEME: "internal"}), "urn:ingress")
     assert check([internal, keyless]) == []
     assert check([exposed(), keyed]) == []
     [(urn, message)] = check([exposed(), keyless])
@@ -441,7 +446,9 @@ def test_the_pack_wraps_every_rule_as_a_mandatory_policy_and_reports_through_it(
     reported: list[tuple[str, str | None]] = []
     endpoint = by_name["endpoint-not-open-to-world"]
     assert isinstance(endpoint, ResourceValidationPolicy)
-    world = ingress(**{rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/0"})
+    world = ingress(
+        **{exposure.INGRESS_SCHEME: "internet-facing", exposure.INGRESS_INBOUND_CIDRS: "0.0.0.0/0"}
+    )
     endpoint.validate(_Args(resource_type=INGRESS, props=world), lambda m, u=None: reported.append((m, u)))
     assert len(reported) == 1 and "admits the whole internet" in reported[0][0]
 
@@ -515,8 +522,8 @@ def test_the_pack_boots_under_pulumis_policy_runner_and_reports_a_violation(
             props.update(
                 ingress(
                     **{
-                        rules.INGRESS_SCHEME: "internet-facing",
-                        rules.INGRESS_INBOUND_CIDRS: "0.0.0.0/1,128.0.0.0/1",
+                        exposure.INGRESS_SCHEME: "internet-facing",
+                        exposure.INGRESS_INBOUND_CIDRS: "0.0.0.0/1,128.0.0.0/1",
                     }
                 )
             )
@@ -576,23 +583,26 @@ CLASS = "kubernetes:networking.k8s.io/v1:IngressClass"
 
 def test_the_ingress_rules_read_the_controllers_own_annotation_and_field_names() -> None:
     facts = ALB_FACTS["ingress_annotations"]
-    assert (facts["scheme"], facts["inbound_cidrs"]) == (rules.INGRESS_SCHEME, rules.INGRESS_INBOUND_CIDRS)
+    assert (facts["scheme"], facts["inbound_cidrs"]) == (
+        exposure.INGRESS_SCHEME,
+        exposure.INGRESS_INBOUND_CIDRS,
+    )
     assert (
         facts["certificate_arn"],
         facts["listen_ports"],
         facts["ssl_redirect"],
-    ) == (rules.INGRESS_CERTIFICATE, rules.INGRESS_LISTEN_PORTS, rules.INGRESS_SSL_REDIRECT)
+    ) == (exposure.INGRESS_CERTIFICATE, exposure.INGRESS_LISTEN_PORTS, exposure.INGRESS_SSL_REDIRECT)
     params = ALB_FACTS["ingress_class_params"]
-    assert set(rules.CLASS_PARAMS_GROUPS) == {p["api_group"] for p in params.values()}
-    assert set(rules.CLASS_PARAMS_CERTIFICATES) == {
+    assert set(exposure.CLASS_PARAMS_GROUPS) == {p["api_group"] for p in params.values()}
+    assert set(exposure.CLASS_PARAMS_CERTIFICATES) == {
         p["certificates"].split(":")[0].split(".")[1] for p in params.values()
     }
-    assert ALB_FACTS["ingress_class"]["default_class_annotation"] == rules.DEFAULT_CLASS_ANNOTATION
+    assert ALB_FACTS["ingress_class"]["default_class_annotation"] == exposure.DEFAULT_CLASS_ANNOTATION
 
 
 def facing_ingress(urn: str = "urn:ingress", cls: str | None = None, **annotations: str) -> Resource:
     props = ingress(
-        **{rules.INGRESS_SCHEME: "internet-facing", rules.INGRESS_INBOUND_CIDRS: "203.0.113.0/24"}
+        **{exposure.INGRESS_SCHEME: "internet-facing", exposure.INGRESS_INBOUND_CIDRS: "203.0.113.0/24"}
     )
     props["metadata"]["annotations"].update(annotations)
     if cls:
@@ -601,28 +611,28 @@ def facing_ingress(urn: str = "urn:ingress", cls: str | None = None, **annotatio
 
 
 def test_an_internet_facing_ingress_must_serve_https_and_redirect_plain_http() -> None:
-    check = rules.endpoint_tls_when_exposed
-    cert = {rules.INGRESS_CERTIFICATE: "arn:aws:acm:us-east-1:111122223333:certificate/x"}
+    check = exposure.endpoint_tls_when_exposed
+    cert = {exposure.INGRESS_CERTIFICATE: "arn:aws:acm:us-east-1:111122223333:certificate/x"}
     # Without listen-ports the controller listens on HTTPS:443 once a certificate is set (upstream default).
     assert ALB_FACTS["ingress_annotations"]["listen_ports_default"]["with_certificate"] == [{"HTTPS": 443}]
     assert check([facing_ingress(**cert)]) == []
     [(urn, plain)] = check([facing_ingress()])
     assert urn == "urn:ingress" and "serves plain HTTP only: set endpoint.certificateArn" in plain
     both = json.dumps([{"HTTP": 80}, {"HTTPS": 443}])
-    [(_, mixed)] = check([facing_ingress(**cert, **{rules.INGRESS_LISTEN_PORTS: both})])
-    assert "also serves plain HTTP on port 80" in mixed and rules.INGRESS_SSL_REDIRECT in mixed
-    redirect = {rules.INGRESS_LISTEN_PORTS: both, rules.INGRESS_SSL_REDIRECT: "443"}
+    [(_, mixed)] = check([facing_ingress(**cert, **{exposure.INGRESS_LISTEN_PORTS: both})])
+    assert "also serves plain HTTP on port 80" in mixed and exposure.INGRESS_SSL_REDIRECT in mixed
+    redirect = {exposure.INGRESS_LISTEN_PORTS: both, exposure.INGRESS_SSL_REDIRECT: "443"}
     assert check([facing_ingress(**cert, **redirect)]) == []
-    internal = Resource(INGRESS, ingress(**{rules.INGRESS_SCHEME: "internal"}), "urn:i")
+    internal = Resource(INGRESS, ingress(**{exposure.INGRESS_SCHEME: "internal"}), "urn:i")
     assert check([internal]) == []
     nlb = {
         "metadata": {"name": "x"},
         "spec": {"type": "LoadBalancer", "loadBalancerSourceRanges": ["192.0.2.0/24"]},
     }
     [(_, service)] = check([Resource(SERVICE, nlb, "urn:svc")])
-    assert rules.SERVICE_SSL_CERT in service
+    assert exposure.SERVICE_SSL_CERT in service
     nlb["metadata"]["annotations"] = {
-        rules.SERVICE_SSL_CERT: "arn:aws:acm:us-east-1:111122223333:certificate/x"
+        exposure.SERVICE_SSL_CERT: "arn:aws:acm:us-east-1:111122223333:certificate/x"
     }
     assert check([Resource(SERVICE, nlb, "urn:svc")]) == []
 
@@ -648,30 +658,30 @@ def test_an_ingress_class_params_scheme_makes_its_ingresses_internet_facing(grou
     plain = Resource(INGRESS, {**ingress(), "spec": {"ingressClassName": "public"}}, "urn:ingress", "ingress")
     public = class_with_params(group, scheme="internet-facing")
     # The Ingress alone says nothing of its scheme: the resource rule cannot see the exposure.
-    assert rules.endpoint_not_open_to_world(INGRESS, plain.props) == []
+    assert exposure.endpoint_not_open_to_world(INGRESS, plain.props) == []
     stack = [*public, plain, keyless]
-    assert "takes requests without an API key" in rules.api_key_when_exposed(stack)[0][1]
-    assert "class public's IngressClassParams" in rules.endpoint_tls_when_exposed(stack)[0][1]
-    [(urn, no_cidrs)] = rules.class_endpoint_not_open_to_world(stack)
+    assert "takes requests without an API key" in exposure.api_key_when_exposed(stack)[0][1]
+    assert "class public's IngressClassParams" in exposure.endpoint_tls_when_exposed(stack)[0][1]
+    [(urn, no_cidrs)] = exposure.class_endpoint_not_open_to_world(stack)
     assert urn == "urn:ingress" and "without allowed CIDRs" in no_cidrs
     halves = class_with_params(group, scheme="internet-facing", inboundCIDRs=["0.0.0.0/1", "128.0.0.0/1"])
-    [(_, world)] = rules.class_endpoint_not_open_to_world([*halves, plain])
+    [(_, world)] = exposure.class_endpoint_not_open_to_world([*halves, plain])
     assert "IngressClassParams spec.inboundCIDRs admits the whole internet" in world
     limited = class_with_params(group, scheme="internet-facing", inboundCIDRs=["198.51.100.0/24"])
-    assert rules.class_endpoint_not_open_to_world([*limited, plain]) == []
+    assert exposure.class_endpoint_not_open_to_world([*limited, plain]) == []
     # The class's scheme wins over the annotation (ingress_class.md spec.scheme).
     overridden = Resource(
         INGRESS,
-        {**ingress(**{rules.INGRESS_SCHEME: "internet-facing"}), "spec": {"ingressClassName": "public"}},
+        {**ingress(**{exposure.INGRESS_SCHEME: "internet-facing"}), "spec": {"ingressClassName": "public"}},
         "urn:x",
     )
-    assert rules.exposures([*class_with_params(group, scheme="internal"), overridden]) == []
+    assert exposure.exposures([*class_with_params(group, scheme="internal"), overridden]) == []
     # A default class applies to an Ingress that names none.
     default = class_with_params(group, scheme="internet-facing")
-    default[0].props["metadata"]["annotations"] = {rules.DEFAULT_CLASS_ANNOTATION: "true"}
-    assert [e.resource.urn for e in rules.exposures([*default, Resource(INGRESS, ingress(), "urn:d")])] == [
-        "urn:d"
-    ]
+    default[0].props["metadata"]["annotations"] = {exposure.DEFAULT_CLASS_ANNOTATION: "true"}
+    assert [
+        e.resource.urn for e in exposure.exposures([*default, Resource(INGRESS, ingress(), "urn:d")])
+    ] == ["urn:d"]
 
 
 @pytest.mark.parametrize(
@@ -689,24 +699,26 @@ def test_an_ingress_class_params_scheme_makes_its_ingresses_internet_facing(grou
 )
 def test_vllm_is_recognised_by_its_entrypoint_in_any_image(command: list[str], args: list[str]) -> None:
     server = {"name": "server", "image": "ghcr.io/acme/inference:1.0", "command": command, "args": args}
-    assert rules.serves_vllm(server)
-    [(urn, _)] = rules.api_key_when_exposed([exposed(), Resource(DEPLOYMENT, pod(server), "urn:d")])
+    assert exposure.serves_vllm(server)
+    [(urn, _)] = exposure.api_key_when_exposed([exposed(), Resource(DEPLOYMENT, pod(server), "urn:d")])
     assert urn == "urn:d"
 
 
 def test_other_commands_are_not_vllm() -> None:
-    assert not rules.serves_vllm({"image": "busybox:1.37", "command": ["sh", "-c", "echo vllm; serve"]})
-    assert not rules.serves_vllm({"image": "python:3.12", "command": ["python", "-m", "vllm.scripts.stage"]})
+    assert not exposure.serves_vllm({"image": "busybox:1.37", "command": ["sh", "-c", "echo vllm; serve"]})
+    assert not exposure.serves_vllm(
+        {"image": "python:3.12", "command": ["python", "-m", "vllm.scripts.stage"]}
+    )
 
 
 @pytest.mark.parametrize("tag", ["latest", "main", "nightly", "stable", "edge", "dev", "Latest"])
 def test_every_mutable_tag_is_refused_in_images_and_chart_values(tag: str) -> None:
-    assert rules.unpinned_image(f"vllm/vllm-openai:{tag}") == f"uses the mutable tag {tag}"
-    [problem] = rules.pinned_versions(
+    assert pins.unpinned_image(f"vllm/vllm-openai:{tag}") == f"uses the mutable tag {tag}"
+    [problem] = pins.pinned_versions(
         RELEASE, {"chart": "x", "version": "1", "values": {"image": {"tag": tag}}}
     )
     assert f"values.image.tag is {tag!r}" in problem
-    assert rules.unpinned_image(f"vllm/vllm-openai:{tag}@sha256:" + "b" * 64) is None
+    assert pins.unpinned_image(f"vllm/vllm-openai:{tag}@sha256:" + "b" * 64) is None
 
 
 def gpu_requirement_pool(*requirements: dict[str, Any]) -> dict[str, Any]:
@@ -730,8 +742,8 @@ def gpu_requirement_pool(*requirements: dict[str, Any]) -> dict[str, Any]:
 )
 def test_a_gpu_nodepool_is_recognised_by_any_gpu_requirement(requirement: dict[str, Any]) -> None:
     pool = gpu_requirement_pool(requirement)
-    assert rules.is_gpu_nodepool(pool)
-    problems = rules.gpu_nodepool_guarded(NODEPOOL, pool)
+    assert nodes.is_gpu_nodepool(pool)
+    problems = nodes.gpu_nodepool_guarded(NODEPOOL, pool)
     assert any("has no spec.limits['nvidia.com/gpu']" in p for p in problems)
 
 
@@ -745,7 +757,7 @@ def test_a_gpu_nodepool_is_recognised_by_any_gpu_requirement(requirement: dict[s
     ],
 )
 def test_cpu_nodepools_are_not_gpu_nodepools(requirement: dict[str, Any]) -> None:
-    assert rules.gpu_nodepool_guarded(NODEPOOL, gpu_requirement_pool(requirement)) == []
+    assert nodes.gpu_nodepool_guarded(NODEPOOL, gpu_requirement_pool(requirement)) == []
 
 
 def test_every_gpu_family_the_sizer_plans_for_is_recognised() -> None:
@@ -754,11 +766,11 @@ def test_every_gpu_family_the_sizer_plans_for_is_recognised() -> None:
     assert names
     for name in names:
         requirement = {"key": "node.kubernetes.io/instance-type", "operator": "In", "values": [name]}
-        assert rules.is_gpu_nodepool(gpu_requirement_pool(requirement)), name
+        assert nodes.is_gpu_nodepool(gpu_requirement_pool(requirement)), name
 
 
 PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-ALL_BLOCKED = dict.fromkeys(rules.PUBLIC_ACCESS_FLAGS, True)
+ALL_BLOCKED = dict.fromkeys(storage.PUBLIC_ACCESS_FLAGS, True)
 
 
 def private_bucket(*extra: Resource, block: dict[str, Any] | None = None) -> list[Resource]:
@@ -773,12 +785,12 @@ def private_bucket(*extra: Resource, block: dict[str, Any] | None = None) -> lis
 
 
 def test_buckets_block_public_access_with_all_four_flags() -> None:
-    check = rules.buckets_not_public
+    check = storage.buckets_not_public
     # The four inputs of aws:s3/bucketPublicAccessBlock as pulumi-aws 7.51.1 declares them.
     import pulumi_aws.s3 as s3
 
     declared = {name for name in dir(s3.BucketPublicAccessBlockArgs) if not name.startswith("_")}
-    snake = {re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), f) for f in rules.PUBLIC_ACCESS_FLAGS}
+    snake = {re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), f) for f in storage.PUBLIC_ACCESS_FLAGS}
     assert snake <= declared
     assert check(private_bucket()) == []
     [(urn, missing)] = check([Resource("aws:s3/bucket:Bucket", {}, BUCKET_URN, "weights")])
@@ -788,7 +800,7 @@ def test_buckets_block_public_access_with_all_four_flags() -> None:
 
 
 def test_public_acls_and_policies_for_everyone_make_a_bucket_public() -> None:
-    check = rules.buckets_not_public
+    check = storage.buckets_not_public
     acl = Resource("aws:s3/bucketAcl:BucketAcl", {"bucket": "weights-1", "acl": "public-read"}, "urn:acl")
     [(urn, public)] = check(private_bucket(acl))
     assert urn == "urn:acl" and "public through acl public-read" in public
@@ -835,10 +847,10 @@ def test_public_acls_and_policies_for_everyone_make_a_bucket_public() -> None:
 )
 def test_data_reading_actions_on_every_resource_are_refused(action: str) -> None:
     policy = {"policy": doc({"Sid": "D", "Effect": "Allow", "Action": action, "Resource": "*"})}
-    [problem] = rules.no_wildcard_iam("aws:iam/rolePolicy:RolePolicy", policy)
+    [problem] = iam.no_wildcard_iam("aws:iam/rolePolicy:RolePolicy", policy)
     assert f'"Resource": "*" for {action}' in problem
     named = {"policy": doc({"Effect": "Allow", "Action": action, "Resource": "arn:aws:s3:::weights/*"})}
-    assert rules.no_wildcard_iam("aws:iam/rolePolicy:RolePolicy", named) == []
+    assert iam.no_wildcard_iam("aws:iam/rolePolicy:RolePolicy", named) == []
 
 
 @pytest.mark.parametrize(
@@ -860,9 +872,9 @@ def test_data_reading_actions_on_every_resource_are_refused(action: str) -> None
     ],
 )
 def test_wildcard_arns(arn: str, wild: bool) -> None:
-    assert rules.wildcard_arn(arn) is wild
+    assert iam.wildcard_arn(arn) is wild
     policy = {"policy": doc({"Sid": "W", "Effect": "Allow", "Action": "s3:PutObject", "Resource": arn})}
-    problems = rules.no_wildcard_iam("aws:iam/policy:Policy", policy)
+    problems = iam.no_wildcard_iam("aws:iam/policy:Policy", policy)
     assert bool(problems) is wild
     if wild:
         expected = f"policy: statement W: wildcard ARN(s) {arn} match resources by pattern"
@@ -902,7 +914,7 @@ def test_wildcard_arns(arn: str, wild: bool) -> None:
 def test_administrator_and_full_access_managed_policies_are_refused(
     token: str, props: dict[str, Any]
 ) -> None:
-    [problem] = rules.no_wildcard_iam(token, props)
+    [problem] = iam.no_wildcard_iam(token, props)
     assert "grants wildcard access" in problem
 
 
@@ -913,7 +925,7 @@ def test_narrow_managed_policies_pass() -> None:
         "AmazonEBSCSIDriverPolicy",
     ):
         props = {"policyArn": f"arn:aws:iam::aws:policy/{arn}"}
-        assert rules.no_wildcard_iam("aws:iam/rolePolicyAttachment:RolePolicyAttachment", props) == []
+        assert iam.no_wildcard_iam("aws:iam/rolePolicyAttachment:RolePolicyAttachment", props) == []
 
 
 @pytest.mark.parametrize(
@@ -942,12 +954,12 @@ def test_narrow_managed_policies_pass() -> None:
     ],
 )
 def test_security_group_ingress_from_the_whole_internet_is_refused(token: str, props: dict[str, Any]) -> None:
-    [problem] = rules.no_world_open_ingress(token, props)
+    [problem] = exposure.no_world_open_ingress(token, props)
     assert "admits the whole internet" in problem
 
 
 def test_limited_security_group_ingress_and_egress_pass() -> None:
-    check = rules.no_world_open_ingress
+    check = exposure.no_world_open_ingress
     assert (
         check(
             "aws:ec2/securityGroup:SecurityGroup",
@@ -970,7 +982,7 @@ def test_limited_security_group_ingress_and_egress_pass() -> None:
 def host_pod(kind_props: dict[str, Any], namespace: str = "deepseek", app: str = "vllm") -> dict[str, Any]:
     return {
         "metadata": {"name": app, "namespace": namespace},
-        "spec": {"template": {"metadata": {"labels": {rules.APP_NAME_LABEL: app}}, "spec": kind_props}},
+        "spec": {"template": {"metadata": {"labels": {workloads.APP_NAME_LABEL: app}}, "spec": kind_props}},
     }
 
 
@@ -998,7 +1010,7 @@ def host_pod(kind_props: dict[str, Any], namespace: str = "deepseek", app: str =
     ],
 )
 def test_pods_that_reach_into_the_node_are_refused(token: str, spec: dict[str, Any]) -> None:
-    [problem] = rules.no_host_access(token, host_pod(spec))
+    [problem] = workloads.no_host_access(token, host_pod(spec))
     assert problem.startswith("deepseek/vllm spec.template.spec has ") and "allow-listed" in problem
 
 
@@ -1010,14 +1022,15 @@ def test_host_access_in_lws_cronjob_and_bare_pods_is_found() -> None:
             "leaderWorkerTemplate": {"leaderTemplate": {"spec": spec}, "workerTemplate": {"spec": spec}}
         },
     }
-    assert len(rules.no_host_access("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", lws)) == 2
+    assert len(workloads.no_host_access("kubernetes:leaderworkerset.x-k8s.io/v1:LeaderWorkerSet", lws)) == 2
     cron = {"metadata": {"name": "c"}, "spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}}
     assert (
-        "spec.jobTemplate.spec.template.spec" in rules.no_host_access("kubernetes:batch/v1:CronJob", cron)[0]
+        "spec.jobTemplate.spec.template.spec"
+        in workloads.no_host_access("kubernetes:batch/v1:CronJob", cron)[0]
     )
-    assert rules.no_host_access("kubernetes:core/v1:Pod", {"metadata": {"name": "p"}, "spec": spec})
+    assert workloads.no_host_access("kubernetes:core/v1:Pod", {"metadata": {"name": "p"}, "spec": spec})
     assert (
-        rules.no_host_access(
+        workloads.no_host_access(
             DEPLOYMENT, host_pod({"containers": [{"name": "c", "securityContext": {"privileged": False}}]})
         )
         == []
@@ -1031,10 +1044,10 @@ def test_only_the_allow_listed_exporters_may_reach_into_the_node() -> None:
         "containers": [{"name": "c"}],
         "volumes": [{"name": "proc", "hostPath": {"path": "/proc"}}],
     }
-    for namespace, app in rules.HOST_ACCESS_ALLOWED:
-        assert rules.no_host_access("kubernetes:apps/v1:DaemonSet", host_pod(spec, namespace, app)) == []
+    for namespace, app in workloads.HOST_ACCESS_ALLOWED:
+        assert workloads.no_host_access("kubernetes:apps/v1:DaemonSet", host_pod(spec, namespace, app)) == []
         # The same name elsewhere is not the exporter the list means.
-        assert rules.no_host_access("kubernetes:apps/v1:DaemonSet", host_pod(spec, "deepseek", app)) != []
+        assert workloads.no_host_access("kubernetes:apps/v1:DaemonSet", host_pod(spec, "deepseek", app)) != []
 
 
 def test_the_host_access_allow_list_names_charts_the_project_installs() -> None:
@@ -1059,8 +1072,8 @@ def test_the_host_access_allow_list_names_charts_the_project_installs() -> None:
                 for name in charts.get(chart, []):  # a sub-chart may be moved by namespaceOverride
                     override = (values.get(name) or {}).get("namespaceOverride")
                     installed.add((override or r.inputs.get("namespace"), name))
-    assert set(rules.HOST_ACCESS_ALLOWED) <= installed
-    assert all(app in charts for _, app in rules.HOST_ACCESS_ALLOWED)
+    assert set(workloads.HOST_ACCESS_ALLOWED) <= installed
+    assert all(app in charts for _, app in workloads.HOST_ACCESS_ALLOWED)
 
 
 def test_a_vllm_image_running_another_command_serves_nothing() -> None:
@@ -1070,17 +1083,17 @@ def test_a_vllm_image_running_another_command_serves_nothing() -> None:
     image = "vllm/vllm-openai:v0.33.0"
     stager = {"image": image, "command": ["python3", "/scripts/stage_weights.py"], "args": ["--stream"]}
     worker = {"image": image, "command": ["/bin/sh", "-c", 'exec ray start --address="$LEADER:6379" --block']}
-    assert not rules.serves_vllm(stager) and not rules.serves_vllm(worker)
-    assert rules.serves_vllm({"image": image, "args": ["deepseek-ai/DeepSeek-R1", "--port", "8000"]})
+    assert not exposure.serves_vllm(stager) and not exposure.serves_vllm(worker)
+    assert exposure.serves_vllm({"image": image, "args": ["deepseek-ai/DeepSeek-R1", "--port", "8000"]})
     leader = {
         "image": image,
         "command": ["/bin/sh", "-c", "ray start --head && vllm serve /models/r1 --port 8000"],
     }
-    assert rules.serves_vllm(leader)
+    assert exposure.serves_vllm(leader)
 
 
 def test_narrow_ingress_rules_of_one_group_and_port_that_add_up_to_the_internet_are_refused() -> None:
-    check = rules.world_open_ingress_sets
+    check = exposure.world_open_ingress_sets
     vpc_rule = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
     deps = {"securityGroupId": ("urn:sg",)}
     port = {"ipProtocol": "tcp", "fromPort": 443, "toPort": 443}
@@ -1094,7 +1107,7 @@ def test_narrow_ingress_rules_of_one_group_and_port_that_add_up_to_the_internet_
     pieces = [
         Resource(vpc_rule, {**port, "cidrIpv4": f"{a}.0.0.0/5"}, f"urn:{a}", str(a), deps) for a in (8, 16)
     ]
-    assert all(rules.no_world_open_ingress(r.type, r.props) == [] for r in pieces)
+    assert all(exposure.no_world_open_ingress(r.type, r.props) == [] for r in pieces)
     assert len(check(pieces)) == 2
     other_port = Resource(
         vpc_rule, {**port, "fromPort": 22, "toPort": 22, "cidrIpv4": "16.0.0.0/5"}, "urn:o", "o", deps
