@@ -45,9 +45,11 @@ from .platform.nodepools import (
     has_on_demand_floor,
     needs_auto_mode_node_class,
 )
+from .serving.exposure import NLB_CLASSES, Endpoint, nlb_idle_warning
 from .serving.inference import Inference, InferenceArgs
+from .serving.multinode import zone_refusal
 from .serving.secrets import ApiSecrets, ApiSecretsArgs
-from .serving.vllm import APP, NLB_CLASSES, READINESS_GATE_LABELS, Endpoint, nlb_idle_warning, zone_refusal
+from .serving.vllm import APP, READINESS_GATE_LABELS
 from .versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 
 INFERENCE_NAMESPACE = "deepseek"

@@ -616,7 +616,7 @@ class SizingPlan:
         a group's worker StatefulSet only once its leader is bound to a node where the group is
         kept to one zone (kubernetes-sigs/lws v0.10.0 pkg/controllers/pod_controller.go: "if
         exclusive placement is enabled but leader pod is not scheduled, don't create the worker
-        sts"; components/serving/vllm.py LWS_EXCLUSIVE_TOPOLOGY), and no node is launched for a
+        sts"; components/serving/multinode.py LWS_EXCLUSIVE_TOPOLOGY), and no node is launched for a
         worker that does not exist yet (tests/twin/test_lws.py runs that controller)."""
         engine = self.engine_seconds(cached=self.compile_cache)
         node = startup.NODE_READY_S[self._stage_mode]

@@ -530,7 +530,7 @@ def run_scenario(capacity: Capacity, render: Path) -> None:
 def _group_zone_probe(capacity: Capacity, namespace: str) -> None:
     """Exclusive placement on the zone, as the real LWS webhook and controller apply it and
     Karpenter and the scheduler honour it: each placed group's pods in one zone, no two groups in
-    the same zone (what components/serving/vllm.py zone_refusal counts on)."""
+    the same zone (what components/serving/multinode.py zone_refusal counts on)."""
     label = group_index_label()
     where = capacity.placement(namespace)
     zones: dict[str, set[str]] = {}

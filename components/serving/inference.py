@@ -38,15 +38,15 @@ from ..versions import (
     image_reference,
 )
 from .buckets import private_bucket
+from .exposure import Endpoint, ingress, nlb_service
+from .multinode import LWS_API_VERSION, leader_worker_set
 from .routing import Router, RouterArgs
 from .vllm import (
     APP,
     CHECKOV_SKIPS,
     COMPILE_CACHE_SCRIPT,
     DELETION_COST_SCRIPT,
-    LWS_API_VERSION,
     WEIGHTS_MOUNT_PATH,
-    Endpoint,
     Workload,
     checkov_annotations,
     compile_cache_prefix,
@@ -54,10 +54,7 @@ from .vllm import (
     deletion_cost_policy,
     deployment,
     disruption_budget,
-    ingress,
-    leader_worker_set,
     network_policy,
-    nlb_service,
     service,
     termination_grace_seconds,
 )

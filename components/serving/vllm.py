@@ -1,7 +1,9 @@
 """Manifests of the vLLM service, built from the sizing plan (pure: no resources created).
 
 Every vLLM flag comes from ``plan.vllm_args``; this module only adds what Kubernetes needs
-around it: probes, resources, volumes, security context, graceful shutdown.
+around it: probes, resources, volumes, security context, graceful shutdown; the Deployment, its
+Service, NetworkPolicies and disruption budget, and the deletion-cost and compile-cache sidecars.
+A replica on several nodes is ``multinode.py``'s; the load balancer in front, ``exposure.py``'s.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,6 @@ from ..versions import VLLM_IMAGE
 from .secrets import API_KEY_KEY, API_KEY_SECRET, HF_TOKEN_KEY, HF_TOKEN_SECRET
 
 APP = "vllm"
-LWS_API_VERSION = "leaderworkerset.x-k8s.io/v1"
 PORT_NAME = "http"
 SERVICE_PORT = 80
 # The vLLM image's Python needs no root: every path it writes is pointed at a volume below.
@@ -68,36 +68,11 @@ def checkov_annotations(skips: dict[str, str]) -> dict[str, str]:
     }
 
 
-# Ray's GCS port on the leader of a multi-node replica.
-RAY_PORT = 6379
 # Time for the ALB and kube-proxy to stop sending new requests before vLLM stops accepting.
 DEREGISTRATION_PAUSE_S = 15
 # After --shutdown-timeout, vLLM aborts what is left and tears the engine down; the grace
 # period leaves it this long to exit before the kubelet sends KILL.
 ENGINE_EXIT_S = 15
-# An ALB target group's deregistration delay is at most 3600 s (ELB target group attributes).
-ALB_MAX_DEREGISTRATION_S = 3600
-# A request without streaming is silent until its whole answer is ready: the load balancer's idle
-# timeout must outlast the longest generation the plan allows (its drain time), with a margin.
-IDLE_MARGIN_S = 60
-# ALB idle timeout: at most 4000 s (ALB user guide, load balancer attributes).
-ALB_MAX_IDLE_S = 4000
-# NLB: a TCP listener's idle timeout is 60-6000 s (default 350), a TLS listener's is fixed at 350 s
-# (NLB user guide, "Update the TCP idle timeout"). The AWS Load Balancer Controller v3.5.0 sets a
-# listener's attributes from one annotation per <Protocol>-<Port> (docs/guide/service/
-# annotations.md "listener-attributes"; pkg/service/model_build_listener.go
-# buildListenerAttributes). Facts: reference/upstream/nlb-facts.json.
-NLB_TCP_IDLE_RANGE_S = (60, 6000)
-NLB_TLS_IDLE_S = 350
-NLB_LISTENER_ATTRIBUTES = "service.beta.kubernetes.io/aws-load-balancer-listener-attributes"
-
-# The only paths the load balancer forwards: vLLM 0.33.0 checks the API key only for paths
-# under /v1, /v2, /inference and /cohere (vllm/entrypoints/serve/middleware/authenticate.py,
-# GUARDED_PREFIX), and the OpenAI-compatible API lives under /v1. /invocations, /tokenize,
-# /pooling, /score, /metrics and the admin routes answer without a key, so they stay inside
-# the cluster. The ALB's health check targets each pod directly (healthcheck-path), so it needs
-# no route here.
-ROUTED_PATH_PREFIXES = ("/v1",)
 
 # EKS Pod Identity: the agent answers credential requests on the node at a link-local address
 # per IP family, port 80 (aws/eks-pod-identity-agent configuration/config.go, cmd/server.go; EKS
@@ -108,36 +83,11 @@ POD_IDENTITY_AGENT_PORT = 80
 DNS_PORT = 53
 HTTPS_PORT = 443
 
-# Both nodes of a multi-node replica in one zone: LWS gives each group's leader a required
-# affinity to its own group on this key, pins the workers to the leader's zone, and keeps other
-# groups out of it (kubernetes-sigs/lws v0.10.0 ExclusiveKeyAnnotationKey, SetExclusiveAffinities).
-# The price is one replica per zone.
-LWS_EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-ZONE_KEY = "topology.kubernetes.io/zone"
-
-# How a LeaderWorkerSet's pods find their leader: LWS 0.10.0 gives every pod LWS_LEADER_ADDRESS =
-# <lws>-<group>.<subdomain>.<namespace>. With the default "Shared" policy the subdomain is the LWS's
-# own name, and the controller creates that headless Service only when no Service of that name
-# exists (pkg/utils/controller/controller_utils.go CreateHeadlessServiceIfNotExists), so our
-# client Service "vllm" would shadow it and the leader's name would never resolve.
-# "UniquePerReplica" gives each group a headless Service named after its leader pod
-# (<lws>-<group>, pkg/controllers/pod_controller.go) and sets that as every pod's subdomain
-# (pkg/webhooks/pod_webhook.go): the client Service keeps the name "vllm".
-# Facts: reference/upstream/lws-v0.10.0.json.
-LWS_SUBDOMAIN_POLICY = "UniquePerReplica"
-
 # Rollouts: a template change surges one new replica and takes none away before it is ready, for
 # the Deployment and the LeaderWorkerSet alike. LWS 0.10.0 would otherwise default to
 # maxUnavailable 1, maxSurge 0 (pkg/webhooks/leaderworkerset_webhook.go Default): a one-replica
 # service would go dark for a whole cold start on every change.
 ROLLOUT_MAX_UNAVAILABLE = 0
-# pulumi-kubernetes waits for a Deployment's rollout itself, but for a custom resource only when
-# told: "condition=Available" waits until the LWS reports Available for the object's current
-# generation (provider/pkg/metadata/overrides.go ReadyCondition, await/condition/kubectl.go
-# checkCondition), which LWS 0.10.0 sets only once every group is updated and ready
-# (pkg/controllers/leaderworkerset_controller.go). Facts: reference/upstream/pulumi-kubernetes-await.json.
-PULUMI_WAIT_FOR = "pulumi.com/waitFor"
-LWS_READY_CONDITION = "condition=Available"
 
 # Pod readiness gates: the load balancer controller injects a target-health gate into pods of a
 # namespace carrying this label, so a rollout never removes the last healthy ALB target
@@ -199,69 +149,9 @@ def shm_gib(plan: SizingPlan) -> int:
     return 2 + 4 * (plan.tensor_parallel_size - 1)
 
 
-def zone_refusal(plan: SizingPlan, max_replicas: int, zones: int | None) -> str | None:
-    """Why a multi-node plan cannot scale to ``max_replicas``: with LWS exclusive topology on the
-    zone, each replica takes a whole zone (see ``LWS_EXCLUSIVE_TOPOLOGY``), and a rollout at the
-    maximum surges one more (ROLLOUT_MAX_SURGE). ``zones`` is None for your own VPC, whose zones
-    are known only on AWS."""
-    most = None if zones is None else zones - ROLLOUT_MAX_SURGE
-    if plan.nodes_per_replica == 1 or most is None or max_replicas <= most:
-        return None
-    return (
-        f"autoscaling.maxReplicas = {max_replicas}: a {plan.model.variant} replica spans "
-        f"{plan.nodes_per_replica} nodes kept in one zone, one replica per zone, the VPC has "
-        f"{zones} zones and a rollout needs a free zone for the new replica before the old one "
-        f"goes; set autoscaling.maxReplicas to at most {most}, or add a single-node "
-        "instance family (e.g. p5en) to gpu.instanceFamilies"
-    )
-
-
 def termination_grace_seconds(plan: SizingPlan) -> int:
     """The pause before SIGTERM, vLLM's drain (``--shutdown-timeout``), then time to exit."""
     return DEREGISTRATION_PAUSE_S + plan.drain_seconds + ENGINE_EXIT_S
-
-
-def worker_drain_wait_seconds(plan: SizingPlan) -> int:
-    """How long a LeaderWorkerSet worker keeps its ranks after its deletion: the leader's pause
-    and drain, which start at the same moment (see leader_worker_set)."""
-    return DEREGISTRATION_PAUSE_S + plan.drain_seconds
-
-
-def deregistration_delay_seconds(drain_seconds: int) -> int:
-    """How long the ALB keeps a deregistered target's open streams: from the moment the pod starts
-    terminating, through the pause and vLLM's drain (capped at the ALB's own maximum)."""
-    return min(ALB_MAX_DEREGISTRATION_S, DEREGISTRATION_PAUSE_S + drain_seconds)
-
-
-def idle_seconds_needed(drain_seconds: int) -> int:
-    """How long a load balancer must keep a silent connection: the longest generation, plus a
-    margin."""
-    return drain_seconds + IDLE_MARGIN_S
-
-
-def nlb_tcp_idle_seconds(drain_seconds: int) -> int:
-    """The NLB TCP listener's idle timeout for this drain budget, within what the NLB allows."""
-    low, high = NLB_TCP_IDLE_RANGE_S
-    return max(low, min(high, idle_seconds_needed(drain_seconds)))
-
-
-def nlb_idle_warning(load_balancer: str, tls: bool, drain_seconds: int) -> str | None:
-    """What an NLB's idle timeout cuts: a TLS listener's fixed 350 s, or a generation longer than
-    the TCP maximum."""
-    if load_balancer != "nlb":
-        return None
-    needed = idle_seconds_needed(drain_seconds)
-    limit = NLB_TLS_IDLE_S if tls else NLB_TCP_IDLE_RANGE_S[1]
-    if needed <= limit:
-        return None
-    why = "its TLS listener's idle timeout is fixed at" if tls else "its TCP idle timeout is at most"
-    return (
-        f"endpoint.loadBalancer = nlb: {why} {limit} s, and a request without streaming can stay "
-        f"silent for up to {drain_seconds} s (the drain budget, endpoint.drainSeconds) before its "
-        f'answer, so the NLB may close it first; stream responses ("stream": true keeps the '
-        "connection busy), lower endpoint.drainSeconds or model.maxModelLen, or use "
-        "endpoint.loadBalancer alb"
-    )
 
 
 def vllm_args(plan: SizingPlan, workload: Workload) -> list[str]:
@@ -706,123 +596,6 @@ def deletion_cost_policy(
     return policy, binding
 
 
-# vLLM places all TP x PP ranks when it starts, so the leader waits until every node has joined.
-# (Double quotes only inside the Python code: sh then shows it in plain single quotes.)
-_WAIT_FOR_RAY_NODES = (
-    'import ray, sys, time; ray.init(address="auto"); n = int(sys.argv[1]); '
-    '[time.sleep(5) for _ in iter(lambda: sum(x["Alive"] for x in ray.nodes()) < n, False)]'
-)
-
-# Object-storage models across nodes: vLLM 0.33.0 pulls the config and tokenizer files of an s3://
-# --model only in the process that builds the model config (the leader), into
-# $VLLM_ASSETS_CACHE/model_streamer/<sha256(url)[:8]>, and hands that node-local path to the Ray
-# workers on the other nodes (vllm/config/model.py maybe_pull_model_tokenizer_for_runai,
-# vllm/transformers_utils/runai_utils.py ObjectStorageModel; vllm-project/vllm#50616, fix not
-# released). Each worker pod therefore pulls the same files with vLLM's own code, from the same
-# URL into the same directory (same image, same cache environment), before joining Ray.
-# Facts: reference/upstream/vllm-0.33.0/object-storage-model.json.
-OBJECT_STORAGE_SCHEMES = ("s3://", "gs://", "az://")
-CONFIG_PULL_PATTERNS = ["*.model", "*.py", "*.json"]
-TOKENIZER_IGNORE_PATTERNS = ["*.pt", "*.safetensors", "*.bin", "*.tensors", "*.pth"]
-_PULL_CONFIG_AND_TOKENIZER = (
-    "import sys; from vllm.transformers_utils.runai_utils import ObjectStorageModel; "
-    "url = sys.argv[1]; store = ObjectStorageModel(url=url); "
-    f"store.pull_files(url, allow_pattern={json.dumps(CONFIG_PULL_PATTERNS)}); "
-    f"store.pull_files(url, ignore_pattern={json.dumps(TOKENIZER_IGNORE_PATTERNS)})"
-)
-
-
-def shell_line(*argv: str) -> str:
-    """One command for ``sh -c``, every argument quoted (an S3 prefix may hold any character)."""
-    return shlex.join(argv)
-
-
-def _model_of(args: list[str]) -> str:
-    return args[args.index("--model") + 1]
-
-
-def _ray_leader_command(plan: SizingPlan, workload: Workload) -> list[str]:
-    script = " && ".join(
-        [
-            shell_line("ray", "start", "--head", f"--port={RAY_PORT}"),
-            shell_line("python3", "-c", _WAIT_FOR_RAY_NODES, str(plan.nodes_per_replica)),
-            "exec " + shell_line("vllm", "serve", *vllm_args(plan, workload)),
-        ]
-    )
-    return ["/bin/sh", "-c", script]
-
-
-def _ray_worker_command(plan: SizingPlan, workload: Workload) -> list[str]:
-    """Join the leader's Ray cluster (LWS_LEADER_ADDRESS, set by LWS on every pod of the group),
-    first pulling an object-storage model's config and tokenizer files the leader's vLLM will
-    point this node at."""
-    steps = []
-    model = _model_of(vllm_args(plan, workload))
-    if model.lower().startswith(OBJECT_STORAGE_SCHEMES):
-        steps.append(shell_line("python3", "-c", _PULL_CONFIG_AND_TOKENIZER, model))
-    join = f'exec ray start --address="$LWS_LEADER_ADDRESS:{RAY_PORT}" --block'
-    return ["/bin/sh", "-c", " && ".join([*steps, join])]
-
-
-def leader_worker_set(plan: SizingPlan, workload: Workload, name: str = APP) -> dict[str, Any]:
-    """A multi-node replica (r1-671b on nodes too small for it) as a LeaderWorkerSet: one group
-    of ``nodes_per_replica`` pods per replica, restarted together when any pod fails."""
-    labels = {**workload.labels, **selector_labels()}
-    leader = server_container(plan, workload, _ray_leader_command(plan, workload))
-    leader["ports"] = [*leader["ports"], {"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}]
-    worker = {
-        **server_container(plan, workload, _ray_worker_command(plan, workload)),
-        "ports": [{"name": "ray", "containerPort": RAY_PORT, "protocol": "TCP"}],
-    }
-    for key in ("startupProbe", "readinessProbe", "livenessProbe"):
-        worker.pop(key)  # workers serve no HTTP; the leader's probes cover the group
-    # A worker holds ranks of every stream its leader serves. When a worker pod is deleted (a
-    # drain, an interruption, Karpenter's consolidation), LWS deletes the group's leader at once
-    # (RecreateGroupOnPodRestart; lws v0.10.0 pkg/controllers/pod_controller.go
-    # handleRestartPolicy: "the leader pod will be deleted if the worker pod is deleted"), and the
-    # leader pauses, then drains its streams for --shutdown-timeout. The worker must outlive that
-    # drain, so it waits as long before its Ray process gets SIGTERM: the group drains as the
-    # leader is drained. Its grace period (pod_spec) covers the wait and the exit.
-    worker["lifecycle"] = {"preStop": {"sleep": {"seconds": worker_drain_wait_seconds(plan)}}}
-    return {
-        "apiVersion": LWS_API_VERSION,
-        "kind": "LeaderWorkerSet",
-        "metadata": {
-            "name": name,
-            "namespace": workload.namespace,
-            "labels": labels,
-            "annotations": {
-                **checkov_annotations(vllm_checkov_skips(workload)),
-                LWS_EXCLUSIVE_TOPOLOGY: ZONE_KEY,
-                PULUMI_WAIT_FOR: LWS_READY_CONDITION,
-            },
-        },
-        "spec": {
-            "startupPolicy": "LeaderCreated",
-            "networkConfig": {"subdomainPolicy": LWS_SUBDOMAIN_POLICY},
-            "rolloutStrategy": {"type": "RollingUpdate", "rollingUpdateConfiguration": rolling_update()},
-            "leaderWorkerTemplate": {
-                "size": plan.nodes_per_replica,
-                "restartPolicy": "RecreateGroupOnPodRestart",
-                "leaderTemplate": {
-                    "metadata": {
-                        "labels": {**labels, "deepseek-eks/role": "leader"},
-                        "annotations": dict(SERVING_POD_ANNOTATIONS),
-                    },
-                    "spec": pod_spec(plan, workload, [leader]),
-                },
-                "workerTemplate": {
-                    "metadata": {
-                        "labels": {**labels, "deepseek-eks/role": "worker"},
-                        "annotations": dict(SERVING_POD_ANNOTATIONS),
-                    },
-                    "spec": pod_spec(plan, workload, [worker]),
-                },
-            },
-        },
-    }
-
-
 def service(workload: Workload, name: str = APP, leader_only: bool = False) -> dict[str, Any]:
     selector = selector_labels()
     if leader_only:
@@ -844,188 +617,6 @@ def service(workload: Workload, name: str = APP, leader_only: bool = False) -> d
             "ports": [{"name": PORT_NAME, "port": SERVICE_PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
         },
     }
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """How the load balancer in front of vLLM is set up."""
-
-    ingress_class: str
-    internet_facing: bool
-    allowed_cidrs: list[str]
-    certificate_arn: str | None
-    drain_seconds: int
-    load_balancer: str = "alb"
-    """``alb`` (an Ingress) or ``nlb`` (a Service of type LoadBalancer)."""
-    nlb_class: str = "service.k8s.aws/nlb"
-    """loadBalancerClass of the NLB controller: the AWS Load Balancer Controller's, or Auto Mode's
-    ``eks.amazonaws.com/nlb`` (NLB_CLASSES)."""
-    subnet_ids: tuple[str, ...] = ()
-    """Subnets the load balancer must use (network.loadBalancerSubnetIds in your VPC); empty:
-    the controller's tag discovery."""
-
-
-# llm-d's router (serving/router.py): its Service, and the proxy's readiness listener the load
-# balancer health-checks (port, path).
-ROUTER_SERVICE = "vllm-router"
-ROUTER_HEALTH = (19001, "/ready")
-
-# The controller that provisions an NLB for a Service of type LoadBalancer: the AWS Load Balancer
-# Controller (docs/guide/service/annotations.md, v3.5.0: loadBalancerClass service.k8s.aws/nlb) in
-# Karpenter mode; EKS Auto Mode's own (EKS User Guide, auto-configure-nlb: eks.amazonaws.com/nlb).
-NLB_CLASSES = {"karpenter": "service.k8s.aws/nlb", "auto-mode": "eks.amazonaws.com/nlb"}
-NLB_ANNOTATION = "service.beta.kubernetes.io/"
-
-
-def ingress(
-    workload: Workload,
-    endpoint: Endpoint,
-    source_cidrs: list[str],
-    name: str = APP,
-    *,
-    access_logs: tuple[str, str] | None = None,
-    routed: bool = False,
-) -> dict[str, Any]:
-    """An ALB Ingress: internal unless configured otherwise, only the key-guarded API routed,
-    health-checked on /health, idle timeout above the longest generation, targets drained as long
-    as a stream may run. Paths outside ``ROUTED_PATH_PREFIXES`` get the ALB's default 404.
-
-    ``source_cidrs`` become ``inbound-cidrs`` on every scheme: the AWS Load Balancer Controller
-    admits 0.0.0.0/0 when it is unset (v3.5.0 docs/guide/ingress/annotations.md, "inbound-cidrs"),
-    which for an internal ALB means every network routed to the VPC. With a certificate the ALB
-    listens on 443 and on 80 only to redirect to 443 (``ssl-redirect``: every HTTP listener's
-    default action becomes the redirect, so no request is served in plain HTTP).
-    ``access_logs``: (bucket, prefix) the ALB writes its access logs to, as load balancer
-    attributes (AWS Load Balancer Controller docs/guide/ingress/annotations.md,
-    load-balancer-attributes: access_logs.s3.enabled, .bucket, .prefix).
-    ``routed``: the targets are llm-d's router pods (its Service's ``http`` port), health-checked
-    on the proxy's own /ready listener, which answers while no replica runs (a check through the
-    proxy would reach a vLLM pod, and fail at zero replicas)."""
-    listen = [{"HTTP": 80}, {"HTTPS": 443}] if endpoint.certificate_arn else [{"HTTP": 80}]
-    idle = min(ALB_MAX_IDLE_S, idle_seconds_needed(endpoint.drain_seconds))
-    attributes = f"idle_timeout.timeout_seconds={idle},routing.http.drop_invalid_header_fields.enabled=true"
-    if access_logs:
-        bucket, prefix = access_logs
-        attributes += (
-            f",access_logs.s3.enabled=true,access_logs.s3.bucket={bucket},access_logs.s3.prefix={prefix}"
-        )
-    annotations = {
-        "alb.ingress.kubernetes.io/scheme": "internet-facing" if endpoint.internet_facing else "internal",
-        "alb.ingress.kubernetes.io/target-type": "ip",
-        "alb.ingress.kubernetes.io/listen-ports": json.dumps(listen),
-        "alb.ingress.kubernetes.io/healthcheck-path": ROUTER_HEALTH[1] if routed else "/health",
-        "alb.ingress.kubernetes.io/healthcheck-port": str(ROUTER_HEALTH[0]) if routed else "traffic-port",
-        "alb.ingress.kubernetes.io/success-codes": "200",
-        "alb.ingress.kubernetes.io/load-balancer-attributes": attributes,
-        "alb.ingress.kubernetes.io/target-group-attributes": (
-            f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)}"
-        ),
-    }
-    if endpoint.subnet_ids:  # AWS Load Balancer Controller v3.5.0 docs/guide/ingress/annotations.md
-        annotations["alb.ingress.kubernetes.io/subnets"] = ",".join(endpoint.subnet_ids)
-    if not source_cidrs:
-        raise ValueError("ingress: no source CIDRs; the ALB would admit 0.0.0.0/0")
-    annotations["alb.ingress.kubernetes.io/inbound-cidrs"] = ",".join(source_cidrs)
-    if endpoint.certificate_arn:
-        annotations["alb.ingress.kubernetes.io/ssl-redirect"] = "443"
-        annotations["alb.ingress.kubernetes.io/certificate-arn"] = endpoint.certificate_arn
-        annotations["alb.ingress.kubernetes.io/ssl-policy"] = "ELBSecurityPolicy-TLS13-1-2-2021-06"
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "Ingress",
-        "metadata": {
-            "name": name,
-            "namespace": workload.namespace,
-            "labels": {**workload.labels, **selector_labels()},
-            "annotations": annotations,
-        },
-        "spec": {
-            "ingressClassName": endpoint.ingress_class,
-            "rules": [
-                {
-                    "http": {
-                        "paths": [
-                            {
-                                "path": prefix,
-                                "pathType": "Prefix",
-                                "backend": {
-                                    "service": {
-                                        "name": ROUTER_SERVICE if routed else name,
-                                        "port": {"name": PORT_NAME},
-                                    }
-                                },
-                            }
-                            for prefix in ROUTED_PATH_PREFIXES
-                        ]
-                    }
-                }
-            ],
-        },
-    }
-
-
-def nlb_service(
-    workload: Workload,
-    endpoint: Endpoint,
-    source_cidrs: list[str],
-    *,
-    leader_only: bool = False,
-    name: str = "vllm-nlb",
-    routed: bool = False,
-) -> dict[str, Any]:
-    """An NLB (L4) in front of vLLM: ip targets health-checked over HTTP on /health, internal
-    unless configured otherwise, reachable only from ``source_cidrs`` (the allowed CIDRs, or the
-    VPC for an internal one: the controllers default to 0.0.0.0/0), TLS on 443 with the
-    certificate when one is given. Client IP preservation stays off, so targets see the NLB's own
-    addresses in its subnets, which the NetworkPolicy admits. Every path reaches vLLM: settings
-    refuse ``nlb`` with an API key (see settings._nlb_problems). ``routed``: the targets are llm-d's
-    router pods, health-checked on the proxy's /ready listener (as ``ingress``)."""
-    if not source_cidrs:
-        raise ValueError("nlb_service: no source CIDRs; the NLB would be open to 0.0.0.0/0")
-    a = NLB_ANNOTATION
-    annotations = {
-        f"{a}aws-load-balancer-scheme": "internet-facing" if endpoint.internet_facing else "internal",
-        f"{a}aws-load-balancer-nlb-target-type": "ip",
-        f"{a}aws-load-balancer-healthcheck-protocol": "http",
-        f"{a}aws-load-balancer-healthcheck-path": "/health",
-        f"{a}aws-load-balancer-healthcheck-port": "traffic-port",
-        f"{a}aws-load-balancer-target-group-attributes": (
-            f"deregistration_delay.timeout_seconds={deregistration_delay_seconds(endpoint.drain_seconds)},"
-            "preserve_client_ip.enabled=false"
-        ),
-    }
-    if endpoint.subnet_ids:  # AWS Load Balancer Controller v3.5.0 docs/guide/service/annotations.md
-        annotations[f"{a}aws-load-balancer-subnets"] = ",".join(endpoint.subnet_ids)
-    # Pulumi would wait for endpoints, which exist only once a replica has loaded (see ``service``).
-    annotations["pulumi.com/skipAwait"] = "true"
-    port = SERVICE_PORT
-    if not endpoint.certificate_arn:
-        # A TCP listener's idle timeout follows the drain budget (a TLS one cannot be changed:
-        # nlb_idle_warning says what that costs).
-        annotations[f"{NLB_LISTENER_ATTRIBUTES}.TCP-{port}"] = (
-            f"tcp.idle_timeout.seconds={nlb_tcp_idle_seconds(endpoint.drain_seconds)}"
-        )
-    if endpoint.certificate_arn:
-        port = 443
-        annotations |= {
-            f"{a}aws-load-balancer-ssl-cert": endpoint.certificate_arn,
-            f"{a}aws-load-balancer-ssl-ports": "443",
-            f"{a}aws-load-balancer-ssl-negotiation-policy": "ELBSecurityPolicy-TLS13-1-2-2021-06",
-        }
-    if routed:
-        annotations[f"{a}aws-load-balancer-healthcheck-path"] = ROUTER_HEALTH[1]
-        annotations[f"{a}aws-load-balancer-healthcheck-port"] = str(ROUTER_HEALTH[0])
-    nlb = service(workload, name, leader_only=leader_only)
-    nlb["metadata"]["annotations"] = annotations
-    if routed:  # the router's container port is named like vLLM's ("http")
-        nlb["spec"]["selector"] = dict(ROUTER_PEER["podSelector"]["matchLabels"])
-    nlb["spec"] |= {
-        "type": "LoadBalancer",
-        "loadBalancerClass": endpoint.nlb_class,
-        "loadBalancerSourceRanges": list(source_cidrs),
-    }
-    nlb["spec"]["ports"][0]["port"] = port
-    return nlb
 
 
 def egress_rules(*, pod_identity: bool, https: bool = True, ip_family: str = "ipv4") -> list[dict[str, Any]]:

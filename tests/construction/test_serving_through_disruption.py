@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 import pytest
 
 from deepseek_eks.automation.render import Rendered, render
-from deepseek_eks.components.serving.vllm import APP, Workload, leader_worker_set
+from deepseek_eks.components.serving.multinode import leader_worker_set
+from deepseek_eks.components.serving.vllm import APP, Workload
 from deepseek_eks.sizing import PlanRequest, SizingPlan, plan
 from tests.conftest import stack_config
 from tests.upstream import (

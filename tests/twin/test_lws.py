@@ -7,7 +7,7 @@ reports it running and not ready, the state a group is in while vLLM loads its w
 workers dial their leader. Every assertion reads what the programs wrote.
 
 A second namespace runs the same LeaderWorkerSet with LWS's default subdomain policy ("Shared")
-beside our client Service: the mistake components/serving/vllm.py LWS_SUBDOMAIN_POLICY exists to
+beside our client Service: the mistake components/serving/multinode.py LWS_SUBDOMAIN_POLICY exists to
 avoid, shown failing with the same checks.
 
 Skips without the programs (``twin/build.sh lws coredns kube-controller-manager``); under
