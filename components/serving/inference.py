@@ -26,7 +26,13 @@ from deepseek_eks.sizing.planner import (
 from ..helm import helm_release
 from ..manifests import TopLevelCustomResource
 from ..monitoring.autoscaling import ScaleTarget
-from ..network_policies import ClusterCidrs, chart_policies, network_policy_resources, with_api_egress
+from ..network_policies import (
+    ClusterCidrs,
+    chart_policies,
+    default_deny,
+    network_policy_resources,
+    with_api_egress,
+)
 from ..platform.capacity import GpuPlacement
 from ..platform.image_prepull import IMAGE_PREPULL, closed_network_policy, prepull_daemonset
 from ..platform.pod_identity import ServiceAccountRef, pod_identity_role
@@ -50,7 +56,6 @@ from .vllm import (
     Workload,
     checkov_annotations,
     compile_cache_prefix,
-    default_deny_policy,
     deletion_cost_policy,
     deployment,
     disruption_budget,
@@ -423,7 +428,10 @@ class Inference(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{name}-netpol", metadata=policy["metadata"], spec=policy["spec"], opts=after
         )
-        deny = ns_workload.apply(default_deny_policy)
+        # Every pod of the namespace isolated both ways: one that no other policy selects (started by
+        # hand, or a workload added later) reaches nothing and is reached by nothing; vLLM's, the
+        # stager's and the placeholders' own policies add what they allow.
+        deny = ns_workload.apply(lambda w: default_deny(w.namespace, w.labels))
         k8s.networking.v1.NetworkPolicy(
             f"{name}-default-deny", metadata=deny["metadata"], spec=deny["spec"], opts=after
         )

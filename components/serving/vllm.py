@@ -706,22 +706,6 @@ def network_policy(
     }
 
 
-DEFAULT_DENY = "default-deny"
-
-
-def default_deny_policy(workload: Workload, name: str = DEFAULT_DENY) -> dict[str, Any]:
-    """Every pod of the service's namespace is isolated both ways: a pod no other policy selects
-    (one started by hand, or a workload added later) reaches nothing and is reached by nothing.
-    Policies add up, so vLLM's, the stager's and the placeholders' own rules are what they allow
-    (Kubernetes NetworkPolicy documentation, "Default deny all ingress and all egress traffic")."""
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": name, "namespace": workload.namespace, "labels": workload.labels},
-        "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
-    }
-
-
 def disruption_budget(workload: Workload, name: str = APP) -> dict[str, Any]:
     """At most one replica evicted at a time. It binds only the Eviction API (node drains,
     Karpenter's graceful drift and consolidation): with two or more replicas the others keep
