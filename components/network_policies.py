@@ -9,7 +9,7 @@ Where the peers sit on EKS (reference/upstream/network-policy-facts.json):
 - Pods reach the API through the ``kubernetes`` Service (its ClusterIP, in the EKS service CIDR,
   one of two defaults) and its endpoints (those interfaces, in the VPC): egress 443 names both,
   never the Internet.
-- DNS goes to any address on 53: EKS Auto Mode answers it on the node (see vllm.egress_rules).
+- DNS goes to any address on 53: EKS Auto Mode answers it on the node (see egress.py egress_rules).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .egress import HTTPS_PORT, egress_rules
 from .monitoring.prometheus_names import PROMETHEUS_PORT, PROMETHEUS_SELECTOR
-from .serving.vllm import HTTPS_PORT, egress_rules
 
 # Amazon EKS API Reference, KubernetesNetworkConfigRequest.serviceIpv4Cidr: without one, EKS
 # takes the service CIDR from either block (the clusters this project creates set none).

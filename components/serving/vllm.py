@@ -17,6 +17,7 @@ from typing import Any
 from deepseek_eks.sizing import SizingPlan
 from deepseek_eks.sizing.planner import VLLM_PORT
 
+from ..egress import egress_rules
 from ..monitoring.prometheus_names import PROMETHEUS_SELECTOR
 from ..platform.nodepools import ROLLOUT_MAX_SURGE, SERVING_POD_ANNOTATIONS
 from ..versions import VLLM_IMAGE
@@ -73,15 +74,6 @@ DEREGISTRATION_PAUSE_S = 15
 # After --shutdown-timeout, vLLM aborts what is left and tears the engine down; the grace
 # period leaves it this long to exit before the kubelet sends KILL.
 ENGINE_EXIT_S = 15
-
-# EKS Pod Identity: the agent answers credential requests on the node at a link-local address
-# per IP family, port 80 (aws/eks-pod-identity-agent configuration/config.go, cmd/server.go; EKS
-# User Guide "Set up the Amazon EKS Pod Identity Agent"). The clusters this project builds are
-# IPv4; an IPv6 cluster's pods would call fd00:ec2::23 instead.
-POD_IDENTITY_AGENT_CIDRS = {"ipv4": "169.254.170.23/32", "ipv6": "fd00:ec2::23/128"}
-POD_IDENTITY_AGENT_PORT = 80
-DNS_PORT = 53
-HTTPS_PORT = 443
 
 # Rollouts: a template change surges one new replica and takes none away before it is ready, for
 # the Deployment and the LeaderWorkerSet alike. LWS 0.10.0 would otherwise default to
@@ -617,32 +609,6 @@ def service(workload: Workload, name: str = APP, leader_only: bool = False) -> d
             "ports": [{"name": PORT_NAME, "port": SERVICE_PORT, "targetPort": PORT_NAME, "protocol": "TCP"}],
         },
     }
-
-
-def egress_rules(*, pod_identity: bool, https: bool = True, ip_family: str = "ipv4") -> list[dict[str, Any]]:
-    """What a pod of this service may reach outside its own replica.
-
-    DNS goes to any address on port 53: the resolver in the pod's resolv.conf is a CoreDNS pod in
-    Karpenter mode, but EKS Auto Mode answers it on the node and runs no CoreDNS pod
-    (aws/containers-roadmap#2546, #2552), so a rule naming kube-system pods breaks resolution
-    there. ``https``: 443 to any address, for a pod that downloads (Hugging Face, or S3 through
-    the gateway endpoint, whose prefix list a NetworkPolicy cannot name); a vLLM server reading
-    weights from a local volume gets none. A pod whose service account has a Pod Identity
-    association also reaches the agent on the node (EKS User Guide, pod-id-agent-setup: the
-    agent listens on 169.254.170.23:80 / [fd00:ec2::23]:80)."""
-    rules: list[dict[str, Any]] = [
-        {"ports": [{"port": DNS_PORT, "protocol": "UDP"}, {"port": DNS_PORT, "protocol": "TCP"}]},
-    ]
-    if https:
-        rules.append({"ports": [{"port": HTTPS_PORT, "protocol": "TCP"}]})
-    if pod_identity:
-        rules.append(
-            {
-                "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDRS[ip_family]}}],
-                "ports": [{"port": POD_IDENTITY_AGENT_PORT, "protocol": "TCP"}],
-            }
-        )
-    return rules
 
 
 # llm-d's router pods (serving/router.py router_labels): its proxy connects to the picked pod's

@@ -21,6 +21,7 @@ from deepseek_eks.sizing.startup import (
     STANDARD_PULL_S,
 )
 
+from ..egress import egress_rules
 from ..platform.nodepools import SERVING_POD_ANNOTATIONS
 from ..versions import (
     MOUNTPOINT_S3_CSI_ADDON,
@@ -30,7 +31,7 @@ from ..versions import (
     VLLM_IMAGE,
 )
 from .secrets import HF_TOKEN_KEY, HF_TOKEN_SECRET
-from .vllm import RUN_AS_USER, container_security_context, egress_rules, pod_security_context
+from .vllm import RUN_AS_USER, container_security_context, pod_security_context
 
 STAGE_SCRIPT = Path(__file__).parent / "scripts" / "stage_weights.py"
 STAGER = "weights-stager"

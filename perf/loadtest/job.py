@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from deepseek_eks.components.egress import egress_rules
 from deepseek_eks.components.serving.secrets import API_KEY_KEY, API_KEY_SECRET
-from deepseek_eks.components.serving.vllm import APP, egress_rules, selector_labels
+from deepseek_eks.components.serving.vllm import APP, selector_labels
 from deepseek_eks.components.versions import VLLM_IMAGE, VLLM_IMAGE_DIGEST, image_reference
 from deepseek_eks.sizing.measured import (
     REPLICA_SETTINGS,
