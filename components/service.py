@@ -554,7 +554,7 @@ WARM_MULTI_NODE = (
 
 
 # autoscaling.seasonal reads last week from the Prometheus of whoever installed the shared add-ons:
-# settings/validate.py checks this service's observability.prometheusRetention, which only the
+# settings/consistency.py checks this service's observability.prometheusRetention, which only the
 # service that installs them applies.
 SEASONAL_ON_FOREIGN_PROMETHEUS = (
     "autoscaling.seasonal reads last week's requests from the cluster's Prometheus, which this service "

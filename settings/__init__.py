@@ -1,5 +1,6 @@
 """Stack settings: the typed model (pure) and the loaders that feed it."""
 
+from .consistency import s3_location
 from .model import (
     PROJECT,
     SECRET_KEYS,
@@ -21,7 +22,7 @@ from .model import (
     WeightsSource,
     known_keys,
 )
-from .validate import parse_settings, s3_location, settings_from_values
+from .validate import parse_settings, settings_from_values
 
 __all__ = [
     "PROJECT",
