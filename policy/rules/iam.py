@@ -79,7 +79,6 @@ POLICY_ARN_INPUTS = {
 }
 
 
-#
 # How IAM evaluates a Condition block (IAM User Guide, "IAM JSON policy elements: Condition
 # operators" and "Conditions with multiple context keys or values"): operators, and keys under one
 # operator, are ANDed, the values of one key ORed; a key absent from the request makes a plain
